@@ -1,0 +1,94 @@
+# prefetchfs - one top-level Makefile.
+#
+#   make                 build ./prefetchfs
+#   make check           unit suites (Check) then mount tests
+#   make SANITIZE=address,undefined check
+#   make DEVELOPER=1     adds -Werror
+#   make bench           build the benchmark tools in bench/
+#   make V=1             show the commands
+
+CC ?= cc
+CFLAGS ?= -O2 -g
+PKG_CONFIG ?= pkg-config
+
+override CFLAGS += -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -pthread \
+	-Wall -Wextra -Wstrict-prototypes -Wmissing-prototypes \
+	-Wwrite-strings -Wformat=2 -Wvla -Wshadow -Iinclude -MMD -MP
+ifeq ($(DEVELOPER),1)
+override CFLAGS += -Werror
+endif
+ifneq ($(SANITIZE),)
+override CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=$(SANITIZE) \
+	-fno-omit-frame-pointer
+override LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3)
+FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3)
+URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing)
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+LIBS := $(URING_LIBS) -lpthread -lm
+
+ifeq ($(V),1)
+Q :=
+QUIET_CC :=
+QUIET_LINK :=
+QUIET_AR :=
+else
+Q := @
+QUIET_CC = @echo '  CC      $@';
+QUIET_LINK = @echo '  LINK    $@';
+QUIET_AR = @echo '  AR      $@';
+endif
+
+# The FUSE front end; everything else in src/ is the FUSE-free core library.
+FRONT_SRCS := src/main.c src/fuse_ll.c
+LIB_SRCS := $(filter-out $(FRONT_SRCS),$(wildcard src/*.c))
+LIB_OBJS := $(LIB_SRCS:.c=.o)
+FRONT_OBJS := $(FRONT_SRCS:.c=.o)
+LIB := libprefetchfs.a
+
+CHECK_SRCS := $(wildcard tests/check_*.c)
+CHECK_BINS := $(CHECK_SRCS:.c=)
+TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
+TEST_HELPER_BINS := $(TEST_HELPER_SRCS:.c=)
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(BENCH_SRCS:.c=)
+
+all: prefetchfs
+
+$(LIB): $(LIB_OBJS)
+	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
+
+src/%.o: src/%.c
+	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
+
+prefetchfs: $(FRONT_OBJS) $(LIB)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \
+		$(FUSE_LIBS) $(LIBS)
+
+tests/check_%: tests/check_%.c $(LIB)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< \
+		$(LIB) $(CHECK_LIBS) $(LIBS)
+
+tests/helpers/%: tests/helpers/%.c
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lpthread
+
+bench/%: bench/%.c
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(LDFLAGS) -o $@ $< \
+		$(FUSE_LIBS) -lpthread -lm
+
+tests: $(CHECK_BINS) $(TEST_HELPER_BINS)
+bench: prefetchfs $(BENCH_BINS)
+
+# Every Check suite, then the mount tests; tests/run reports what it ran.
+check: prefetchfs tests $(BENCH_BINS)
+	$(Q)tests/run $(CHECK_BINS)
+
+clean:
+	rm -f prefetchfs $(LIB) src/*.o src/*.d $(CHECK_BINS) tests/*.d \
+		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
+
+.PHONY: all tests bench check clean
+-include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d)

@@ -1,0 +1,110 @@
+/*
+ * pf_backend.h - where the dataset's bytes come from.
+ *
+ * A backend is a const ops table plus an instance pointer (struct
+ * pf_backend).  Metadata calls (getattr, readdir, readlink, open, statfs)
+ * are synchronous and may block the calling thread; they are rare for an
+ * immutable dataset and the kernel caches their results.  Data reads are
+ * asynchronous: pf_backend_submit() queues a struct pf_bio and returns at
+ * once; the backend's own thread performs the read and calls bio->done()
+ * exactly once.  FUSE worker threads therefore never wait for data.
+ *
+ * Paths are relative to the dataset root, never start with '/', and ""
+ * names the root itself.
+ *
+ * Errors: every call returns >= 0 on success and -errno on failure.
+ */
+#ifndef PF_BACKEND_H
+#define PF_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+
+struct pf_backend;
+struct pf_bfile;
+struct pf_bio;
+
+/*
+ * Called once per readdir entry ("." and ".." are not reported).  @st holds
+ * at least st_mode and st_size (and st_mtim where the backend knows it).
+ * Return non-zero to stop the listing early.
+ */
+typedef int (*pf_dirent_fn)(void *arg, const char *name,
+			    const struct stat *st);
+
+/*
+ * A data read.  The submitter owns the bio and everything it points to until
+ * done() is called; done() runs on the backend's thread and may free it.
+ *
+ * Result passed to done(): the number of bytes read into iov (less than the
+ * iov total only when the end of the file was reached), or -errno.  Short
+ * reads from the kernel are resubmitted by the backend, never reported.
+ */
+struct pf_bio {
+	struct pf_bfile *file;
+	uint64_t off;
+	const struct iovec *iov;
+	int iovcnt;
+	void (*done)(struct pf_bio *bio, int64_t res);
+	void *priv;		/* the submitter's */
+	/* backend scratch: progress of a resubmitted short read */
+	uint64_t bdone;
+	struct pf_bio *bnext;
+};
+
+struct pf_backend_ops {
+	const char *name;	/* "posix", "http", "s3" */
+	/* lstat() semantics: a symlink is reported as S_IFLNK */
+	int (*getattr)(struct pf_backend *be, const char *path,
+		       struct stat *st);
+	int (*readdir)(struct pf_backend *be, const char *path,
+		       pf_dirent_fn fn, void *arg);
+	/* Writes a NUL-terminated target; -ENAMETOOLONG if it does not fit */
+	int (*readlink)(struct pf_backend *be, const char *path, char *buf,
+			size_t size);
+	/*
+	 * Opens @path for reading and pins its version: *st receives the size
+	 * and mtime the bytes of every later read must belong to.  A read
+	 * that finds the file changed fails with -EIO (and is logged).
+	 */
+	int (*open)(struct pf_backend *be, const char *path,
+		    struct pf_bfile **out, struct stat *st);
+	/* Only after every bio on @f has completed. */
+	void (*close)(struct pf_backend *be, struct pf_bfile *f);
+	/* Queues @bio; returns 0, or -errno without calling bio->done(). */
+	int (*submit)(struct pf_backend *be, struct pf_bio *bio);
+	int (*statfs)(struct pf_backend *be, struct statvfs *sv);
+	/* Completes or cancels (-ECANCELED) every queued bio, then frees. */
+	void (*destroy)(struct pf_backend *be);
+};
+
+struct pf_backend {
+	const struct pf_backend_ops *ops;
+};
+
+/*
+ * POSIX directory backend.  Reads go through one io_uring owned by one
+ * thread; when io_uring cannot be set up it falls back to a pool of
+ * @fallback_threads pread threads and logs that once.  @queue_depth bounds
+ * the reads in flight at the kernel.  force_fallback is for tests.
+ */
+struct pf_posix_cfg {
+	unsigned queue_depth;
+	unsigned fallback_threads;
+	int force_fallback;
+};
+
+int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
+			 struct pf_backend **out);
+/* Which engine a POSIX backend ended up with: "io_uring" or "pread". */
+const char *pf_posix_backend_engine(const struct pf_backend *be);
+
+static inline int pf_backend_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	return be->ops->submit(be, bio);
+}
+
+#endif

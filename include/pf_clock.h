@@ -1,0 +1,19 @@
+/*
+ * pf_clock.h - monotonic time in nanoseconds.  Decision code never calls
+ * this itself; it takes the time as an argument so tests can inject it.
+ */
+#ifndef PF_CLOCK_H
+#define PF_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t pf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * pf_pattern.h - learning each reader's access pattern, and planning what to
+ * read ahead for it.
+ *
+ * Pure decision code: no I/O, no locks, no clock of its own.  Every call
+ * takes the current time in nanoseconds from the caller, so recorded READ
+ * traces can be replayed with a fake clock in tests.
+ *
+ * A struct pf_tracker holds the streams of one file.  Several readers of one
+ * file (DataLoader workers, DDP ranks, threads sharing an fd) are told apart
+ * by their offsets alone: each READ is given to the stream whose frontier it
+ * continues, and READs that the kernel's asynchronous read-ahead delivers out
+ * of order or several at once land in the stream they belong to without
+ * resetting it.  A READ that continues no stream starts a new one (the least
+ * recently used stream is recycled when the tracker is full).
+ *
+ * Per stream it detects:
+ *  - SEQUENTIAL: each READ starts where the stream's bytes end (within the
+ *    reorder tolerance);
+ *  - STRIDED: records of @record bytes every @stride bytes (stride > record),
+ *    as one rank of N reads;
+ *  - RANDOM: neither (then the planner asks for nothing beyond the request);
+ *  - the batch: the bytes a stream consumes in one burst of READs between
+ *    compute gaps.  A gap is idle time with no READ of the stream outstanding
+ *    (arrival of a READ minus the completion of the stream's last one) of at
+ *    least cfg.gap_ns.  The batch is learned from completed bursts; while the
+ *    first burst is still going, the bytes of that burst so far are used.
+ *
+ * Thread safety: none.  The caller serialises all calls on one tracker (the
+ * cache does so under its lock).  Stream pointers stay valid until the next
+ * pf_tracker_observe() or pf_tracker_free() on the same tracker.
+ */
+#ifndef PF_PATTERN_H
+#define PF_PATTERN_H
+
+#include <stdint.h>
+
+enum pf_pattern {
+	PF_PAT_UNKNOWN = 0,	/* too few READs to tell */
+	PF_PAT_SEQUENTIAL,
+	PF_PAT_STRIDED,
+	PF_PAT_RANDOM,
+};
+
+const char *pf_pattern_name(enum pf_pattern p);
+
+struct pf_pattern_cfg {
+	uint64_t gap_ns;	/* idle time that ends a burst (default 2 ms) */
+	uint64_t reorder_bytes;	/* how far around a stream's frontier a READ
+				 * may land and still continue it */
+	unsigned max_streams;	/* per tracker (>= 1) */
+	uint64_t batch_override; /* bytes; 0 = learn the batch */
+};
+
+void pf_pattern_cfg_default(struct pf_pattern_cfg *cfg);
+
+/* One reader stream as learned so far.  Read-only for callers. */
+struct pf_stream {
+	unsigned id;		/* unique within the tracker, never reused */
+	enum pf_pattern pattern;
+	uint64_t next_off;	/* predicted offset of the stream's next byte:
+				 * for SEQUENTIAL the end of the highest READ,
+				 * for STRIDED the start of the next record */
+	uint64_t stride;	/* STRIDED: distance between record starts */
+	uint64_t record;	/* STRIDED: bytes read per record */
+	uint64_t batch;		/* learned (or overridden) batch bytes; 0 =
+				 * nothing learned yet */
+	uint64_t burst_bytes;	/* bytes in the current burst so far */
+	unsigned bursts;	/* completed bursts seen */
+	uint64_t reads;		/* READs given to this stream */
+	uint64_t bytes;		/* bytes those READs asked for */
+	uint64_t last_ns;	/* arrival of the last READ */
+	unsigned outstanding;	/* READs observed but not yet done */
+};
+
+struct pf_tracker;
+
+/* Returns NULL on allocation failure. */
+struct pf_tracker *pf_tracker_new(const struct pf_pattern_cfg *cfg);
+void pf_tracker_free(struct pf_tracker *t);
+
+/*
+ * A READ of [off, off+len) arrived at @now_ns.  Returns the stream it was
+ * given to (never NULL once the tracker exists).
+ */
+struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
+				     uint64_t len, uint64_t now_ns);
+
+/* The READ observed into stream @id was answered at @now_ns. A stream that
+ * has been recycled since is ignored. */
+void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns);
+
+/* Iterate the live streams: index 0..pf_tracker_count()-1. */
+unsigned pf_tracker_count(const struct pf_tracker *t);
+const struct pf_stream *pf_tracker_stream(const struct pf_tracker *t,
+					  unsigned i);
+const struct pf_stream *pf_tracker_find(const struct pf_tracker *t,
+					unsigned id);
+
+/* A byte range of the file. */
+struct pf_extent {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct pf_plan_cfg {
+	unsigned windows;	/* batch-sized windows to keep ahead (>= 2) */
+	uint64_t min_window;	/* window size while no batch is known, and
+				 * the smallest window ever used */
+	uint64_t max_window;	/* cap on one window */
+};
+
+/*
+ * The ranges stream @s should have in memory ahead of its frontier:
+ * cfg->windows windows of max(batch, min_window) (at most max_window)
+ * bytes, starting at s->next_off.  SEQUENTIAL yields contiguous ranges;
+ * STRIDED only the records that will be read; RANDOM and UNKNOWN nothing.
+ * Ranges are in increasing offset order, clipped to @file_size, and written
+ * to out[0..max-1]; returns how many were written.
+ */
+unsigned pf_plan(const struct pf_stream *s, const struct pf_plan_cfg *cfg,
+		 uint64_t file_size, struct pf_extent *out, unsigned max);
+
+/* Window size the planner uses for @s (for stats). */
+uint64_t pf_plan_window(const struct pf_stream *s,
+			const struct pf_plan_cfg *cfg);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * log.c - the daemon's log: stderr in the foreground, syslog otherwise.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "pf_log.h"
+
+static enum pf_log_level log_level = PF_LOG_INFO;
+static int log_syslog;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {
+	[PF_LOG_ERR] = "err",
+	[PF_LOG_WARN] = "warn",
+	[PF_LOG_INFO] = "info",
+	[PF_LOG_DEBUG] = "debug",
+};
+
+void pf_log_set_level(enum pf_log_level level)
+{
+	log_level = level;
+}
+
+void pf_log_use_syslog(int on)
+{
+	log_syslog = on;
+	if (on)
+		openlog("prefetchfs", LOG_PID, LOG_DAEMON);
+}
+
+int pf_log_parse_level(const char *s, enum pf_log_level *out)
+{
+	for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]);
+	     i++) {
+		if (strcmp(s, level_names[i]) == 0) {
+			*out = (enum pf_log_level)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void pf_log(enum pf_log_level level, const char *fmt, ...)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO,
+				    LOG_DEBUG };
+	int saved = errno;
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	va_start(ap, fmt);
+	if (log_syslog) {
+		vsyslog(prio[level], fmt, ap);
+	} else {
+		/* one locked write a line so threads do not interleave */
+		pthread_mutex_lock(&log_lock);
+		fputs("prefetchfs: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+		pthread_mutex_unlock(&log_lock);
+	}
+	va_end(ap);
+	errno = saved;
+}
