@@ -82,13 +82,21 @@ bench/%: bench/%.c
 tests: $(CHECK_BINS) $(TEST_HELPER_BINS)
 bench: prefetchfs $(BENCH_BINS)
 
-# Every Check suite, then the mount tests; tests/run reports what it ran.
-check: prefetchfs tests $(BENCH_BINS)
+# Installs what is missing (Debian), builds, then runs every Check suite
+# and the mount tests; tests/run reports what it ran.
+check:
+	$(Q)tests/deps.sh
+	$(Q)$(MAKE) --no-print-directory check-run
+
+check-run: prefetchfs tests $(BENCH_BINS)
 	$(Q)tests/run $(CHECK_BINS)
+
+deps:
+	$(Q)tests/deps.sh
 
 clean:
 	rm -f prefetchfs $(LIB) src/*.o src/*.d $(CHECK_BINS) tests/*.d \
 		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
 
-.PHONY: all tests bench check clean
+.PHONY: all tests bench check check-run deps clean
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d)

@@ -1,0 +1,108 @@
+/*
+ * pf_engine.h - the read path: block cache, demand fetches, read-ahead.
+ *
+ * The engine sits between the FUSE front end and a backend.  It keeps file
+ * data in fixed-size blocks drawn from a pool bounded by max_memory, shared
+ * by every reader of a file.  A READ that finds its bytes in memory is
+ * answered at once; one that misses parks itself on the block it waits for
+ * and is answered from the backend's completion thread when the data
+ * arrives.  Each READ is also fed to the file's pattern tracker, and the
+ * planner's ranges ahead of the reader's stream are fetched in fetch_size
+ * pieces, at most max_inflight backend reads at a time over the engine.
+ *
+ * Threads: every function may be called from any thread.  One engine lock
+ * guards all blocks, files and trackers; replies are always made with it
+ * released.
+ *
+ * Ownership: the caller of pf_efile_new() owns one reference to the file
+ * and drops it with pf_efile_put(); the engine frees the file and its cached
+ * blocks when the last reference and the last fetch on it are gone.
+ */
+#ifndef PF_ENGINE_H
+#define PF_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "pf_backend.h"
+#include "pf_pattern.h"
+
+struct pf_engine_cfg {
+	size_t block_size;	/* cache block (power of two, >= 4 KiB) */
+	uint64_t max_memory;	/* bytes of block buffers at most */
+	uint64_t fetch_size;	/* bytes per backend read at most */
+	unsigned max_inflight;	/* backend reads in flight at most */
+	unsigned prefetch_batches; /* windows kept ahead of each stream */
+	int prefetch;		/* 0: demand reads only, nothing learned */
+	struct pf_pattern_cfg pattern;
+	uint64_t min_window;	/* window while no batch is known */
+	uint64_t max_window;	/* largest window */
+};
+
+/* Defaults sized for a machine with @ram_bytes of memory. */
+void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes);
+
+struct pf_engine;
+struct pf_efile;
+
+/*
+ * Called exactly once per pf_engine_read(): with the data (iov is valid
+ * only during the call; iovcnt may be 0 at end of file) or with err = a
+ * positive errno and no data.  May run on the caller's thread before
+ * pf_engine_read() returns, or later on the backend's thread.
+ */
+typedef void (*pf_reply_fn)(void *req, const struct iovec *iov, int iovcnt,
+			    int err);
+
+/* The engine does not own @be; destroy the engine first. */
+int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
+		  struct pf_engine **out);
+/* No reads may be outstanding (the backend has been drained). */
+void pf_engine_free(struct pf_engine *e);
+
+/* A file of the dataset, by backend path.  NULL on allocation failure. */
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path);
+void pf_efile_put(struct pf_efile *f);
+
+/*
+ * An open() of the file: opens it at the backend on the first open (and
+ * pins its version; cached blocks of an older version are dropped).
+ * Fills *st with the pinned size and mtime.  Every successful call is
+ * matched by one pf_efile_close().
+ */
+int pf_efile_open(struct pf_efile *f, struct stat *st);
+void pf_efile_close(struct pf_efile *f);
+
+/* A READ of @size bytes at @off of an open file.  See pf_reply_fn. */
+void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
+		    pf_reply_fn reply, void *req);
+
+/* Engine-wide totals, for tests and the stats file. */
+struct pf_engine_totals {
+	uint64_t reads;
+	uint64_t hits;		/* answered at once from memory */
+	uint64_t misses;	/* needed a demand fetch */
+	uint64_t waits;		/* had to wait for data (miss or in flight) */
+	uint64_t wait_ns;
+	uint64_t bytes_served;
+	uint64_t bytes_fetched;
+	uint64_t bytes_prefetched;
+	uint64_t bytes_unused;	/* prefetched, dropped without being read */
+	uint64_t fetches;
+	uint64_t fetch_errors;
+	unsigned inflight;
+	uint64_t memory_used;	/* bytes of block buffers in use */
+	uint64_t memory_max;
+};
+
+void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
+
+/*
+ * The stats file's contents: JSON with the totals and a row per live
+ * stream.  Returns a malloc'd NUL-terminated string (caller frees) or NULL.
+ */
+char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * pf_fuse.h - the FUSE front end: libfuse3 low-level operations over the
+ * inode table and the engine.  Not part of the core library.
+ */
+#ifndef PF_FUSE_H
+#define PF_FUSE_H
+
+#include <pthread.h>
+
+#include "pf_backend.h"
+#include "pf_engine.h"
+#include "pf_inode.h"
+#include "pf_opts.h"
+
+struct pf_fs {
+	const struct pf_opts *opts;
+	struct pf_backend *be;
+	struct pf_engine *engine;
+	struct pf_itable *itable;
+	const char *backend_desc;	/* for the stats file */
+	/* set by the init callback; the read-ahead thread waits for it */
+	pthread_mutex_t init_lock;
+	pthread_cond_t init_cond;
+	int initialized;
+};
+
+/* The low-level operations; userdata is a struct pf_fs. */
+extern const struct fuse_lowlevel_ops pf_fuse_ops;
+
+#endif

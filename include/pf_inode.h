@@ -1,0 +1,76 @@
+/*
+ * pf_inode.h - the mount's inode numbers and their backend paths.
+ *
+ * The kernel names files by inode number; backends by path.  The table maps
+ * one to the other and counts the kernel's lookups of each inode (FUSE's
+ * nlookup), freeing an entry when the kernel forgets it.  A path keeps its
+ * inode number while the kernel remembers it, so hard links show up as
+ * separate files (the mount is read-only, nobody can tell).
+ *
+ * Each regular file's inode owns, from its first open on, a struct
+ * pf_efile: the engine's cache of that file, shared by every open of it.
+ *
+ * Threads: all calls may come from any thread; one table mutex guards the
+ * entries.  An inode pointer stays valid while the kernel holds a lookup
+ * on it, which it does for the whole of any request that names it.
+ */
+#ifndef PF_INODE_H
+#define PF_INODE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "pf_backend.h"
+#include "pf_engine.h"
+
+#define PF_ROOT_INO 1
+/* Reserved for the virtual stats directory and file. */
+#define PF_META_DIR_INO 2
+#define PF_META_STATS_INO 3
+#define PF_META_DIR_NAME ".prefetchfs"
+#define PF_META_STATS_NAME "stats"
+
+struct pf_inode {
+	uint64_t ino;
+	char *path;		/* relative to the dataset root; "" = root */
+	mode_t mode;		/* file type bits */
+	/* the fields below are the table's; do not touch */
+	uint64_t nlookup;
+	struct pf_efile *efile;
+	struct pf_inode *next_ino;
+	struct pf_inode *next_path;
+};
+
+struct pf_itable;
+
+int pf_itable_new(struct pf_backend *be, struct pf_engine *e,
+		  struct pf_itable **out);
+void pf_itable_free(struct pf_itable *t);
+
+/* The inode, or NULL if the kernel does not know this number. */
+struct pf_inode *pf_itable_get(struct pf_itable *t, uint64_t ino);
+
+/*
+ * Look @name up in directory @parent at the backend: on success *st is
+ * filled (st_ino set to the mount's number), the entry's nlookup is raised
+ * by one and it is returned through *out.  @known, if not NULL, is the
+ * entry's stat already (as readdir gives it) and no backend call is made.
+ */
+int pf_itable_lookup(struct pf_itable *t, uint64_t parent, const char *name,
+		     const struct stat *known, struct stat *st,
+		     struct pf_inode **out);
+
+/* The kernel dropped @n lookups of @ino. */
+void pf_itable_forget(struct pf_itable *t, uint64_t ino, uint64_t n);
+
+/* getattr of an inode at the backend, st_ino set. */
+int pf_itable_getattr(struct pf_itable *t, struct pf_inode *in,
+		      struct stat *st);
+
+/* The engine file of a regular-file inode, created on first use. */
+struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in);
+
+/* Join "@dir/@name" into a new malloc'd path ("" dir gives "name"). */
+char *pf_path_join(const char *dir, const char *name);
+
+#endif

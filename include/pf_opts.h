@@ -1,0 +1,53 @@
+/*
+ * pf_opts.h - the daemon's command line.
+ *
+ *   prefetchfs [-f] [-d] [-o OPT[,OPT...]] SOURCE MOUNTPOINT
+ *
+ * Parsing is FUSE-free and side-effect free, so it is tested on its own.
+ * Options FUSE itself understands (allow_other, auto_unmount, ...) are
+ * collected into fuse_opts for the front end; options that only mean
+ * something to mount(8), fstab or systemd are accepted and ignored.
+ */
+#ifndef PF_OPTS_H
+#define PF_OPTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pf_engine.h"
+#include "pf_log.h"
+
+struct pf_opts {
+	const char *source;	/* point into argv */
+	const char *mountpoint;
+	struct pf_engine_cfg engine;
+	double entry_timeout;	/* seconds the kernel may cache names */
+	double attr_timeout;	/* seconds the kernel may cache attributes */
+	unsigned readahead_kb;	/* mount's read-ahead; 0 = kernel default */
+	unsigned max_threads;	/* FUSE worker threads */
+	int io_engine;		/* 0 auto (io_uring, else pread), 1 pread */
+	int foreground;
+	int debug;
+	int help;
+	int version;
+	enum pf_log_level log_level;
+	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */
+};
+
+/* Defaults for a machine with @ram_bytes of memory. */
+void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes);
+
+/*
+ * Parses argv[1..argc-1] into @o (on top of its defaults).  On error
+ * returns -EINVAL with a one-line reason in err[0..errlen-1].
+ */
+int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
+		  size_t errlen);
+
+/* "64K", "1M", "2G", "4096", "1.5G", "1MiB" -> bytes.  -EINVAL if bad. */
+int pf_parse_size(const char *s, uint64_t *out);
+
+/* Prints the usage and every option with its default. */
+void pf_opts_usage(const char *prog, uint64_t ram_bytes);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * pf_pool.h - fixed-size data buffers, allocated on first use and then kept.
+ *
+ * Memory given back to the system is slow to get back on the machines this
+ * runs on, so a buffer once allocated is never freed until the pool is:
+ * pf_pool_put() puts it on a free list for the next pf_pool_get().  The
+ * pool never holds more than max_bufs buffers, which is how the daemon's
+ * memory budget is enforced.
+ *
+ * A pool is not thread safe: its owner serialises every call (the engine
+ * calls it under its lock).
+ */
+#ifndef PF_POOL_H
+#define PF_POOL_H
+
+#include <stddef.h>
+
+struct pf_pool;
+
+/* buf_size is rounded up to a multiple of the page size. */
+int pf_pool_new(size_t buf_size, size_t max_bufs, struct pf_pool **out);
+/* Every buffer must have been put back. */
+void pf_pool_free(struct pf_pool *p);
+
+/* A buffer of buf_size bytes, or NULL when max_bufs are out already or the
+ * system has no memory.  Contents are undefined. */
+void *pf_pool_get(struct pf_pool *p);
+void pf_pool_put(struct pf_pool *p, void *buf);
+
+size_t pf_pool_buf_size(const struct pf_pool *p);
+size_t pf_pool_max(const struct pf_pool *p);
+size_t pf_pool_in_use(const struct pf_pool *p);	/* handed out now */
+size_t pf_pool_allocated(const struct pf_pool *p);	/* ever allocated */
+
+#endif

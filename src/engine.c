@@ -1,0 +1,1412 @@
+/*
+ * engine.c - block cache, demand fetches and read-ahead for every file.
+ *
+ * DESIGN
+ * A file's bytes live in blocks of block_size bytes keyed by (file, index)
+ * in one hash table.  A block holds one valid byte interval [vlo, vhi) of
+ * its part of the file: whole blocks for sequential read-ahead, exact
+ * record or request ranges for strided and random readers, so that nothing
+ * is fetched that will not be read.  A block is "busy" while a backend read
+ * fills it; nobody may hold a reference to a busy block and a block with
+ * references is never written, so the bytes a reply points at never change
+ * under it.
+ *
+ * A READ is "driven": every block it needs is checked; ready blocks are
+ * pinned, missing ones are allocated and fetched, and if anything is not
+ * ready the READ parks on one block's waiter list (holding no pins, so no
+ * READ waits while holding what another needs) and is driven again when
+ * that block's fetch ends or its last pin goes.  When everything is ready
+ * the reply is made from the block buffers with the lock released.
+ *
+ * Fetches go to the backend at most max_inflight at a time; demand fetches
+ * past that wait in a FIFO, read-ahead is simply not planned.  Read-ahead
+ * takes memory only from blocks that have been read already (LRU); a
+ * demand miss may also take prefetched blocks nobody has read yet.  The
+ * planner runs after every READ and after every completed fetch, so a
+ * stream's windows keep filling while its reader computes.
+ *
+ * One mutex (e->lock) guards everything here.  Backend completions arrive
+ * on the backend's thread; replies are made from whichever thread finished
+ * the READ's last block, never under the lock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#include "pf_clock.h"
+#include "pf_engine.h"
+#include "pf_log.h"
+#include "pf_pool.h"
+
+#define PAGE_BYTES 4096u
+#define MAX_EXTENTS 512
+#define MAX_READ_BLOCKS 1024
+
+struct list {
+	struct list *prev;
+	struct list *next;
+};
+
+static void list_init(struct list *l)
+{
+	l->prev = l;
+	l->next = l;
+}
+
+static void list_add_tail(struct list *head, struct list *n)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static void list_del(struct list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n;
+	n->next = n;
+}
+
+static bool list_empty(const struct list *l)
+{
+	return l->next == l;
+}
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+struct pread;
+
+struct block {
+	struct pf_efile *file;	/* NULL once detached from its file */
+	uint64_t idx;
+	struct block *hnext;
+	struct list lru;	/* on e->lru_read / e->lru_unread when idle */
+	struct list fnode;	/* on file->blocks while attached */
+	char *buf;
+	uint32_t vlo;
+	uint32_t vhi;
+	uint32_t refs;
+	bool busy;
+	bool read_seen;
+	bool prefetched;
+	bool in_lru;
+	unsigned stream;	/* stream that prefetched it */
+	struct pread *waiters;
+};
+
+/* A READ that could not be answered at once. */
+struct pread {
+	struct pf_efile *file;
+	uint64_t off;
+	size_t size;
+	pf_reply_fn reply;
+	void *req;
+	unsigned stream;
+	uint64_t t0;
+	struct pread *wnext;
+	struct block *parked;	/* whose waiter list holds it; NULL: memwait */
+	unsigned cap;		/* room in blk[] */
+	int err;
+	bool waited;
+	bool missed;
+	bool heap;
+	unsigned nblk;
+	struct block *blk[];
+};
+
+/* The backend file handle of one open generation; fetches pin it. */
+struct bref {
+	struct pf_backend *be;
+	struct pf_bfile *bf;
+	unsigned refs;
+};
+
+struct fetch {
+	struct pf_bio bio;
+	struct pf_engine *e;
+	struct pf_efile *file;
+	struct bref *bref;
+	uint64_t off;
+	uint64_t len;
+	bool prefetch;
+	unsigned stream;
+	unsigned nblk;
+	struct fetch *qnext;
+	struct block **blk;
+	uint32_t *flo;
+	struct iovec *iov;
+};
+
+/* The engine's per-stream accounting beside the tracker's learned state. */
+struct sslot {
+	unsigned id;		/* 0 = free */
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t waits;
+	uint64_t wait_ns;
+	uint64_t bytes_served;
+	uint64_t bytes_fetched;
+	uint64_t bytes_unused;
+	unsigned inflight;
+	uint64_t planned_upto;
+};
+
+struct pf_efile {
+	struct pf_engine *e;
+	char *path;
+	unsigned refs;		/* owners (pf_efile_new / put) */
+	unsigned opens;
+	unsigned fetches;	/* fetches not yet completed */
+	struct bref *cur;	/* while opens > 0 */
+	uint64_t size;
+	struct timespec mtime;
+	bool have_version;
+	struct pf_tracker *tracker;
+	struct sslot *slots;
+	unsigned nslots;
+	struct list blocks;
+	struct list node;	/* on e->files */
+};
+
+struct pf_engine {
+	struct pf_engine_cfg cfg;
+	struct pf_plan_cfg plan;
+	struct pf_backend *be;
+	pthread_mutex_t lock;
+	struct pf_pool *pool;
+	struct block **hash;
+	size_t hmask;
+	struct list lru_read;	/* idle blocks that were read: evict first */
+	struct list lru_unread;	/* idle prefetched blocks not read yet */
+	struct list files;
+	struct pread *memwait;	/* READs waiting for a free buffer */
+	struct fetch *queue;	/* demand fetches waiting for a slot */
+	struct fetch *queue_tail;
+	unsigned inflight;	/* fetches submitted to the backend */
+	unsigned queued;
+	uint32_t bs;
+	unsigned bshift;
+	struct pf_engine_totals tot;
+};
+
+/* Work collected under the lock and done after it is released. */
+struct todo {
+	struct fetch *submit;
+	struct pread *reply;
+};
+
+static void drive_list(struct pf_engine *e, struct pread *list,
+		       struct todo *td);
+static void plan_file(struct pf_engine *e, struct pf_efile *f,
+		      struct todo *td);
+
+void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
+{
+	uint64_t mem = ram_bytes / 4;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (mem < (256u << 20))
+		mem = 256u << 20;
+	if (mem > (16ull << 30))
+		mem = 16ull << 30;
+	cfg->block_size = 64u << 10;
+	cfg->max_memory = mem;
+	cfg->fetch_size = 1u << 20;
+	cfg->max_inflight = 32;
+	cfg->prefetch_batches = 2;
+	cfg->prefetch = 1;
+	pf_pattern_cfg_default(&cfg->pattern);
+	cfg->min_window = 4u << 20;
+	cfg->max_window = 256u << 20;
+}
+
+/* ---- blocks ---------------------------------------------------------- */
+
+static size_t hash_of(const struct pf_engine *e, const struct pf_efile *f,
+		      uint64_t idx)
+{
+	uint64_t h = (uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull;
+
+	h ^= idx + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+	h *= 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 31;
+	return (size_t)h & e->hmask;
+}
+
+static struct block *block_find(struct pf_engine *e, struct pf_efile *f,
+				uint64_t idx)
+{
+	struct block *b = e->hash[hash_of(e, f, idx)];
+
+	while (b && !(b->file == f && b->idx == idx))
+		b = b->hnext;
+	return b;
+}
+
+static void hash_remove(struct pf_engine *e, struct block *b)
+{
+	struct block **pp = &e->hash[hash_of(e, b->file, b->idx)];
+
+	while (*pp != b)
+		pp = &(*pp)->hnext;
+	*pp = b->hnext;
+	b->hnext = NULL;
+}
+
+/* Bytes of the file that fall in block @idx. */
+static uint32_t block_len(const struct pf_engine *e,
+			  const struct pf_efile *f, uint64_t idx)
+{
+	uint64_t start = idx << e->bshift;
+
+	if (start >= f->size)
+		return 0;
+	return f->size - start < e->bs ? (uint32_t)(f->size - start) : e->bs;
+}
+
+static struct sslot *slot_find(struct pf_efile *f, unsigned id)
+{
+	if (id == 0)
+		return NULL;
+	for (unsigned i = 0; i < f->nslots; i++)
+		if (f->slots[i].id == id)
+			return &f->slots[i];
+	return NULL;
+}
+
+/* Slot for stream @id, reusing one whose stream the tracker recycled. */
+static struct sslot *slot_get(struct pf_efile *f, unsigned id)
+{
+	struct sslot *s = slot_find(f, id);
+
+	if (s)
+		return s;
+	for (unsigned i = 0; i < f->nslots; i++) {
+		s = &f->slots[i];
+		if (s->id == 0 || !pf_tracker_find(f->tracker, s->id)) {
+			memset(s, 0, sizeof(*s));
+			s->id = id;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static void lru_remove(struct block *b)
+{
+	if (b->in_lru) {
+		list_del(&b->lru);
+		b->in_lru = false;
+	}
+}
+
+/* Give an idle block back to the LRU, or free it if it is detached. */
+static void block_idle(struct pf_engine *e, struct block *b);
+
+static void block_destroy(struct pf_engine *e, struct block *b)
+{
+	lru_remove(b);
+	if (b->file) {
+		hash_remove(e, b);
+		list_del(&b->fnode);
+	}
+	if (b->prefetched && !b->read_seen) {
+		uint64_t unused = b->vhi - b->vlo;
+		struct sslot *s = b->file ? slot_find(b->file, b->stream) :
+					    NULL;
+
+		e->tot.bytes_unused += unused;
+		if (s)
+			s->bytes_unused += unused;
+	}
+	pf_pool_put(e->pool, b->buf);
+	free(b);
+}
+
+static void block_idle(struct pf_engine *e, struct block *b)
+{
+	if (b->busy || b->refs)
+		return;
+	if (!b->file || b->vhi == b->vlo) {
+		block_destroy(e, b);
+		return;
+	}
+	if (!b->in_lru) {
+		list_add_tail(b->read_seen ? &e->lru_read : &e->lru_unread,
+			      &b->lru);
+		b->in_lru = true;
+	}
+}
+
+/* A buffer: a fresh one while the budget allows, else an evicted one. */
+static void *buf_get(struct pf_engine *e, bool demand)
+{
+	struct block *victim;
+	void *buf = pf_pool_get(e->pool);
+
+	if (buf)
+		return buf;
+	if (!list_empty(&e->lru_read))
+		victim = container_of(e->lru_read.next, struct block, lru);
+	else if (demand && !list_empty(&e->lru_unread))
+		victim = container_of(e->lru_unread.next, struct block, lru);
+	else
+		return NULL;
+	block_destroy(e, victim);
+	return pf_pool_get(e->pool);
+}
+
+static struct block *block_new(struct pf_engine *e, struct pf_efile *f,
+			       uint64_t idx, bool demand)
+{
+	struct block *b = calloc(1, sizeof(*b));
+	size_t h;
+
+	if (!b)
+		return NULL;
+	b->buf = buf_get(e, demand);
+	if (!b->buf) {
+		free(b);
+		return NULL;
+	}
+	b->file = f;
+	b->idx = idx;
+	h = hash_of(e, f, idx);
+	b->hnext = e->hash[h];
+	e->hash[h] = b;
+	list_add_tail(&f->blocks, &b->fnode);
+	list_init(&b->lru);
+	return b;
+}
+
+/* Drop a file's blocks (its version changed, or the file is going). */
+static void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
+{
+	while (!list_empty(&f->blocks)) {
+		struct block *b = container_of(f->blocks.next, struct block,
+					       fnode);
+
+		if (!b->busy && !b->refs) {
+			block_destroy(e, b);
+			continue;
+		}
+		/* in use: detach now, freed when its fetch or pin ends */
+		lru_remove(b);
+		hash_remove(e, b);
+		list_del(&b->fnode);
+		b->file = NULL;
+	}
+}
+
+/* ---- fetches --------------------------------------------------------- */
+
+/* A fetch being assembled from contiguous block parts. */
+struct run {
+	struct fetch *f;
+	unsigned cap;
+};
+
+static void fetch_done(struct pf_bio *bio, int64_t res);
+
+static struct fetch *fetch_alloc(unsigned cap)
+{
+	struct fetch *ft;
+	size_t sz = sizeof(*ft) + cap * (sizeof(struct block *) +
+					 sizeof(uint32_t) +
+					 sizeof(struct iovec));
+	char *p = calloc(1, sz);
+
+	if (!p)
+		return NULL;
+	ft = (struct fetch *)p;
+	p += sizeof(*ft);
+	ft->iov = (struct iovec *)p;
+	p += cap * sizeof(struct iovec);
+	ft->blk = (struct block **)p;
+	p += cap * sizeof(struct block *);
+	ft->flo = (uint32_t *)p;
+	return ft;
+}
+
+static void bref_put(struct bref *r)
+{
+	if (--r->refs == 0) {
+		r->be->ops->close(r->be, r->bf);
+		free(r);
+	}
+}
+
+/* Hand a finished run to the dispatcher (under the lock). */
+static void run_close(struct pf_engine *e, struct run *run, struct todo *td)
+{
+	struct fetch *ft = run->f;
+	struct sslot *slot;
+
+	if (!ft)
+		return;
+	run->f = NULL;
+	ft->e = e;
+	ft->bio.file = ft->bref->bf;
+	ft->bio.off = ft->off;
+	ft->bio.iov = ft->iov;
+	ft->bio.iovcnt = (int)ft->nblk;
+	ft->bio.done = fetch_done;
+	ft->bio.priv = ft;
+	ft->file->fetches++;
+	ft->bref->refs++;
+	slot = slot_find(ft->file, ft->stream);
+	if (slot)
+		slot->inflight++;
+	e->tot.fetches++;
+	if (ft->prefetch)
+		e->tot.bytes_prefetched += ft->len;
+	if (e->inflight < e->cfg.max_inflight) {
+		e->inflight++;
+		ft->qnext = td->submit;
+		td->submit = ft;
+	} else {
+		ft->qnext = NULL;
+		if (e->queue_tail)
+			e->queue_tail->qnext = ft;
+		else
+			e->queue = ft;
+		e->queue_tail = ft;
+		e->queued++;
+	}
+}
+
+/*
+ * Add bytes [flo, fhi) of idle block @b to the run, closing the current
+ * fetch first if they do not continue it.  Marks @b busy.  Returns false if
+ * no memory was left for a fetch (then @b is left untouched).
+ */
+static bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
+		    struct block *b, uint32_t flo, uint32_t fhi,
+		    bool prefetch, unsigned stream, struct todo *td)
+{
+	uint64_t foff = (b->idx << e->bshift) + flo;
+	struct fetch *ft = run->f;
+
+	if (ft && (ft->off + ft->len != foff || ft->nblk == run->cap ||
+		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
+		   ft->prefetch != prefetch))
+		run_close(e, run, td);
+	if (!run->f) {
+		run->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
+		ft = fetch_alloc(run->cap);
+		if (!ft)
+			return false;
+		ft->file = f;
+		ft->bref = f->cur;
+		ft->off = foff;
+		ft->prefetch = prefetch;
+		ft->stream = stream;
+		run->f = ft;
+	}
+	ft = run->f;
+	ft->blk[ft->nblk] = b;
+	ft->flo[ft->nblk] = flo;
+	ft->iov[ft->nblk].iov_base = b->buf + flo;
+	ft->iov[ft->nblk].iov_len = fhi - flo;
+	ft->nblk++;
+	ft->len += fhi - flo;
+	lru_remove(b);
+	b->busy = true;
+	if (prefetch && b->vhi == b->vlo) {
+		b->prefetched = true;
+		b->stream = stream;
+	}
+	if (fhi == block_len(e, f, b->idx) && fhi != e->bs)
+		run_close(e, run, td); /* end of file */
+	return true;
+}
+
+/*
+ * The part of idle block @b to fetch so that it covers [lo, hi) and its
+ * valid bytes stay one interval.  Bytes that touch or overlap the valid
+ * ones extend them; a range apart from them replaces them, since bridging
+ * the gap would fetch bytes nobody asked for (random readers).
+ */
+static void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
+			uint32_t *flo, uint32_t *fhi)
+{
+	*flo = lo;
+	*fhi = hi;
+	if (b->vhi == b->vlo)
+		return;
+	if (hi < b->vlo || lo > b->vhi) {
+		b->vlo = 0;
+		b->vhi = 0;
+		return;
+	}
+	if (lo >= b->vlo)
+		*flo = b->vhi;
+	else if (hi <= b->vhi)
+		*fhi = b->vlo;
+}
+
+static bool block_covers(const struct block *b, uint32_t lo, uint32_t hi)
+{
+	return !b->busy && b->vlo <= lo && hi <= b->vhi;
+}
+
+static void fetch_free(struct pf_engine *e, struct fetch *ft)
+{
+	struct pf_efile *f = ft->file;
+
+	(void)e;
+	f->fetches--;
+	bref_put(ft->bref);
+	free(ft);
+}
+
+/* ---- reads ----------------------------------------------------------- */
+
+static uint64_t read_end(const struct pread *p)
+{
+	uint64_t end = p->off + p->size;
+
+	return end > p->file->size ? p->file->size : end;
+}
+
+/*
+ * Under the lock.  Returns true when @p can be answered now (its blocks are
+ * pinned, or p->err is set); false when it was parked.
+ */
+static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
+{
+	struct pf_efile *f = p->file;
+	uint64_t end = read_end(p);
+	uint64_t first;
+	uint64_t last;
+	struct block *wait_on = NULL;
+	bool nomem = false;
+	struct run run = { 0 };
+
+	p->nblk = 0;
+	if (p->err || p->off >= end)
+		return true;
+	first = p->off >> e->bshift;
+	last = (end - 1) >> e->bshift;
+	for (uint64_t idx = first; idx <= last; idx++) {
+		uint64_t bstart = idx << e->bshift;
+		uint32_t blen = block_len(e, f, idx);
+		uint32_t lo = idx == first ? (uint32_t)(p->off - bstart) : 0;
+		uint32_t hi = idx == last ? (uint32_t)(end - bstart) : blen;
+		struct block *b = block_find(e, f, idx);
+		uint32_t flo;
+		uint32_t fhi;
+
+		if (b && block_covers(b, lo, hi)) {
+			p->blk[p->nblk++] = b;
+			continue;
+		}
+		if (b && (b->busy || b->refs)) {
+			if (!wait_on)
+				wait_on = b;
+			continue;
+		}
+		if (!b) {
+			b = block_new(e, f, idx, true);
+			if (!b) {
+				nomem = true;
+				continue;
+			}
+		}
+		/* fetch whole pages: the kernel asks in pages anyway */
+		lo &= ~(PAGE_BYTES - 1);
+		hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+		if (hi > blen)
+			hi = blen;
+		fetch_range(b, lo, hi, &flo, &fhi);
+		if (!run_add(e, &run, f, b, flo, fhi, false, p->stream, td)) {
+			block_idle(e, b);
+			nomem = true;
+			continue;
+		}
+		p->missed = true;
+		if (!wait_on)
+			wait_on = b;
+	}
+	run_close(e, &run, td);
+	if (wait_on) {
+		p->waited = true;
+		p->parked = wait_on;
+		p->wnext = wait_on->waiters;
+		wait_on->waiters = p;
+		return false;
+	}
+	if (nomem) {
+		p->waited = true;
+		p->parked = NULL;
+		p->wnext = e->memwait;
+		e->memwait = p;
+		return false;
+	}
+	for (unsigned i = 0; i < p->nblk; i++) {
+		lru_remove(p->blk[i]);
+		p->blk[i]->refs++;
+	}
+	return true;
+}
+
+/*
+ * A READ parked by drive() still lives on the caller's stack: move it to
+ * the heap, where it stays until it is answered.  It is at the head of the
+ * list it was parked on.
+ */
+static struct pread *pread_park(struct pf_engine *e, struct pread *p)
+{
+	struct pread *h = malloc(sizeof(*p) + p->cap * sizeof(p->blk[0]));
+
+	if (!h)
+		return NULL;
+	memcpy(h, p, sizeof(*p) + p->cap * sizeof(p->blk[0]));
+	h->heap = true;
+	if (p->parked)
+		p->parked->waiters = h;
+	else
+		e->memwait = h;
+	return h;
+}
+
+/*
+ * Answer a READ whose blocks are pinned, then unpin them.  Work that the
+ * unpinning makes possible is added to @td.
+ */
+static void pread_finish(struct pf_engine *e, struct pread *p,
+			 struct todo *td)
+{
+	struct iovec iov[MAX_READ_BLOCKS];
+	struct pf_efile *f = p->file;
+	uint64_t end = read_end(p);
+	uint64_t served = 0;
+	uint64_t now;
+	struct sslot *s;
+	int cnt = 0;
+
+	if (!p->err) {
+		for (unsigned i = 0; i < p->nblk; i++) {
+			struct block *b = p->blk[i];
+			uint64_t bstart = b->idx << e->bshift;
+			uint64_t lo = p->off > bstart ? p->off - bstart : 0;
+			uint64_t hi = end - bstart < e->bs ? end - bstart :
+							      e->bs;
+
+			iov[cnt].iov_base = b->buf + lo;
+			iov[cnt].iov_len = hi - lo;
+			served += hi - lo;
+			cnt++;
+		}
+		p->reply(p->req, iov, cnt, 0);
+	} else {
+		p->reply(p->req, NULL, 0, p->err);
+	}
+	now = pf_now_ns();
+
+	pthread_mutex_lock(&e->lock);
+	e->tot.reads++;
+	e->tot.bytes_served += served;
+	s = slot_find(f, p->stream);
+	if (p->waited) {
+		e->tot.waits++;
+		e->tot.wait_ns += now - p->t0;
+		if (s) {
+			s->waits++;
+			s->wait_ns += now - p->t0;
+		}
+	} else {
+		e->tot.hits++;
+		if (s)
+			s->hits++;
+	}
+	if (p->missed) {
+		e->tot.misses++;
+		if (s)
+			s->misses++;
+	}
+	if (s)
+		s->bytes_served += served;
+	if (f->tracker && p->stream)
+		pf_tracker_done(f->tracker, p->stream, now);
+	for (unsigned i = 0; i < p->nblk; i++) {
+		struct block *b = p->blk[i];
+
+		b->read_seen = true;
+		if (--b->refs == 0) {
+			struct pread *w = b->waiters;
+
+			b->waiters = NULL;
+			block_idle(e, b);
+			drive_list(e, w, td);
+		}
+	}
+	if (e->memwait) {
+		struct pread *w = e->memwait;
+
+		e->memwait = NULL;
+		drive_list(e, w, td);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (p->heap)
+		free(p);
+}
+
+/* Drive each READ of @list again; the ready ones go to td->reply. */
+static void drive_list(struct pf_engine *e, struct pread *list,
+		       struct todo *td)
+{
+	while (list) {
+		struct pread *p = list;
+
+		list = p->wnext;
+		p->wnext = NULL;
+		if (drive(e, p, td)) {
+			p->wnext = td->reply;
+			td->reply = p;
+		}
+	}
+}
+
+/* Submit and answer what was collected under the lock, until nothing is
+ * left (answering a READ can make more work). */
+static void todo_run(struct pf_engine *e, struct todo *td)
+{
+	while (td->submit || td->reply) {
+		if (td->submit) {
+			struct fetch *ft = td->submit;
+			int ret;
+
+			td->submit = ft->qnext;
+			ret = pf_backend_submit(e->be, &ft->bio);
+			if (ret < 0)
+				fetch_done(&ft->bio, ret);
+			continue;
+		}
+		struct pread *r = td->reply;
+
+		td->reply = r->wnext;
+		pread_finish(e, r, td);
+	}
+}
+
+static void fetch_done(struct pf_bio *bio, int64_t res)
+{
+	struct fetch *ft = bio->priv;
+	struct pf_engine *e = ft->e;
+	struct pf_efile *f = ft->file;
+	struct todo td = { 0 };
+	int err = 0;
+	struct sslot *s;
+
+	if (res < 0) {
+		err = (int)-res;
+	} else if ((uint64_t)res < ft->len) {
+		/* shorter than the size pinned at open: the file changed */
+		err = EIO;
+	}
+	pthread_mutex_lock(&e->lock);
+	e->inflight--;
+	if (err) {
+		e->tot.fetch_errors++;
+		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
+			 f->path, ft->off, ft->len, strerror(err));
+	}
+	s = slot_find(f, ft->stream);
+	if (s) {
+		s->inflight--;
+		if (!err)
+			s->bytes_fetched += ft->len;
+	}
+	if (!err)
+		e->tot.bytes_fetched += ft->len;
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+		struct pread *w = b->waiters;
+
+		b->busy = false;
+		b->waiters = NULL;
+		if (!err) {
+			if (b->vhi == b->vlo) {
+				b->vlo = flo;
+				b->vhi = fhi;
+			} else {
+				b->vlo = flo < b->vlo ? flo : b->vlo;
+				b->vhi = fhi > b->vhi ? fhi : b->vhi;
+			}
+		}
+		/* waiters of a failed block get the error, not a refetch */
+		for (struct pread *p = w; err && p; p = p->wnext)
+			p->err = err;
+		block_idle(e, b);
+		drive_list(e, w, &td);
+	}
+	/* a freed slot: the next queued demand fetch goes out */
+	if (e->queue) {
+		struct fetch *q = e->queue;
+
+		e->queue = q->qnext;
+		if (!e->queue)
+			e->queue_tail = NULL;
+		e->queued--;
+		e->inflight++;
+		q->qnext = td.submit;
+		td.submit = q;
+	}
+	fetch_free(e, ft);
+	if (e->memwait) {
+		struct pread *w = e->memwait;
+
+		e->memwait = NULL;
+		drive_list(e, w, &td);
+	}
+	if (f->opens)
+		plan_file(e, f, &td);
+	pthread_mutex_unlock(&e->lock);
+	todo_run(e, &td);
+}
+
+/* ---- read-ahead ------------------------------------------------------ */
+
+/* Fetch the planner's ranges for stream @st that are not in memory yet. */
+static void plan_stream(struct pf_engine *e, struct pf_efile *f,
+			const struct pf_stream *st, struct todo *td)
+{
+	struct pf_extent ext[MAX_EXTENTS];
+	struct sslot *s = slot_get(f, st->id);
+	struct run run = { 0 };
+	uint64_t horizon;
+	unsigned n;
+
+	if (!s)
+		return;
+	n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
+	if (n == 0)
+		return;
+	horizon = ext[n - 1].off + ext[n - 1].len;
+	/* what was planned before and is still ahead need not be looked at */
+	if (s->planned_upto < st->next_off || s->planned_upto > horizon)
+		s->planned_upto = st->next_off;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ext[i].off;
+		uint64_t end = ext[i].off + ext[i].len;
+
+		if (end <= s->planned_upto)
+			continue;
+		if (off < s->planned_upto)
+			off = s->planned_upto;
+		while (off < end) {
+			uint64_t idx = off >> e->bshift;
+			uint64_t bstart = idx << e->bshift;
+			uint32_t lo = (uint32_t)(off - bstart);
+			uint32_t hi = end - bstart < e->bs ?
+					      (uint32_t)(end - bstart) : e->bs;
+			struct block *b;
+			uint32_t flo;
+			uint32_t fhi;
+
+			if (!run.f && e->inflight + e->queued >=
+					      e->cfg.max_inflight)
+				goto out;
+			b = block_find(e, f, idx);
+			if (b && (block_covers(b, lo, hi) || b->busy ||
+				  b->refs)) {
+				run_close(e, &run, td);
+				off = bstart + hi;
+				s->planned_upto = off;
+				continue;
+			}
+			if (!b) {
+				b = block_new(e, f, idx, false);
+				if (!b)
+					goto out;
+			}
+			fetch_range(b, lo, hi, &flo, &fhi);
+			if (!run_add(e, &run, f, b, flo, fhi, true, st->id,
+				     td)) {
+				block_idle(e, b);
+				goto out;
+			}
+			off = bstart + hi;
+			s->planned_upto = off;
+		}
+	}
+out:
+	run_close(e, &run, td);
+}
+
+static void plan_file(struct pf_engine *e, struct pf_efile *f,
+		      struct todo *td)
+{
+	unsigned n;
+
+	if (!e->cfg.prefetch || !f->tracker || !f->cur)
+		return;
+	n = pf_tracker_count(f->tracker);
+	for (unsigned i = 0; i < n; i++)
+		plan_stream(e, f, pf_tracker_stream(f->tracker, i), td);
+}
+
+void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
+		    pf_reply_fn reply, void *req)
+{
+	struct pf_engine *e = f->e;
+	struct {
+		struct pread p;
+		struct block *blk[MAX_READ_BLOCKS];
+	} st;
+	struct pread *p = &st.p;
+	struct todo td = { 0 };
+	const struct pf_stream *stream = NULL;
+	uint64_t now = pf_now_ns();
+
+	if (size > (uint64_t)MAX_READ_BLOCKS << e->bshift) {
+		reply(req, NULL, 0, EINVAL);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->file = f;
+	p->off = off;
+	p->size = size;
+	p->reply = reply;
+	p->req = req;
+	p->t0 = now;
+	p->cap = MAX_READ_BLOCKS;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->tracker) {
+		stream = pf_tracker_observe(f->tracker, off, size, now);
+		p->stream = stream->id;
+		slot_get(f, stream->id);
+	}
+	if (!drive(e, p, &td)) {
+		if (!pread_park(e, p)) {
+			pf_err("out of memory parking a read");
+			abort();
+		}
+		p = NULL;
+	}
+	if (stream)
+		plan_stream(e, f, stream, &td);
+	pthread_mutex_unlock(&e->lock);
+	if (p) {
+		p->wnext = td.reply;
+		td.reply = p;
+	}
+	todo_run(e, &td);
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path)
+{
+	struct pf_efile *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->path = strdup(path);
+	if (!f->path) {
+		free(f);
+		return NULL;
+	}
+	f->e = e;
+	f->refs = 1;
+	list_init(&f->blocks);
+	pthread_mutex_lock(&e->lock);
+	list_add_tail(&e->files, &f->node);
+	pthread_mutex_unlock(&e->lock);
+	return f;
+}
+
+/* Under the lock: free @f if nothing refers to it any more. */
+static void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
+{
+	if (f->refs || f->opens || f->fetches)
+		return;
+	file_drop_blocks(e, f);
+	list_del(&f->node);
+	pf_tracker_free(f->tracker);
+	free(f->slots);
+	free(f->path);
+	free(f);
+}
+
+void pf_efile_put(struct pf_efile *f)
+{
+	struct pf_engine *e = f->e;
+
+	pthread_mutex_lock(&e->lock);
+	f->refs--;
+	efile_maybe_free(e, f);
+	pthread_mutex_unlock(&e->lock);
+}
+
+int pf_efile_open(struct pf_efile *f, struct stat *st)
+{
+	struct pf_engine *e = f->e;
+	struct pf_bfile *bf = NULL;
+	struct bref *r;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->opens) {
+		f->opens++;
+		st->st_size = (off_t)f->size;
+		st->st_mtim = f->mtime;
+		pthread_mutex_unlock(&e->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+
+	/* the backend open may block: not under the lock */
+	ret = e->be->ops->open(e->be, f->path, &bf, st);
+	if (ret < 0)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		e->be->ops->close(e->be, bf);
+		return -ENOMEM;
+	}
+	r->be = e->be;
+	r->bf = bf;
+	r->refs = 1;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->opens) {
+		/* another thread opened it meanwhile: use its generation */
+		f->opens++;
+		st->st_size = (off_t)f->size;
+		st->st_mtim = f->mtime;
+		pthread_mutex_unlock(&e->lock);
+		bref_put(r);
+		return 0;
+	}
+	if (f->have_version && (f->size != (uint64_t)st->st_size ||
+				f->mtime.tv_sec != st->st_mtim.tv_sec ||
+				f->mtime.tv_nsec != st->st_mtim.tv_nsec)) {
+		pf_info("%s changed since it was cached: dropping its blocks",
+			f->path);
+		file_drop_blocks(e, f);
+		pf_tracker_free(f->tracker);
+		f->tracker = NULL;
+	}
+	f->size = (uint64_t)st->st_size;
+	f->mtime = st->st_mtim;
+	f->have_version = true;
+	if (!f->tracker && e->cfg.prefetch) {
+		f->tracker = pf_tracker_new(&e->cfg.pattern);
+		free(f->slots);
+		f->nslots = e->cfg.pattern.max_streams;
+		f->slots = calloc(f->nslots, sizeof(*f->slots));
+		if (!f->tracker || !f->slots) {
+			pf_tracker_free(f->tracker);
+			f->tracker = NULL;
+			free(f->slots);
+			f->slots = NULL;
+			f->nslots = 0;
+		}
+	}
+	f->cur = r;
+	f->opens = 1;
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
+void pf_efile_close(struct pf_efile *f)
+{
+	struct pf_engine *e = f->e;
+	struct bref *r = NULL;
+
+	pthread_mutex_lock(&e->lock);
+	if (--f->opens == 0) {
+		r = f->cur;
+		f->cur = NULL;
+		bref_put(r);
+	}
+	efile_maybe_free(e, f);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- engine ---------------------------------------------------------- */
+
+int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
+		  struct pf_engine **out)
+{
+	struct pf_engine *e;
+	size_t nbufs;
+	size_t buckets = 1024;
+	int ret;
+
+	if (cfg->block_size < PAGE_BYTES ||
+	    (cfg->block_size & (cfg->block_size - 1)) ||
+	    cfg->block_size > (16u << 20) ||
+	    cfg->fetch_size < cfg->block_size || cfg->max_inflight == 0 ||
+	    cfg->prefetch_batches < 2)
+		return -EINVAL;
+	nbufs = cfg->max_memory / cfg->block_size;
+	if (nbufs < 2u * (cfg->fetch_size / cfg->block_size + 2))
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cfg = *cfg;
+	e->be = be;
+	e->bs = (uint32_t)cfg->block_size;
+	while ((1u << e->bshift) < e->bs)
+		e->bshift++;
+	e->plan.windows = cfg->prefetch_batches;
+	e->plan.min_window = cfg->min_window;
+	e->plan.max_window = cfg->max_window;
+	while (buckets < 2 * nbufs)
+		buckets <<= 1;
+	e->hash = calloc(buckets, sizeof(*e->hash));
+	if (!e->hash) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	e->hmask = buckets - 1;
+	ret = pf_pool_new(cfg->block_size, nbufs, &e->pool);
+	if (ret < 0)
+		goto out_hash;
+	pthread_mutex_init(&e->lock, NULL);
+	list_init(&e->lru_read);
+	list_init(&e->lru_unread);
+	list_init(&e->files);
+	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
+	*out = e;
+	return 0;
+
+out_hash:
+	free(e->hash);
+out_free:
+	free(e);
+	return ret;
+}
+
+void pf_engine_free(struct pf_engine *e)
+{
+	if (!e)
+		return;
+	while (!list_empty(&e->files)) {
+		struct pf_efile *f = container_of(e->files.next,
+						  struct pf_efile, node);
+
+		f->refs = 0;
+		f->opens = 0;
+		if (f->cur) {
+			bref_put(f->cur);
+			f->cur = NULL;
+		}
+		f->fetches = 0;
+		efile_maybe_free(e, f);
+	}
+	pf_pool_free(e->pool);
+	free(e->hash);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
+{
+	pthread_mutex_lock(&e->lock);
+	*t = e->tot;
+	t->inflight = e->inflight + e->queued;
+	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- stats ----------------------------------------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t len;
+	size_t cap;
+	bool oom;
+};
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (sb->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(sb->s + sb->len, sb->cap - sb->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			sb->oom = true;
+			return;
+		}
+		if ((size_t)n < sb->cap - sb->len) {
+			sb->len += (size_t)n;
+			return;
+		}
+		char *ns = realloc(sb->s, sb->cap * 2 + (size_t)n);
+
+		if (!ns) {
+			sb->oom = true;
+			return;
+		}
+		sb->s = ns;
+		sb->cap = sb->cap * 2 + (size_t)n;
+	}
+}
+
+static void sb_json_str(struct sbuf *sb, const char *s)
+{
+	sb_printf(sb, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			sb_printf(sb, "\\%c", c);
+		else if (c < 0x20)
+			sb_printf(sb, "\\u%04x", c);
+		else
+			sb_printf(sb, "%c", c);
+	}
+	sb_printf(sb, "\"");
+}
+
+/* Bytes of @st's plan that are in memory, in order, up to the first gap. */
+static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
+			    const struct pf_stream *st)
+{
+	struct pf_extent ext[MAX_EXTENTS];
+	unsigned n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
+	uint64_t ready = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ext[i].off;
+		uint64_t end = ext[i].off + ext[i].len;
+
+		while (off < end) {
+			uint64_t idx = off >> e->bshift;
+			uint64_t bstart = idx << e->bshift;
+			uint32_t lo = (uint32_t)(off - bstart);
+			uint32_t hi = end - bstart < e->bs ?
+					      (uint32_t)(end - bstart) : e->bs;
+			struct block *b = block_find(e, f, idx);
+
+			if (!b || !block_covers(b, lo, hi))
+				return ready;
+			ready += hi - lo;
+			off = bstart + hi;
+		}
+	}
+	return ready;
+}
+
+static bool recently_read(struct pf_efile *f, uint64_t now)
+{
+	unsigned n = pf_tracker_count(f->tracker);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
+
+		if (now - st->last_ns < 60ull * 1000000000u)
+			return true;
+	}
+	return false;
+}
+
+static void stats_stream(struct sbuf *sb, struct pf_engine *e,
+			 struct pf_efile *f, const struct pf_stream *st,
+			 bool *first)
+{
+	struct sslot *s = slot_find(f, st->id);
+	uint64_t win = pf_plan_window(st, &e->plan);
+	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
+	sb_printf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
+	*first = false;
+	sb_json_str(sb, f->path);
+	sb_printf(sb,
+		  ", \"stream\": %u, \"pattern\": \"%s\", "
+		  "\"next_offset\": %" PRIu64 ", \"stride\": %" PRIu64
+		  ", \"record\": %" PRIu64 ", \"batch\": %" PRIu64
+		  ", \"window\": %" PRIu64 ", \"windows_ahead\": %.2f"
+		  ", \"reads\": %" PRIu64 ", \"hits\": %" PRIu64
+		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"wait_ms\": %.3f, \"bytes_fetched\": %" PRIu64
+		  ", \"bytes_served\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u}",
+		  st->id, pf_pattern_name(st->pattern), st->next_off,
+		  st->stride, st->record, st->batch, win,
+		  win ? (double)ready / (double)win : 0.0, st->reads,
+		  s ? s->hits : 0, s ? s->misses : 0, s ? s->waits : 0,
+		  s ? (double)s->wait_ns / 1e6 : 0.0,
+		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
+		  s ? s->bytes_unused : 0, s ? s->inflight : 0);
+}
+
+char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
+{
+	struct sbuf sb = { 0 };
+	struct pf_engine_totals t;
+	bool first = true;
+	uint64_t now;
+
+	sb.cap = 4096;
+	sb.s = malloc(sb.cap);
+	if (!sb.s)
+		return NULL;
+	pf_engine_totals(e, &t);
+	sb_printf(&sb, "{\n  \"backend\": ");
+	sb_json_str(&sb, backend_desc);
+	sb_printf(&sb,
+		  ",\n  \"prefetch\": %s,\n  \"block_size\": %u,\n"
+		  "  \"fetch_size\": %" PRIu64 ",\n  \"max_inflight\": %u,\n"
+		  "  \"prefetch_batches\": %u,\n"
+		  "  \"totals\": {\"reads\": %" PRIu64 ", \"hits\": %" PRIu64
+		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
+		  ", \"bytes_fetched\": %" PRIu64
+		  ", \"bytes_prefetched\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"fetches\": %" PRIu64
+		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
+		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
+		  "},\n  \"streams\": [",
+		  e->cfg.prefetch ? "true" : "false", e->bs,
+		  e->cfg.fetch_size, e->cfg.max_inflight,
+		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
+		  (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
+		  t.bytes_prefetched, t.bytes_unused, t.fetches,
+		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
+	now = pf_now_ns();
+	pthread_mutex_lock(&e->lock);
+	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+		struct pf_efile *f = container_of(l, struct pf_efile, node);
+		unsigned n;
+
+		/* open files, and closed ones read in the last minute */
+		if (!f->tracker || (!f->opens && !recently_read(f, now)))
+			continue;
+		n = pf_tracker_count(f->tracker);
+		for (unsigned i = 0; i < n; i++)
+			stats_stream(&sb, e, f,
+				     pf_tracker_stream(f->tracker, i),
+				     &first);
+	}
+	pthread_mutex_unlock(&e->lock);
+	sb_printf(&sb, "\n  ]\n}\n");
+	if (sb.oom) {
+		free(sb.s);
+		return NULL;
+	}
+	return sb.s;
+}

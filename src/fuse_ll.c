@@ -1,0 +1,643 @@
+/*
+ * fuse_ll.c - libfuse3 low-level operations: a read-only mirror of the
+ * backend's tree whose file reads go through the engine.
+ *
+ * DESIGN: metadata requests (lookup, getattr, readdir, readlink, statfs)
+ * are answered on the FUSE worker thread that received them.  READs are
+ * handed to the engine with the request as the reply cookie; the engine
+ * answers them at once from memory or later from the backend's completion
+ * thread (libfuse allows replying after the handler returned).  Errors
+ * travel as -errno and become fuse_reply_err() only here.
+ *
+ * The virtual directory /.prefetchfs holds the stats file; it is found by
+ * lookup but not listed by readdir, and shadows a source entry of the same
+ * name.
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pf_fuse.h"
+#include "pf_log.h"
+
+static struct pf_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* ---- the virtual stats entries --------------------------------------- */
+
+static void meta_attr(fuse_ino_t ino, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	if (ino == PF_META_DIR_INO) {
+		st->st_mode = S_IFDIR | 0555;
+		st->st_nlink = 2;
+	} else {
+		/* served with direct_io: readers read until EOF, not size */
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+	}
+}
+
+static bool is_meta(fuse_ino_t ino)
+{
+	return ino == PF_META_DIR_INO || ino == PF_META_STATS_INO;
+}
+
+struct stats_fh {
+	char *buf;
+	size_t len;
+};
+
+/* ---- metadata ---------------------------------------------------------- */
+
+static void reply_entry(fuse_req_t req, const struct pf_opts *o,
+			fuse_ino_t ino, const struct stat *st)
+{
+	struct fuse_entry_param e;
+
+	memset(&e, 0, sizeof(e));
+	e.ino = ino;
+	e.attr = *st;
+	e.attr_timeout = o->attr_timeout;
+	e.entry_timeout = o->entry_timeout;
+	fuse_reply_entry(req, &e);
+}
+
+static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in;
+	struct stat st;
+	int ret;
+
+	if (parent == PF_ROOT_INO && strcmp(name, PF_META_DIR_NAME) == 0) {
+		meta_attr(PF_META_DIR_INO, &st);
+		reply_entry(req, fs->opts, PF_META_DIR_INO, &st);
+		return;
+	}
+	if (parent == PF_META_DIR_INO) {
+		if (strcmp(name, PF_META_STATS_NAME) != 0) {
+			fuse_reply_err(req, ENOENT);
+			return;
+		}
+		struct fuse_entry_param e;
+
+		/* timeouts 0: the kernel asks again each time */
+		memset(&e, 0, sizeof(e));
+		e.ino = PF_META_STATS_INO;
+		meta_attr(PF_META_STATS_INO, &e.attr);
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	ret = pf_itable_lookup(fs->itable, parent, name, NULL, &st, &in);
+	if (ret == -ENOENT) {
+		/* negative entry, cached like positive ones: datasets
+		 * do not change under a mount */
+		struct fuse_entry_param e;
+
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = fs->opts->entry_timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	reply_entry(req, fs->opts, in->ino, &st);
+}
+
+static void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	pf_itable_forget(fs_of(req)->itable, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void pf_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct pf_fs *fs = fs_of(req);
+
+	for (size_t i = 0; i < count; i++)
+		pf_itable_forget(fs->itable, forgets[i].ino,
+				 forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void pf_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in;
+	struct stat st;
+	int ret;
+
+	(void)fi;
+	if (is_meta(ino)) {
+		meta_attr(ino, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
+	in = pf_itable_get(fs->itable, ino);
+	if (!in) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ret = pf_itable_getattr(fs->itable, in, &st);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fuse_reply_attr(req, &st, fs->opts->attr_timeout);
+}
+
+static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in = pf_itable_get(fs->itable, ino);
+	char buf[PATH_MAX + 1];
+	int ret;
+
+	if (!in) {
+		fuse_reply_err(req, is_meta(ino) ? EINVAL : ESTALE);
+		return;
+	}
+	ret = fs->be->ops->readlink(fs->be, in->path, buf, sizeof(buf));
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fuse_reply_readlink(req, buf);
+}
+
+static void pf_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct statvfs sv;
+	int ret;
+
+	(void)ino;
+	ret = fs->be->ops->statfs(fs->be, &sv);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	sv.f_flag |= ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ---- directories ------------------------------------------------------- */
+
+struct dent {
+	char *name;
+	struct stat st;
+};
+
+struct dir_fh {
+	struct dent *ents;
+	size_t n;
+	size_t cap;
+	fuse_ino_t ino;
+	fuse_ino_t parent_ino;
+};
+
+static int dir_collect(void *arg, const char *name, const struct stat *st)
+{
+	struct dir_fh *d = arg;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 64;
+		struct dent *n = realloc(d->ents, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->ents = n;
+		d->cap = cap;
+	}
+	d->ents[d->n].name = strdup(name);
+	if (!d->ents[d->n].name)
+		return -ENOMEM;
+	d->ents[d->n].st = *st;
+	d->n++;
+	return 0;
+}
+
+static void dir_free(struct dir_fh *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	free(d->ents);
+	free(d);
+}
+
+static void pf_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in;
+	struct dir_fh *d;
+	int ret;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->ino = ino;
+	if (ino == PF_META_DIR_INO) {
+		struct stat st;
+
+		meta_attr(PF_META_STATS_INO, &st);
+		ret = dir_collect(d, PF_META_STATS_NAME, &st);
+		if (ret < 0)
+			goto err;
+		fi->fh = (uintptr_t)d;
+		fuse_reply_open(req, fi);
+		return;
+	}
+	in = pf_itable_get(fs->itable, ino);
+	if (!in) {
+		ret = -ESTALE;
+		goto err;
+	}
+	ret = fs->be->ops->readdir(fs->be, in->path, dir_collect, d);
+	if (ret < 0)
+		goto err;
+	/* the listing is read once: the kernel may keep it */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fi->fh = (uintptr_t)d;
+	fuse_reply_open(req, fi);
+	return;
+err:
+	dir_free(d);
+	fuse_reply_err(req, -ret);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct dir_fh *d = (struct dir_fh *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	/* offsets: 0 ".", 1 "..", 2.. entries */
+	for (size_t i = (size_t)off; i < d->n + 2; i++) {
+		struct fuse_entry_param e;
+		const char *name;
+		struct pf_inode *in = NULL;
+		size_t need;
+
+		memset(&e, 0, sizeof(e));
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			e.attr.st_mode = S_IFDIR;
+			e.attr.st_ino = i == 0 ? ino : PF_ROOT_INO;
+		} else {
+			struct dent *de = &d->ents[i - 2];
+
+			name = de->name;
+			e.attr = de->st;
+			if (plus && d->ino != PF_META_DIR_INO) {
+				int ret = pf_itable_lookup(fs->itable, ino,
+							   name, &de->st,
+							   &e.attr, &in);
+
+				if (ret < 0)
+					continue;
+				e.ino = in->ino;
+				e.attr_timeout = fs->opts->attr_timeout;
+				e.entry_timeout = fs->opts->entry_timeout;
+			} else if (d->ino == PF_META_DIR_INO) {
+				e.attr.st_ino = PF_META_STATS_INO;
+			} else {
+				/* a number the kernel only shows, never uses */
+				e.attr.st_ino = 0xffffffffu;
+			}
+		}
+		if (plus)
+			need = fuse_add_direntry_plus(req, buf + used,
+						      size - used, name, &e,
+						      (off_t)i + 1);
+		else
+			need = fuse_add_direntry(req, buf + used, size - used,
+						 name, &e.attr, (off_t)i + 1);
+		if (need > size - used) {
+			/* did not fit: the lookup it took is not the
+			 * kernel's */
+			if (in)
+				pf_itable_forget(fs->itable, in->ino, 1);
+			break;
+		}
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+static void pf_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	(void)ino;
+	dir_free((struct dir_fh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in;
+	struct pf_efile *ef;
+	struct stat st;
+	int ret;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (ino == PF_META_STATS_INO) {
+		struct stats_fh *sf = calloc(1, sizeof(*sf));
+
+		if (sf)
+			sf->buf = pf_engine_stats_json(fs->engine,
+						       fs->backend_desc);
+		if (!sf || !sf->buf) {
+			free(sf);
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		sf->len = strlen(sf->buf);
+		fi->fh = (uintptr_t)sf;
+		fi->direct_io = 1;
+		fuse_reply_open(req, fi);
+		return;
+	}
+	in = pf_itable_get(fs->itable, ino);
+	if (!in) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	if (!S_ISREG(in->mode)) {
+		fuse_reply_err(req, S_ISDIR(in->mode) ? EISDIR : EINVAL);
+		return;
+	}
+	ef = pf_itable_efile(fs->itable, in);
+	if (!ef) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = pf_efile_open(ef, &st);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)ef;
+	fi->noflush = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void reply_read(void *req, const struct iovec *iov, int iovcnt,
+		       int err)
+{
+	if (err)
+		fuse_reply_err(req, err);
+	else if (iovcnt == 0)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_iov(req, iov, iovcnt);
+}
+
+static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	if (ino == PF_META_STATS_INO) {
+		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
+		size_t o = (size_t)off < sf->len ? (size_t)off : sf->len;
+		size_t n = sf->len - o < size ? sf->len - o : size;
+
+		fuse_reply_buf(req, sf->buf + o, n);
+		return;
+	}
+	pf_engine_read((struct pf_efile *)(uintptr_t)fi->fh, (uint64_t)off,
+		       size, reply_read, req);
+}
+
+static void pf_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	if (ino == PF_META_STATS_INO) {
+		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
+
+		free(sf->buf);
+		free(sf);
+	} else {
+		pf_efile_close((struct pf_efile *)(uintptr_t)fi->fh);
+	}
+	fuse_reply_err(req, 0);
+}
+
+/* ---- everything that would change the tree ----------------------------- */
+
+static void pf_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
+			     struct stat *attr, int to_set,
+			     struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)attr;
+	(void)to_set;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_mknod(fuse_req_t req, fuse_ino_t parent,
+			   const char *name, mode_t mode, dev_t rdev)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_mkdir(fuse_req_t req, fuse_ino_t parent,
+			   const char *name, mode_t mode)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_unlink(fuse_req_t req, fuse_ino_t parent,
+			    const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_symlink(fuse_req_t req, const char *link,
+			     fuse_ino_t parent, const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_rename(fuse_req_t req, fuse_ino_t parent,
+			    const char *name, fuse_ino_t newparent,
+			    const char *newname, unsigned int flags)
+{
+	(void)parent;
+	(void)name;
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_link(fuse_req_t req, fuse_ino_t ino,
+			  fuse_ino_t newparent, const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+			   size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)buf;
+	(void)size;
+	(void)off;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_create(fuse_req_t req, fuse_ino_t parent,
+			    const char *name, mode_t mode,
+			    struct fuse_file_info *fi)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_setxattr(fuse_req_t req, fuse_ino_t ino,
+			      const char *name, const char *value,
+			      size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_removexattr(fuse_req_t req, fuse_ino_t ino,
+				 const char *name)
+{
+	(void)ino;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void pf_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+			       off_t offset, off_t length,
+			       struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)mode;
+	(void)offset;
+	(void)length;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+/* ---- session ----------------------------------------------------------- */
+
+static void pf_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct pf_fs *fs = userdata;
+
+	/* READs answered out of order from the completion thread */
+	if (conn->capable & FUSE_CAP_ASYNC_READ)
+		conn->want |= FUSE_CAP_ASYNC_READ;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* a dataset does not change under the mount: no revalidation */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	pthread_mutex_lock(&fs->init_lock);
+	fs->initialized = 1;
+	pthread_cond_broadcast(&fs->init_cond);
+	pthread_mutex_unlock(&fs->init_lock);
+}
+
+const struct fuse_lowlevel_ops pf_fuse_ops = {
+	.init = pf_init,
+	.lookup = pf_lookup,
+	.forget = pf_forget,
+	.forget_multi = pf_forget_multi,
+	.getattr = pf_getattr,
+	.readlink = pf_readlink,
+	.statfs = pf_statfs,
+	.opendir = pf_opendir,
+	.readdir = pf_readdir,
+	.readdirplus = pf_readdirplus,
+	.releasedir = pf_releasedir,
+	.open = pf_open,
+	.read = pf_read,
+	.release = pf_release,
+	.setattr = pf_erofs_setattr,
+	.mknod = pf_erofs_mknod,
+	.mkdir = pf_erofs_mkdir,
+	.unlink = pf_erofs_unlink,
+	.rmdir = pf_erofs_unlink,
+	.symlink = pf_erofs_symlink,
+	.rename = pf_erofs_rename,
+	.link = pf_erofs_link,
+	.write = pf_erofs_write,
+	.create = pf_erofs_create,
+	.setxattr = pf_erofs_setxattr,
+	.removexattr = pf_erofs_removexattr,
+	.fallocate = pf_erofs_fallocate,
+};

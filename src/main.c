@@ -1,0 +1,416 @@
+/*
+ * main.c - the prefetchfs daemon: parse the command line, check SOURCE and
+ * MOUNTPOINT, build backend, engine and inode table, mount, serve.
+ *
+ * DESIGN: unless -f is given the process forks first, before any thread
+ * exists.  The child does all the work and writes one status byte to a
+ * pipe once the mount is ready (INIT answered, read-ahead set) or fails;
+ * the parent waits for that byte and exits 0 or 1, so `prefetchfs SRC MNT`
+ * returns only when MNT can be used, and start-up errors still reach the
+ * terminal.  After that the child detaches and logs to syslog.
+ */
+#define FUSE_USE_VERSION 34
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pf_fuse.h"
+#include "pf_log.h"
+
+#ifndef PF_VERSION
+#define PF_VERSION "0.1.0"
+#endif
+
+static uint64_t ram_bytes(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES);
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (pages <= 0 || psz <= 0)
+		return 4ull << 30;
+	return (uint64_t)pages * (uint64_t)psz;
+}
+
+/* Datasets have many files; allow as many open ones as we may. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int check_source(const char *src)
+{
+	struct stat st;
+
+	if (strncmp(src, "http://", 7) == 0 ||
+	    strncmp(src, "https://", 8) == 0 || strncmp(src, "s3://", 5) == 0) {
+		fprintf(stderr,
+			"prefetchfs: source '%s': object storage sources are "
+			"not supported by this build yet\n",
+			src);
+		return -1;
+	}
+	if (stat(src, &st) < 0) {
+		fprintf(stderr, "prefetchfs: source '%s': %s\n", src,
+			strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "prefetchfs: source '%s': not a directory\n",
+			src);
+		return -1;
+	}
+	if (access(src, R_OK | X_OK) < 0) {
+		fprintf(stderr, "prefetchfs: source '%s': %s\n", src,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int check_mountpoint(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) < 0) {
+		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n", mnt,
+			strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr,
+			"prefetchfs: mountpoint '%s': not a directory\n", mnt);
+		return -1;
+	}
+	return 0;
+}
+
+/* FUSE splits options at commas: escape them (and backslashes). */
+static void escape_opt(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *in && o + 3 < size; in++) {
+		if (*in == ',' || *in == '\\')
+			out[o++] = '\\';
+		out[o++] = *in;
+	}
+	out[o] = '\0';
+}
+
+/* ---- readiness: INIT answered, read-ahead raised ------------------------ */
+
+struct ready_ctx {
+	struct pf_fs *fs;
+	struct fuse_session *se;
+	const char *mountpoint;
+	unsigned readahead_kb;
+	int notify_fd;		/* -1 in the foreground */
+};
+
+/*
+ * The kernel's READ size is its read-ahead window for the mount, 128 KiB
+ * unless raised; INIT can only lower it, so it is raised through the
+ * mount's bdi once INIT has been answered.
+ */
+static void set_readahead(const char *mnt, unsigned kb)
+{
+	struct stat st;
+	char path[128];
+	char val[32];
+	int fd;
+	int len;
+
+	if (stat(mnt, &st) < 0) {
+		pf_warn("cannot stat %s to set its read-ahead: %s", mnt,
+			strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 major(st.st_dev), minor(st.st_dev));
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pf_warn("cannot set read-ahead of the mount (%s: %s): READs "
+			"stay at the kernel's default size",
+			path, strerror(errno));
+		return;
+	}
+	len = snprintf(val, sizeof(val), "%u", kb);
+	if (write(fd, val, (size_t)len) != len)
+		pf_warn("cannot set read-ahead of the mount (%s: %s)", path,
+			strerror(errno));
+	else
+		pf_debug("read-ahead of %s set to %u KiB", mnt, kb);
+	close(fd);
+}
+
+static void *ready_thread(void *arg)
+{
+	struct ready_ctx *rc = arg;
+	struct statfs sf;
+	char ok = 0;
+
+	pthread_mutex_lock(&rc->fs->init_lock);
+	while (!rc->fs->initialized && !fuse_session_exited(rc->se))
+		pthread_cond_wait(&rc->fs->init_cond, &rc->fs->init_lock);
+	pthread_mutex_unlock(&rc->fs->init_lock);
+	if (fuse_session_exited(rc->se))
+		return NULL;
+	/* the kernel answers this only once it has processed INIT */
+	if (statfs(rc->mountpoint, &sf) < 0)
+		pf_warn("statfs of %s: %s", rc->mountpoint, strerror(errno));
+	if (rc->readahead_kb)
+		set_readahead(rc->mountpoint, rc->readahead_kb);
+	if (rc->notify_fd >= 0) {
+		if (write(rc->notify_fd, &ok, 1) != 1)
+			pf_warn("cannot tell the parent the mount is ready");
+		close(rc->notify_fd);
+		rc->notify_fd = -1;
+	}
+	return NULL;
+}
+
+/* The parent: wait for the child's verdict. */
+static int wait_child(pid_t pid, int fd)
+{
+	char c;
+	ssize_t n;
+	int status;
+
+	do {
+		n = read(fd, &c, 1);
+	} while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n == 1)
+		return c == 0 ? 0 : 1;
+	/* the child died before it was ready; its errors are printed */
+	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status))
+		return WEXITSTATUS(status);
+	return 1;
+}
+
+static void detach(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (setsid() < 0)
+		pf_warn("setsid: %s", strerror(errno));
+	if (chdir("/") < 0)
+		pf_warn("chdir /: %s", strerror(errno));
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct pf_opts o;
+	struct pf_posix_cfg pcfg = { 0 };
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lcfg = NULL;
+	struct fuse_session *se = NULL;
+	struct pf_backend *be = NULL;
+	struct pf_engine *engine = NULL;
+	struct pf_itable *itable = NULL;
+	struct ready_ctx rc = { .notify_fd = -1 };
+	struct pf_fs fs = { 0 };
+	pthread_t ready_tid;
+	char mnt[PATH_MAX];
+	char src[PATH_MAX];
+	char fuse_opts[2 * PATH_MAX + 1200];
+	char fsname[2 * PATH_MAX];
+	char desc[PATH_MAX + 16];
+	char err[512];
+	int pipefd[2] = { -1, -1 };
+	int status = 1;
+	int ret;
+
+	pf_opts_default(&o, ram_bytes());
+	if (pf_opts_parse(&o, argc, argv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		pf_opts_usage("prefetchfs", ram_bytes());
+		return 0;
+	}
+	if (o.version) {
+		printf("prefetchfs %s (libfuse %s)\n", PF_VERSION,
+		       fuse_pkgversion());
+		return 0;
+	}
+	pf_log_set_level(o.log_level);
+	if (check_source(o.source) < 0 || check_mountpoint(o.mountpoint) < 0)
+		return 1;
+	if (!realpath(o.source, src) || !realpath(o.mountpoint, mnt)) {
+		fprintf(stderr, "prefetchfs: %s\n", strerror(errno));
+		return 1;
+	}
+
+	if (!o.foreground) {
+		pid_t pid;
+
+		if (pipe2(pipefd, O_CLOEXEC) < 0) {
+			fprintf(stderr, "prefetchfs: pipe: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "prefetchfs: fork: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		if (pid > 0) {
+			close(pipefd[1]);
+			return wait_child(pid, pipefd[0]);
+		}
+		close(pipefd[0]);
+		rc.notify_fd = pipefd[1];
+	}
+	raise_nofile();
+
+	pcfg.queue_depth = o.engine.max_inflight * 2 > 64 ?
+				   o.engine.max_inflight * 2 : 64;
+	pcfg.force_fallback = o.io_engine == 1;
+	ret = pf_posix_backend_new(src, &pcfg, &be);
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: source '%s': %s\n", o.source,
+			strerror(-ret));
+		goto out;
+	}
+	ret = pf_engine_new(&o.engine, be, &engine);
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: cannot set up the cache: %s\n",
+			strerror(-ret));
+		goto out_be;
+	}
+	ret = pf_itable_new(be, engine, &itable);
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", strerror(-ret));
+		goto out_engine;
+	}
+	snprintf(desc, sizeof(desc), "posix:%s (%s)", src,
+		 pf_posix_backend_engine(be));
+	fs.opts = &o;
+	fs.be = be;
+	fs.engine = engine;
+	fs.itable = itable;
+	fs.backend_desc = desc;
+	pthread_mutex_init(&fs.init_lock, NULL);
+	pthread_cond_init(&fs.init_cond, NULL);
+
+	escape_opt(src, fsname, sizeof(fsname));
+	snprintf(fuse_opts, sizeof(fuse_opts),
+		 "ro,fsname=%s,subtype=prefetchfs%s%s", fsname,
+		 o.fuse_opts[0] ? "," : "", o.fuse_opts);
+	if (fuse_opt_add_arg(&args, argv[0]) < 0 ||
+	    fuse_opt_add_arg(&args, "-o") < 0 ||
+	    fuse_opt_add_arg(&args, fuse_opts) < 0 ||
+	    (o.debug && fuse_opt_add_arg(&args, "-d") < 0)) {
+		fprintf(stderr, "prefetchfs: out of memory\n");
+		goto out_itable;
+	}
+	se = fuse_session_new(&args, &pf_fuse_ops, sizeof(pf_fuse_ops), &fs);
+	if (!se) {
+		fprintf(stderr, "prefetchfs: cannot create the FUSE session "
+				"(bad FUSE option?)\n");
+		goto out_itable;
+	}
+	if (fuse_set_signal_handlers(se) < 0) {
+		fprintf(stderr, "prefetchfs: cannot set signal handlers\n");
+		goto out_session;
+	}
+	if (fuse_session_mount(se, mnt) < 0) {
+		fprintf(stderr, "prefetchfs: cannot mount on '%s'\n",
+			o.mountpoint);
+		goto out_signals;
+	}
+
+	rc.fs = &fs;
+	rc.se = se;
+	rc.mountpoint = mnt;
+	rc.readahead_kb = o.readahead_kb;
+	if (pthread_create(&ready_tid, NULL, ready_thread, &rc) != 0) {
+		fprintf(stderr, "prefetchfs: cannot start a thread\n");
+		goto out_unmount;
+	}
+	if (!o.foreground) {
+		pf_log_use_syslog(1);
+		detach();
+	}
+	pf_info("mounted %s on %s (max_memory %" PRIu64 "M, prefetch %s, "
+		"io %s)",
+		src, mnt, o.engine.max_memory >> 20,
+		o.engine.prefetch ? "on" : "off", pf_posix_backend_engine(be));
+
+	lcfg = fuse_loop_cfg_create();
+	if (!lcfg) {
+		pf_err("out of memory");
+		goto out_join;
+	}
+	fuse_loop_cfg_set_max_threads(lcfg, o.max_threads);
+	fuse_loop_cfg_set_idle_threads(lcfg, o.max_threads);
+	ret = fuse_session_loop_mt(se, lcfg);
+	fuse_loop_cfg_destroy(lcfg);
+	status = ret == 0 ? 0 : 1;
+	pf_info("unmounting %s", mnt);
+
+out_join:
+	/* wake the thread in case INIT never came; unmount first so that
+	 * its statfs cannot wait for a server that is gone */
+	fuse_session_exit(se);
+	pthread_mutex_lock(&fs.init_lock);
+	pthread_cond_broadcast(&fs.init_cond);
+	pthread_mutex_unlock(&fs.init_lock);
+	fuse_session_unmount(se);
+	pthread_join(ready_tid, NULL);
+	goto out_signals;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	/* backend threads may still answer requests: stop them first */
+	be->ops->destroy(be);
+	be = NULL;
+	fuse_session_destroy(se);
+out_itable:
+	pf_itable_free(itable);
+out_engine:
+	pf_engine_free(engine);
+out_be:
+	if (be)
+		be->ops->destroy(be);
+out:
+	fuse_opt_free_args(&args);
+	if (rc.notify_fd >= 0) {
+		char bad = 1;
+
+		if (write(rc.notify_fd, &bad, 1) != 1)
+			status = 1;
+		close(rc.notify_fd);
+	}
+	return status;
+}

@@ -1,0 +1,1071 @@
+/*
+ * posix_backend.c - the dataset is a directory of the local system (a local
+ * disk, or NFS, Lustre, ... mounted here).
+ *
+ * Metadata (getattr, readdir, readlink, statfs, open) is served by plain
+ * *at() system calls relative to one O_PATH descriptor of the root, on the
+ * caller's thread.  Data reads are asynchronous: submit() only queues the
+ * bio, and an engine thread reads it and calls bio->done():
+ *
+ *  - io_uring: one ring of queue_depth reads, owned by one thread;
+ *  - pread: when io_uring cannot be set up (old kernel, seccomp, sysctl
+ *    io_uring_disabled, valgrind) or force_fallback is set, a pool of
+ *    fallback_threads threads doing preadv().
+ *
+ * Both engines resubmit short reads and EINTR/EAGAIN for the remainder, and
+ * after the last read of a bio check that the file still has the size and
+ * mtime pinned at open: a bio whose bytes may mix two versions of a file
+ * completes with -EIO instead.
+ *
+ * DESIGN
+ * Threads: every op may be called from any thread.  The only shared mutable
+ * state is the submit queue (a singly linked FIFO through bio->bnext) and
+ * the stopping flag, both under pb->lock, which is never held across I/O or
+ * a done() call.  With io_uring, the ring, its slots and the slot freelist
+ * belong to the ring thread alone; submitters wake it through an eventfd on
+ * which it always keeps a POLL_ADD armed, and only when they make the queue
+ * non-empty (otherwise the ring thread has a wake-up or a completion coming
+ * and will look at the queue anyway).  Bios beyond the free slots stay
+ * queued until completions free slots.  pread workers sleep on pb->cond.
+ *
+ * Ownership: the submitter owns a bio until done(), which is called exactly
+ * once and after which the backend never touches the bio or its file (done()
+ * may free the bio, and close the file if it was its last bio).  A struct
+ * pf_bfile owns its fd and is freed by close().  Each io_uring slot owns a
+ * private iovec array used only when a short read of a multi-iovec bio is
+ * resubmitted (bio->iov is the submitter's and const); it grows on demand
+ * and lives as long as the backend, so steady state reads do not allocate.
+ * destroy() makes the engine threads cancel (-ECANCELED) every bio still
+ * queued, lets reads in flight finish with their real result, joins the
+ * threads and frees everything; submit() during destroy fails -ESHUTDOWN.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "pf_backend.h"
+#include "pf_log.h"
+
+#define DEFAULT_QUEUE_DEPTH	64
+#define DEFAULT_FALLBACK_THREADS 4
+/* io_uring rings hold at most 32768 entries; both limits are sanity caps */
+#define MAX_QUEUE_DEPTH		4096
+#define MAX_FALLBACK_THREADS	1024
+/* iovecs a private copy holds without a heap allocation */
+#define INLINE_IOVS		8
+/* CQEs copied out of the ring per batch */
+#define CQE_BATCH		32
+/* an IORING_OP_READ length is 32 bits; larger reads go in pieces */
+#define MAX_READ_CHUNK		(1u << 30)
+/* user_data of the eventfd poll; slots are non-NULL pointers */
+#define WAKE_TAG		0
+
+struct pf_bfile {
+	int fd;
+	uint64_t size;		/* pinned at open */
+	struct timespec mtime;	/* pinned at open */
+	atomic_bool warned;	/* "changed during read" logged already */
+	char path[];		/* for log messages */
+};
+
+/* A private, growable iovec array. */
+struct iov_scratch {
+	struct iovec *heap;
+	int cap;		/* entries in heap */
+	struct iovec inl[INLINE_IOVS];
+};
+
+/* One read in flight at the ring. */
+struct ur_slot {
+	struct pf_bio *bio;
+	uint64_t total;		/* bytes the bio's iovec holds */
+	struct ur_slot *next_free;
+	struct iov_scratch scratch;
+};
+
+struct ur_engine {
+	struct io_uring ring;
+	bool ring_ready;
+	int efd;
+	pthread_t thread;
+	bool thread_started;
+	struct ur_slot *slots;	/* depth of them */
+	struct ur_slot *free;
+	unsigned nfree;
+	unsigned inflight;
+	bool submit_err_logged;
+};
+
+struct pr_worker {
+	struct posix_backend *pb;
+	pthread_t thread;
+	struct iov_scratch scratch;
+};
+
+struct posix_backend {
+	struct pf_backend be;	/* first: ops see a struct pf_backend */
+	int rootfd;
+	bool uring;		/* engine: io_uring, else pread */
+	unsigned depth;
+
+	pthread_mutex_t lock;	/* guards qhead, qtail, stopping */
+	pthread_cond_t cond;	/* pread workers wait for bios here */
+	bool lock_ready;
+	bool cond_ready;
+	struct pf_bio *qhead;
+	struct pf_bio *qtail;
+	bool stopping;
+
+	struct ur_engine ur;
+
+	struct pr_worker *workers;
+	unsigned nworkers;	/* started */
+};
+
+/*
+ * Set on the ring thread: a bio submitted from a done() callback needs no
+ * eventfd wake-up, the ring thread looks at the queue before it sleeps.
+ */
+static _Thread_local const struct posix_backend *tl_ring_owner;
+
+static struct posix_backend *to_pb(struct pf_backend *be)
+{
+	return (struct posix_backend *)be;
+}
+
+/* ------------------------------------------------------------------ */
+/* paths and metadata */
+
+/*
+ * Paths come from the FUSE layer as names of looked-up entries and never
+ * hold "..", but a path that could leave the root is refused all the same.
+ */
+static int check_path(const char *path)
+{
+	const char *p = path;
+
+	if (!path || path[0] == '/')
+		return -EINVAL;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return -EINVAL;
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	return 0;
+}
+
+/* *at() calls name the directory fd itself with "." rather than "" */
+static const char *rel(const char *path)
+{
+	return path[0] ? path : ".";
+}
+
+static int posix_getattr(struct pf_backend *be, const char *path,
+			 struct stat *st)
+{
+	struct posix_backend *pb = to_pb(be);
+	int ret;
+
+	ret = check_path(path);
+	if (ret < 0)
+		return ret;
+	if (fstatat(pb->rootfd, rel(path), st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+static int posix_readdir(struct pf_backend *be, const char *path,
+			 pf_dirent_fn fn, void *arg)
+{
+	struct posix_backend *pb = to_pb(be);
+	DIR *dir = NULL;
+	int fd = -1;
+	int ret;
+
+	ret = check_path(path);
+	if (ret < 0)
+		goto out;
+	fd = openat(pb->rootfd, rel(path),
+		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	dir = fdopendir(fd);
+	if (!dir) {
+		ret = -errno;
+		goto out;
+	}
+	fd = -1;		/* closedir() closes it now */
+	for (;;) {
+		struct dirent *de;
+		struct stat st;
+
+		/* readdir() reports errors only through errno */
+		errno = 0;
+		de = readdir(dir);
+		if (!de) {
+			ret = -errno;
+			break;
+		}
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(dir), de->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) < 0) {
+			/* removed between readdir() and fstatat() */
+			if (errno == ENOENT)
+				continue;
+			ret = -errno;
+			break;
+		}
+		if (fn(arg, de->d_name, &st)) {
+			ret = 0;
+			break;
+		}
+	}
+out:
+	if (dir)
+		closedir(dir);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static int posix_readlink(struct pf_backend *be, const char *path,
+			  char *buf, size_t size)
+{
+	struct posix_backend *pb = to_pb(be);
+	ssize_t n;
+	int ret;
+
+	ret = check_path(path);
+	if (ret < 0)
+		return ret;
+	if (size == 0)
+		return -ENAMETOOLONG;
+	n = readlinkat(pb->rootfd, rel(path), buf, size);
+	if (n < 0)
+		return -errno;
+	/* readlinkat() truncates silently: a full buffer may be a cut */
+	if ((size_t)n >= size)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int posix_statfs(struct pf_backend *be, struct statvfs *sv)
+{
+	struct posix_backend *pb = to_pb(be);
+
+	if (fstatvfs(pb->rootfd, sv) < 0)
+		return -errno;
+	return 0;
+}
+
+static int posix_open(struct pf_backend *be, const char *path,
+		      struct pf_bfile **out, struct stat *st)
+{
+	struct posix_backend *pb = to_pb(be);
+	struct pf_bfile *f;
+	size_t len;
+	int fd = -1;
+	int flags;
+	int ret;
+
+	*out = NULL;
+	ret = check_path(path);
+	if (ret < 0)
+		goto out;
+	/*
+	 * O_NONBLOCK so that a FIFO in the dataset cannot hang the open; it
+	 * is cleared again below, because io_uring fails reads of an
+	 * O_NONBLOCK file that miss the page cache with -EAGAIN instead of
+	 * waiting for the disk.
+	 */
+	fd = openat(pb->rootfd, rel(path),
+		    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	len = strlen(path);
+	f = malloc(sizeof(*f) + len + 1);
+	if (!f) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	f->fd = fd;
+	f->size = (uint64_t)st->st_size;
+	f->mtime = st->st_mtim;
+	atomic_init(&f->warned, false);
+	memcpy(f->path, path, len + 1);
+	fd = -1;		/* the bfile owns it now */
+	*out = f;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static void posix_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	(void)be;
+	if (!f)
+		return;
+	close(f->fd);
+	free(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* helpers shared by both engines */
+
+/* Bytes in @iov, or -EINVAL if they do not fit an int64_t. */
+static int64_t iov_total(const struct iovec *iov, int cnt)
+{
+	uint64_t total = 0;
+
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len > (uint64_t)INT64_MAX - total)
+			return -EINVAL;
+		total += iov[i].iov_len;
+	}
+	return (int64_t)total;
+}
+
+/*
+ * Room for @n iovecs in @sc, or NULL.  Grows and keeps the heap array, so
+ * only the first resubmission of an unusually long iovec allocates.
+ */
+static struct iovec *scratch_get(struct iov_scratch *sc, int n)
+{
+	struct iovec *p;
+
+	if (n <= INLINE_IOVS)
+		return sc->inl;
+	if (n <= sc->cap)
+		return sc->heap;
+	p = realloc(sc->heap, (size_t)n * sizeof(*p));
+	if (!p)
+		return NULL;
+	sc->heap = p;
+	sc->cap = n;
+	return p;
+}
+
+/*
+ * Writes to @dst what is left of @iov[0..cnt-1] after its first @skip
+ * bytes; returns the number of entries written.
+ */
+static int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
+		    struct iovec *dst)
+{
+	int i = 0;
+	int n = 0;
+
+	while (i < cnt && skip >= iov[i].iov_len) {
+		skip -= iov[i].iov_len;
+		i++;
+	}
+	for (; i < cnt; i++) {
+		dst[n].iov_base = (char *)iov[i].iov_base + skip;
+		dst[n].iov_len = iov[i].iov_len - skip;
+		skip = 0;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * The final result of @bio, given @res, what its reads added up to (bytes
+ * or -errno).  The bytes are only good if the file still is the version
+ * pinned at open, and then a read stops short only at the pinned size.
+ */
+static int64_t pin_check(const struct pf_bio *bio, uint64_t total,
+			 int64_t res)
+{
+	struct pf_bfile *f = bio->file;
+	uint64_t expect = 0;
+	struct stat st;
+
+	if (res < 0)
+		return res;
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	if (bio->off < f->size)
+		expect = f->size - bio->off < total ? f->size - bio->off
+						    : total;
+	if ((uint64_t)st.st_size != f->size ||
+	    st.st_mtim.tv_sec != f->mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != f->mtime.tv_nsec ||
+	    (uint64_t)res != expect) {
+		if (!atomic_exchange(&f->warned, true))
+			pf_warn("%s changed during read; returning EIO",
+				f->path);
+		return -EIO;
+	}
+	return res;
+}
+
+/*
+ * Detaches up to @max bios from the head of the queue, as a bnext chain.
+ * Called with pb->lock held.
+ */
+static struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
+{
+	struct pf_bio *head = pb->qhead;
+	struct pf_bio *last = NULL;
+	struct pf_bio *b = head;
+
+	if (max == 0)
+		return NULL;
+	while (b && max) {
+		last = b;
+		b = b->bnext;
+		max--;
+	}
+	if (!last)
+		return NULL;
+	pb->qhead = b;
+	if (!b)
+		pb->qtail = NULL;
+	last->bnext = NULL;
+	return head;
+}
+
+static void cancel_chain(struct pf_bio *b)
+{
+	while (b) {
+		struct pf_bio *next = b->bnext;
+
+		b->done(b, -ECANCELED);
+		b = next;
+	}
+}
+
+/*
+ * Engine threads must not take the daemon's signals: they are created with
+ * every signal blocked.
+ */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all;
+	sigset_t old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* io_uring engine: everything below runs on the ring thread */
+
+static struct io_uring_sqe *ur_get_sqe(struct ur_engine *ur)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&ur->ring);
+
+	/*
+	 * The SQ holds depth + 1 entries (the slots and the wake poll), so
+	 * it cannot be full; should it be, push what is in it to the kernel.
+	 */
+	if (!sqe) {
+		io_uring_submit(&ur->ring);
+		sqe = io_uring_get_sqe(&ur->ring);
+	}
+	return sqe;
+}
+
+static int ur_arm_wake(struct posix_backend *pb)
+{
+	struct io_uring_sqe *sqe = ur_get_sqe(&pb->ur);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, pb->ur.efd, POLLIN);
+	io_uring_sqe_set_data64(sqe, WAKE_TAG);
+	return 0;
+}
+
+/* Queues the read of what is left of @s's bio. */
+static int ur_issue(struct posix_backend *pb, struct ur_slot *s)
+{
+	struct pf_bio *bio = s->bio;
+	uint64_t off = bio->off + bio->bdone;
+	const struct iovec *iov = bio->iov;
+	unsigned cnt = (unsigned)bio->iovcnt;
+	struct io_uring_sqe *sqe;
+
+	/* a resubmitted multi-iovec read needs its own, advanced copy */
+	if (cnt > 1 && bio->bdone) {
+		struct iovec *left = scratch_get(&s->scratch, bio->iovcnt);
+
+		if (!left)
+			return -ENOMEM;
+		cnt = (unsigned)iov_skip(bio->iov, bio->iovcnt, bio->bdone,
+					 left);
+		iov = left;
+	}
+	sqe = ur_get_sqe(&pb->ur);
+	if (!sqe)
+		return -EBUSY;
+	if (bio->iovcnt == 1) {
+		uint64_t left = iov[0].iov_len - bio->bdone;
+		unsigned len = left < MAX_READ_CHUNK ? (unsigned)left
+						     : MAX_READ_CHUNK;
+
+		io_uring_prep_read(sqe, bio->file->fd,
+				   (char *)iov[0].iov_base + bio->bdone, len,
+				   off);
+	} else {
+		io_uring_prep_readv(sqe, bio->file->fd, iov, cnt, off);
+	}
+	io_uring_sqe_set_data(sqe, s);
+	return 0;
+}
+
+/* Completes @s's bio with @res (bytes read so far or -errno). */
+static void ur_finish(struct posix_backend *pb, struct ur_slot *s,
+		      int64_t res)
+{
+	struct ur_engine *ur = &pb->ur;
+	struct pf_bio *bio = s->bio;
+
+	res = pin_check(bio, s->total, res);
+	s->bio = NULL;
+	s->next_free = ur->free;
+	ur->free = s;
+	ur->nfree++;
+	ur->inflight--;
+	/* last: done() may free the bio, and close its file */
+	bio->done(bio, res);
+}
+
+static void ur_start(struct posix_backend *pb, struct pf_bio *bio)
+{
+	struct ur_engine *ur = &pb->ur;
+	struct ur_slot *s = ur->free;
+	int ret;
+
+	ur->free = s->next_free;
+	ur->nfree--;
+	ur->inflight++;
+	s->bio = bio;
+	/* checked by submit() */
+	s->total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
+	ret = ur_issue(pb, s);
+	if (ret < 0)
+		ur_finish(pb, s, ret);
+}
+
+static void ur_cqe(struct posix_backend *pb, struct ur_slot *s, int res)
+{
+	struct pf_bio *bio = s->bio;
+	int ret;
+
+	if (res == -EAGAIN || res == -EINTR)
+		goto again;
+	if (res < 0) {
+		ur_finish(pb, s, res);
+		return;
+	}
+	/* 0 before the iovec is full is the end of the file */
+	bio->bdone += (uint64_t)res;
+	if (res == 0 || bio->bdone >= s->total) {
+		ur_finish(pb, s, (int64_t)bio->bdone);
+		return;
+	}
+again:
+	ret = ur_issue(pb, s);
+	if (ret < 0)
+		ur_finish(pb, s, ret);
+}
+
+static void ur_woken(struct posix_backend *pb)
+{
+	uint64_t v;
+
+	/* the eventfd is non-blocking: EAGAIN only means nothing to reset */
+	while (read(pb->ur.efd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	if (ur_arm_wake(pb) < 0)
+		pf_err("io_uring: cannot re-arm the wake-up poll");
+}
+
+/* Handles every CQE ready, in batches. */
+static void ur_reap(struct posix_backend *pb)
+{
+	struct {
+		uint64_t ud;
+		int res;
+	} batch[CQE_BATCH];
+	struct io_uring_cqe *cqe;
+	unsigned head;
+	unsigned n;
+
+	do {
+		n = 0;
+		io_uring_for_each_cqe(&pb->ur.ring, head, cqe) {
+			batch[n].ud = cqe->user_data;
+			batch[n].res = cqe->res;
+			n++;
+			if (n == CQE_BATCH)
+				break;
+		}
+		/* hand the CQ slots back before running callbacks */
+		io_uring_cq_advance(&pb->ur.ring, n);
+		for (unsigned i = 0; i < n; i++) {
+			if (batch[i].ud == WAKE_TAG) {
+				ur_woken(pb);
+				continue;
+			}
+			ur_cqe(pb, (struct ur_slot *)(uintptr_t)batch[i].ud,
+			       batch[i].res);
+		}
+	} while (n == CQE_BATCH);
+}
+
+/*
+ * Moves queued bios into free slots (or cancels them all once stopping);
+ * returns whether the backend is stopping.
+ */
+static bool ur_fill(struct posix_backend *pb)
+{
+	struct ur_engine *ur = &pb->ur;
+	struct pf_bio *chain;
+	bool stopping;
+
+	pthread_mutex_lock(&pb->lock);
+	stopping = pb->stopping;
+	chain = queue_take(pb, stopping ? UINT_MAX : ur->nfree);
+	pthread_mutex_unlock(&pb->lock);
+
+	if (stopping) {
+		cancel_chain(chain);
+		return true;
+	}
+	while (chain) {
+		struct pf_bio *next = chain->bnext;
+
+		chain->bnext = NULL;
+		ur_start(pb, chain);
+		chain = next;
+	}
+	return false;
+}
+
+static void ur_backoff(struct posix_backend *pb, int err)
+{
+	const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
+
+	/* EAGAIN/EBUSY: the kernel is short of resources for a moment */
+	if (err != -EAGAIN && err != -EBUSY && !pb->ur.submit_err_logged) {
+		pb->ur.submit_err_logged = true;
+		pf_err("io_uring_submit: %s", strerror(-err));
+	}
+	nanosleep(&ms, NULL);
+}
+
+static void *ur_main(void *arg)
+{
+	struct posix_backend *pb = arg;
+	struct ur_engine *ur = &pb->ur;
+
+	tl_ring_owner = pb;
+	if (ur_arm_wake(pb) < 0)
+		pf_err("io_uring: cannot arm the wake-up poll");
+	for (;;) {
+		bool stopping = ur_fill(pb);
+		int ret;
+
+		/* the wake poll is not counted: the ring's exit cancels it */
+		if (stopping && ur->inflight == 0)
+			break;
+		ret = io_uring_submit_and_wait(&ur->ring, 1);
+		if (ret < 0 && ret != -EINTR && ret != -ETIME)
+			ur_backoff(pb, ret);
+		ur_reap(pb);
+	}
+	return NULL;
+}
+
+static void ur_wake(struct posix_backend *pb)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is saturated, the ring thread is woken */
+	while (write(pb->ur.efd, &one, sizeof(one)) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Sets up the ring and its thread.  A failure of io_uring_queue_init()
+ * means io_uring is unavailable: it is also stored in *setup_err, so that
+ * the caller falls back to pread; other failures are plain errors.
+ */
+static int ur_init(struct posix_backend *pb, int *setup_err)
+{
+	struct ur_engine *ur = &pb->ur;
+	int ret;
+
+	*setup_err = 0;
+	/*
+	 * COOP_TASKRUN spares the ring thread IPIs for completions; it is
+	 * only a hint, so kernels before 5.19 get a plain ring.
+	 */
+	ret = io_uring_queue_init(pb->depth + 1, &ur->ring,
+				  IORING_SETUP_COOP_TASKRUN);
+	if (ret == -EINVAL)
+		ret = io_uring_queue_init(pb->depth + 1, &ur->ring, 0);
+	if (ret < 0) {
+		*setup_err = ret;
+		goto out;
+	}
+	ur->ring_ready = true;
+	ur->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ur->efd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ur->slots = calloc(pb->depth, sizeof(*ur->slots));
+	if (!ur->slots) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = pb->depth; i-- > 0;) {
+		ur->slots[i].next_free = ur->free;
+		ur->free = &ur->slots[i];
+	}
+	ur->nfree = pb->depth;
+	ret = spawn(&ur->thread, ur_main, pb);
+	if (ret < 0)
+		goto out;
+	ur->thread_started = true;
+out:
+	/* partial state is released by posix_free() */
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* pread engine */
+
+static void pr_read(struct pr_worker *w, struct pf_bio *bio)
+{
+	uint64_t total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
+	const struct iovec *iov = bio->iov;
+	int cnt = bio->iovcnt;
+	int64_t res = 0;
+
+	while (bio->bdone < total) {
+		ssize_t n;
+
+		if (bio->bdone) {
+			struct iovec *left;
+
+			left = scratch_get(&w->scratch, bio->iovcnt);
+			if (!left) {
+				res = -ENOMEM;
+				break;
+			}
+			cnt = iov_skip(bio->iov, bio->iovcnt, bio->bdone,
+				       left);
+			iov = left;
+		}
+		n = preadv(bio->file->fd, iov, cnt,
+			   (off_t)(bio->off + bio->bdone));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			res = -errno;
+			break;
+		}
+		/* 0 before the iovec is full is the end of the file */
+		if (n == 0)
+			break;
+		bio->bdone += (uint64_t)n;
+	}
+	if (res == 0)
+		res = (int64_t)bio->bdone;
+	res = pin_check(bio, total, res);
+	bio->done(bio, res);
+}
+
+static void *pr_main(void *arg)
+{
+	struct pr_worker *w = arg;
+	struct posix_backend *pb = w->pb;
+
+	for (;;) {
+		struct pf_bio *bio;
+		bool stopping;
+
+		pthread_mutex_lock(&pb->lock);
+		while (!pb->qhead && !pb->stopping)
+			pthread_cond_wait(&pb->cond, &pb->lock);
+		bio = queue_take(pb, 1);
+		stopping = pb->stopping;
+		pthread_mutex_unlock(&pb->lock);
+
+		if (!bio)
+			break;
+		if (stopping)
+			bio->done(bio, -ECANCELED);
+		else
+			pr_read(w, bio);
+	}
+	return NULL;
+}
+
+static int pr_init(struct posix_backend *pb, unsigned nthreads)
+{
+	int ret = 0;
+
+	pb->workers = calloc(nthreads, sizeof(*pb->workers));
+	if (!pb->workers)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nthreads; i++) {
+		struct pr_worker *w = &pb->workers[i];
+
+		w->pb = pb;
+		ret = spawn(&w->thread, pr_main, w);
+		if (ret < 0)
+			break;
+		pb->nworkers++;
+	}
+	/* the workers already started are joined by posix_stop() */
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* submit, life cycle */
+
+static int posix_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	struct posix_backend *pb = to_pb(be);
+	int64_t total;
+	bool wake;
+
+	if (!bio || !bio->file || !bio->done || !bio->iov ||
+	    bio->iovcnt < 1 || bio->iovcnt > IOV_MAX)
+		return -EINVAL;
+	total = iov_total(bio->iov, bio->iovcnt);
+	if (total < 0 || bio->off > (uint64_t)(INT64_MAX - total))
+		return -EINVAL;
+	bio->bdone = 0;
+	bio->bnext = NULL;
+
+	pthread_mutex_lock(&pb->lock);
+	if (pb->stopping) {
+		pthread_mutex_unlock(&pb->lock);
+		return -ESHUTDOWN;
+	}
+	wake = !pb->qhead;
+	if (pb->qtail)
+		pb->qtail->bnext = bio;
+	else
+		pb->qhead = bio;
+	pb->qtail = bio;
+	if (!pb->uring)
+		pthread_cond_signal(&pb->cond);
+	pthread_mutex_unlock(&pb->lock);
+
+	if (pb->uring && wake && tl_ring_owner != pb)
+		ur_wake(pb);
+	return 0;
+}
+
+/* Stops the engine threads; every queued bio is completed when it returns. */
+static void posix_stop(struct posix_backend *pb)
+{
+	struct pf_bio *left;
+
+	if (!pb->lock_ready || !pb->cond_ready)
+		return;
+	pthread_mutex_lock(&pb->lock);
+	pb->stopping = true;
+	pthread_cond_broadcast(&pb->cond);
+	pthread_mutex_unlock(&pb->lock);
+
+	if (pb->ur.thread_started) {
+		ur_wake(pb);
+		pthread_join(pb->ur.thread, NULL);
+		pb->ur.thread_started = false;
+	}
+	for (unsigned i = 0; i < pb->nworkers; i++)
+		pthread_join(pb->workers[i].thread, NULL);
+
+	/* only if no engine thread ever ran: submit() refuses bios now */
+	pthread_mutex_lock(&pb->lock);
+	left = queue_take(pb, UINT_MAX);
+	pthread_mutex_unlock(&pb->lock);
+	cancel_chain(left);
+}
+
+/* Frees whatever of @pb was set up; its threads are stopped. */
+static void posix_free(struct posix_backend *pb)
+{
+	struct ur_engine *ur = &pb->ur;
+
+	if (pb->workers) {
+		for (unsigned i = 0; i < pb->nworkers; i++)
+			free(pb->workers[i].scratch.heap);
+		free(pb->workers);
+	}
+	if (ur->slots) {
+		for (unsigned i = 0; i < pb->depth; i++)
+			free(ur->slots[i].scratch.heap);
+		free(ur->slots);
+	}
+	if (ur->efd >= 0)
+		close(ur->efd);
+	if (ur->ring_ready)
+		io_uring_queue_exit(&ur->ring);
+	if (pb->cond_ready)
+		pthread_cond_destroy(&pb->cond);
+	if (pb->lock_ready)
+		pthread_mutex_destroy(&pb->lock);
+	if (pb->rootfd >= 0)
+		close(pb->rootfd);
+	free(pb);
+}
+
+static void posix_destroy(struct pf_backend *be)
+{
+	struct posix_backend *pb = to_pb(be);
+
+	posix_stop(pb);
+	posix_free(pb);
+}
+
+static const struct pf_backend_ops posix_ops = {
+	.name = "posix",
+	.getattr = posix_getattr,
+	.readdir = posix_readdir,
+	.readlink = posix_readlink,
+	.open = posix_open,
+	.close = posix_close,
+	.submit = posix_submit,
+	.statfs = posix_statfs,
+	.destroy = posix_destroy,
+};
+
+int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
+			 struct pf_backend **out)
+{
+	static const struct pf_posix_cfg defaults;
+	struct posix_backend *pb;
+	unsigned nthreads;
+	int setup_err = 0;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!root)
+		return -EINVAL;
+	if (!cfg)
+		cfg = &defaults;
+	if (cfg->queue_depth > MAX_QUEUE_DEPTH ||
+	    cfg->fallback_threads > MAX_FALLBACK_THREADS)
+		return -EINVAL;
+	pb = calloc(1, sizeof(*pb));
+	if (!pb)
+		return -ENOMEM;
+	pb->be.ops = &posix_ops;
+	pb->rootfd = -1;
+	pb->ur.efd = -1;
+	pb->depth = cfg->queue_depth ? cfg->queue_depth : DEFAULT_QUEUE_DEPTH;
+	nthreads = cfg->fallback_threads ? cfg->fallback_threads
+					 : DEFAULT_FALLBACK_THREADS;
+
+	pb->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pb->rootfd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = -pthread_mutex_init(&pb->lock, NULL);
+	if (ret < 0)
+		goto out;
+	pb->lock_ready = true;
+	ret = -pthread_cond_init(&pb->cond, NULL);
+	if (ret < 0)
+		goto out;
+	pb->cond_ready = true;
+
+	if (cfg->force_fallback) {
+		pf_info("io_uring disabled by configuration: using %u pread threads",
+			nthreads);
+	} else {
+		pb->uring = true;
+		ret = ur_init(pb, &setup_err);
+		if (ret < 0 && !setup_err)
+			goto out;
+		if (setup_err) {
+			pb->uring = false;
+			pf_warn("io_uring unavailable (%s): using %u pread threads",
+				strerror(-setup_err), nthreads);
+		}
+	}
+	if (!pb->uring) {
+		ret = pr_init(pb, nthreads);
+		if (ret < 0)
+			goto out;
+	}
+	*out = &pb->be;
+	ret = 0;
+out:
+	if (ret < 0)
+		posix_destroy(&pb->be);
+	return ret;
+}
+
+const char *pf_posix_backend_engine(const struct pf_backend *be)
+{
+	const struct posix_backend *pb = (const struct posix_backend *)be;
+
+	if (!be || be->ops != &posix_ops)
+		return "none";
+	return pb->uring ? "io_uring" : "pread";
+}

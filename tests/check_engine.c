@@ -1,0 +1,551 @@
+/*
+ * check_engine.c - the engine against an in-memory backend whose reads
+ * complete only when the test says so: parking and answering, one fetch
+ * for two readers, errors reaching the reader, the memory budget,
+ * read-ahead, no amplification for random readers, max_inflight.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pf_engine.h"
+
+/* ---- a backend whose bios wait in a list ------------------------------- */
+
+struct tfile {
+	const char *path;
+	unsigned char *data;
+	uint64_t size;
+};
+
+struct tbackend {
+	struct pf_backend be;
+	struct tfile files[4];
+	unsigned nfiles;
+	pthread_mutex_t lock;
+	struct pf_bio *pending;
+	unsigned npending;
+	unsigned max_pending;	/* high-water mark */
+	unsigned submits;
+	uint64_t bytes;		/* requested by bios */
+	int fail_next;		/* complete the next bio with -this */
+	int shorten_next;	/* complete the next bio short */
+	int autocomplete;	/* complete inside submit */
+};
+
+static struct tbackend tb;
+
+static int t_getattr(struct pf_backend *be, const char *path,
+		     struct stat *st)
+{
+	(void)be;
+	(void)path;
+	(void)st;
+	return -ENOSYS;
+}
+
+static int t_open(struct pf_backend *be, const char *path,
+		  struct pf_bfile **out, struct stat *st)
+{
+	struct tbackend *t = (struct tbackend *)be;
+
+	for (unsigned i = 0; i < t->nfiles; i++) {
+		if (strcmp(t->files[i].path, path) == 0) {
+			memset(st, 0, sizeof(*st));
+			st->st_size = (off_t)t->files[i].size;
+			*out = (struct pf_bfile *)&t->files[i];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void t_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	(void)be;
+	(void)f;
+}
+
+static void complete(struct pf_bio *bio)
+{
+	struct tfile *f = (struct tfile *)bio->file;
+	uint64_t off = bio->off;
+	int64_t done = 0;
+
+	if (tb.fail_next) {
+		int e = tb.fail_next;
+
+		tb.fail_next = 0;
+		bio->done(bio, -e);
+		return;
+	}
+	for (int i = 0; i < bio->iovcnt; i++) {
+		size_t n = bio->iov[i].iov_len;
+
+		if (off >= f->size)
+			break;
+		if (n > f->size - off)
+			n = f->size - off;
+		memcpy(bio->iov[i].iov_base, f->data + off, n);
+		off += n;
+		done += (int64_t)n;
+	}
+	if (tb.shorten_next) {
+		tb.shorten_next = 0;
+		done /= 2;
+	}
+	bio->done(bio, done);
+}
+
+static int t_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	struct tbackend *t = (struct tbackend *)be;
+
+	pthread_mutex_lock(&t->lock);
+	t->submits++;
+	for (int i = 0; i < bio->iovcnt; i++)
+		t->bytes += bio->iov[i].iov_len;
+	if (t->autocomplete) {
+		pthread_mutex_unlock(&t->lock);
+		complete(bio);
+		return 0;
+	}
+	bio->bnext = t->pending;
+	t->pending = bio;
+	t->npending++;
+	if (t->npending > t->max_pending)
+		t->max_pending = t->npending;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* Completes everything pending now (not what that submits). */
+static unsigned complete_pending(void)
+{
+	struct pf_bio *list;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&tb.lock);
+	list = tb.pending;
+	tb.pending = NULL;
+	tb.npending = 0;
+	pthread_mutex_unlock(&tb.lock);
+	while (list) {
+		struct pf_bio *b = list;
+
+		list = b->bnext;
+		complete(b);
+		n++;
+	}
+	return n;
+}
+
+static void complete_until_idle(void)
+{
+	while (complete_pending())
+		;
+}
+
+static const struct pf_backend_ops t_ops = {
+	.name = "test",
+	.getattr = t_getattr,
+	.open = t_open,
+	.close = t_close,
+	.submit = t_submit,
+};
+
+static unsigned char *pattern_data(uint64_t size, unsigned seed)
+{
+	unsigned char *d = malloc(size);
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (uint64_t i = 0; i < size; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		d[i] = (unsigned char)x;
+	}
+	return d;
+}
+
+/* ---- replies ------------------------------------------------------------ */
+
+struct treq {
+	int done;
+	int err;
+	size_t len;
+	unsigned char buf[4u << 20];
+};
+
+static void t_reply(void *req, const struct iovec *iov, int iovcnt, int err)
+{
+	struct treq *r = req;
+
+	r->err = err;
+	r->len = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(r->buf + r->len, iov[i].iov_base, iov[i].iov_len);
+		r->len += iov[i].iov_len;
+	}
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static struct pf_engine *eng;
+static struct pf_efile *ef;
+static struct treq *rq;
+static struct treq *rq2;
+
+#define FSIZE (64ull << 20)
+
+static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
+		       uint64_t batch)
+{
+	struct pf_engine_cfg cfg;
+	struct stat st;
+
+	memset(&tb, 0, sizeof(tb));
+	pthread_mutex_init(&tb.lock, NULL);
+	tb.be.ops = &t_ops;
+	tb.files[0].path = "a";
+	tb.files[0].size = FSIZE;
+	tb.files[0].data = pattern_data(FSIZE, 1);
+	tb.files[1].path = "small";
+	tb.files[1].size = 100000;
+	tb.files[1].data = pattern_data(100000, 2);
+	tb.nfiles = 2;
+	pf_engine_cfg_default(&cfg, 8ull << 30);
+	cfg.max_memory = max_memory;
+	cfg.prefetch = prefetch;
+	cfg.max_inflight = inflight;
+	cfg.min_window = 1u << 20;
+	cfg.pattern.batch_override = batch;
+	ck_assert_int_eq(pf_engine_new(&cfg, &tb.be, &eng), 0);
+	ef = pf_efile_new(eng, "a");
+	ck_assert_ptr_nonnull(ef);
+	ck_assert_int_eq(pf_efile_open(ef, &st), 0);
+	ck_assert_int_eq(st.st_size, (off_t)FSIZE);
+	rq = calloc(1, sizeof(*rq));
+	rq2 = calloc(1, sizeof(*rq2));
+}
+
+static void setup(void)
+{
+	setup_with(256u << 20, 0, 32, 0);
+}
+
+static void setup_batch8(void)
+{
+	setup_with(256u << 20, 1, 16, 8u << 20);
+}
+
+static void setup_prefetch(void)
+{
+	setup_with(256u << 20, 1, 16, 0);
+}
+
+static void teardown(void)
+{
+	complete_until_idle();
+	pf_efile_close(ef);
+	pf_efile_put(ef);
+	pf_engine_free(eng);
+	free(tb.files[0].data);
+	free(tb.files[1].data);
+	free(rq);
+	free(rq2);
+}
+
+static void read_sync(struct treq *r, uint64_t off, size_t size)
+{
+	memset(r, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, off, size, t_reply, r);
+	while (!r->done)
+		ck_assert_uint_gt(complete_pending() + r->done, 0);
+}
+
+static void assert_bytes(const struct treq *r, uint64_t off, size_t size)
+{
+	ck_assert_int_eq(r->err, 0);
+	ck_assert_uint_eq(r->len, size);
+	ck_assert_int_eq(memcmp(r->buf, tb.files[0].data + off, size), 0);
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+START_TEST(test_miss_parks_then_answers)
+{
+	struct pf_engine_totals t;
+
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	ck_assert_int_eq(rq->done, 0);	/* parked, not answered */
+	ck_assert_uint_eq(tb.npending, 1);
+	ck_assert_uint_eq(complete_pending(), 1);
+	ck_assert_int_eq(rq->done, 1);
+	assert_bytes(rq, 0, 128 << 10);
+
+	/* the same bytes again: answered at once, no fetch */
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 4096, 100000, t_reply, rq);
+	ck_assert_int_eq(rq->done, 1);
+	assert_bytes(rq, 4096, 100000);
+	ck_assert_uint_eq(tb.submits, 1);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.reads, 2);
+	ck_assert_uint_eq(t.hits, 1);
+	ck_assert_uint_eq(t.misses, 1);
+	ck_assert_uint_eq(t.waits, 1);
+}
+END_TEST
+
+START_TEST(test_two_readers_one_fetch)
+{
+	pf_engine_read(ef, 1u << 20, 256 << 10, t_reply, rq);
+	pf_engine_read(ef, (1u << 20) + 4096, 128 << 10, t_reply, rq2);
+	ck_assert_uint_eq(tb.submits, 1);
+	complete_pending();
+	ck_assert(rq->done && rq2->done);
+	assert_bytes(rq, 1u << 20, 256 << 10);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[0].data + (1u << 20) + 4096,
+				128 << 10),
+			 0);
+	ck_assert_uint_eq(tb.submits, 1);
+}
+END_TEST
+
+START_TEST(test_unaligned_and_eof)
+{
+	struct pf_efile *sf = pf_efile_new(eng, "small");
+	struct stat st;
+
+	read_sync(rq, 12345, 70001);
+	assert_bytes(rq, 12345, 70001);
+	read_sync(rq, FSIZE - 1000, 128 << 10);
+	assert_bytes(rq, FSIZE - 1000, 1000);
+	read_sync(rq, FSIZE, 4096);
+	ck_assert_int_eq(rq->err, 0);
+	ck_assert_uint_eq(rq->len, 0);
+	read_sync(rq, FSIZE + 123456, 4096);
+	ck_assert_uint_eq(rq->len, 0);
+
+	/* a file smaller than a block, read whole and across its end */
+	ck_assert_int_eq(pf_efile_open(sf, &st), 0);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(sf, 0, 1u << 20, t_reply, rq);
+	complete_until_idle();
+	ck_assert(rq->done);
+	ck_assert_uint_eq(rq->len, 100000);
+	ck_assert_int_eq(memcmp(rq->buf, tb.files[1].data, 100000), 0);
+	pf_efile_close(sf);
+	pf_efile_put(sf);
+}
+END_TEST
+
+START_TEST(test_error_reaches_reader_then_retry)
+{
+	struct pf_engine_totals t;
+
+	tb.fail_next = EIO;
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	pf_engine_read(ef, 64 << 10, 4096, t_reply, rq2);
+	complete_pending();
+	ck_assert(rq->done && rq2->done);
+	ck_assert_int_eq(rq->err, EIO);
+	ck_assert_int_eq(rq2->err, EIO);
+	ck_assert_uint_eq(rq->len, 0);
+	/* nothing bad stays cached: the next read fetches again */
+	read_sync(rq, 0, 128 << 10);
+	assert_bytes(rq, 0, 128 << 10);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.fetch_errors, 1);
+
+	/* a precise errno passes through */
+	tb.fail_next = EACCES;
+	read_sync(rq, 8u << 20, 4096);
+	ck_assert_int_eq(rq->err, EACCES);
+}
+END_TEST
+
+START_TEST(test_short_backend_read_is_eio)
+{
+	tb.shorten_next = 1;
+	read_sync(rq, 0, 128 << 10);
+	ck_assert_int_eq(rq->err, EIO);
+	ck_assert_uint_eq(rq->len, 0);
+}
+END_TEST
+
+START_TEST(test_random_no_amplification)
+{
+	uint32_t x = 12345;
+	uint64_t asked = 0;
+	struct pf_engine_totals t;
+
+	for (int i = 0; i < 300; i++) {
+		uint64_t off;
+
+		x = x * 1103515245u + 12345u;
+		off = ((uint64_t)x % (FSIZE / 4096)) * 4096;
+		read_sync(rq, off, 4096);
+		assert_bytes(rq, off, 4096);
+		asked += 4096;
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_le(t.bytes_fetched, asked);
+	ck_assert_uint_eq(t.bytes_prefetched, 0);
+}
+END_TEST
+
+START_TEST(test_partial_block_extends)
+{
+	/* two 4 KiB reads in one block, then the whole block */
+	read_sync(rq, 8192, 4096);
+	assert_bytes(rq, 8192, 4096);
+	read_sync(rq, 40960, 4096);
+	assert_bytes(rq, 40960, 4096);
+	read_sync(rq, 0, 64 << 10);
+	assert_bytes(rq, 0, 64 << 10);
+	read_sync(rq, 0, 64 << 10);
+	assert_bytes(rq, 0, 64 << 10);
+	/* the first two are apart: the second replaced the first; the
+	 * whole block then needed both sides, fetched at once */
+	ck_assert_uint_eq(tb.bytes, (4 + 4 + 64) << 10);
+	/* adjacent ranges extend the valid bytes without refetching */
+	read_sync(rq, (1u << 20) + 8192, 4096);
+	read_sync(rq, (1u << 20) + 12288, 8192);
+	read_sync(rq, (1u << 20) + 4096, 4096);
+	read_sync(rq, (1u << 20) + 4096, 16384);
+	assert_bytes(rq, (1u << 20) + 4096, 16384);
+	ck_assert_uint_eq(tb.bytes, (4 + 4 + 64 + 4 + 8 + 4) << 10);
+}
+END_TEST
+
+START_TEST(test_sequential_prefetch)
+{
+	struct pf_engine_totals t;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	for (off = 0; off < FSIZE; off += 128 << 10) {
+		read_sync(rq, off, 128 << 10);
+		assert_bytes(rq, off, 128 << 10);
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_gt(t.bytes_prefetched, FSIZE / 2);
+	/* all but the first few READs found their bytes in memory */
+	ck_assert_uint_ge(t.hits, t.reads - 8);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	ck_assert_uint_eq(t.bytes_unused, 0);
+}
+END_TEST
+
+START_TEST(test_prefetch_keeps_many_in_flight)
+{
+	struct pf_engine_totals t;
+	uint64_t off;
+
+	/* 8 MiB batches, 2 windows: once the stream is known, 16 MiB ahead
+	 * are asked for at once, max_inflight (16) reads at a time */
+	for (off = 0; off < (4u << 20); off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		while (!rq->done)
+			ck_assert_uint_gt(complete_pending(), 0);
+		ck_assert_uint_le(tb.npending, 16);
+	}
+	ck_assert_uint_eq(tb.max_pending, 16);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_le(t.inflight, 16);
+}
+END_TEST
+
+START_TEST(test_budget_holds)
+{
+	struct pf_engine_totals t;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	for (int pass = 0; pass < 2; pass++) {
+		for (off = 0; off < FSIZE; off += 1u << 20) {
+			read_sync(rq, off, 1u << 20);
+			assert_bytes(rq, off, 1u << 20);
+			pf_engine_totals(eng, &t);
+			ck_assert_uint_le(t.memory_used, 16u << 20);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_stats_json)
+{
+	char *js;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	for (off = 0; off < (16u << 20); off += 128 << 10)
+		read_sync(rq, off, 128 << 10);
+	js = pf_engine_stats_json(eng, "test:\"x\"");
+	ck_assert_ptr_nonnull(js);
+	ck_assert_ptr_nonnull(strstr(js, "\"backend\": \"test:\\\"x\\\"\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"file\": \"a\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"memory_used\""));
+	free(js);
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("demand");
+	TCase *tp = tcase_create("prefetch");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_miss_parks_then_answers);
+	tcase_add_test(tc, test_two_readers_one_fetch);
+	tcase_add_test(tc, test_unaligned_and_eof);
+	tcase_add_test(tc, test_error_reaches_reader_then_retry);
+	tcase_add_test(tc, test_short_backend_read_is_eio);
+	tcase_add_test(tc, test_random_no_amplification);
+	tcase_add_test(tc, test_partial_block_extends);
+	suite_add_tcase(s, tc);
+
+	tcase_add_checked_fixture(tp, setup_prefetch, teardown);
+	tcase_set_timeout(tp, 30);
+	tcase_add_test(tp, test_sequential_prefetch);
+	tcase_add_test(tp, test_stats_json);
+	suite_add_tcase(s, tp);
+
+	tc = tcase_create("inflight");
+	tcase_add_checked_fixture(tc, setup_batch8, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_prefetch_keeps_many_in_flight);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+static void setup_budget(void)
+{
+	setup_with(16u << 20, 1, 16, 0);
+}
+
+int main(void)
+{
+	Suite *s = engine_suite();
+	TCase *tc = tcase_create("budget");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup_budget, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_budget_holds);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

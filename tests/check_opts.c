@@ -1,0 +1,177 @@
+/*
+ * check_opts.c - the command line: sizes, every option's bounds, errors.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_opts.h"
+
+#define RAM (24ull << 30)
+
+static int parse(struct pf_opts *o, char *err, const char *a1,
+		 const char *a2, const char *a3, const char *a4)
+{
+	char *argv[6] = { (char *)"prefetchfs" };
+	int argc = 1;
+
+	if (a1)
+		argv[argc++] = (char *)a1;
+	if (a2)
+		argv[argc++] = (char *)a2;
+	if (a3)
+		argv[argc++] = (char *)a3;
+	if (a4)
+		argv[argc++] = (char *)a4;
+	pf_opts_default(o, RAM);
+	err[0] = '\0';
+	return pf_opts_parse(o, argc, argv, err, 256);
+}
+
+START_TEST(test_sizes)
+{
+	uint64_t v;
+
+	ck_assert_int_eq(pf_parse_size("4096", &v), 0);
+	ck_assert_uint_eq(v, 4096);
+	ck_assert_int_eq(pf_parse_size("64K", &v), 0);
+	ck_assert_uint_eq(v, 65536);
+	ck_assert_int_eq(pf_parse_size("1m", &v), 0);
+	ck_assert_uint_eq(v, 1u << 20);
+	ck_assert_int_eq(pf_parse_size("2G", &v), 0);
+	ck_assert_uint_eq(v, 2ull << 30);
+	ck_assert_int_eq(pf_parse_size("1.5G", &v), 0);
+	ck_assert_uint_eq(v, 3ull << 29);
+	ck_assert_int_eq(pf_parse_size("8MiB", &v), 0);
+	ck_assert_uint_eq(v, 8u << 20);
+	ck_assert_int_eq(pf_parse_size("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(pf_parse_size("", &v), -EINVAL);
+	ck_assert_int_eq(pf_parse_size("-1", &v), -EINVAL);
+	ck_assert_int_eq(pf_parse_size("12Q", &v), -EINVAL);
+	ck_assert_int_eq(pf_parse_size("1.0000001", &v), -EINVAL);
+	ck_assert_int_eq(pf_parse_size("K", &v), -EINVAL);
+	ck_assert_int_eq(pf_parse_size("99999999999T", &v), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_defaults)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "/src", "/mnt", NULL, NULL), 0);
+	ck_assert_str_eq(o.source, "/src");
+	ck_assert_str_eq(o.mountpoint, "/mnt");
+	ck_assert_uint_eq(o.engine.max_memory, 6ull << 30);
+	ck_assert_uint_eq(o.engine.prefetch_batches, 2);
+	ck_assert_int_eq(o.engine.prefetch, 1);
+	ck_assert_uint_eq(o.readahead_kb, 1024);
+	ck_assert_int_eq(o.foreground, 0);
+	ck_assert_str_eq(o.fuse_opts, "");
+}
+END_TEST
+
+START_TEST(test_values)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "-o",
+			       "max_memory=512M,prefetch=off,"
+			       "prefetch_batches=4,fetch_size=256K,"
+			       "max_inflight=8,batch_size=8M,block_size=16K",
+			       "/s", "/m"),
+			 0);
+	ck_assert_uint_eq(o.engine.max_memory, 512u << 20);
+	ck_assert_int_eq(o.engine.prefetch, 0);
+	ck_assert_uint_eq(o.engine.prefetch_batches, 4);
+	ck_assert_uint_eq(o.engine.fetch_size, 256u << 10);
+	ck_assert_uint_eq(o.engine.max_inflight, 8);
+	ck_assert_uint_eq(o.engine.pattern.batch_override, 8u << 20);
+	ck_assert_uint_eq(o.engine.block_size, 16u << 10);
+
+	ck_assert_int_eq(parse(&o, err, "-f", "-ocache_timeout=5,gap_ms=10",
+			       "/s", "/m"),
+			 0);
+	ck_assert_int_eq(o.foreground, 1);
+	ck_assert(o.attr_timeout == 5 && o.entry_timeout == 5);
+	ck_assert_uint_eq(o.engine.pattern.gap_ns, 10000000);
+}
+END_TEST
+
+START_TEST(test_fuse_and_fstab)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "-o",
+			       "ro,_netdev,nofail,x-systemd.automount,"
+			       "allow_other,fsname=data,auto_unmount",
+			       "/s", "/m"),
+			 0);
+	ck_assert_str_eq(o.fuse_opts, "allow_other,fsname=data,auto_unmount");
+}
+END_TEST
+
+static void expect_bad(const char *optlist, const char *needle)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "-o", optlist, "/s", "/m"), -EINVAL);
+	ck_assert_msg(strstr(err, needle), "error for '%s' was '%s'", optlist,
+		      err);
+	ck_assert_msg(!strchr(err, '\n'), "one line: '%s'", err);
+}
+
+START_TEST(test_bad)
+{
+	struct pf_opts o;
+	char err[256];
+
+	expect_bad("prefetch_batches=1", "prefetch_batches");
+	expect_bad("max_memory=lots", "max_memory");
+	expect_bad("max_memory=1M", "max_memory");
+	expect_bad("block_size=3000", "block_size");
+	expect_bad("max_inflight=0", "max_inflight");
+	expect_bad("prefetch=maybe", "prefetch");
+	expect_bad("frobnicate=1", "unknown option 'frobnicate'");
+	expect_bad("rw", "read-only");
+	expect_bad("fetch_size=8K,block_size=64K", "fetch_size");
+	expect_bad("max_memory=16M,fetch_size=8M", "max_memory");
+	expect_bad("log_level=loud", "log_level");
+	expect_bad("max_inflight", "needs a value");
+
+	ck_assert_int_eq(parse(&o, err, "/s", NULL, NULL, NULL), -EINVAL);
+	ck_assert(strstr(err, "MOUNTPOINT"));
+	ck_assert_int_eq(parse(&o, err, "/s", "/m", "/x", NULL), -EINVAL);
+	ck_assert(strstr(err, "unexpected argument"));
+	ck_assert_int_eq(parse(&o, err, "--bogus", "/s", "/m", NULL), -EINVAL);
+	ck_assert(strstr(err, "--bogus"));
+	ck_assert_int_eq(parse(&o, err, "/s", "/m", "-o", NULL), -EINVAL);
+	ck_assert_int_eq(parse(&o, err, "--help", NULL, NULL, NULL), 0);
+	ck_assert_int_eq(o.help, 1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("opts");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_sizes);
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_values);
+	tcase_add_test(tc, test_fuse_and_fstab);
+	tcase_add_test(tc, test_bad);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,21 @@
+#!/bin/bash
+# Installs the Debian 12 packages that building, testing and the demo need,
+# if any is missing.  Quiet and quick when everything is there.
+set -eu
+PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
+libcurl4-openssl-dev check python3 openssl psmisc procps util-linux"
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
+missing=()
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "missing packages: ${missing[*]}" >&2
+	echo "run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null
