@@ -13,7 +13,7 @@
  * lookup but not listed by readdir, and shadows a source entry of the same
  * name.
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>

@@ -9,7 +9,7 @@
  * returns only when MNT can be used, and start-up errors still reach the
  * terminal.  After that the child detaches and logs to syslog.
  */
-#define FUSE_USE_VERSION 34
+#define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>

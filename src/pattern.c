@@ -1,0 +1,1589 @@
+/*
+ * pattern.c - learning each reader's access pattern from the READs of one
+ * file, and planning what to read ahead of it (see pf_pattern.h).
+ *
+ * DESIGN
+ * A tracker owns a fixed array of max_streams streams; nothing is allocated
+ * per READ.  A stream remembers what its recent READs covered as a few
+ * sorted segments, merged when they touch, so the kernel's out-of-order
+ * read-ahead shows up as short-lived holes inside one stream instead of as
+ * new streams.  A READ goes to the stream it fits best, in this order:
+ * exactly at a frontier; the start of a predicted strided record; touching
+ * the end, then the start, of a covered segment; inside a predicted record;
+ * a gap ahead of the frontier (at most reorder_bytes, and at most
+ * REORDER_READS of the stream's own READs, so readers a few MiB apart stay
+ * apart); a hole behind it.  Ties go to the closest, then the most recently
+ * used stream.
+ *
+ * A READ that fits no stream goes to the tracker's one "scatter" stream,
+ * which holds the unmatched READs; each is remembered as a cluster.  A later
+ * READ touching one of them spins off a stream (or the scatter itself turns
+ * into that stream if it holds nothing else, so a lone reader keeps one
+ * stream from its first READ).  RANDOM_MIN waiting unmatched READs make the
+ * scatter RANDOM.  A random reader so lives in one stream and evicts no
+ * one; only when the table is full does a new stream recycle the least
+ * recently used unpatterned stream, and a patterned one only if none is
+ * left.  Within a stream, the share of READs that touch what it already
+ * covered over the last 8 tells SEQUENTIAL (at least one in three) from
+ * RANDOM (under one in five).
+ *
+ * Strided readers are found from the cluster history: every new run of
+ * bytes (an unmatched READ, or a new segment of a stream) is a cluster, and
+ * three equally spaced clusters, each finished and answered before the next
+ * began, make the newest one's stream STRIDED (four when all three lie in
+ * one stream or random READs are about, where coincidences are likely).
+ * The "answered before the next began" test is what tells one rank's
+ * records from several readers that merely started at equal distances: those
+ * have their READs in flight together.  A strided stream that is later
+ * contradicted (a READ continues one of its old records) is dissolved back
+ * into clusters.
+ *
+ * Bursts: a stream's READ ends a burst if nothing of the stream was
+ * outstanding and its last completion is gap_ns old; the batch is the median
+ * of the last BURST_HIST completed bursts (bytes so far before the first).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_pattern.h"
+
+#define SEG_MAX		8	/* covered ranges remembered per stream */
+#define HIST_MAX	16	/* clusters remembered per tracker */
+#define BURST_HIST	3	/* completed bursts the batch is taken from */
+#define ALIAS_MAX	8	/* ids of streams folded into another */
+#define REORDER_READS	16	/* READs the kernel may have in flight at once */
+#define SCATTER_TTL	64	/* READs an unmatched READ waits for a partner */
+#define RANDOM_MIN	4	/* waiting unmatched READs that mean RANDOM */
+#define SEQ_MIN_CONTIG	2	/* touching READs before SEQUENTIAL */
+#define STRIDE_SLACK	4096	/* page rounding of record starts */
+#define STRIDE_AHEAD	2	/* records a strided READ may run ahead */
+
+#define DEFAULT_GAP_NS	2000000ull
+#define DEFAULT_REORDER	(8ull << 20)
+#define DEFAULT_STREAMS	32
+
+/* How well a READ fits a stream, best first. */
+enum fit {
+	FIT_EXACT,	/* at the frontier */
+	FIT_STRIDE,	/* at a predicted record start */
+	FIT_FWD,	/* touches the end of a covered segment */
+	FIT_BACK,	/* touches the start of a young segment */
+	FIT_RECORD,	/* inside a predicted record */
+	FIT_AHEAD,	/* a small gap past the frontier */
+	FIT_HOLE,	/* in a hole behind the frontier */
+	FIT_CONFLICT,	/* continues an old record of a strided stream */
+	FIT_NONE,
+};
+
+struct match {
+	enum fit fit;
+	uint64_t dist;
+};
+
+enum kind {
+	KIND_NEUTRAL,	/* first READ, or only re-reads covered bytes */
+	KIND_CONTIG,	/* touches or extends what the stream covered */
+	KIND_GAP,	/* lands apart from everything */
+};
+
+struct seg {
+	uint64_t start;
+	uint64_t end;
+};
+
+/* A run of bytes that began apart from everything else: a record candidate
+ * for stride detection, or an unmatched READ waiting in the scatter. */
+struct cluster {
+	uint64_t start;
+	uint64_t end;
+	uint64_t bytes;		/* READ bytes in it */
+	uint64_t nreads;
+	uint64_t first_ns;	/* arrival of its first READ */
+	uint64_t last_ns;	/* arrival of its last READ */
+	uint64_t done_ns;	/* completion of its first READ */
+	uint64_t seq;		/* tracker READ count when it began */
+	unsigned owner;		/* stream id, 0 = nobody */
+	bool used;
+	bool done;
+};
+
+struct stream {
+	struct pf_stream pub;
+	bool live;
+	bool scatter;
+	bool has_done;
+	unsigned nseg;
+	struct seg seg[SEG_MAX];	/* sorted, disjoint, not touching */
+	uint64_t max_len;		/* largest READ */
+	uint8_t win_contig;		/* last 8 assessed READs: touching */
+	uint8_t win_gap;		/* last 8 assessed READs: apart */
+	uint64_t rec_cur;		/* STRIDED: start of the newest record */
+	uint64_t hist[BURST_HIST];	/* completed bursts, oldest first */
+	unsigned nhist;
+	uint64_t last_done_ns;
+	uint64_t first_ns;
+	uint64_t last_seq;		/* for LRU */
+};
+
+struct alias {
+	unsigned from;
+	unsigned to;
+};
+
+struct pf_tracker {
+	struct pf_pattern_cfg cfg;
+	struct stream *slot;
+	unsigned *order;		/* live slots, in iteration order */
+	unsigned nlive;
+	unsigned next_id;
+	unsigned scatter_id;
+	uint64_t seq;			/* READs observed */
+	struct cluster hist[HIST_MAX];
+	unsigned hist_next;
+	struct alias alias[ALIAS_MAX];
+	unsigned alias_next;
+};
+
+static uint64_t u64_min(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t u64_max(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_sub(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	if (a && b > UINT64_MAX / a)
+		return UINT64_MAX;
+	return a * b;
+}
+
+const char *pf_pattern_name(enum pf_pattern p)
+{
+	switch (p) {
+	case PF_PAT_SEQUENTIAL:
+		return "sequential";
+	case PF_PAT_STRIDED:
+		return "strided";
+	case PF_PAT_RANDOM:
+		return "random";
+	case PF_PAT_UNKNOWN:
+	default:
+		return "unknown";
+	}
+}
+
+void pf_pattern_cfg_default(struct pf_pattern_cfg *cfg)
+{
+	cfg->gap_ns = DEFAULT_GAP_NS;
+	cfg->reorder_bytes = DEFAULT_REORDER;
+	cfg->max_streams = DEFAULT_STREAMS;
+	cfg->batch_override = 0;
+}
+
+/* ---- streams ------------------------------------------------------------ */
+
+static struct stream *live_at(const struct pf_tracker *t, unsigned i)
+{
+	return &t->slot[t->order[i]];
+}
+
+static struct stream *find_id(const struct pf_tracker *t, unsigned id)
+{
+	if (id == 0)
+		return NULL;
+	for (unsigned i = 0; i < t->nlive; i++) {
+		struct stream *s = live_at(t, i);
+
+		if (s->pub.id == id)
+			return s;
+	}
+	return NULL;
+}
+
+static struct stream *scatter_get(const struct pf_tracker *t)
+{
+	return find_id(t, t->scatter_id);
+}
+
+static void stream_reset(const struct pf_tracker *t, struct stream *s,
+			 unsigned id)
+{
+	memset(s, 0, sizeof(*s));
+	s->live = true;
+	s->pub.id = id;
+	s->pub.pattern = PF_PAT_UNKNOWN;
+	s->pub.batch = t->cfg.batch_override;
+}
+
+static bool patterned(const struct stream *s)
+{
+	return s->pub.pattern == PF_PAT_SEQUENTIAL ||
+	       s->pub.pattern == PF_PAT_STRIDED;
+}
+
+/*
+ * The stream to recycle when the table is full: the least recently used
+ * unpatterned stream, then the scatter, then (if allowed) the least
+ * recently used patterned one.  Random READs thus churn through the
+ * streams that predict nothing before they touch one that does.
+ */
+static struct stream *pick_victim(const struct pf_tracker *t,
+				  unsigned exclude, bool evict_patterned)
+{
+	struct stream *best = NULL;
+	int best_rank = 3;
+
+	for (unsigned i = 0; i < t->nlive; i++) {
+		struct stream *s = live_at(t, i);
+		int rank;
+
+		if (s->pub.id == exclude)
+			continue;
+		if (s->scatter)
+			rank = 1;
+		else if (patterned(s))
+			rank = 2;
+		else
+			rank = 0;
+		if (rank == 2 && !evict_patterned)
+			continue;
+		if (rank < best_rank ||
+		    (rank == best_rank && s->last_seq < best->last_seq)) {
+			best = s;
+			best_rank = rank;
+		}
+	}
+	return best;
+}
+
+static void stream_release(struct pf_tracker *t, struct stream *s)
+{
+	unsigned idx = (unsigned)(s - t->slot);
+
+	for (unsigned i = 0; i < t->nlive; i++) {
+		if (t->order[i] == idx) {
+			t->order[i] = t->order[--t->nlive];
+			break;
+		}
+	}
+	if (s->pub.id == t->scatter_id)
+		t->scatter_id = 0;
+	s->live = false;
+}
+
+/* A fresh stream with a new id, or NULL if only @exclude could be reused. */
+static struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
+				   bool evict_patterned)
+{
+	struct stream *s = NULL;
+
+	if (t->nlive < t->cfg.max_streams) {
+		for (unsigned i = 0; i < t->cfg.max_streams; i++) {
+			if (!t->slot[i].live) {
+				s = &t->slot[i];
+				t->order[t->nlive++] = i;
+				break;
+			}
+		}
+	} else {
+		s = pick_victim(t, exclude, evict_patterned);
+		if (!s)
+			return NULL;
+		if (s->pub.id == t->scatter_id)
+			t->scatter_id = 0;
+	}
+	stream_reset(t, s, t->next_id++);
+	s->last_seq = t->seq;
+	return s;
+}
+
+/* Completions for stream @from now count for @to. */
+static void alias_add(struct pf_tracker *t, unsigned from, unsigned to)
+{
+	t->alias[t->alias_next].from = from;
+	t->alias[t->alias_next].to = to;
+	t->alias_next = (t->alias_next + 1) % ALIAS_MAX;
+}
+
+static struct stream *resolve_id(const struct pf_tracker *t, unsigned id)
+{
+	for (unsigned hop = 0; hop <= ALIAS_MAX; hop++) {
+		struct stream *s = find_id(t, id);
+		unsigned next = 0;
+
+		if (s)
+			return s;
+		for (unsigned i = 0; i < ALIAS_MAX; i++) {
+			if (t->alias[i].from == id && id != 0) {
+				next = t->alias[i].to;
+				break;
+			}
+		}
+		if (!next)
+			return NULL;
+		id = next;
+	}
+	return NULL;
+}
+
+/* ---- segments ----------------------------------------------------------- */
+
+static uint64_t seg_lo(const struct stream *s)
+{
+	return s->seg[0].start;
+}
+
+static uint64_t seg_hi(const struct stream *s)
+{
+	return s->seg[s->nseg - 1].end;
+}
+
+static int seg_find(const struct stream *s, uint64_t off)
+{
+	for (unsigned i = 0; i < s->nseg; i++)
+		if (off >= s->seg[i].start && off < s->seg[i].end)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Adds [off, end) to the stream's segments, merging those it overlaps or
+ * touches; returns the index of the segment now holding it.  When full, the
+ * lowest segment (furthest behind the frontier) is forgotten.
+ */
+static unsigned seg_insert(struct stream *s, uint64_t off, uint64_t end)
+{
+	unsigned i = 0;
+	unsigned j;
+
+	while (i < s->nseg && s->seg[i].end < off)
+		i++;
+	j = i;
+	while (j < s->nseg && s->seg[j].start <= end) {
+		off = u64_min(off, s->seg[j].start);
+		end = u64_max(end, s->seg[j].end);
+		j++;
+	}
+	if (j > i) {
+		s->seg[i].start = off;
+		s->seg[i].end = end;
+		memmove(&s->seg[i + 1], &s->seg[j],
+			(s->nseg - j) * sizeof(s->seg[0]));
+		s->nseg -= j - i - 1;
+		return i;
+	}
+	if (s->nseg == SEG_MAX) {
+		memmove(&s->seg[0], &s->seg[1],
+			(SEG_MAX - 1) * sizeof(s->seg[0]));
+		s->nseg--;
+		if (i > 0)
+			i--;
+	}
+	memmove(&s->seg[i + 1], &s->seg[i], (s->nseg - i) * sizeof(s->seg[0]));
+	s->seg[i].start = off;
+	s->seg[i].end = end;
+	s->nseg++;
+	return i;
+}
+
+/* ---- clusters ----------------------------------------------------------- */
+
+static bool cl_stale(const struct pf_tracker *t, const struct cluster *c)
+{
+	return c->seq + SCATTER_TTL < t->seq;
+}
+
+/* Is @c an unmatched READ of the scatter @owner still waiting for a
+ * partner? */
+static bool cl_waiting(const struct pf_tracker *t, const struct cluster *c,
+		       unsigned owner)
+{
+	return c->used && owner && c->owner == owner && !cl_stale(t, c);
+}
+
+static unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < HIST_MAX; i++)
+		if (cl_waiting(t, &t->hist[i], owner))
+			n++;
+	return n;
+}
+
+static struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
+			      uint64_t start, uint64_t end, uint64_t bytes,
+			      uint64_t now)
+{
+	struct cluster *c = &t->hist[t->hist_next];
+
+	t->hist_next = (t->hist_next + 1) % HIST_MAX;
+	memset(c, 0, sizeof(*c));
+	c->used = true;
+	c->owner = owner;
+	c->start = start;
+	c->end = end;
+	c->bytes = bytes;
+	c->nreads = 1;
+	c->first_ns = now;
+	c->last_ns = now;
+	c->seq = t->seq;
+	return c;
+}
+
+/* Folds cluster @c into @keep (both describe one run of bytes now). */
+static void cl_fold(struct cluster *keep, struct cluster *c)
+{
+	keep->bytes += c->bytes;
+	keep->nreads += c->nreads;
+	keep->first_ns = u64_min(keep->first_ns, c->first_ns);
+	keep->last_ns = u64_max(keep->last_ns, c->last_ns);
+	keep->seq = u64_min(keep->seq, c->seq);
+	if (c->done && (!keep->done || c->done_ns < keep->done_ns)) {
+		keep->done = true;
+		keep->done_ns = c->done_ns;
+	}
+	keep->start = u64_min(keep->start, c->start);
+	keep->end = u64_max(keep->end, c->end);
+	c->used = false;
+}
+
+/*
+ * A READ of @len bytes of stream @s now lies in segment [s0, e0): update the
+ * cluster of that segment, folding clusters the READ joined.  *moved says
+ * whether the cluster's start changed (a record's true start arrived late).
+ */
+static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
+			       uint64_t s0, uint64_t e0, uint64_t len,
+			       uint64_t now, bool *moved)
+{
+	struct cluster *keep = NULL;
+
+	*moved = false;
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		struct cluster *c = &t->hist[i];
+
+		if (!c->used || c->owner != s->pub.id)
+			continue;
+		if (c->start >= e0 || c->end <= s0)
+			continue;
+		if (!keep) {
+			keep = c;
+		} else if (c->start < keep->start) {
+			cl_fold(c, keep);
+			keep = c;
+		} else {
+			cl_fold(keep, c);
+		}
+	}
+	if (!keep)
+		return cl_new(t, s->pub.id, s0, e0, len, now);
+	*moved = keep->start != s0;
+	keep->start = s0;
+	keep->end = e0;
+	keep->bytes += len;
+	keep->nreads++;
+	keep->last_ns = now;
+	return keep;
+}
+
+/* ---- bursts and batch --------------------------------------------------- */
+
+static void hist_push(struct stream *s, uint64_t bytes)
+{
+	if (s->nhist == BURST_HIST) {
+		memmove(&s->hist[0], &s->hist[1],
+			(BURST_HIST - 1) * sizeof(s->hist[0]));
+		s->nhist--;
+	}
+	s->hist[s->nhist++] = bytes;
+}
+
+static void burst_end(struct stream *s)
+{
+	if (s->pub.burst_bytes == 0)
+		return;
+	hist_push(s, s->pub.burst_bytes);
+	s->pub.bursts++;
+	s->pub.burst_bytes = 0;
+}
+
+/* A READ arrives: was the stream idle for a gap since its last answer? */
+static void burst_arrival(const struct pf_tracker *t, struct stream *s,
+			  uint64_t now)
+{
+	if (s->pub.outstanding || !s->has_done || s->pub.burst_bytes == 0)
+		return;
+	if (now < s->last_done_ns || now - s->last_done_ns < t->cfg.gap_ns)
+		return;
+	burst_end(s);
+}
+
+/*
+ * The median of the last three bursts: one odd burst (the end of an epoch,
+ * a stall) does not move it, a new batch size takes over after two.  With
+ * two bursts the newer wins, so a short first burst is forgotten quickly.
+ */
+static void batch_update(const struct pf_tracker *t, struct stream *s)
+{
+	uint64_t a;
+	uint64_t b;
+	uint64_t c;
+
+	if (t->cfg.batch_override) {
+		s->pub.batch = t->cfg.batch_override;
+		return;
+	}
+	switch (s->nhist) {
+	case 0:
+		s->pub.batch = s->pub.burst_bytes;
+		break;
+	case 1:
+		s->pub.batch = s->hist[0];
+		break;
+	case 2:
+		s->pub.batch = s->hist[1];
+		break;
+	default:
+		a = s->hist[0];
+		b = s->hist[1];
+		c = s->hist[2];
+		s->pub.batch = u64_max(u64_min(a, b), u64_min(u64_max(a, b), c));
+		break;
+	}
+}
+
+struct rec_info {
+	uint64_t bytes;
+	uint64_t first_ns;
+	uint64_t last_ns;
+};
+
+/*
+ * Records @r (read before anything now in @s) join stream @s: put their
+ * bytes into the bursts they belonged to, judged by their arrival times.
+ */
+static void burst_prepend(const struct pf_tracker *t, struct stream *s,
+			  struct rec_info *r, unsigned n)
+{
+	uint64_t older[4];
+	uint64_t own[BURST_HIST];
+	unsigned nolder = 0;
+	unsigned nown = s->nhist;
+	uint64_t acc = 0;
+	uint64_t prev_last = 0;
+
+	if (n == 0)
+		return;
+	/* insertion sort by arrival; n <= 3 */
+	for (unsigned i = 1; i < n; i++) {
+		struct rec_info x = r[i];
+		unsigned j = i;
+
+		while (j > 0 && r[j - 1].first_ns > x.first_ns) {
+			r[j] = r[j - 1];
+			j--;
+		}
+		r[j] = x;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (i > 0 && r[i].first_ns >= prev_last &&
+		    r[i].first_ns - prev_last >= t->cfg.gap_ns) {
+			older[nolder++] = acc;
+			acc = 0;
+		}
+		acc += r[i].bytes;
+		prev_last = u64_max(prev_last, r[i].last_ns);
+	}
+	if (s->first_ns >= prev_last &&
+	    s->first_ns - prev_last >= t->cfg.gap_ns) {
+		older[nolder++] = acc;
+		acc = 0;
+	}
+	if (s->pub.bursts == 0)
+		s->pub.burst_bytes += acc;
+	else if (acc)
+		older[nolder++] = acc;
+	memcpy(own, s->hist, sizeof(own));
+	s->nhist = 0;
+	for (unsigned i = 0; i < nolder; i++)
+		if (older[i])
+			hist_push(s, older[i]);
+	for (unsigned i = 0; i < nown; i++)
+		hist_push(s, own[i]);
+	for (unsigned i = 0; i < nolder; i++)
+		if (older[i])
+			s->pub.bursts++;
+}
+
+/* ---- classification ----------------------------------------------------- */
+
+static void win_push(struct stream *s, enum kind k)
+{
+	if (k == KIND_NEUTRAL)
+		return;
+	s->win_contig = (uint8_t)((s->win_contig << 1) | (k == KIND_CONTIG));
+	s->win_gap = (uint8_t)((s->win_gap << 1) | (k == KIND_GAP));
+}
+
+/*
+ * Kernel read-ahead out of order still touches what came before in about
+ * two READs of three; a random reader almost never does.  Between the two
+ * thresholds the pattern stays as it was, so a burst of odd READs does not
+ * flip a stream.
+ */
+static enum pf_pattern win_class(const struct stream *s)
+{
+	unsigned c = (unsigned)__builtin_popcount(s->win_contig);
+	unsigned n = c + (unsigned)__builtin_popcount(s->win_gap);
+
+	if (c >= SEQ_MIN_CONTIG && 3 * c >= n)
+		return PF_PAT_SEQUENTIAL;
+	if (n >= RANDOM_MIN && 5 * c < n)
+		return PF_PAT_RANDOM;
+	return s->pub.pattern == PF_PAT_STRIDED ? PF_PAT_UNKNOWN :
+						  s->pub.pattern;
+}
+
+static enum kind assess(const struct stream *s, uint64_t off, uint64_t end)
+{
+	bool touch = false;
+
+	if (s->nseg == 0)
+		return KIND_NEUTRAL;
+	for (unsigned i = 0; i < s->nseg; i++) {
+		const struct seg *g = &s->seg[i];
+
+		if (off >= g->start && end <= g->end)
+			return KIND_NEUTRAL;
+		if (off <= g->end && end >= g->start)
+			touch = true;
+	}
+	return touch ? KIND_CONTIG : KIND_GAP;
+}
+
+static void set_next_off(struct stream *s)
+{
+	if (s->pub.pattern == PF_PAT_STRIDED)
+		s->pub.next_off = sat_add(s->rec_cur, s->pub.stride);
+	else if (s->nseg)
+		s->pub.next_off = seg_hi(s);
+}
+
+/* ---- matching ----------------------------------------------------------- */
+
+static uint64_t ahead_tol(const struct pf_tracker *t, const struct stream *s)
+{
+	return u64_min(t->cfg.reorder_bytes,
+		       sat_mul(REORDER_READS, u64_max(s->max_len, 1)));
+}
+
+/* Where a READ lands relative to what the stream covered. */
+static void geo_match(const struct pf_tracker *t, const struct stream *s,
+		      uint64_t off, uint64_t end, struct match *m)
+{
+	uint64_t lo;
+	uint64_t hi;
+	uint64_t tol;
+
+	m->fit = FIT_NONE;
+	m->dist = 0;
+	if (s->nseg == 0)
+		return;
+	lo = seg_lo(s);
+	hi = seg_hi(s);
+	if (off == hi) {
+		m->fit = FIT_EXACT;
+		return;
+	}
+	for (unsigned i = 0; i < s->nseg; i++) {
+		const struct seg *g = &s->seg[i];
+
+		if (off < g->start || end > g->end) {
+			if (!(off <= g->end && end >= g->start))
+				continue;
+		} else {
+			/* only bytes the stream already read: another reader */
+			m->fit = FIT_NONE;
+			return;
+		}
+		if (end > g->end) {
+			m->fit = FIT_FWD;
+		} else if (m->fit != FIT_FWD) {
+			/*
+			 * Arriving just before a segment is a reordered READ
+			 * only while the segment is young; before the old
+			 * start of a long stream it is another reader ending
+			 * where this one began.
+			 */
+			if (i > 0 || s->pub.reads <= REORDER_READS)
+				m->fit = FIT_BACK;
+			else if (m->fit == FIT_NONE)
+				m->fit = FIT_HOLE;
+		}
+	}
+	if (m->fit != FIT_NONE)
+		return;
+	tol = ahead_tol(t, s);
+	if (off > hi) {
+		if (off - hi <= tol) {
+			m->fit = FIT_AHEAD;
+			m->dist = off - hi;
+		}
+		return;
+	}
+	if (hi - off > t->cfg.reorder_bytes)
+		return;
+	if (end < lo) {
+		if (lo - end <= tol) {
+			m->fit = FIT_HOLE;
+			m->dist = lo - end;
+		}
+		return;
+	}
+	for (unsigned i = 0; i + 1 < s->nseg; i++) {
+		if (off > s->seg[i].end && end < s->seg[i + 1].start) {
+			m->fit = FIT_HOLE;
+			m->dist = u64_min(off - s->seg[i].end,
+					  s->seg[i + 1].start - end);
+			return;
+		}
+	}
+}
+
+static uint64_t stride_slack(const struct stream *s)
+{
+	return u64_min(STRIDE_SLACK, (s->pub.stride - s->pub.record) / 2);
+}
+
+/* How long the current record may grow (read-ahead runs past records). */
+static uint64_t record_limit(const struct stream *s)
+{
+	return sat_add(sat_mul(2, s->pub.record), sat_mul(2, s->max_len));
+}
+
+/*
+ * Which record of strided stream @s a READ falls in: *q records after the
+ * current one, at *pos bytes from its predicted start.  True if that is
+ * somewhere a rank reading these records would read.
+ */
+static bool stride_fit(const struct stream *s, uint64_t off, uint64_t end,
+		       int64_t *qp, int64_t *posp)
+{
+	int64_t S = (int64_t)s->pub.stride;
+	int64_t slack = (int64_t)stride_slack(s);
+	int64_t rel;
+	int64_t q;
+	int64_t pos;
+
+	*qp = INT64_MIN;
+	*posp = 0;
+	if (off > (uint64_t)INT64_MAX / 2 || s->rec_cur > (uint64_t)INT64_MAX / 2 ||
+	    S <= 0)
+		return false;
+	rel = (int64_t)off - (int64_t)s->rec_cur + slack;
+	q = rel >= 0 ? rel / S : -((-rel + S - 1) / S);
+	pos = rel - q * S - slack;
+	*qp = q;
+	*posp = pos;
+	if (q == 0)
+		return (uint64_t)(pos < 0 ? 0 : pos) < record_limit(s);
+	if (q >= 1 && q <= STRIDE_AHEAD)
+		return pos < (int64_t)s->pub.record;
+	if (q == -1)
+		return pos + (int64_t)(end - off) <=
+		       (int64_t)s->pub.record + slack;
+	return false;
+}
+
+static void stream_match(const struct pf_tracker *t, const struct stream *s,
+			 uint64_t off, uint64_t end, struct match *m)
+{
+	int64_t q;
+	int64_t pos;
+
+	geo_match(t, s, off, end, m);
+	if (s->pub.pattern != PF_PAT_STRIDED)
+		return;
+	if (!stride_fit(s, off, end, &q, &pos)) {
+		/* holes between records are not this rank's; continuing an
+		 * old record contradicts the stride */
+		if (m->fit <= FIT_BACK)
+			m->fit = FIT_CONFLICT;
+		else
+			m->fit = FIT_NONE;
+		m->dist = 0;
+		return;
+	}
+	if (m->fit <= FIT_BACK)
+		return;
+	if (q >= 1 && pos <= (int64_t)stride_slack(s)) {
+		m->fit = FIT_STRIDE;
+		m->dist = (uint64_t)(pos < 0 ? -pos : pos);
+	} else {
+		m->fit = FIT_RECORD;
+		m->dist = (uint64_t)(pos < 0 ? -pos : pos);
+	}
+}
+
+static bool better(const struct match *a, const struct stream *sa,
+		   const struct match *b, const struct stream *sb)
+{
+	if (a->fit != b->fit)
+		return a->fit < b->fit;
+	if (a->dist != b->dist)
+		return a->dist < b->dist;
+	return sa->last_seq > sb->last_seq;
+}
+
+static struct stream *find_best(const struct pf_tracker *t, uint64_t off,
+				uint64_t end, struct match *best)
+{
+	struct stream *bs = NULL;
+
+	best->fit = FIT_NONE;
+	best->dist = 0;
+	for (unsigned i = 0; i < t->nlive; i++) {
+		struct stream *s = live_at(t, i);
+		struct match m;
+
+		if (s->scatter)
+			continue;
+		stream_match(t, s, off, end, &m);
+		if (m.fit == FIT_NONE)
+			continue;
+		if (!bs || better(&m, s, best, bs)) {
+			*best = m;
+			bs = s;
+		}
+	}
+	return bs;
+}
+
+/* Best touch of a waiting unmatched READ: FIT_FWD, FIT_BACK or FIT_NONE. */
+static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
+			      uint64_t end)
+{
+	enum fit f = FIT_NONE;
+
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		const struct cluster *c = &t->hist[i];
+
+		if (!cl_waiting(t, c, t->scatter_id))
+			continue;
+		if (off == c->end)
+			return FIT_FWD;
+		if (end == c->start)
+			f = FIT_BACK;
+	}
+	return f;
+}
+
+/* ---- strided ------------------------------------------------------------ */
+
+/* Does @early precede @late by @d (within @slack), finished and answered
+ * before @late began? */
+static bool chain_link(const struct cluster *early, const struct cluster *late,
+		       uint64_t d, uint64_t slack)
+{
+	uint64_t dd;
+
+	if (!early->used || early == late || early->start >= late->start)
+		return false;
+	dd = late->start - early->start;
+	if (dd + slack < d || dd > d + slack)
+		return false;
+	if (early->end - early->start >= dd)
+		return false;
+	if (!early->done || early->done_ns > late->first_ns)
+		return false;
+	return early->last_ns <= late->first_ns;
+}
+
+/*
+ * Finds records equally spaced before cluster @c: out[0] <- out[1] <- @c,
+ * and out[2] before out[0] when four are needed.  Three suffice unless all
+ * lie in one stream (where reordered read-ahead can mimic them) or random
+ * READs are about (@wary), where coincidences are likely.
+ */
+static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
+		       bool wary, struct cluster **out)
+{
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		struct cluster *b = (struct cluster *)&t->hist[i];
+		uint64_t d;
+		uint64_t slack;
+
+		if (!b->used || b == c || b->start >= c->start)
+			continue;
+		d = c->start - b->start;
+		if (c->end - c->start >= d)
+			continue;
+		if (!chain_link(b, c, d, 0))
+			continue;
+		slack = u64_min(STRIDE_SLACK, d / 8);
+		for (unsigned j = 0; j < HIST_MAX; j++) {
+			struct cluster *a = (struct cluster *)&t->hist[j];
+			bool one;
+
+			if (a == c || !chain_link(a, b, d, slack))
+				continue;
+			one = c->owner && a->owner == c->owner &&
+			      b->owner == c->owner;
+			out[0] = a;
+			out[1] = b;
+			out[2] = NULL;
+			if (!one && !wary)
+				return true;
+			for (unsigned k = 0; k < HIST_MAX; k++) {
+				struct cluster *z = (struct cluster *)&t->hist[k];
+
+				if (z == c || z == b ||
+				    !chain_link(z, a, b->start - a->start,
+						slack))
+					continue;
+				out[2] = z;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Moves a cluster's bookkeeping from stream @from (may be NULL) to @to. */
+static void cl_move(struct cluster *c, struct stream *from, struct stream *to)
+{
+	if (from) {
+		from->pub.reads = sat_sub(from->pub.reads, c->nreads);
+		from->pub.bytes = sat_sub(from->pub.bytes, c->bytes);
+		from->pub.burst_bytes = sat_sub(from->pub.burst_bytes,
+						c->bytes);
+	}
+	if (to) {
+		to->pub.reads += c->nreads;
+		to->pub.bytes += c->bytes;
+		seg_insert(to, c->start, c->end);
+		to->max_len = u64_max(to->max_len,
+				      c->nreads ? c->bytes / c->nreads : 0);
+	}
+	c->owner = to ? to->pub.id : 0;
+}
+
+/* The scatter handed its last waiting READ to @s: fold it into @s. */
+static void scatter_fold(struct pf_tracker *t, struct stream *x,
+			 struct stream *s)
+{
+	if (!x || x == s || !x->scatter || cl_count_waiting(t, x->pub.id))
+		return;
+	s->pub.outstanding += x->pub.outstanding;
+	alias_add(t, x->pub.id, s->pub.id);
+	for (unsigned i = 0; i < HIST_MAX; i++)
+		if (t->hist[i].used && t->hist[i].owner == x->pub.id)
+			t->hist[i].owner = 0;
+	stream_release(t, x);
+}
+
+static void scatter_classify(const struct pf_tracker *t, struct stream *x)
+{
+	x->pub.pattern = cl_count_waiting(t, x->pub.id) >= RANDOM_MIN ?
+				 PF_PAT_RANDOM : PF_PAT_UNKNOWN;
+}
+
+/*
+ * Stream @s, holding cluster @c, is the newest of records @rec (out of
+ * chain_find) spaced @d apart: make it STRIDED and take in the earlier
+ * records that were left in the scatter or in streams of their own.
+ */
+static void make_strided(struct pf_tracker *t, struct stream *s,
+			 const struct cluster *c, struct cluster **rec,
+			 uint64_t d)
+{
+	struct stream *x = scatter_get(t);
+	struct rec_info info[3];
+	unsigned ninfo = 0;
+	uint64_t record = 0;
+
+	for (unsigned i = 0; i < 3; i++)
+		if (rec[i])
+			record = u64_max(record, rec[i]->end - rec[i]->start);
+	s->pub.pattern = PF_PAT_STRIDED;
+	s->pub.stride = d;
+	s->pub.record = record;
+	s->rec_cur = c->start;
+
+	for (unsigned i = 0; i < 3; i++) {
+		struct cluster *m = rec[i];
+		struct stream *o;
+		bool alone = true;
+
+		if (!m || m->owner == s->pub.id)
+			continue;
+		o = find_id(t, m->owner);
+		if (!o || o->scatter) {
+			info[ninfo].bytes = m->bytes;
+			info[ninfo].first_ns = m->first_ns;
+			info[ninfo].last_ns = m->last_ns;
+			ninfo++;
+			cl_move(m, o, s);
+			continue;
+		}
+		/* a stream holding just this finished record is this rank's */
+		for (unsigned k = 0; k < o->nseg; k++)
+			if (o->seg[k].start + STRIDE_SLACK < m->start ||
+			    o->seg[k].end > m->end + STRIDE_SLACK)
+				alone = false;
+		if (!alone || o->pub.outstanding ||
+		    o->pub.pattern == PF_PAT_STRIDED)
+			continue;
+		info[ninfo].bytes = m->bytes;
+		info[ninfo].first_ns = m->first_ns;
+		info[ninfo].last_ns = m->last_ns;
+		ninfo++;
+		s->pub.reads += o->pub.reads;
+		s->pub.bytes += o->pub.bytes;
+		s->max_len = u64_max(s->max_len, o->max_len);
+		for (unsigned k = 0; k < o->nseg; k++)
+			seg_insert(s, o->seg[k].start, o->seg[k].end);
+		for (unsigned k = 0; k < HIST_MAX; k++)
+			if (t->hist[k].used && t->hist[k].owner == o->pub.id)
+				t->hist[k].owner = s->pub.id;
+		alias_add(t, o->pub.id, s->pub.id);
+		stream_release(t, o);
+	}
+	burst_prepend(t, s, info, ninfo);
+	if (x && x != s) {
+		scatter_fold(t, x, s);
+		if (x->live)
+			scatter_classify(t, x);
+	}
+	set_next_off(s);
+}
+
+/* Stream @s was wrongly STRIDED or stopped being so: keep segment @keep
+ * (all if negative) and learn afresh. */
+static void demote(struct stream *s, int keep)
+{
+	if (keep >= 0) {
+		s->seg[0] = s->seg[keep];
+		s->nseg = 1;
+	}
+	s->pub.pattern = PF_PAT_UNKNOWN;
+	s->pub.stride = 0;
+	s->pub.record = 0;
+	s->win_contig = 0;
+	s->win_gap = 0;
+	set_next_off(s);
+}
+
+/* After a READ at [off, end) joined strided stream @s (segment @idx). */
+static void stride_update(struct stream *s, uint64_t off, uint64_t end,
+			  int64_t q, int64_t pos, unsigned idx)
+{
+	int64_t slack = (int64_t)stride_slack(s);
+	const struct seg *g;
+	int cur;
+
+	(void)end;
+	if (q >= 1) {
+		/* the record before is done: learn its length */
+		cur = seg_find(s, s->rec_cur);
+		if (cur >= 0) {
+			uint64_t len = s->seg[cur].end - s->rec_cur;
+
+			if (len <= record_limit(s) && len < s->pub.stride)
+				s->pub.record = u64_max(s->pub.record, len);
+		}
+		if (pos >= -slack && pos <= slack)
+			s->rec_cur = off;
+		else
+			s->rec_cur += (uint64_t)q * s->pub.stride;
+	} else if (q == 0 && off < s->rec_cur) {
+		s->rec_cur = off;
+	}
+	g = &s->seg[idx];
+	if (g->end - g->start >= s->pub.stride) {
+		/* records ran into each other: it was a sequential reader */
+		demote(s, -1);
+		return;
+	}
+	cur = seg_find(s, s->rec_cur);
+	if (cur == (int)idx && g->end - s->rec_cur > record_limit(s))
+		demote(s, (int)idx);
+}
+
+/* ---- feeding READs to streams ------------------------------------------- */
+
+static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
+		       uint64_t end, uint64_t len, uint64_t now);
+
+static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
+			uint64_t end, uint64_t len, uint64_t now)
+{
+	struct cluster *c = NULL;
+
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		if (cl_waiting(t, &t->hist[i], x->pub.id) &&
+		    t->hist[i].start == off) {
+			c = &t->hist[i];
+			break;
+		}
+	}
+	if (c) {
+		c->end = u64_max(c->end, end);
+		c->bytes += len;
+		c->nreads++;
+		c->last_ns = now;
+	} else {
+		cl_new(t, x->pub.id, off, end, len, now);
+	}
+	scatter_classify(t, x);
+	x->pub.next_off = end;
+}
+
+/* Waiting unmatched READs that touch what @s now covers join it. */
+static void scatter_absorb(struct pf_tracker *t, struct stream *s)
+{
+	struct stream *x = scatter_get(t);
+	bool any = false;
+	bool again = true;
+
+	if (!x || x == s)
+		return;
+	while (again) {
+		again = false;
+		for (unsigned i = 0; i < HIST_MAX; i++) {
+			struct cluster *c = &t->hist[i];
+			bool touch = false;
+
+			if (!cl_waiting(t, c, x->pub.id))
+				continue;
+			for (unsigned k = 0; k < s->nseg && !touch; k++)
+				touch = c->start <= s->seg[k].end &&
+					c->end >= s->seg[k].start;
+			if (!touch)
+				continue;
+			cl_move(c, x, s);
+			s->pub.burst_bytes += c->bytes;
+			any = true;
+			again = true;
+		}
+	}
+	if (!any)
+		return;
+	set_next_off(s);
+	scatter_fold(t, x, s);
+	if (x->live)
+		scatter_classify(t, x);
+}
+
+/*
+ * A READ touching waiting unmatched READs starts a stream from them: the
+ * scatter itself when they are all it holds (its id, outstanding count and
+ * completions are then that reader's), else a new stream.
+ */
+static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
+			       uint64_t off, uint64_t end)
+{
+	bool in[HIST_MAX] = { false };
+	unsigned nin = 0;
+	bool again = true;
+	struct stream *s;
+	uint64_t lo = off;
+	uint64_t hi = end;
+
+	while (again) {
+		again = false;
+		for (unsigned i = 0; i < HIST_MAX; i++) {
+			const struct cluster *c = &t->hist[i];
+
+			if (in[i] || !cl_waiting(t, c, x->pub.id))
+				continue;
+			if (c->end != lo && c->start != hi)
+				continue;
+			in[i] = true;
+			nin++;
+			lo = u64_min(lo, c->start);
+			hi = u64_max(hi, c->end);
+			again = true;
+		}
+	}
+	if (nin == 0)
+		return NULL;
+	s = NULL;
+	if (nin < cl_count_waiting(t, x->pub.id))
+		s = stream_alloc(t, x->pub.id, false);
+	if (!s) {
+		/* graduate the scatter; whatever else waited is orphaned */
+		unsigned id = x->pub.id;
+		unsigned outstanding = x->pub.outstanding;
+		bool has_done = x->has_done;
+		uint64_t last_done = x->last_done_ns;
+		uint64_t last_ns = x->pub.last_ns;
+
+		for (unsigned i = 0; i < HIST_MAX; i++)
+			if (!in[i] && t->hist[i].used &&
+			    t->hist[i].owner == id)
+				t->hist[i].owner = 0;
+		stream_reset(t, x, id);
+		x->pub.outstanding = outstanding;
+		x->has_done = has_done;
+		x->last_done_ns = last_done;
+		x->pub.last_ns = last_ns;
+		x->last_seq = t->seq;
+		t->scatter_id = 0;
+		s = x;
+		x = NULL;
+	}
+	s->first_ns = UINT64_MAX;
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		struct cluster *c = &t->hist[i];
+
+		if (!in[i])
+			continue;
+		cl_move(c, x, s);
+		s->pub.burst_bytes += c->bytes;
+		s->first_ns = u64_min(s->first_ns, c->first_ns);
+	}
+	if (x)
+		scatter_classify(t, x);
+	return s;
+}
+
+/*
+ * Strided stream @s was contradicted: a READ continues one of its old
+ * records, so those were other readers that started at equal distances.
+ * Give the old records back to the scatter, keep the current one.
+ */
+static void dissolve(struct pf_tracker *t, struct stream *s)
+{
+	struct stream *x = scatter_get(t);
+	int cur = seg_find(s, s->rec_cur);
+
+	if (cur < 0)
+		cur = (int)s->nseg - 1;
+	if (!x) {
+		x = stream_alloc(t, s->pub.id, false);
+		if (x) {
+			x->scatter = true;
+			x->last_seq = s->last_seq;
+			t->scatter_id = x->pub.id;
+		}
+	}
+	for (unsigned k = 0; k < s->nseg; k++) {
+		const struct seg *g = &s->seg[k];
+		struct cluster *c = NULL;
+
+		if ((int)k == cur)
+			continue;
+		for (unsigned i = 0; i < HIST_MAX && !c; i++) {
+			struct cluster *h = &t->hist[i];
+
+			if (h->used && h->owner == s->pub.id &&
+			    h->start < g->end && h->end > g->start)
+				c = h;
+		}
+		if (!c) {
+			c = cl_new(t, s->pub.id, g->start, g->end,
+				   g->end - g->start, s->pub.last_ns);
+			c->nreads = 0;
+			c->bytes = 0;
+			c->done = true;
+			c->done_ns = s->pub.last_ns;
+		}
+		/* waiting again, for the reader that just came back */
+		c->seq = t->seq;
+		if (x) {
+			s->pub.reads = sat_sub(s->pub.reads, c->nreads);
+			s->pub.bytes = sat_sub(s->pub.bytes, c->bytes);
+			s->pub.burst_bytes = sat_sub(s->pub.burst_bytes,
+						     c->bytes);
+			x->pub.reads += c->nreads;
+			x->pub.bytes += c->bytes;
+			c->owner = x->pub.id;
+		} else {
+			c->owner = 0;
+		}
+	}
+	demote(s, cur);
+	if (x)
+		scatter_classify(t, x);
+}
+
+static void try_chain(struct pf_tracker *t, struct stream *s,
+		      const struct cluster *c)
+{
+	struct stream *x = scatter_get(t);
+	struct cluster *rec[3];
+	bool wary = x && x->pub.pattern == PF_PAT_RANDOM;
+
+	if (!chain_find(t, c, wary, rec))
+		return;
+	make_strided(t, s, c, rec, c->start - rec[1]->start);
+}
+
+static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
+		       uint64_t end, uint64_t len, uint64_t now)
+{
+	struct cluster *c;
+	enum kind k;
+	unsigned idx;
+	bool fresh;
+	bool moved;
+	int64_t q = 0;
+	int64_t pos = 0;
+	bool strided = s->pub.pattern == PF_PAT_STRIDED;
+
+	burst_arrival(t, s, now);
+	if (s->pub.reads == 0 && !s->first_ns)
+		s->first_ns = now;
+	s->pub.outstanding++;
+	s->pub.reads++;
+	s->pub.bytes += len;
+	s->pub.burst_bytes += len;
+	s->pub.last_ns = now;
+	s->last_seq = t->seq;
+	s->max_len = u64_max(s->max_len, len);
+	if (s->scatter) {
+		scatter_add(t, s, off, end, len, now);
+		batch_update(t, s);
+		return;
+	}
+	if (strided)
+		stride_fit(s, off, end, &q, &pos);
+	k = assess(s, off, end);
+	win_push(s, k);
+	idx = seg_insert(s, off, end);
+	fresh = s->seg[idx].start == off && s->seg[idx].end == end;
+	c = cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
+		    &moved);
+	if (strided) {
+		stride_update(s, off, end, q, pos, idx);
+	} else if (fresh || moved) {
+		try_chain(t, s, c);
+	}
+	if (s->pub.pattern != PF_PAT_STRIDED)
+		s->pub.pattern = win_class(s);
+	set_next_off(s);
+	batch_update(t, s);
+	scatter_absorb(t, s);
+	batch_update(t, s);
+}
+
+/* ---- public ------------------------------------------------------------- */
+
+struct pf_tracker *pf_tracker_new(const struct pf_pattern_cfg *cfg)
+{
+	struct pf_tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	if (cfg)
+		t->cfg = *cfg;
+	else
+		pf_pattern_cfg_default(&t->cfg);
+	if (t->cfg.max_streams == 0)
+		t->cfg.max_streams = 1;
+	t->slot = calloc(t->cfg.max_streams, sizeof(*t->slot));
+	t->order = calloc(t->cfg.max_streams, sizeof(*t->order));
+	if (!t->slot || !t->order) {
+		pf_tracker_free(t);
+		return NULL;
+	}
+	t->next_id = 1;
+	return t;
+}
+
+void pf_tracker_free(struct pf_tracker *t)
+{
+	if (!t)
+		return;
+	free(t->slot);
+	free(t->order);
+	free(t);
+}
+
+struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
+				     uint64_t len, uint64_t now_ns)
+{
+	/* an empty READ still has a place */
+	uint64_t end = sat_add(off, len ? len : 1);
+	struct stream *s;
+	struct stream *x;
+	struct match m;
+	struct cluster probe;
+	struct cluster *rec[3];
+
+	if (!t)
+		return NULL;
+	if (off == UINT64_MAX)
+		off = UINT64_MAX - 1;
+	t->seq++;
+	s = find_best(t, off, end, &m);
+	/* a strided guess that a READ contradicts is undone first */
+	for (unsigned n = 0; s && m.fit == FIT_CONFLICT && n < t->nlive; n++) {
+		dissolve(t, s);
+		s = find_best(t, off, end, &m);
+	}
+	if (s && m.fit == FIT_CONFLICT)
+		s = NULL;
+	x = scatter_get(t);
+	if (x && scatter_touch(t, off, end) < m.fit) {
+		struct stream *n = spin_off(t, x, off, end);
+
+		if (n) {
+			stream_add(t, n, off, end, len, now_ns);
+			return &n->pub;
+		}
+	}
+	if (s) {
+		stream_add(t, s, off, end, len, now_ns);
+		return &s->pub;
+	}
+
+	/* a new run of bytes: the next record of a strided reader? */
+	memset(&probe, 0, sizeof(probe));
+	probe.used = true;
+	probe.start = off;
+	probe.end = end;
+	probe.first_ns = now_ns;
+	probe.last_ns = now_ns;
+	if (chain_find(t, &probe, x && x->pub.pattern == PF_PAT_RANDOM, rec)) {
+		s = stream_alloc(t, x ? x->pub.id : 0, true);
+		if (s) {
+			stream_add(t, s, off, end, len, now_ns);
+			return &s->pub;
+		}
+	}
+
+	if (!x) {
+		x = stream_alloc(t, 0, true);
+		x->scatter = true;
+		t->scatter_id = x->pub.id;
+	}
+	stream_add(t, x, off, end, len, now_ns);
+	return &x->pub;
+}
+
+void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
+{
+	struct stream *s;
+	struct cluster *first = NULL;
+
+	if (!t)
+		return;
+	s = resolve_id(t, id);
+	if (!s)
+		return;
+	if (s->pub.outstanding)
+		s->pub.outstanding--;
+	if (!s->has_done || now_ns > s->last_done_ns)
+		s->last_done_ns = now_ns;
+	s->has_done = true;
+	/* completions are credited to the stream's clusters oldest first */
+	for (unsigned i = 0; i < HIST_MAX; i++) {
+		struct cluster *c = &t->hist[i];
+
+		if (!c->used || c->done || c->owner != s->pub.id)
+			continue;
+		if (!first || c->seq < first->seq)
+			first = c;
+	}
+	if (first) {
+		first->done = true;
+		first->done_ns = now_ns;
+	}
+}
+
+unsigned pf_tracker_count(const struct pf_tracker *t)
+{
+	return t ? t->nlive : 0;
+}
+
+const struct pf_stream *pf_tracker_stream(const struct pf_tracker *t,
+					  unsigned i)
+{
+	if (!t || i >= t->nlive)
+		return NULL;
+	return &live_at(t, i)->pub;
+}
+
+const struct pf_stream *pf_tracker_find(const struct pf_tracker *t,
+					unsigned id)
+{
+	struct stream *s;
+
+	if (!t)
+		return NULL;
+	s = find_id(t, id);
+	return s ? &s->pub : NULL;
+}
+
+/* ---- planner ------------------------------------------------------------ */
+
+uint64_t pf_plan_window(const struct pf_stream *s,
+			const struct pf_plan_cfg *cfg)
+{
+	uint64_t w = s && s->batch ? s->batch : cfg->min_window;
+
+	if (w < cfg->min_window)
+		w = cfg->min_window;
+	if (w > cfg->max_window)
+		w = cfg->max_window;
+	return w;
+}
+
+unsigned pf_plan(const struct pf_stream *s, const struct pf_plan_cfg *cfg,
+		 uint64_t file_size, struct pf_extent *out, unsigned max)
+{
+	uint64_t total;
+	uint64_t x;
+	uint64_t sum = 0;
+	unsigned n = 0;
+
+	if (!s || !cfg || !out || max == 0 || s->next_off >= file_size)
+		return 0;
+	total = sat_mul(cfg->windows, pf_plan_window(s, cfg));
+	if (total == 0)
+		return 0;
+	switch (s->pattern) {
+	case PF_PAT_SEQUENTIAL:
+		out[0].off = s->next_off;
+		out[0].len = u64_min(sat_add(s->next_off, total), file_size) -
+			     s->next_off;
+		return 1;
+	case PF_PAT_STRIDED:
+		if (s->record == 0 || s->stride <= s->record)
+			return 0;
+		x = s->next_off;
+		while (n < max && sum < total && x < file_size) {
+			out[n].off = x;
+			out[n].len = u64_min(s->record, file_size - x);
+			sum += out[n].len;
+			n++;
+			if (x > UINT64_MAX - s->stride)
+				break;
+			x += s->stride;
+		}
+		return n;
+	case PF_PAT_UNKNOWN:
+	case PF_PAT_RANDOM:
+	default:
+		return 0;
+	}
+}
