@@ -39,6 +39,7 @@ struct pf_engine_cfg {
 	struct pf_pattern_cfg pattern;
 	uint64_t min_window;	/* window while no batch is known */
 	uint64_t max_window;	/* largest window */
+	int push;		/* hand read-ahead to the push callback */
 };
 
 /* Defaults sized for a machine with @ram_bytes of memory. */
@@ -62,15 +63,43 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 /* No reads may be outstanding (the backend has been drained). */
 void pf_engine_free(struct pf_engine *e);
 
-/* A file of the dataset, by backend path.  NULL on allocation failure. */
-struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path);
+/*
+ * Pushing read-ahead to the reader's side.  With cfg.push set and a push
+ * function given, every read-ahead fetch of a SEQUENTIAL stream that
+ * completes whole blocks is handed to @fn on the engine's pusher thread:
+ * bytes [off, off + iov total) of the file tagged @tag (iov valid during
+ * the call only).  The front end gives them to the kernel's page cache, so
+ * the reader's read()s and page faults never reach the daemon for them.
+ *
+ * The first page of every fetch is held back as a tripwire: the reader's
+ * READ of it tells the engine that the stream consumed the pushed bytes
+ * before it, so the stream, its batch and its windows move on although
+ * those bytes produced no READs.
+ *
+ * @fn may block (on page locks held by READs in flight: those are answered
+ * by other threads, never by the pusher).  Call before any read;
+ * pf_engine_stop_push() joins the thread.
+ */
+typedef void (*pf_push_fn)(void *arg, uint64_t tag, uint64_t off,
+			   const struct iovec *iov, int iovcnt);
+int pf_engine_start_push(struct pf_engine *e, pf_push_fn fn, void *arg);
+void pf_engine_stop_push(struct pf_engine *e);
+
+/*
+ * A file of the dataset, by backend path; @tag is the caller's name for it
+ * (passed to the push function).  NULL on allocation failure.
+ */
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
+			      uint64_t tag);
 void pf_efile_put(struct pf_efile *f);
 
 /*
  * An open() of the file: opens it at the backend on the first open (and
  * pins its version; cached blocks of an older version are dropped).
- * Fills *st with the pinned size and mtime.  Every successful call is
- * matched by one pf_efile_close().
+ * Fills *st with the pinned size and mtime.  Returns 1 when the file
+ * changed since it was last cached (the caller's own caches of it are
+ * stale), else 0; -errno on failure.  Every successful call is matched by
+ * one pf_efile_close().
  */
 int pf_efile_open(struct pf_efile *f, struct stat *st);
 void pf_efile_close(struct pf_efile *f);
@@ -90,6 +119,7 @@ struct pf_engine_totals {
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
+	uint64_t bytes_pushed;	/* handed to the push function */
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;

@@ -24,6 +24,11 @@ struct pf_fs {
 	int initialized;
 };
 
+/* The engine's push function: @arg is the struct fuse_session; stores the
+ * bytes in the kernel's page cache of inode @ino (notify_store). */
+void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
+		  const struct iovec *iov, int iovcnt);
+
 /* The low-level operations; userdata is a struct pf_fs. */
 extern const struct fuse_lowlevel_ops pf_fuse_ops;
 

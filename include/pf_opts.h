@@ -26,6 +26,7 @@ struct pf_opts {
 	unsigned readahead_kb;	/* mount's read-ahead; 0 = kernel default */
 	unsigned max_threads;	/* FUSE worker threads */
 	int io_engine;		/* 0 auto (io_uring, else pread), 1 pread */
+	int keep_cache;		/* keep a file's page cache across opens */
 	int foreground;
 	int debug;
 	int help;

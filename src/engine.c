@@ -98,6 +98,7 @@ struct block {
 	bool read_seen;
 	bool prefetched;
 	bool in_lru;
+	bool pushed;		/* its bytes went to the page cache */
 	unsigned stream;	/* stream that prefetched it */
 	struct pread *waiters;
 };
@@ -137,6 +138,8 @@ struct fetch {
 	uint64_t off;
 	uint64_t len;
 	bool prefetch;
+	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
+	bool trip;		/* its first page is a tripwire, not pushed */
 	unsigned stream;
 	unsigned nblk;
 	struct fetch *qnext;
@@ -157,11 +160,13 @@ struct sslot {
 	uint64_t bytes_unused;
 	unsigned inflight;
 	uint64_t planned_upto;
+	uint64_t refill_until;	/* read-ahead goes no further for now */
 };
 
 struct pf_efile {
 	struct pf_engine *e;
 	char *path;
+	uint64_t tag;
 	unsigned refs;		/* owners (pf_efile_new / put) */
 	unsigned opens;
 	unsigned fetches;	/* fetches not yet completed */
@@ -195,6 +200,15 @@ struct pf_engine {
 	uint32_t bs;
 	unsigned bshift;
 	struct pf_engine_totals tot;
+	/* the pusher: fetches whose bytes go to the push function */
+	pf_push_fn push_fn;
+	void *push_arg;
+	pthread_t push_thread;
+	pthread_cond_t push_cond;
+	struct fetch *pushq;
+	struct fetch *pushq_tail;
+	uint64_t pushq_bytes;
+	bool push_stop;
 };
 
 /* Work collected under the lock and done after it is released. */
@@ -205,6 +219,8 @@ struct todo {
 
 static void drive_list(struct pf_engine *e, struct pread *list,
 		       struct todo *td);
+static void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
+static bool push_enqueue(struct pf_engine *e, struct fetch *ft, int err);
 static void plan_file(struct pf_engine *e, struct pf_efile *f,
 		      struct todo *td);
 
@@ -226,6 +242,7 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	pf_pattern_cfg_default(&cfg->pattern);
 	cfg->min_window = 4u << 20;
 	cfg->max_window = 256u << 20;
+	cfg->push = 1;
 }
 
 /* ---- blocks ---------------------------------------------------------- */
@@ -412,6 +429,7 @@ static void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
 struct run {
 	struct fetch *f;
 	unsigned cap;
+	bool pushable;		/* for the fetches it makes */
 };
 
 static void fetch_done(struct pf_bio *bio, int64_t res);
@@ -495,9 +513,12 @@ static bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
 	uint64_t foff = (b->idx << e->bshift) + flo;
 	struct fetch *ft = run->f;
 
+	/* read-ahead fetches start at fetch_size boundaries where they can,
+	 * so each holds one tripwire page at most (see push_enqueue) */
 	if (ft && (ft->off + ft->len != foff || ft->nblk == run->cap ||
 		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
-		   ft->prefetch != prefetch))
+		   ft->prefetch != prefetch ||
+		   (prefetch && foff % e->cfg.fetch_size == 0)))
 		run_close(e, run, td);
 	if (!run->f) {
 		run->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
@@ -508,6 +529,7 @@ static bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
 		ft->bref = f->cur;
 		ft->off = foff;
 		ft->prefetch = prefetch;
+		ft->pushable = prefetch && run->pushable;
 		ft->stream = stream;
 		run->f = ft;
 	}
@@ -562,10 +584,10 @@ static void fetch_free(struct pf_engine *e, struct fetch *ft)
 {
 	struct pf_efile *f = ft->file;
 
-	(void)e;
 	f->fetches--;
 	bref_put(ft->bref);
 	free(ft);
+	efile_maybe_free(e, f);
 }
 
 /* ---- reads ----------------------------------------------------------- */
@@ -804,6 +826,7 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 	struct pf_engine *e = ft->e;
 	struct pf_efile *f = ft->file;
 	struct todo td = { 0 };
+	bool pushed;
 	int err = 0;
 	struct sslot *s;
 
@@ -851,6 +874,7 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 		block_idle(e, b);
 		drive_list(e, w, &td);
 	}
+	pushed = push_enqueue(e, ft, err);
 	/* a freed slot: the next queued demand fetch goes out */
 	if (e->queue) {
 		struct fetch *q = e->queue;
@@ -863,17 +887,238 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 		q->qnext = td.submit;
 		td.submit = q;
 	}
-	fetch_free(e, ft);
+	if (f->opens)
+		plan_file(e, f, &td);
+	if (!pushed)
+		fetch_free(e, ft);
 	if (e->memwait) {
 		struct pread *w = e->memwait;
 
 		e->memwait = NULL;
 		drive_list(e, w, &td);
 	}
-	if (f->opens)
-		plan_file(e, f, &td);
 	pthread_mutex_unlock(&e->lock);
 	todo_run(e, &td);
+}
+
+
+/* ---- pushing read-ahead to the page cache ----------------------------- */
+
+/* Every block of @ft complete and still the file's: nothing can wait on
+ * them while the pusher holds them pinned. */
+static bool fetch_whole(struct pf_engine *e, const struct fetch *ft)
+{
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		const struct block *b = ft->blk[i];
+
+		if (b->file != ft->file || b->vlo != 0 ||
+		    b->vhi != block_len(e, ft->file, b->idx))
+			return false;
+	}
+	return true;
+}
+
+static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
+{
+	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
+						     ft->stream);
+	uint64_t n = st ? st->batch / (2 * e->cfg.fetch_size) : 1;
+
+	if (n < 1)
+		n = 1;
+	if (n > 8)
+		n = 8;
+	return n * e->cfg.fetch_size;
+}
+
+/*
+ * Under the lock, from fetch_done(): hand a completed read-ahead fetch to
+ * the pusher, its blocks pinned, its first page kept back as the tripwire.
+ * Returns false when the fetch is not for pushing (the caller frees it).
+ */
+static bool push_enqueue(struct pf_engine *e, struct fetch *ft, int err)
+{
+	if (err || !ft->pushable || !e->push_fn || e->push_stop ||
+	    !ft->file->opens ||
+	    /* pinned for the pusher: never the memory others need */
+	    e->pushq_bytes + ft->len > e->cfg.max_memory / 4 ||
+	    pf_pool_in_use(e->pool) * 4 > pf_pool_max(e->pool) * 3 ||
+	    (ft->off & (PAGE_BYTES - 1)) || ft->len <= PAGE_BYTES ||
+	    !fetch_whole(e, ft))
+		return false;
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		struct block *b = ft->blk[i];
+
+		lru_remove(b);
+		b->refs++;
+		/* its bytes go to the reader's page cache: consumed there */
+		b->read_seen = true;
+		b->pushed = true;
+	}
+	/*
+	 * Tripwires every half batch (between one and eight fetches apart):
+	 * enough READs for the tracker to follow the stream and see its
+	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
+	 */
+	ft->trip = ft->off % trip_interval(e, ft) == 0;
+	ft->qnext = NULL;
+	if (e->pushq_tail)
+		e->pushq_tail->qnext = ft;
+	else
+		e->pushq = ft;
+	e->pushq_tail = ft;
+	e->pushq_bytes += ft->len;
+	pthread_cond_signal(&e->push_cond);
+	return true;
+}
+
+/* Push one fetch's bytes after its tripwire page (lock not held). */
+static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
+			 struct iovec *iov)
+{
+	uint64_t skip = ft->trip ? PAGE_BYTES : 0;
+	uint64_t bytes = 0;
+	int cnt = 0;
+
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		struct iovec v = ft->iov[i];
+
+		if (skip >= v.iov_len) {
+			skip -= v.iov_len;
+			continue;
+		}
+		v.iov_base = (char *)v.iov_base + skip;
+		v.iov_len -= skip;
+		skip = 0;
+		iov[cnt++] = v;
+		bytes += v.iov_len;
+	}
+	e->push_fn(e->push_arg, ft->file->tag,
+		   ft->off + (ft->trip ? PAGE_BYTES : 0), iov, cnt);
+	return bytes;
+}
+
+static void *pusher_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	unsigned cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
+	struct iovec *iov = calloc(cap, sizeof(*iov));
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct todo td = { 0 };
+		struct fetch *ft;
+		uint64_t bytes = 0;
+		bool stop;
+
+		while (!e->pushq && !e->push_stop)
+			pthread_cond_wait(&e->push_cond, &e->lock);
+		ft = e->pushq;
+		if (!ft)
+			break;
+		e->pushq = ft->qnext;
+		if (!e->pushq)
+			e->pushq_tail = NULL;
+		e->pushq_bytes -= ft->len;
+		stop = e->push_stop || !iov;
+		pthread_mutex_unlock(&e->lock);
+
+		if (!stop)
+			bytes = push_one(e, ft, iov);
+
+		pthread_mutex_lock(&e->lock);
+		e->tot.bytes_pushed += bytes;
+		for (unsigned i = 0; i < ft->nblk; i++) {
+			struct block *b = ft->blk[i];
+
+			if (--b->refs == 0) {
+				struct pread *w = b->waiters;
+
+				b->waiters = NULL;
+				block_idle(e, b);
+				drive_list(e, w, &td);
+			}
+		}
+		fetch_free(e, ft);
+		pthread_mutex_unlock(&e->lock);
+		todo_run(e, &td);
+		pthread_mutex_lock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
+	free(iov);
+	return NULL;
+}
+
+int pf_engine_start_push(struct pf_engine *e, pf_push_fn fn, void *arg)
+{
+	int ret;
+
+	if (!e->cfg.push || !e->cfg.prefetch)
+		return 0;
+	e->push_fn = fn;
+	e->push_arg = arg;
+	ret = pthread_create(&e->push_thread, NULL, pusher_main, e);
+	if (ret) {
+		e->push_fn = NULL;
+		return -ret;
+	}
+	return 0;
+}
+
+void pf_engine_stop_push(struct pf_engine *e)
+{
+	if (!e->push_fn)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->push_stop = true;
+	pthread_cond_broadcast(&e->push_cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->push_thread, NULL);
+	e->push_fn = NULL;
+}
+
+/*
+ * A READ ahead of a sequential stream's frontier, where every byte between
+ * the frontier and the READ was pushed to the page cache: the reader read
+ * those bytes there, without READs (the tripwire pages make sure it comes
+ * back every fetch_size).  Returns the offset the tracker should see the
+ * READ start at: the frontier of that stream, so the pushed bytes and this
+ * READ count as one contiguous READ; else @off unchanged.
+ */
+static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
+			   uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		uint64_t idx = from >> e->bshift;
+		uint64_t bstart = idx << e->bshift;
+		uint32_t lo = (uint32_t)(from - bstart);
+		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
+						    e->bs;
+		struct block *b = block_find(e, f, idx);
+
+		if (!b || !b->pushed || !block_covers(b, lo, hi))
+			return false;
+		from = bstart + hi;
+	}
+	return true;
+}
+
+static uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
+			 uint64_t off)
+{
+	uint64_t limit = (uint64_t)e->plan.windows * e->plan.max_window;
+	unsigned n = pf_tracker_count(f->tracker);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
+
+		if (st->pattern != PF_PAT_SEQUENTIAL || off <= st->next_off ||
+		    off - st->next_off > limit)
+			continue;
+		if (pushed_between(e, f, st->next_off, off))
+			return st->next_off;
+	}
+	return off;
 }
 
 /* ---- read-ahead ------------------------------------------------------ */
@@ -893,14 +1138,40 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
 	if (n == 0)
 		return;
+	run.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
+	if (st->pattern == PF_PAT_SEQUENTIAL) {
+		/* whole blocks: the reader's frontier may sit mid-block */
+		uint64_t start = ext[0].off & ~(uint64_t)(e->bs - 1);
+
+		ext[0].len += ext[0].off - start;
+		ext[0].off = start;
+	}
 	horizon = ext[n - 1].off + ext[n - 1].len;
 	/* what was planned before and is still ahead need not be looked at */
 	if (s->planned_upto < st->next_off || s->planned_upto > horizon)
 		s->planned_upto = st->next_off;
+	/*
+	 * Once the batch is known, windows are refilled when the reader has
+	 * consumed a batch, i.e. as its compute starts, so that the backend
+	 * I/O overlaps the compute rather than the reading of the next batch
+	 * (on a small machine the two compete for the CPUs).  Less than one
+	 * window planned ahead refills at once.
+	 */
+	if (st->batch && st->bursts > 0) {
+		uint64_t win = pf_plan_window(st, &e->plan);
+
+		if (st->burst_bytes >= st->batch ||
+		    s->planned_upto < st->next_off + win)
+			s->refill_until = horizon;
+		if (s->refill_until < horizon)
+			horizon = s->refill_until;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t off = ext[i].off;
 		uint64_t end = ext[i].off + ext[i].len;
 
+		if (end > horizon)
+			end = horizon;
 		if (end <= s->planned_upto)
 			continue;
 		if (off < s->planned_upto)
@@ -985,7 +1256,10 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 
 	pthread_mutex_lock(&e->lock);
 	if (f->tracker) {
-		stream = pf_tracker_observe(f->tracker, off, size, now);
+		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
+
+		stream = pf_tracker_observe(f->tracker, from,
+					    off + size - from, now);
 		p->stream = stream->id;
 		slot_get(f, stream->id);
 	}
@@ -1008,7 +1282,8 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 
 /* ---- files ----------------------------------------------------------- */
 
-struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path)
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
+			      uint64_t tag)
 {
 	struct pf_efile *f = calloc(1, sizeof(*f));
 
@@ -1020,6 +1295,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path)
 		return NULL;
 	}
 	f->e = e;
+	f->tag = tag;
 	f->refs = 1;
 	list_init(&f->blocks);
 	pthread_mutex_lock(&e->lock);
@@ -1056,6 +1332,7 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	struct pf_engine *e = f->e;
 	struct pf_bfile *bf = NULL;
 	struct bref *r;
+	int changed = 0;
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
@@ -1099,6 +1376,7 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 		file_drop_blocks(e, f);
 		pf_tracker_free(f->tracker);
 		f->tracker = NULL;
+		changed = 1;
 	}
 	f->size = (uint64_t)st->st_size;
 	f->mtime = st->st_mtim;
@@ -1119,7 +1397,7 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	f->cur = r;
 	f->opens = 1;
 	pthread_mutex_unlock(&e->lock);
-	return 0;
+	return changed;
 }
 
 void pf_efile_close(struct pf_efile *f)
@@ -1179,6 +1457,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	if (ret < 0)
 		goto out_hash;
 	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->push_cond, NULL);
 	list_init(&e->lru_read);
 	list_init(&e->lru_unread);
 	list_init(&e->files);
@@ -1210,8 +1489,10 @@ void pf_engine_free(struct pf_engine *e)
 		f->fetches = 0;
 		efile_maybe_free(e, f);
 	}
+	pf_engine_stop_push(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
+	pthread_cond_destroy(&e->push_cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -1369,7 +1650,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	sb_printf(&sb, "{\n  \"backend\": ");
 	sb_json_str(&sb, backend_desc);
 	sb_printf(&sb,
-		  ",\n  \"prefetch\": %s,\n  \"block_size\": %u,\n"
+		  ",\n  \"prefetch\": %s,\n  \"push\": %s,\n"
+		  "  \"block_size\": %u,\n"
 		  "  \"fetch_size\": %" PRIu64 ",\n  \"max_inflight\": %u,\n"
 		  "  \"prefetch_batches\": %u,\n"
 		  "  \"totals\": {\"reads\": %" PRIu64 ", \"hits\": %" PRIu64
@@ -1377,15 +1659,17 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
 		  ", \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_prefetched\": %" PRIu64
-		  ", \"bytes_unused\": %" PRIu64 ", \"fetches\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
+		  ", \"fetches\": %" PRIu64
 		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
 		  "},\n  \"streams\": [",
-		  e->cfg.prefetch ? "true" : "false", e->bs,
+		  e->cfg.prefetch ? "true" : "false",
+		  e->push_fn ? "true" : "false", e->bs,
 		  e->cfg.fetch_size, e->cfg.max_inflight,
 		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
 		  (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
-		  t.bytes_prefetched, t.bytes_unused, t.fetches,
+		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
 	now = pf_now_ns();
 	pthread_mutex_lock(&e->lock);

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -424,6 +425,9 @@ static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uintptr_t)ef;
 	fi->noflush = 1;
+	/* a dataset file keeps its page cache across opens (which is also
+	 * where read-ahead is pushed), unless it changed since */
+	fi->keep_cache = fs->opts->keep_cache && ret == 0;
 	fuse_reply_open(req, fi);
 }
 
@@ -589,6 +593,35 @@ static void pf_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	(void)length;
 	(void)fi;
 	fuse_reply_err(req, EROFS);
+}
+
+/* ---- pushing read-ahead into the page cache ------------------------------ */
+
+void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
+		  const struct iovec *iov, int iovcnt)
+{
+	struct fuse_session *se = arg;
+	struct fuse_bufvec *bv;
+	int ret;
+
+	bv = malloc(sizeof(*bv) + (size_t)iovcnt * sizeof(bv->buf[0]));
+	if (!bv)
+		return;
+	memset(bv, 0, sizeof(*bv));
+	bv->count = (size_t)iovcnt;
+	for (int i = 0; i < iovcnt; i++) {
+		memset(&bv->buf[i], 0, sizeof(bv->buf[i]));
+		bv->buf[i].mem = iov[i].iov_base;
+		bv->buf[i].size = iov[i].iov_len;
+		bv->buf[i].fd = -1;
+	}
+	/* -ENOENT: the kernel forgot the inode; nothing to do */
+	ret = fuse_lowlevel_notify_store(se, ino, (off_t)off, bv, 0);
+	if (ret < 0 && ret != -ENOENT)
+		pf_debug("pushing %" PRIu64 "+%zu of inode %" PRIu64
+			 " to the page cache: %s",
+			 off, fuse_buf_size(bv), ino, strerror(-ret));
+	free(bv);
 }
 
 /* ---- session ----------------------------------------------------------- */

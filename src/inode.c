@@ -310,7 +310,7 @@ struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in)
 
 	pthread_mutex_lock(&t->lock);
 	if (!in->efile)
-		in->efile = pf_efile_new(t->e, in->path);
+		in->efile = pf_efile_new(t->e, in->path, in->ino);
 	f = in->efile;
 	pthread_mutex_unlock(&t->lock);
 	return f;

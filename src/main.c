@@ -348,6 +348,12 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 
+	ret = pf_engine_start_push(engine, pf_fuse_push, se);
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: cannot start a thread: %s\n",
+			strerror(-ret));
+		goto out_unmount;
+	}
 	rc.fs = &fs;
 	rc.se = se;
 	rc.mountpoint = mnt;
@@ -392,7 +398,9 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
-	/* backend threads may still answer requests: stop them first */
+	/* the pusher and the backend's threads may still talk to the
+	 * session: stop them first */
+	pf_engine_stop_push(engine);
 	be->ops->destroy(be);
 	be = NULL;
 	fuse_session_destroy(se);

@@ -21,6 +21,7 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->attr_timeout = 3600;
 	o->readahead_kb = 1024;
 	o->max_threads = 16;
+	o->keep_cache = 1;
 	o->log_level = PF_LOG_INFO;
 }
 
@@ -189,6 +190,18 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 		if (parse_bool(val, &b) < 0)
 			BAD("bad value for prefetch: '%s' (on or off)", val);
 		c->prefetch = b;
+		return 0;
+	}
+	if (strcmp(opt, "push") == 0) {
+		if (parse_bool(val, &b) < 0)
+			BAD("bad value for push: '%s' (on or off)", val);
+		c->push = b;
+		return 0;
+	}
+	if (strcmp(opt, "keep_cache") == 0) {
+		if (parse_bool(val, &b) < 0)
+			BAD("bad value for keep_cache: '%s' (on or off)", val);
+		o->keep_cache = b;
 		return 0;
 	}
 	if (!val)
@@ -393,6 +406,10 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "%" PRIu64 "M, a quarter of RAM)\n"
 	       "    -o prefetch=on|off     learn patterns and read ahead "
 	       "(default on)\n"
+	       "    -o push=on|off         put read-ahead of sequential "
+	       "readers into the kernel's\n"
+	       "                           page cache, so their reads never "
+	       "wait (default on)\n"
 	       "    -o prefetch_batches=N  batch windows kept ahead of each "
 	       "reader (default %u, min 2)\n"
 	       "    -o batch_size=SIZE     use this batch instead of the "
@@ -417,6 +434,10 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "    -o entry_timeout=S     name cache time (default %.0f s)\n"
 	       "    -o attr_timeout=S      attribute cache time (default "
 	       "%.0f s)\n"
+	       "    -o keep_cache=on|off   keep a file's page cache across "
+	       "opens (default on;\n"
+	       "                           dropped anyway when the file "
+	       "changed)\n"
 	       "    -o readahead_kb=N      the mount's kernel read-ahead, "
 	       "sets the READ size\n"
 	       "                           (default %u KiB; 0 keeps the "

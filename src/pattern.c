@@ -50,13 +50,16 @@
 #include "pf_pattern.h"
 
 #define SEG_MAX		8	/* covered ranges remembered per stream */
-#define HIST_MAX	16	/* clusters remembered per tracker */
+#define HIST_MIN	16	/* clusters remembered: 2 a stream, at least */
+#define VETO_MAX	4	/* strides found wrong, not guessed again */
 #define BURST_HIST	3	/* completed bursts the batch is taken from */
 #define ALIAS_MAX	8	/* ids of streams folded into another */
 #define REORDER_READS	16	/* READs the kernel may have in flight at once */
 #define SCATTER_TTL	64	/* READs an unmatched READ waits for a partner */
 #define RANDOM_MIN	4	/* waiting unmatched READs that mean RANDOM */
-#define SEQ_MIN_CONTIG	2	/* touching READs before SEQUENTIAL */
+#define WARY_DONE	3	/* answered ones that make stride detection wary */
+#define SEQ_MIN_CONTIG	3	/* touching READs before SEQUENTIAL */
+#define CHAIN_GAP	8	/* unmatched READs between two records */
 #define STRIDE_SLACK	4096	/* page rounding of record starts */
 #define STRIDE_AHEAD	2	/* records a strided READ may run ahead */
 
@@ -71,8 +74,9 @@ enum fit {
 	FIT_FWD,	/* touches the end of a covered segment */
 	FIT_BACK,	/* touches the start of a young segment */
 	FIT_RECORD,	/* inside a predicted record */
+	FIT_HOLE,	/* in a hole between covered segments */
 	FIT_AHEAD,	/* a small gap past the frontier */
-	FIT_HOLE,	/* in a hole behind the frontier */
+	FIT_BELOW,	/* a small gap before the lowest segment */
 	FIT_CONFLICT,	/* continues an old record of a strided stream */
 	FIT_NONE,
 };
@@ -104,9 +108,12 @@ struct cluster {
 	uint64_t last_ns;	/* arrival of its last READ */
 	uint64_t done_ns;	/* completion of its first READ */
 	uint64_t seq;		/* tracker READ count when it began */
+	uint64_t u_first;	/* unmatched READs seen before it began */
+	uint64_t u_last;	/* unmatched READs seen by its last READ */
 	unsigned owner;		/* stream id, 0 = nobody */
 	bool used;
 	bool done;
+	bool mark;		/* spin_off's working set */
 };
 
 struct stream {
@@ -117,8 +124,8 @@ struct stream {
 	unsigned nseg;
 	struct seg seg[SEG_MAX];	/* sorted, disjoint, not touching */
 	uint64_t max_len;		/* largest READ */
-	uint8_t win_contig;		/* last 8 assessed READs: touching */
-	uint8_t win_gap;		/* last 8 assessed READs: apart */
+	uint16_t win_contig;		/* last 16 assessed READs: touching */
+	uint16_t win_gap;		/* last 16 assessed READs: apart */
 	uint64_t rec_cur;		/* STRIDED: start of the newest record */
 	uint64_t hist[BURST_HIST];	/* completed bursts, oldest first */
 	unsigned nhist;
@@ -140,8 +147,12 @@ struct pf_tracker {
 	unsigned next_id;
 	unsigned scatter_id;
 	uint64_t seq;			/* READs observed */
-	struct cluster hist[HIST_MAX];
+	uint64_t unmatched;		/* READs given to the scatter */
+	struct cluster *hist;
+	unsigned nclusters;
 	unsigned hist_next;
+	uint64_t veto[VETO_MAX];	/* dissolved strides */
+	unsigned veto_next;
 	struct alias alias[ALIAS_MAX];
 	unsigned alias_next;
 };
@@ -270,6 +281,21 @@ static struct stream *pick_victim(const struct pf_tracker *t,
 		}
 	}
 	return best;
+}
+
+/*
+ * How many READs of the tracker may pass between two READs of one unproven
+ * reader: its own read-ahead, plus a few READs of each reader whose
+ * pattern is known.  Touches further apart are chance.
+ */
+static uint64_t fresh_reads(const struct pf_tracker *t)
+{
+	uint64_t n = REORDER_READS;
+
+	for (unsigned i = 0; i < t->nlive; i++)
+		if (patterned(live_at(t, i)))
+			n += 4;
+	return n;
 }
 
 static void stream_release(struct pf_tracker *t, struct stream *s)
@@ -421,10 +447,26 @@ static unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < HIST_MAX; i++)
+	for (unsigned i = 0; i < t->nclusters; i++)
 		if (cl_waiting(t, &t->hist[i], owner))
 			n++;
 	return n;
+}
+
+/*
+ * Are random READs about?  Unmatched READs that were answered and still
+ * found no partner say so; READs merely in flight together (the first
+ * READs of a record, of several readers) do not.
+ */
+static bool scatter_wary(const struct pf_tracker *t)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->nclusters; i++)
+		if (cl_waiting(t, &t->hist[i], t->scatter_id) &&
+		    t->hist[i].done)
+			n++;
+	return n >= WARY_DONE;
 }
 
 static struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
@@ -433,7 +475,7 @@ static struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
 {
 	struct cluster *c = &t->hist[t->hist_next];
 
-	t->hist_next = (t->hist_next + 1) % HIST_MAX;
+	t->hist_next = (t->hist_next + 1) % t->nclusters;
 	memset(c, 0, sizeof(*c));
 	c->used = true;
 	c->owner = owner;
@@ -444,6 +486,8 @@ static struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
 	c->first_ns = now;
 	c->last_ns = now;
 	c->seq = t->seq;
+	c->u_first = t->unmatched;
+	c->u_last = t->unmatched;
 	return c;
 }
 
@@ -455,6 +499,8 @@ static void cl_fold(struct cluster *keep, struct cluster *c)
 	keep->first_ns = u64_min(keep->first_ns, c->first_ns);
 	keep->last_ns = u64_max(keep->last_ns, c->last_ns);
 	keep->seq = u64_min(keep->seq, c->seq);
+	keep->u_first = u64_min(keep->u_first, c->u_first);
+	keep->u_last = u64_max(keep->u_last, c->u_last);
 	if (c->done && (!keep->done || c->done_ns < keep->done_ns)) {
 		keep->done = true;
 		keep->done_ns = c->done_ns;
@@ -464,19 +510,13 @@ static void cl_fold(struct cluster *keep, struct cluster *c)
 	c->used = false;
 }
 
-/*
- * A READ of @len bytes of stream @s now lies in segment [s0, e0): update the
- * cluster of that segment, folding clusters the READ joined.  *moved says
- * whether the cluster's start changed (a record's true start arrived late).
- */
-static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
-			       uint64_t s0, uint64_t e0, uint64_t len,
-			       uint64_t now, bool *moved)
+/* Folds the clusters of stream @s within [s0, e0) into the lowest one. */
+static struct cluster *cl_unite(struct pf_tracker *t, const struct stream *s,
+				uint64_t s0, uint64_t e0)
 {
 	struct cluster *keep = NULL;
 
-	*moved = false;
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		struct cluster *c = &t->hist[i];
 
 		if (!c->used || c->owner != s->pub.id)
@@ -492,6 +532,35 @@ static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
 			cl_fold(keep, c);
 		}
 	}
+	return keep;
+}
+
+/* Segments of @s merged: one cluster a segment again. */
+static void cl_coalesce(struct pf_tracker *t, const struct stream *s)
+{
+	for (unsigned k = 0; k < s->nseg; k++) {
+		struct cluster *c = cl_unite(t, s, s->seg[k].start,
+					     s->seg[k].end);
+
+		if (c) {
+			c->start = s->seg[k].start;
+			c->end = s->seg[k].end;
+		}
+	}
+}
+
+/*
+ * A READ of @len bytes of stream @s now lies in segment [s0, e0): update the
+ * cluster of that segment, folding clusters the READ joined.  *moved says
+ * whether the cluster's start changed (a record's true start arrived late).
+ */
+static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
+			       uint64_t s0, uint64_t e0, uint64_t len,
+			       uint64_t now, bool *moved)
+{
+	struct cluster *keep = cl_unite(t, s, s0, e0);
+
+	*moved = false;
 	if (!keep)
 		return cl_new(t, s->pub.id, s0, e0, len, now);
 	*moved = keep->start != s0;
@@ -500,6 +569,7 @@ static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
 	keep->bytes += len;
 	keep->nreads++;
 	keep->last_ns = now;
+	keep->u_last = t->unmatched;
 	return keep;
 }
 
@@ -638,33 +708,44 @@ static void win_push(struct stream *s, enum kind k)
 {
 	if (k == KIND_NEUTRAL)
 		return;
-	s->win_contig = (uint8_t)((s->win_contig << 1) | (k == KIND_CONTIG));
-	s->win_gap = (uint8_t)((s->win_gap << 1) | (k == KIND_GAP));
+	s->win_contig = (uint16_t)((s->win_contig << 1) | (k == KIND_CONTIG));
+	s->win_gap = (uint16_t)((s->win_gap << 1) | (k == KIND_GAP));
 }
 
 /*
  * Kernel read-ahead out of order still touches what came before in about
- * two READs of three; a random reader almost never does.  Between the two
- * thresholds the pattern stays as it was, so a burst of odd READs does not
- * flip a stream.
+ * two READs of three; random READs that a sequential stream's reach caught
+ * rarely do.  A stream turns SEQUENTIAL at half its READs touching and
+ * stops below 40%, so reordering does not make it flicker.
  */
 static enum pf_pattern win_class(const struct stream *s)
 {
 	unsigned c = (unsigned)__builtin_popcount(s->win_contig);
 	unsigned n = c + (unsigned)__builtin_popcount(s->win_gap);
 
-	if (c >= SEQ_MIN_CONTIG && 3 * c >= n)
+	if (s->pub.pattern == PF_PAT_SEQUENTIAL && 5 * c >= 2 * n)
+		return PF_PAT_SEQUENTIAL;
+	if (c >= SEQ_MIN_CONTIG && 2 * c >= n)
 		return PF_PAT_SEQUENTIAL;
 	if (n >= RANDOM_MIN && 5 * c < n)
 		return PF_PAT_RANDOM;
-	return s->pub.pattern == PF_PAT_STRIDED ? PF_PAT_UNKNOWN :
-						  s->pub.pattern;
+	if (s->pub.pattern == PF_PAT_SEQUENTIAL ||
+	    s->pub.pattern == PF_PAT_STRIDED)
+		return PF_PAT_UNKNOWN;
+	return s->pub.pattern;
 }
 
-static enum kind assess(const struct stream *s, uint64_t off, uint64_t end)
+/*
+ * How a READ relates to what stream @s covered.  *bridge says it also
+ * closed a hole (touched segments on both sides): proof that an earlier
+ * READ that landed apart was reordered read-ahead, not a stray.
+ */
+static enum kind assess(const struct stream *s, uint64_t off, uint64_t end,
+			bool *bridge)
 {
-	bool touch = false;
+	unsigned touch = 0;
 
+	*bridge = false;
 	if (s->nseg == 0)
 		return KIND_NEUTRAL;
 	for (unsigned i = 0; i < s->nseg; i++) {
@@ -673,8 +754,9 @@ static enum kind assess(const struct stream *s, uint64_t off, uint64_t end)
 		if (off >= g->start && end <= g->end)
 			return KIND_NEUTRAL;
 		if (off <= g->end && end >= g->start)
-			touch = true;
+			touch++;
 	}
+	*bridge = touch >= 2;
 	return touch ? KIND_CONTIG : KIND_GAP;
 }
 
@@ -735,7 +817,7 @@ static void geo_match(const struct pf_tracker *t, const struct stream *s,
 			if (i > 0 || s->pub.reads <= REORDER_READS)
 				m->fit = FIT_BACK;
 			else if (m->fit == FIT_NONE)
-				m->fit = FIT_HOLE;
+				m->fit = FIT_BELOW;
 		}
 	}
 	if (m->fit != FIT_NONE)
@@ -748,11 +830,12 @@ static void geo_match(const struct pf_tracker *t, const struct stream *s,
 		}
 		return;
 	}
-	if (hi - off > t->cfg.reorder_bytes)
+	/* reordered read-ahead leaves holes only near the frontier */
+	if (hi - off > tol)
 		return;
 	if (end < lo) {
 		if (lo - end <= tol) {
-			m->fit = FIT_HOLE;
+			m->fit = FIT_BELOW;
 			m->dist = lo - end;
 		}
 		return;
@@ -819,8 +902,17 @@ static void stream_match(const struct pf_tracker *t, const struct stream *s,
 	int64_t pos;
 
 	geo_match(t, s, off, end, m);
-	if (s->pub.pattern != PF_PAT_STRIDED)
+	if (s->pub.pattern != PF_PAT_STRIDED) {
+		/*
+		 * Only a stream shown to be sequential reaches over gaps: an
+		 * unproven one takes touching READs only (early reordered
+		 * ones wait in the scatter until it touches them), so random
+		 * READs nearby cannot talk it into a pattern.
+		 */
+		if (s->pub.pattern != PF_PAT_SEQUENTIAL && m->fit > FIT_BACK)
+			m->fit = FIT_NONE;
 		return;
+	}
 	if (!stride_fit(s, off, end, &q, &pos)) {
 		/* holes between records are not this rank's; continuing an
 		 * old record contradicts the stride */
@@ -882,7 +974,7 @@ static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
 {
 	enum fit f = FIT_NONE;
 
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		const struct cluster *c = &t->hist[i];
 
 		if (!cl_waiting(t, c, t->scatter_id))
@@ -913,7 +1005,21 @@ static bool chain_link(const struct cluster *early, const struct cluster *late,
 		return false;
 	if (!early->done || early->done_ns > late->first_ns)
 		return false;
+	/* a reader moving on from record to record, not READs scattered
+	 * everywhere that happen to line up */
+	if (late->u_first > early->u_last + CHAIN_GAP)
+		return false;
 	return early->last_ns <= late->first_ns;
+}
+
+/* Was a stride of about @d dissolved before? */
+static bool vetoed(const struct pf_tracker *t, uint64_t d, uint64_t slack)
+{
+	for (unsigned i = 0; i < VETO_MAX; i++)
+		if (t->veto[i] && t->veto[i] <= d + slack &&
+		    d <= t->veto[i] + slack)
+			return true;
+	return false;
 }
 
 /*
@@ -925,7 +1031,7 @@ static bool chain_link(const struct cluster *early, const struct cluster *late,
 static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 		       bool wary, struct cluster **out)
 {
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		struct cluster *b = (struct cluster *)&t->hist[i];
 		uint64_t d;
 		uint64_t slack;
@@ -938,7 +1044,9 @@ static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 		if (!chain_link(b, c, d, 0))
 			continue;
 		slack = u64_min(STRIDE_SLACK, d / 8);
-		for (unsigned j = 0; j < HIST_MAX; j++) {
+		if (vetoed(t, d, slack))
+			continue;
+		for (unsigned j = 0; j < t->nclusters; j++) {
 			struct cluster *a = (struct cluster *)&t->hist[j];
 			bool one;
 
@@ -951,7 +1059,7 @@ static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 			out[2] = NULL;
 			if (!one && !wary)
 				return true;
-			for (unsigned k = 0; k < HIST_MAX; k++) {
+			for (unsigned k = 0; k < t->nclusters; k++) {
 				struct cluster *z = (struct cluster *)&t->hist[k];
 
 				if (z == c || z == b ||
@@ -993,7 +1101,7 @@ static void scatter_fold(struct pf_tracker *t, struct stream *x,
 		return;
 	s->pub.outstanding += x->pub.outstanding;
 	alias_add(t, x->pub.id, s->pub.id);
-	for (unsigned i = 0; i < HIST_MAX; i++)
+	for (unsigned i = 0; i < t->nclusters; i++)
 		if (t->hist[i].used && t->hist[i].owner == x->pub.id)
 			t->hist[i].owner = 0;
 	stream_release(t, x);
@@ -1060,7 +1168,7 @@ static void make_strided(struct pf_tracker *t, struct stream *s,
 		s->max_len = u64_max(s->max_len, o->max_len);
 		for (unsigned k = 0; k < o->nseg; k++)
 			seg_insert(s, o->seg[k].start, o->seg[k].end);
-		for (unsigned k = 0; k < HIST_MAX; k++)
+		for (unsigned k = 0; k < t->nclusters; k++)
 			if (t->hist[k].used && t->hist[k].owner == o->pub.id)
 				t->hist[k].owner = s->pub.id;
 		alias_add(t, o->pub.id, s->pub.id);
@@ -1129,29 +1237,26 @@ static void stride_update(struct stream *s, uint64_t off, uint64_t end,
 
 /* ---- feeding READs to streams ------------------------------------------- */
 
-static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
-		       uint64_t end, uint64_t len, uint64_t now);
-
 static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 			uint64_t end, uint64_t len, uint64_t now)
 {
 	struct cluster *c = NULL;
 
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		if (cl_waiting(t, &t->hist[i], x->pub.id) &&
 		    t->hist[i].start == off) {
 			c = &t->hist[i];
 			break;
 		}
 	}
-	if (c) {
-		c->end = u64_max(c->end, end);
-		c->bytes += len;
+	if (!c)
+		c = cl_new(t, x->pub.id, off, end, 0, now);
+	else
 		c->nreads++;
-		c->last_ns = now;
-	} else {
-		cl_new(t, x->pub.id, off, end, len, now);
-	}
+	c->end = u64_max(c->end, end);
+	c->bytes += len;
+	c->last_ns = now;
+	c->u_last = ++t->unmatched;
 	scatter_classify(t, x);
 	x->pub.next_off = end;
 }
@@ -1167,25 +1272,29 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 		return;
 	while (again) {
 		again = false;
-		for (unsigned i = 0; i < HIST_MAX; i++) {
+		for (unsigned i = 0; i < t->nclusters; i++) {
 			struct cluster *c = &t->hist[i];
 			bool touch = false;
 
 			if (!cl_waiting(t, c, x->pub.id))
 				continue;
+			/* touching only: one overlapping re-reads the bytes */
 			for (unsigned k = 0; k < s->nseg && !touch; k++)
-				touch = c->start <= s->seg[k].end &&
-					c->end >= s->seg[k].start;
+				touch = c->start == s->seg[k].end ||
+					c->end == s->seg[k].start;
 			if (!touch)
 				continue;
 			cl_move(c, x, s);
 			s->pub.burst_bytes += c->bytes;
+			/* a READ of this stream that arrived early */
+			win_push(s, KIND_CONTIG);
 			any = true;
 			again = true;
 		}
 	}
 	if (!any)
 		return;
+	cl_coalesce(t, s);
 	set_next_off(s);
 	scatter_fold(t, x, s);
 	if (x->live)
@@ -1200,23 +1309,24 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
 			       uint64_t off, uint64_t end)
 {
-	bool in[HIST_MAX] = { false };
 	unsigned nin = 0;
 	bool again = true;
 	struct stream *s;
 	uint64_t lo = off;
 	uint64_t hi = end;
 
+	for (unsigned i = 0; i < t->nclusters; i++)
+		t->hist[i].mark = false;
 	while (again) {
 		again = false;
-		for (unsigned i = 0; i < HIST_MAX; i++) {
-			const struct cluster *c = &t->hist[i];
+		for (unsigned i = 0; i < t->nclusters; i++) {
+			struct cluster *c = &t->hist[i];
 
-			if (in[i] || !cl_waiting(t, c, x->pub.id))
+			if (c->mark || !cl_waiting(t, c, x->pub.id))
 				continue;
 			if (c->end != lo && c->start != hi)
 				continue;
-			in[i] = true;
+			c->mark = true;
 			nin++;
 			lo = u64_min(lo, c->start);
 			hi = u64_max(hi, c->end);
@@ -1236,8 +1346,8 @@ static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
 		uint64_t last_done = x->last_done_ns;
 		uint64_t last_ns = x->pub.last_ns;
 
-		for (unsigned i = 0; i < HIST_MAX; i++)
-			if (!in[i] && t->hist[i].used &&
+		for (unsigned i = 0; i < t->nclusters; i++)
+			if (!t->hist[i].mark && t->hist[i].used &&
 			    t->hist[i].owner == id)
 				t->hist[i].owner = 0;
 		stream_reset(t, x, id);
@@ -1251,10 +1361,10 @@ static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
 		x = NULL;
 	}
 	s->first_ns = UINT64_MAX;
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		struct cluster *c = &t->hist[i];
 
-		if (!in[i])
+		if (!t->hist[i].mark)
 			continue;
 		cl_move(c, x, s);
 		s->pub.burst_bytes += c->bytes;
@@ -1277,6 +1387,10 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 
 	if (cur < 0)
 		cur = (int)s->nseg - 1;
+	/* readers that started at equal distances once will go on doing so:
+	 * do not take them for one again */
+	t->veto[t->veto_next] = s->pub.stride;
+	t->veto_next = (t->veto_next + 1) % VETO_MAX;
 	if (!x) {
 		x = stream_alloc(t, s->pub.id, false);
 		if (x) {
@@ -1291,7 +1405,7 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 
 		if ((int)k == cur)
 			continue;
-		for (unsigned i = 0; i < HIST_MAX && !c; i++) {
+		for (unsigned i = 0; i < t->nclusters && !c; i++) {
 			struct cluster *h = &t->hist[i];
 
 			if (h->used && h->owner == s->pub.id &&
@@ -1325,20 +1439,104 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 		scatter_classify(t, x);
 }
 
+/* Folds stream @src into @dst: one reader's READs, split by arrival order. */
+static void stream_merge(struct pf_tracker *t, struct stream *dst,
+			 struct stream *src)
+{
+	dst->pub.reads += src->pub.reads;
+	dst->pub.bytes += src->pub.bytes;
+	dst->pub.burst_bytes += src->pub.burst_bytes;
+	dst->pub.outstanding += src->pub.outstanding;
+	dst->pub.last_ns = u64_max(dst->pub.last_ns, src->pub.last_ns);
+	dst->last_seq = u64_max(dst->last_seq, src->last_seq);
+	dst->first_ns = u64_min(dst->first_ns, src->first_ns);
+	dst->max_len = u64_max(dst->max_len, src->max_len);
+	if (src->has_done &&
+	    (!dst->has_done || src->last_done_ns > dst->last_done_ns)) {
+		dst->has_done = true;
+		dst->last_done_ns = src->last_done_ns;
+	}
+	/* the evidence of both, and the joining itself */
+	for (unsigned b = 16; b-- > 0;) {
+		if (src->win_contig & (1u << b))
+			win_push(dst, KIND_CONTIG);
+		else if (src->win_gap & (1u << b))
+			win_push(dst, KIND_GAP);
+	}
+	win_push(dst, KIND_CONTIG);
+	for (unsigned k = 0; k < src->nseg; k++)
+		seg_insert(dst, src->seg[k].start, src->seg[k].end);
+	for (unsigned i = 0; i < t->nclusters; i++)
+		if (t->hist[i].used && t->hist[i].owner == src->pub.id)
+			t->hist[i].owner = dst->pub.id;
+	alias_add(t, src->pub.id, dst->pub.id);
+	stream_release(t, src);
+	cl_coalesce(t, dst);
+	dst->pub.pattern = win_class(dst);
+	set_next_off(dst);
+	batch_update(t, dst);
+}
+
+/*
+ * READs that arrived before the stream they belong to existed can have
+ * started a stream of their own just ahead of it.  When stream @s, having
+ * taken a READ at @off, now touches such a young stream whose READs are
+ * still in flight (or @s just filled a hole, so it is mid read-ahead), the
+ * two are one reader: the younger is folded into the older.  A stream that
+ * merely ran into where another, settled, reader began stays apart.
+ */
+static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
+				     uint64_t off, bool hole_fill)
+{
+	int gi = seg_find(s, off);
+	struct seg g;
+
+	if (gi < 0 || s->pub.pattern == PF_PAT_STRIDED)
+		return s;
+	g = s->seg[gi];
+	for (unsigned i = 0; i < t->nlive; i++) {
+		struct stream *o = live_at(t, i);
+		struct stream *dst = s;
+		struct stream *src = o;
+		bool touch = false;
+
+		if (o == s || o->scatter || o->nseg == 0 ||
+		    o->pub.pattern == PF_PAT_STRIDED)
+			continue;
+		if (seg_lo(o) > g.end || seg_hi(o) < g.start)
+			continue;
+		for (unsigned k = 0; k < o->nseg && !touch; k++)
+			touch = o->seg[k].start == g.end ||
+				o->seg[k].end == g.start;
+		if (!touch || (!hole_fill && o->pub.outstanding == 0))
+			continue;
+		if (o->pub.reads > s->pub.reads ||
+		    (o->pub.reads == s->pub.reads && o->pub.id < s->pub.id)) {
+			dst = o;
+			src = s;
+		}
+		if (src->pub.reads > REORDER_READS)
+			continue;
+		stream_merge(t, dst, src);
+		return dst;
+	}
+	return s;
+}
+
 static void try_chain(struct pf_tracker *t, struct stream *s,
 		      const struct cluster *c)
 {
-	struct stream *x = scatter_get(t);
 	struct cluster *rec[3];
-	bool wary = x && x->pub.pattern == PF_PAT_RANDOM;
 
-	if (!chain_find(t, c, wary, rec))
+	if (!chain_find(t, c, scatter_wary(t), rec))
 		return;
 	make_strided(t, s, c, rec, c->start - rec[1]->start);
 }
 
-static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
-		       uint64_t end, uint64_t len, uint64_t now)
+/* Gives a READ to stream @s; returns the stream holding it after merges. */
+static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
+				 uint64_t off, uint64_t end, uint64_t len,
+				 uint64_t now)
 {
 	struct cluster *c;
 	enum kind k;
@@ -1348,8 +1546,22 @@ static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
 	int64_t q = 0;
 	int64_t pos = 0;
 	bool strided = s->pub.pattern == PF_PAT_STRIDED;
+	bool stale = s->pub.reads && t->seq - s->last_seq > fresh_reads(t);
+	bool exact = s->nseg && off == seg_hi(s);
+	bool hole_fill;
+	bool bridge;
 
 	burst_arrival(t, s, now);
+	/*
+	 * Contiguity is evidence only while it keeps coming.  After a silence
+	 * a reader resumes at its frontier; anything else touching the
+	 * stream then is chance (random READs in a region it covered), and
+	 * an unproven stream starts over.
+	 */
+	if (stale && !patterned(s)) {
+		s->win_contig = 0;
+		s->win_gap = 0;
+	}
 	if (s->pub.reads == 0 && !s->first_ns)
 		s->first_ns = now;
 	s->pub.outstanding++;
@@ -1362,12 +1574,19 @@ static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
 	if (s->scatter) {
 		scatter_add(t, s, off, end, len, now);
 		batch_update(t, s);
-		return;
+		return s;
 	}
 	if (strided)
 		stride_fit(s, off, end, &q, &pos);
-	k = assess(s, off, end);
+	hole_fill = s->nseg && off < seg_hi(s);
+	k = assess(s, off, end, &bridge);
+	if (stale && !exact && k == KIND_CONTIG) {
+		k = KIND_GAP;
+		bridge = false;
+	}
 	win_push(s, k);
+	if (bridge)
+		win_push(s, KIND_CONTIG);
 	idx = seg_insert(s, off, end);
 	fresh = s->seg[idx].start == off && s->seg[idx].end == end;
 	c = cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
@@ -1383,6 +1602,7 @@ static void stream_add(struct pf_tracker *t, struct stream *s, uint64_t off,
 	batch_update(t, s);
 	scatter_absorb(t, s);
 	batch_update(t, s);
+	return merge_touching(t, s, off, hole_fill);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -1399,9 +1619,14 @@ struct pf_tracker *pf_tracker_new(const struct pf_pattern_cfg *cfg)
 		pf_pattern_cfg_default(&t->cfg);
 	if (t->cfg.max_streams == 0)
 		t->cfg.max_streams = 1;
+	/* room for a waiting first READ of every reader that may start at
+	 * once, and for the records of strided ones */
+	t->nclusters = t->cfg.max_streams > HIST_MIN / 2 ?
+			       2 * t->cfg.max_streams : HIST_MIN;
 	t->slot = calloc(t->cfg.max_streams, sizeof(*t->slot));
 	t->order = calloc(t->cfg.max_streams, sizeof(*t->order));
-	if (!t->slot || !t->order) {
+	t->hist = calloc(t->nclusters, sizeof(*t->hist));
+	if (!t->slot || !t->order || !t->hist) {
 		pf_tracker_free(t);
 		return NULL;
 	}
@@ -1415,6 +1640,7 @@ void pf_tracker_free(struct pf_tracker *t)
 		return;
 	free(t->slot);
 	free(t->order);
+	free(t->hist);
 	free(t);
 }
 
@@ -1442,19 +1668,21 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 	}
 	if (s && m.fit == FIT_CONFLICT)
 		s = NULL;
+	/*
+	 * A READ continuing an unmatched one starts a stream, unless a stream
+	 * has it better than by a gap (touching it, or with it inside a hole
+	 * or a predicted record): then that stream takes it, and the
+	 * unmatched READs it now touches.
+	 */
 	x = scatter_get(t);
-	if (x && scatter_touch(t, off, end) < m.fit) {
+	if (x && m.fit >= FIT_AHEAD && scatter_touch(t, off, end) != FIT_NONE) {
 		struct stream *n = spin_off(t, x, off, end);
 
-		if (n) {
-			stream_add(t, n, off, end, len, now_ns);
-			return &n->pub;
-		}
+		if (n)
+			return &stream_add(t, n, off, end, len, now_ns)->pub;
 	}
-	if (s) {
-		stream_add(t, s, off, end, len, now_ns);
-		return &s->pub;
-	}
+	if (s)
+		return &stream_add(t, s, off, end, len, now_ns)->pub;
 
 	/* a new run of bytes: the next record of a strided reader? */
 	memset(&probe, 0, sizeof(probe));
@@ -1463,12 +1691,12 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 	probe.end = end;
 	probe.first_ns = now_ns;
 	probe.last_ns = now_ns;
-	if (chain_find(t, &probe, x && x->pub.pattern == PF_PAT_RANDOM, rec)) {
+	probe.u_first = t->unmatched;
+	probe.u_last = t->unmatched;
+	if (chain_find(t, &probe, scatter_wary(t), rec)) {
 		s = stream_alloc(t, x ? x->pub.id : 0, true);
-		if (s) {
-			stream_add(t, s, off, end, len, now_ns);
-			return &s->pub;
-		}
+		if (s)
+			return &stream_add(t, s, off, end, len, now_ns)->pub;
 	}
 
 	if (!x) {
@@ -1476,8 +1704,7 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 		x->scatter = true;
 		t->scatter_id = x->pub.id;
 	}
-	stream_add(t, x, off, end, len, now_ns);
-	return &x->pub;
+	return &stream_add(t, x, off, end, len, now_ns)->pub;
 }
 
 void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
@@ -1496,7 +1723,7 @@ void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
 		s->last_done_ns = now_ns;
 	s->has_done = true;
 	/* completions are credited to the stream's clusters oldest first */
-	for (unsigned i = 0; i < HIST_MAX; i++) {
+	for (unsigned i = 0; i < t->nclusters; i++) {
 		struct cluster *c = &t->hist[i];
 
 		if (!c->used || c->done || c->owner != s->pub.id)

@@ -223,7 +223,7 @@ static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 	cfg.min_window = 1u << 20;
 	cfg.pattern.batch_override = batch;
 	ck_assert_int_eq(pf_engine_new(&cfg, &tb.be, &eng), 0);
-	ef = pf_efile_new(eng, "a");
+	ef = pf_efile_new(eng, "a", 7);
 	ck_assert_ptr_nonnull(ef);
 	ck_assert_int_eq(pf_efile_open(ef, &st), 0);
 	ck_assert_int_eq(st.st_size, (off_t)FSIZE);
@@ -317,7 +317,7 @@ END_TEST
 
 START_TEST(test_unaligned_and_eof)
 {
-	struct pf_efile *sf = pf_efile_new(eng, "small");
+	struct pf_efile *sf = pf_efile_new(eng, "small", 8);
 	struct stat st;
 
 	read_sync(rq, 12345, 70001);
@@ -496,6 +496,71 @@ START_TEST(test_stats_json)
 }
 END_TEST
 
+/* ---- pushing to the page cache ----------------------------------------- */
+
+static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t pushed_bytes;
+static int push_bad;
+
+static void t_push(void *arg, uint64_t tag, uint64_t off,
+		   const struct iovec *iov, int iovcnt)
+{
+	(void)arg;
+	pthread_mutex_lock(&push_lock);
+	if (tag != 7)
+		push_bad = 1;
+	for (int i = 0; i < iovcnt; i++) {
+		if (memcmp(iov[i].iov_base, tb.files[0].data + off,
+			   iov[i].iov_len) != 0)
+			push_bad = 1;
+		off += iov[i].iov_len;
+		pushed_bytes += iov[i].iov_len;
+	}
+	pthread_mutex_unlock(&push_lock);
+}
+
+START_TEST(test_push_and_tripwires)
+{
+	struct pf_engine_totals t;
+	const char *js;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	pushed_bytes = 0;
+	push_bad = 0;
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	/* a sequential reader: 1 MiB READs until read-ahead is pushed, then
+	 * only the READs the page cache would still send: the tripwire
+	 * pages, one every half batch (4 MiB of 8) */
+	for (off = 0; off < (8u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	for (int i = 0; i < 100 && !pushed_bytes; i++)
+		usleep(10000);
+	for (; off < (48u << 20); off += 4u << 20) {
+		read_sync(rq, off, 4096);
+		assert_bytes(rq, off, 4096);
+		usleep(2000);
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	ck_assert_uint_gt(pushed_bytes, 16u << 20);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_pushed, pushed_bytes);
+	/* the tracker followed the reader through the pushed bytes: one
+	 * sequential stream, read-ahead up to the end of the file */
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	ck_assert_ptr_null(strstr(js, "\"pattern\": \"strided\""));
+	free((void *)js);
+	ck_assert_uint_ge(t.bytes_fetched, 56u << 20);
+}
+END_TEST
+
+static void setup_push(void)
+{
+	setup_with(256u << 20, 1, 16, 8u << 20);
+}
+
 static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine");
@@ -518,6 +583,12 @@ static Suite *engine_suite(void)
 	tcase_add_test(tp, test_sequential_prefetch);
 	tcase_add_test(tp, test_stats_json);
 	suite_add_tcase(s, tp);
+
+	tc = tcase_create("push");
+	tcase_add_checked_fixture(tc, setup_push, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_push_and_tripwires);
+	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inflight");
 	tcase_add_checked_fixture(tc, setup_batch8, teardown);
