@@ -94,9 +94,15 @@ check-run: prefetchfs tests $(BENCH_BINS)
 deps:
 	$(Q)tests/deps.sh
 
+# The end-to-end demo: installs, builds, runs bench/demo.sh (see README).
+demo:
+	$(Q)tests/deps.sh
+	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
+	$(Q)bench/demo.sh
+
 clean:
 	rm -f prefetchfs $(LIB) src/*.o src/*.d $(CHECK_BINS) tests/*.d \
 		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
 
-.PHONY: all tests bench check check-run deps clean
+.PHONY: all tests bench check check-run deps demo clean
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d)
