@@ -220,7 +220,9 @@ struct todo {
 static void drive_list(struct pf_engine *e, struct pread *list,
 		       struct todo *td);
 static void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
-static bool push_enqueue(struct pf_engine *e, struct fetch *ft, int err);
+static bool push_wanted(struct pf_engine *e, const struct fetch *ft,
+			int err);
+static void push_enqueue(struct pf_engine *e, struct fetch *ft);
 static void plan_file(struct pf_engine *e, struct pf_efile *f,
 		      struct todo *td);
 
@@ -851,6 +853,8 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	if (!err)
 		e->tot.bytes_fetched += ft->len;
+	/* decided before the blocks go idle: a detached one is freed then */
+	pushed = push_wanted(e, ft, err);
 	for (unsigned i = 0; i < ft->nblk; i++) {
 		struct block *b = ft->blk[i];
 		uint32_t flo = ft->flo[i];
@@ -871,10 +875,19 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 		/* waiters of a failed block get the error, not a refetch */
 		for (struct pread *p = w; err && p; p = p->wnext)
 			p->err = err;
-		block_idle(e, b);
+		if (pushed) {
+			/* pinned for the pusher; its bytes are consumed in
+			 * the reader's page cache */
+			b->refs++;
+			b->read_seen = true;
+			b->pushed = true;
+		} else {
+			block_idle(e, b);
+		}
 		drive_list(e, w, &td);
 	}
-	pushed = push_enqueue(e, ft, err);
+	if (pushed)
+		push_enqueue(e, ft);
 	/* a freed slot: the next queued demand fetch goes out */
 	if (e->queue) {
 		struct fetch *q = e->queue;
@@ -904,20 +917,6 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 
 /* ---- pushing read-ahead to the page cache ----------------------------- */
 
-/* Every block of @ft complete and still the file's: nothing can wait on
- * them while the pusher holds them pinned. */
-static bool fetch_whole(struct pf_engine *e, const struct fetch *ft)
-{
-	for (unsigned i = 0; i < ft->nblk; i++) {
-		const struct block *b = ft->blk[i];
-
-		if (b->file != ft->file || b->vlo != 0 ||
-		    b->vhi != block_len(e, ft->file, b->idx))
-			return false;
-	}
-	return true;
-}
-
 static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 {
 	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
@@ -932,29 +931,38 @@ static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 }
 
 /*
- * Under the lock, from fetch_done(): hand a completed read-ahead fetch to
- * the pusher, its blocks pinned, its first page kept back as the tripwire.
- * Returns false when the fetch is not for pushing (the caller frees it).
+ * Under the lock, from fetch_done() before the blocks are updated: is this
+ * completed read-ahead fetch one for the pusher?  Only fetches that leave
+ * every block whole and attached, so that no READ ever waits for a block
+ * the pusher holds pinned.
  */
-static bool push_enqueue(struct pf_engine *e, struct fetch *ft, int err)
+static bool push_wanted(struct pf_engine *e, const struct fetch *ft,
+			int err)
 {
 	if (err || !ft->pushable || !e->push_fn || e->push_stop ||
 	    !ft->file->opens ||
 	    /* pinned for the pusher: never the memory others need */
 	    e->pushq_bytes + ft->len > e->cfg.max_memory / 4 ||
 	    pf_pool_in_use(e->pool) * 4 > pf_pool_max(e->pool) * 3 ||
-	    (ft->off & (PAGE_BYTES - 1)) || ft->len <= PAGE_BYTES ||
-	    !fetch_whole(e, ft))
+	    (ft->off & (PAGE_BYTES - 1)) || ft->len <= PAGE_BYTES)
 		return false;
 	for (unsigned i = 0; i < ft->nblk; i++) {
-		struct block *b = ft->blk[i];
+		const struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+		uint32_t lo = b->vhi == b->vlo || flo < b->vlo ? flo : b->vlo;
+		uint32_t hi = b->vhi == b->vlo || fhi > b->vhi ? fhi : b->vhi;
 
-		lru_remove(b);
-		b->refs++;
-		/* its bytes go to the reader's page cache: consumed there */
-		b->read_seen = true;
-		b->pushed = true;
+		if (b->file != ft->file || lo != 0 ||
+		    hi != block_len(e, ft->file, b->idx))
+			return false;
 	}
+	return true;
+}
+
+/* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
+static void push_enqueue(struct pf_engine *e, struct fetch *ft)
+{
 	/*
 	 * Tripwires every half batch (between one and eight fetches apart):
 	 * enough READs for the tracker to follow the stream and see its
@@ -969,7 +977,6 @@ static bool push_enqueue(struct pf_engine *e, struct fetch *ft, int err)
 	e->pushq_tail = ft;
 	e->pushq_bytes += ft->len;
 	pthread_cond_signal(&e->push_cond);
-	return true;
 }
 
 /* Push one fetch's bytes after its tripwire page (lock not held). */
