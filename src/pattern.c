@@ -3,44 +3,57 @@
  * file, and planning what to read ahead of it (see pf_pattern.h).
  *
  * DESIGN
- * A tracker owns a fixed array of max_streams streams; nothing is allocated
- * per READ.  A stream remembers what its recent READs covered as a few
- * sorted segments, merged when they touch, so the kernel's out-of-order
- * read-ahead shows up as short-lived holes inside one stream instead of as
- * new streams.  A READ goes to the stream it fits best, in this order:
- * exactly at a frontier; the start of a predicted strided record; touching
- * the end, then the start, of a covered segment; inside a predicted record;
- * a gap ahead of the frontier (at most reorder_bytes, and at most
- * REORDER_READS of the stream's own READs, so readers a few MiB apart stay
- * apart); a hole behind it.  Ties go to the closest, then the most recently
- * used stream.
+ * A tracker owns a fixed table of max_streams streams and a ring of
+ * 2 * max_streams "clusters"; nothing is allocated per READ and every call
+ * is O(max_streams).  A stream remembers what its recent READs covered as
+ * up to 8 sorted segments, merged when they touch, so the kernel's
+ * out-of-order read-ahead shows up as short-lived holes in one stream.
  *
- * A READ that fits no stream goes to the tracker's one "scatter" stream,
- * which holds the unmatched READs; each is remembered as a cluster.  A later
- * READ touching one of them spins off a stream (or the scatter itself turns
- * into that stream if it holds nothing else, so a lone reader keeps one
- * stream from its first READ).  RANDOM_MIN waiting unmatched READs make the
- * scatter RANDOM.  A random reader so lives in one stream and evicts no
- * one; only when the table is full does a new stream recycle the least
- * recently used unpatterned stream, and a patterned one only if none is
- * left.  Within a stream, the share of READs that touch what it already
- * covered over the last 8 tells SEQUENTIAL (at least one in three) from
- * RANDOM (under one in five).
+ * Matching.  A READ goes to the stream it fits best: exactly at a frontier;
+ * at a predicted strided record; touching a covered segment (its end, then
+ * a young one's start); inside a predicted record; in a hole near the
+ * frontier; a gap ahead of it.  Ties go to the closest, then the most
+ * recently used stream.  Gaps and holes count only within min(reorder_bytes,
+ * 16 of the stream's READs) of the frontier, so readers a few MiB apart
+ * stay apart, and only for a stream already SEQUENTIAL: an unproven stream
+ * takes touching READs only.
  *
- * Strided readers are found from the cluster history: every new run of
- * bytes (an unmatched READ, or a new segment of a stream) is a cluster, and
- * three equally spaced clusters, each finished and answered before the next
- * began, make the newest one's stream STRIDED (four when all three lie in
- * one stream or random READs are about, where coincidences are likely).
- * The "answered before the next began" test is what tells one rank's
- * records from several readers that merely started at equal distances: those
- * have their READs in flight together.  A strided stream that is later
- * contradicted (a READ continues one of its old records) is dissolved back
- * into clusters.
+ * The scatter.  A READ that fits no stream goes to the tracker's one
+ * "scatter" stream and waits there as a cluster.  A later READ touching it
+ * starts a stream (the scatter itself becomes it when it held nothing
+ * else, so a lone reader keeps one id from its first READ); a stream that
+ * grows to touch waiting READs takes them in (early read-ahead); a young
+ * stream whose READs are in flight and that another runs into is merged.
+ * Four waiting READs make the scatter RANDOM, so a random reader lives in
+ * one stream that plans nothing and evicts no one.  A full table recycles
+ * the least recently used unpatterned stream, a patterned one last.
  *
- * Bursts: a stream's READ ends a burst if nothing of the stream was
- * outstanding and its last completion is gap_ns old; the batch is the median
- * of the last BURST_HIST completed bursts (bytes so far before the first).
+ * Classification.  Over a stream's last 16 READs, the share touching what
+ * it covered (a READ closing a hole counts twice: the gap before it was
+ * reordered read-ahead) makes it SEQUENTIAL when at least 3 and at least
+ * half, and drops it below 40%; under a fifth is RANDOM.  Evidence must
+ * keep coming: after 16 unmatched READs without one of its own, an
+ * unproven stream starts over and a proven one counts only a READ at its
+ * frontier.  With random READs about, an unproven stream counts only
+ * growth at its frontier.
+ *
+ * Strided.  Every new run of bytes is a cluster; three equally spaced
+ * clusters, each finished and answered before the next began and with at
+ * most 8 unmatched READs between (room for other ranks), make the newest
+ * one's stream STRIDED and absorb the earlier records.  Four are needed
+ * when they lie in one stream (reordered read-ahead mimics them); with
+ * random READs about, four with no unmatched READ between them.
+ * "Answered before the next began" tells one rank from readers that
+ * started together at equal distances (a stream's completions are credited
+ * to its READs in arrival order, so reordered read-ahead in flight is not
+ * "answered").  Readers that start together but are answered one at a
+ * time do look strided, so a strided stream that a READ contradicts
+ * (continuing an old record) is dissolved back into clusters, which then
+ * wait for their readers.
+ *
+ * Bursts.  A READ ends a burst if nothing of the stream was outstanding and
+ * its last completion is gap_ns old; the batch is the median of the last
+ * three bursts (the newer of two; the bytes so far before the first).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -51,13 +64,12 @@
 
 #define SEG_MAX		8	/* covered ranges remembered per stream */
 #define HIST_MIN	16	/* clusters remembered: 2 a stream, at least */
-#define VETO_MAX	4	/* strides found wrong, not guessed again */
 #define BURST_HIST	3	/* completed bursts the batch is taken from */
 #define ALIAS_MAX	8	/* ids of streams folded into another */
-#define REORDER_READS	16	/* READs the kernel may have in flight at once */
-#define SCATTER_TTL	64	/* READs an unmatched READ waits for a partner */
+#define REORDER_READS	16	/* READs of read-ahead in flight at once */
+#define FRESH_UNMATCHED	16	/* unmatched READs between two of a reader */
 #define RANDOM_MIN	4	/* waiting unmatched READs that mean RANDOM */
-#define WARY_DONE	3	/* answered ones that make stride detection wary */
+#define WARY_DONE	3	/* answered unmatched READs: random about */
 #define SEQ_MIN_CONTIG	3	/* touching READs before SEQUENTIAL */
 #define CHAIN_GAP	8	/* unmatched READs between two records */
 #define STRIDE_SLACK	4096	/* page rounding of record starts */
@@ -107,6 +119,7 @@ struct cluster {
 	uint64_t first_ns;	/* arrival of its first READ */
 	uint64_t last_ns;	/* arrival of its last READ */
 	uint64_t done_ns;	/* completion of its first READ */
+	uint64_t arr;		/* owner's READs that arrived before it */
 	uint64_t seq;		/* tracker READ count when it began */
 	uint64_t u_first;	/* unmatched READs seen before it began */
 	uint64_t u_last;	/* unmatched READs seen by its last READ */
@@ -126,12 +139,15 @@ struct stream {
 	uint64_t max_len;		/* largest READ */
 	uint16_t win_contig;		/* last 16 assessed READs: touching */
 	uint16_t win_gap;		/* last 16 assessed READs: apart */
-	uint64_t rec_cur;		/* STRIDED: start of the newest record */
+	uint64_t rec_cur;		/* STRIDED: newest record's start */
 	uint64_t hist[BURST_HIST];	/* completed bursts, oldest first */
 	unsigned nhist;
 	uint64_t last_done_ns;
 	uint64_t first_ns;
 	uint64_t last_seq;		/* for LRU */
+	uint64_t u_seen;		/* t->unmatched at its last READ */
+	uint64_t arrivals;		/* READs counted, for completions: */
+	uint64_t dones;			/* the n-th answers the n-th READ */
 };
 
 struct alias {
@@ -151,8 +167,6 @@ struct pf_tracker {
 	struct cluster *hist;
 	unsigned nclusters;
 	unsigned hist_next;
-	uint64_t veto[VETO_MAX];	/* dissolved strides */
-	unsigned veto_next;
 	struct alias alias[ALIAS_MAX];
 	unsigned alias_next;
 };
@@ -283,21 +297,6 @@ static struct stream *pick_victim(const struct pf_tracker *t,
 	return best;
 }
 
-/*
- * How many READs of the tracker may pass between two READs of one unproven
- * reader: its own read-ahead, plus a few READs of each reader whose
- * pattern is known.  Touches further apart are chance.
- */
-static uint64_t fresh_reads(const struct pf_tracker *t)
-{
-	uint64_t n = REORDER_READS;
-
-	for (unsigned i = 0; i < t->nlive; i++)
-		if (patterned(live_at(t, i)))
-			n += 4;
-	return n;
-}
-
 static void stream_release(struct pf_tracker *t, struct stream *s)
 {
 	unsigned idx = (unsigned)(s - t->slot);
@@ -336,6 +335,7 @@ static struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
 	}
 	stream_reset(t, s, t->next_id++);
 	s->last_seq = t->seq;
+	s->u_seen = t->unmatched;
 	return s;
 }
 
@@ -430,9 +430,19 @@ static unsigned seg_insert(struct stream *s, uint64_t off, uint64_t end)
 
 /* ---- clusters ----------------------------------------------------------- */
 
+/*
+ * An unmatched READ waits for its reader's next READ while fewer other
+ * unmatched READs than there may be readers starting together came since.
+ * Counting unmatched READs, not all, keeps busy known streams from
+ * shortening the wait, and a flood of random READs from lengthening it;
+ * only once many READs of any kind went by is it forgotten regardless.
+ */
 static bool cl_stale(const struct pf_tracker *t, const struct cluster *c)
 {
-	return c->seq + SCATTER_TTL < t->seq;
+	uint64_t wait = u64_max(FRESH_UNMATCHED, t->cfg.max_streams);
+
+	return c->u_last + wait < t->unmatched ||
+	       c->seq + 4 * wait < t->seq;
 }
 
 /* Is @c an unmatched READ of the scatter @owner still waiting for a
@@ -561,8 +571,11 @@ static struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
 	struct cluster *keep = cl_unite(t, s, s0, e0);
 
 	*moved = false;
-	if (!keep)
-		return cl_new(t, s->pub.id, s0, e0, len, now);
+	if (!keep) {
+		keep = cl_new(t, s->pub.id, s0, e0, len, now);
+		keep->arr = s->arrivals - 1;
+		return keep;
+	}
 	*moved = keep->start != s0;
 	keep->start = s0;
 	keep->end = e0;
@@ -634,7 +647,8 @@ static void batch_update(const struct pf_tracker *t, struct stream *s)
 		a = s->hist[0];
 		b = s->hist[1];
 		c = s->hist[2];
-		s->pub.batch = u64_max(u64_min(a, b), u64_min(u64_max(a, b), c));
+		s->pub.batch = u64_max(u64_min(a, b),
+				       u64_min(u64_max(a, b), c));
 		break;
 	}
 }
@@ -877,8 +891,9 @@ static bool stride_fit(const struct stream *s, uint64_t off, uint64_t end,
 
 	*qp = INT64_MIN;
 	*posp = 0;
-	if (off > (uint64_t)INT64_MAX / 2 || s->rec_cur > (uint64_t)INT64_MAX / 2 ||
-	    S <= 0)
+	/* offsets past 2^62 are not worth the overflow care */
+	if (off > (uint64_t)INT64_MAX / 2 ||
+	    s->rec_cur > (uint64_t)INT64_MAX / 2 || S <= 0)
 		return false;
 	rel = (int64_t)off - (int64_t)s->rec_cur + slack;
 	q = rel >= 0 ? rel / S : -((-rel + S - 1) / S);
@@ -990,9 +1005,9 @@ static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
 /* ---- strided ------------------------------------------------------------ */
 
 /* Does @early precede @late by @d (within @slack), finished and answered
- * before @late began? */
+ * before @late began, with at most @gap unmatched READs between them? */
 static bool chain_link(const struct cluster *early, const struct cluster *late,
-		       uint64_t d, uint64_t slack)
+		       uint64_t d, uint64_t slack, uint64_t gap)
 {
 	uint64_t dd;
 
@@ -1007,50 +1022,49 @@ static bool chain_link(const struct cluster *early, const struct cluster *late,
 		return false;
 	/* a reader moving on from record to record, not READs scattered
 	 * everywhere that happen to line up */
-	if (late->u_first > early->u_last + CHAIN_GAP)
+	if (late->u_first > early->u_last + gap)
 		return false;
 	return early->last_ns <= late->first_ns;
-}
-
-/* Was a stride of about @d dissolved before? */
-static bool vetoed(const struct pf_tracker *t, uint64_t d, uint64_t slack)
-{
-	for (unsigned i = 0; i < VETO_MAX; i++)
-		if (t->veto[i] && t->veto[i] <= d + slack &&
-		    d <= t->veto[i] + slack)
-			return true;
-	return false;
 }
 
 /*
  * Finds records equally spaced before cluster @c: out[0] <- out[1] <- @c,
  * and out[2] before out[0] when four are needed.  Three suffice unless all
  * lie in one stream (where reordered read-ahead can mimic them) or random
- * READs are about (@wary), where coincidences are likely.
+ * READs are about (@wary), where coincidences are likely: then the records
+ * must also follow each other with no unmatched READ between them.  (Else
+ * CHAIN_GAP allows for the records of other ranks in between.)
  */
 static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 		       bool wary, struct cluster **out)
 {
+	uint64_t gap = wary ? 0 : CHAIN_GAP;
+
+	/* cheap tests first: this runs for every unmatched READ */
 	for (unsigned i = 0; i < t->nclusters; i++) {
-		struct cluster *b = (struct cluster *)&t->hist[i];
+		struct cluster *b = &t->hist[i];
 		uint64_t d;
 		uint64_t slack;
+		uint64_t target;
 
-		if (!b->used || b == c || b->start >= c->start)
+		if (!b->used || !b->done || b->start >= c->start ||
+		    c->u_first > b->u_last + gap)
 			continue;
 		d = c->start - b->start;
-		if (c->end - c->start >= d)
-			continue;
-		if (!chain_link(b, c, d, 0))
+		if (c->end - c->start >= d || !chain_link(b, c, d, 0, gap))
 			continue;
 		slack = u64_min(STRIDE_SLACK, d / 8);
-		if (vetoed(t, d, slack))
+		if (b->start < d)
 			continue;
+		target = b->start - d;
 		for (unsigned j = 0; j < t->nclusters; j++) {
-			struct cluster *a = (struct cluster *)&t->hist[j];
+			struct cluster *a = &t->hist[j];
 			bool one;
 
-			if (a == c || !chain_link(a, b, d, slack))
+			if (!a->used || a->start + slack < target ||
+			    a->start > target + slack)
+				continue;
+			if (a == c || !chain_link(a, b, d, slack, gap))
 				continue;
 			one = c->owner && a->owner == c->owner &&
 			      b->owner == c->owner;
@@ -1059,19 +1073,37 @@ static bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 			out[2] = NULL;
 			if (!one && !wary)
 				return true;
+			if (a->start < b->start - a->start)
+				continue;
+			target = a->start - (b->start - a->start);
 			for (unsigned k = 0; k < t->nclusters; k++) {
-				struct cluster *z = (struct cluster *)&t->hist[k];
+				struct cluster *z = &t->hist[k];
 
+				if (!z->used || z->start + slack < target ||
+				    z->start > target + slack)
+					continue;
 				if (z == c || z == b ||
 				    !chain_link(z, a, b->start - a->start,
-						slack))
+						slack, gap))
 					continue;
 				out[2] = z;
 				return true;
 			}
+			target = b->start - d;
 		}
 	}
 	return false;
+}
+
+/*
+ * Cluster @c now belongs to stream @to, whose completions do not answer
+ * its READs: count it answered once what @to has in flight now is.  Late
+ * rather than early, so no record passes for answered before it was.
+ */
+static void cl_rebase(struct cluster *c, const struct stream *to)
+{
+	if (!c->done)
+		c->arr = to && to->arrivals ? to->arrivals - 1 : 0;
 }
 
 /* Moves a cluster's bookkeeping from stream @from (may be NULL) to @to. */
@@ -1091,6 +1123,7 @@ static void cl_move(struct cluster *c, struct stream *from, struct stream *to)
 				      c->nreads ? c->bytes / c->nreads : 0);
 	}
 	c->owner = to ? to->pub.id : 0;
+	cl_rebase(c, to);
 }
 
 /* The scatter handed its last waiting READ to @s: fold it into @s. */
@@ -1100,6 +1133,7 @@ static void scatter_fold(struct pf_tracker *t, struct stream *x,
 	if (!x || x == s || !x->scatter || cl_count_waiting(t, x->pub.id))
 		return;
 	s->pub.outstanding += x->pub.outstanding;
+	s->arrivals = s->dones + s->pub.outstanding;
 	alias_add(t, x->pub.id, s->pub.id);
 	for (unsigned i = 0; i < t->nclusters; i++)
 		if (t->hist[i].used && t->hist[i].owner == x->pub.id)
@@ -1168,9 +1202,12 @@ static void make_strided(struct pf_tracker *t, struct stream *s,
 		s->max_len = u64_max(s->max_len, o->max_len);
 		for (unsigned k = 0; k < o->nseg; k++)
 			seg_insert(s, o->seg[k].start, o->seg[k].end);
-		for (unsigned k = 0; k < t->nclusters; k++)
-			if (t->hist[k].used && t->hist[k].owner == o->pub.id)
+		for (unsigned k = 0; k < t->nclusters; k++) {
+			if (t->hist[k].used && t->hist[k].owner == o->pub.id) {
 				t->hist[k].owner = s->pub.id;
+				cl_rebase(&t->hist[k], s);
+			}
+		}
 		alias_add(t, o->pub.id, s->pub.id);
 		stream_release(t, o);
 	}
@@ -1199,15 +1236,15 @@ static void demote(struct stream *s, int keep)
 	set_next_off(s);
 }
 
-/* After a READ at [off, end) joined strided stream @s (segment @idx). */
-static void stride_update(struct stream *s, uint64_t off, uint64_t end,
-			  int64_t q, int64_t pos, unsigned idx)
+/* After a READ at @off, record @q position @pos (from stride_fit), joined
+ * strided stream @s in segment @idx. */
+static void stride_update(struct stream *s, uint64_t off, int64_t q,
+			  int64_t pos, unsigned idx)
 {
 	int64_t slack = (int64_t)stride_slack(s);
 	const struct seg *g;
 	int cur;
 
-	(void)end;
 	if (q >= 1) {
 		/* the record before is done: learn its length */
 		cur = seg_find(s, s->rec_cur);
@@ -1249,10 +1286,12 @@ static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 			break;
 		}
 	}
-	if (!c)
+	if (!c) {
 		c = cl_new(t, x->pub.id, off, end, 0, now);
-	else
+		c->arr = x->arrivals - 1;
+	} else {
 		c->nreads++;
+	}
 	c->end = u64_max(c->end, end);
 	c->bytes += len;
 	c->last_ns = now;
@@ -1284,10 +1323,14 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 					c->end == s->seg[k].start;
 			if (!touch)
 				continue;
+			/* a READ of this stream that arrived early (with
+			 * random READs about, only if it continues the
+			 * frontier) */
+			if (c->start == seg_hi(s) || patterned(s) ||
+			    !scatter_wary(t))
+				win_push(s, KIND_CONTIG);
 			cl_move(c, x, s);
 			s->pub.burst_bytes += c->bytes;
-			/* a READ of this stream that arrived early */
-			win_push(s, KIND_CONTIG);
 			any = true;
 			again = true;
 		}
@@ -1295,7 +1338,6 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 	if (!any)
 		return;
 	cl_coalesce(t, s);
-	set_next_off(s);
 	scatter_fold(t, x, s);
 	if (x->live)
 		scatter_classify(t, x);
@@ -1342,6 +1384,8 @@ static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
 		/* graduate the scatter; whatever else waited is orphaned */
 		unsigned id = x->pub.id;
 		unsigned outstanding = x->pub.outstanding;
+		uint64_t arrivals = x->arrivals;
+		uint64_t dones = x->dones;
 		bool has_done = x->has_done;
 		uint64_t last_done = x->last_done_ns;
 		uint64_t last_ns = x->pub.last_ns;
@@ -1352,10 +1396,13 @@ static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
 				t->hist[i].owner = 0;
 		stream_reset(t, x, id);
 		x->pub.outstanding = outstanding;
+		x->arrivals = arrivals;
+		x->dones = dones;
 		x->has_done = has_done;
 		x->last_done_ns = last_done;
 		x->pub.last_ns = last_ns;
 		x->last_seq = t->seq;
+		x->u_seen = t->unmatched;
 		t->scatter_id = 0;
 		s = x;
 		x = NULL;
@@ -1387,10 +1434,6 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 
 	if (cur < 0)
 		cur = (int)s->nseg - 1;
-	/* readers that started at equal distances once will go on doing so:
-	 * do not take them for one again */
-	t->veto[t->veto_next] = s->pub.stride;
-	t->veto_next = (t->veto_next + 1) % VETO_MAX;
 	if (!x) {
 		x = stream_alloc(t, s->pub.id, false);
 		if (x) {
@@ -1413,15 +1456,16 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 				c = h;
 		}
 		if (!c) {
-			c = cl_new(t, s->pub.id, g->start, g->end,
-				   g->end - g->start, s->pub.last_ns);
+			/* its READs are counted elsewhere already */
+			c = cl_new(t, s->pub.id, g->start, g->end, 0,
+				   s->pub.last_ns);
 			c->nreads = 0;
-			c->bytes = 0;
 			c->done = true;
 			c->done_ns = s->pub.last_ns;
 		}
 		/* waiting again, for the reader that just came back */
 		c->seq = t->seq;
+		c->u_last = t->unmatched;
 		if (x) {
 			s->pub.reads = sat_sub(s->pub.reads, c->nreads);
 			s->pub.bytes = sat_sub(s->pub.bytes, c->bytes);
@@ -1430,6 +1474,7 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 			x->pub.reads += c->nreads;
 			x->pub.bytes += c->bytes;
 			c->owner = x->pub.id;
+			cl_rebase(c, x);
 		} else {
 			c->owner = 0;
 		}
@@ -1447,8 +1492,11 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
 	dst->pub.bytes += src->pub.bytes;
 	dst->pub.burst_bytes += src->pub.burst_bytes;
 	dst->pub.outstanding += src->pub.outstanding;
+	/* src's completions now come to dst: count its READs in flight */
+	dst->arrivals = dst->dones + dst->pub.outstanding;
 	dst->pub.last_ns = u64_max(dst->pub.last_ns, src->pub.last_ns);
 	dst->last_seq = u64_max(dst->last_seq, src->last_seq);
+	dst->u_seen = u64_max(dst->u_seen, src->u_seen);
 	dst->first_ns = u64_min(dst->first_ns, src->first_ns);
 	dst->max_len = u64_max(dst->max_len, src->max_len);
 	if (src->has_done &&
@@ -1466,9 +1514,12 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
 	win_push(dst, KIND_CONTIG);
 	for (unsigned k = 0; k < src->nseg; k++)
 		seg_insert(dst, src->seg[k].start, src->seg[k].end);
-	for (unsigned i = 0; i < t->nclusters; i++)
-		if (t->hist[i].used && t->hist[i].owner == src->pub.id)
+	for (unsigned i = 0; i < t->nclusters; i++) {
+		if (t->hist[i].used && t->hist[i].owner == src->pub.id) {
 			t->hist[i].owner = dst->pub.id;
+			cl_rebase(&t->hist[i], dst);
+		}
+	}
 	alias_add(t, src->pub.id, dst->pub.id);
 	stream_release(t, src);
 	cl_coalesce(t, dst);
@@ -1546,30 +1597,24 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	int64_t q = 0;
 	int64_t pos = 0;
 	bool strided = s->pub.pattern == PF_PAT_STRIDED;
-	bool stale = s->pub.reads && t->seq - s->last_seq > fresh_reads(t);
+	bool stale = s->pub.reads &&
+		     t->unmatched - s->u_seen > FRESH_UNMATCHED;
 	bool exact = s->nseg && off == seg_hi(s);
+	bool strict = !patterned(s) && !s->scatter && scatter_wary(t);
 	bool hole_fill;
 	bool bridge;
 
 	burst_arrival(t, s, now);
-	/*
-	 * Contiguity is evidence only while it keeps coming.  After a silence
-	 * a reader resumes at its frontier; anything else touching the
-	 * stream then is chance (random READs in a region it covered), and
-	 * an unproven stream starts over.
-	 */
-	if (stale && !patterned(s)) {
-		s->win_contig = 0;
-		s->win_gap = 0;
-	}
 	if (s->pub.reads == 0 && !s->first_ns)
 		s->first_ns = now;
 	s->pub.outstanding++;
+	s->arrivals++;
 	s->pub.reads++;
 	s->pub.bytes += len;
 	s->pub.burst_bytes += len;
 	s->pub.last_ns = now;
 	s->last_seq = t->seq;
+	s->u_seen = t->unmatched;
 	s->max_len = u64_max(s->max_len, len);
 	if (s->scatter) {
 		scatter_add(t, s, off, end, len, now);
@@ -1580,8 +1625,25 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 		stride_fit(s, off, end, &q, &pos);
 	hole_fill = s->nseg && off < seg_hi(s);
 	k = assess(s, off, end, &bridge);
-	if (stale && !exact && k == KIND_CONTIG) {
+	/*
+	 * Contiguity is evidence only while it keeps coming.  After a silence
+	 * (other unmatched READs in between) a reader resumes at its
+	 * frontier; anything else touching the stream then is chance, random
+	 * READs in a region it covered, and an unproven stream starts over.
+	 */
+	if (stale && !patterned(s)) {
+		s->win_contig = 0;
+		s->win_gap = 0;
+		k = KIND_NEUTRAL;
+		bridge = false;
+	} else if (stale && !exact && k == KIND_CONTIG) {
 		k = KIND_GAP;
+		bridge = false;
+	} else if (!exact && k == KIND_CONTIG && strict) {
+		/* with random READs about, an unproven stream must grow at
+		 * its frontier: in a small file they touch its other edges
+		 * too easily */
+		k = KIND_NEUTRAL;
 		bridge = false;
 	}
 	win_push(s, k);
@@ -1592,15 +1654,14 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	c = cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
 		    &moved);
 	if (strided) {
-		stride_update(s, off, end, q, pos, idx);
+		stride_update(s, off, q, pos, idx);
 	} else if (fresh || moved) {
 		try_chain(t, s, c);
 	}
+	scatter_absorb(t, s);
 	if (s->pub.pattern != PF_PAT_STRIDED)
 		s->pub.pattern = win_class(s);
 	set_next_off(s);
-	batch_update(t, s);
-	scatter_absorb(t, s);
 	batch_update(t, s);
 	return merge_touching(t, s, off, hole_fill);
 }
@@ -1644,22 +1705,16 @@ void pf_tracker_free(struct pf_tracker *t)
 	free(t);
 }
 
-struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
-				     uint64_t len, uint64_t now_ns)
+/* Where the READ [off, end) goes; see the DESIGN note at the top. */
+static struct stream *place(struct pf_tracker *t, uint64_t off, uint64_t end,
+			    uint64_t len, uint64_t now)
 {
-	/* an empty READ still has a place */
-	uint64_t end = sat_add(off, len ? len : 1);
 	struct stream *s;
 	struct stream *x;
 	struct match m;
 	struct cluster probe;
 	struct cluster *rec[3];
 
-	if (!t)
-		return NULL;
-	if (off == UINT64_MAX)
-		off = UINT64_MAX - 1;
-	t->seq++;
 	s = find_best(t, off, end, &m);
 	/* a strided guess that a READ contradicts is undone first */
 	for (unsigned n = 0; s && m.fit == FIT_CONFLICT && n < t->nlive; n++) {
@@ -1679,24 +1734,24 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 		struct stream *n = spin_off(t, x, off, end);
 
 		if (n)
-			return &stream_add(t, n, off, end, len, now_ns)->pub;
+			return stream_add(t, n, off, end, len, now);
 	}
 	if (s)
-		return &stream_add(t, s, off, end, len, now_ns)->pub;
+		return stream_add(t, s, off, end, len, now);
 
 	/* a new run of bytes: the next record of a strided reader? */
 	memset(&probe, 0, sizeof(probe));
 	probe.used = true;
 	probe.start = off;
 	probe.end = end;
-	probe.first_ns = now_ns;
-	probe.last_ns = now_ns;
+	probe.first_ns = now;
+	probe.last_ns = now;
 	probe.u_first = t->unmatched;
 	probe.u_last = t->unmatched;
 	if (chain_find(t, &probe, scatter_wary(t), rec)) {
 		s = stream_alloc(t, x ? x->pub.id : 0, true);
 		if (s)
-			return &stream_add(t, s, off, end, len, now_ns)->pub;
+			return stream_add(t, s, off, end, len, now);
 	}
 
 	if (!x) {
@@ -1704,13 +1759,35 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 		x->scatter = true;
 		t->scatter_id = x->pub.id;
 	}
-	return &stream_add(t, x, off, end, len, now_ns)->pub;
+	return stream_add(t, x, off, end, len, now);
+}
+
+struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
+				     uint64_t len, uint64_t now_ns)
+{
+	/* an empty READ still has a place */
+	uint64_t end;
+	struct stream *s;
+	struct stream *x;
+
+	if (!t)
+		return NULL;
+	if (off == UINT64_MAX)
+		off = UINT64_MAX - 1;
+	end = sat_add(off, len ? len : 1);
+	t->seq++;
+	s = place(t, off, end, len, now_ns);
+	/* a scatter left with nothing (its READs all went to streams) goes */
+	x = scatter_get(t);
+	if (x && x != s && x->pub.reads == 0 && x->pub.outstanding == 0 &&
+	    cl_count_waiting(t, x->pub.id) == 0)
+		stream_release(t, x);
+	return &s->pub;
 }
 
 void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
 {
 	struct stream *s;
-	struct cluster *first = NULL;
 
 	if (!t)
 		return;
@@ -1719,21 +1796,21 @@ void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
 		return;
 	if (s->pub.outstanding)
 		s->pub.outstanding--;
+	if (s->dones < s->arrivals)
+		s->dones++;
 	if (!s->has_done || now_ns > s->last_done_ns)
 		s->last_done_ns = now_ns;
 	s->has_done = true;
-	/* completions are credited to the stream's clusters oldest first */
+	/* a stream's READs are taken to be answered in arrival order: a
+	 * cluster is answered when its first READ is */
 	for (unsigned i = 0; i < t->nclusters; i++) {
 		struct cluster *c = &t->hist[i];
 
-		if (!c->used || c->done || c->owner != s->pub.id)
-			continue;
-		if (!first || c->seq < first->seq)
-			first = c;
-	}
-	if (first) {
-		first->done = true;
-		first->done_ns = now_ns;
+		if (c->used && !c->done && c->owner == s->pub.id &&
+		    c->arr < s->dones) {
+			c->done = true;
+			c->done_ns = now_ns;
+		}
 	}
 }
 

@@ -8,8 +8,8 @@
  * bio, and an engine thread reads it and calls bio->done():
  *
  *  - io_uring: one ring of queue_depth reads, owned by one thread;
- *  - pread: when io_uring cannot be set up (old kernel, seccomp, sysctl
- *    io_uring_disabled, valgrind) or force_fallback is set, a pool of
+ *  - pread: when io_uring cannot be set up (old kernel, seccomp, the
+ *    io_uring_disabled sysctl) or force_fallback is set, a pool of
  *    fallback_threads threads doing preadv().
  *
  * Both engines resubmit short reads and EINTR/EAGAIN for the remainder, and
@@ -22,19 +22,21 @@
  * state is the submit queue (a singly linked FIFO through bio->bnext) and
  * the stopping flag, both under pb->lock, which is never held across I/O or
  * a done() call.  With io_uring, the ring, its slots and the slot freelist
- * belong to the ring thread alone; submitters wake it through an eventfd on
- * which it always keeps a POLL_ADD armed, and only when they make the queue
- * non-empty (otherwise the ring thread has a wake-up or a completion coming
- * and will look at the queue anyway).  Bios beyond the free slots stay
- * queued until completions free slots.  pread workers sleep on pb->cond.
+ * belong to the ring thread alone.  It sleeps in read() on an eventfd that
+ * the ring signals for every CQE (io_uring_register_eventfd) and that
+ * submitters signal when they make the queue non-empty (otherwise the ring
+ * thread has a wake-up or a completion coming and will look at the queue
+ * anyway).  Bios beyond the free slots stay queued until completions free
+ * slots.  pread workers sleep on pb->cond.
  *
  * Ownership: the submitter owns a bio until done(), which is called exactly
  * once and after which the backend never touches the bio or its file (done()
  * may free the bio, and close the file if it was its last bio).  A struct
  * pf_bfile owns its fd and is freed by close().  Each io_uring slot owns a
  * private iovec array used only when a short read of a multi-iovec bio is
- * resubmitted (bio->iov is the submitter's and const); it grows on demand
- * and lives as long as the backend, so steady state reads do not allocate.
+ * resubmitted (bio->iov is the submitter's and const), and so does each
+ * pread worker; it grows on demand and lives as long as the backend, so
+ * steady state reads do not allocate.
  * destroy() makes the engine threads cancel (-ECANCELED) every bio still
  * queued, lets reads in flight finish with their real result, joins the
  * threads and frees everything; submit() during destroy fails -ESHUTDOWN.
@@ -43,7 +45,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -67,15 +68,13 @@
 #define DEFAULT_FALLBACK_THREADS 4
 /* io_uring rings hold at most 32768 entries; both limits are sanity caps */
 #define MAX_QUEUE_DEPTH		4096
-#define MAX_FALLBACK_THREADS	1024
+#define MAX_FALLBACK_THREADS	256
 /* iovecs a private copy holds without a heap allocation */
 #define INLINE_IOVS		8
 /* CQEs copied out of the ring per batch */
 #define CQE_BATCH		32
 /* an IORING_OP_READ length is 32 bits; larger reads go in pieces */
 #define MAX_READ_CHUNK		(1u << 30)
-/* user_data of the eventfd poll; slots are non-NULL pointers */
-#define WAKE_TAG		0
 
 struct pf_bfile {
 	int fd;
@@ -110,7 +109,7 @@ struct ur_engine {
 	struct ur_slot *free;
 	unsigned nfree;
 	unsigned inflight;
-	bool submit_err_logged;
+	bool err_logged;
 };
 
 struct pr_worker {
@@ -501,32 +500,30 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-/* io_uring engine: everything below runs on the ring thread */
+/*
+ * io_uring engine.  All but ur_wake() and ur_init() runs on the ring thread.
+ *
+ * The ring thread never sleeps in io_uring_enter(): the kernel signals an
+ * eventfd registered with the ring for every CQE, submitters signal the
+ * same eventfd, and the thread sleeps in read() on it.  One wait covers
+ * both events and needs no SQE of its own; and it is a plain blocking
+ * syscall, which valgrind runs without its global lock, whereas a thread
+ * waiting in io_uring_enter() under valgrind stops every other thread.
+ */
 
 static struct io_uring_sqe *ur_get_sqe(struct ur_engine *ur)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&ur->ring);
 
 	/*
-	 * The SQ holds depth + 1 entries (the slots and the wake poll), so
-	 * it cannot be full; should it be, push what is in it to the kernel.
+	 * The SQ has an entry for each slot, so it cannot be full; should
+	 * it be, push what is in it to the kernel.
 	 */
 	if (!sqe) {
 		io_uring_submit(&ur->ring);
 		sqe = io_uring_get_sqe(&ur->ring);
 	}
 	return sqe;
-}
-
-static int ur_arm_wake(struct posix_backend *pb)
-{
-	struct io_uring_sqe *sqe = ur_get_sqe(&pb->ur);
-
-	if (!sqe)
-		return -EBUSY;
-	io_uring_prep_poll_add(sqe, pb->ur.efd, POLLIN);
-	io_uring_sqe_set_data64(sqe, WAKE_TAG);
-	return 0;
 }
 
 /* Queues the read of what is left of @s's bio. */
@@ -623,25 +620,15 @@ again:
 		ur_finish(pb, s, ret);
 }
 
-static void ur_woken(struct posix_backend *pb)
-{
-	uint64_t v;
-
-	/* the eventfd is non-blocking: EAGAIN only means nothing to reset */
-	while (read(pb->ur.efd, &v, sizeof(v)) < 0 && errno == EINTR)
-		;
-	if (ur_arm_wake(pb) < 0)
-		pf_err("io_uring: cannot re-arm the wake-up poll");
-}
-
-/* Handles every CQE ready, in batches. */
-static void ur_reap(struct posix_backend *pb)
+/* Handles every CQE ready, in batches; returns how many there were. */
+static unsigned ur_reap(struct posix_backend *pb)
 {
 	struct {
 		uint64_t ud;
 		int res;
 	} batch[CQE_BATCH];
 	struct io_uring_cqe *cqe;
+	unsigned total = 0;
 	unsigned head;
 	unsigned n;
 
@@ -656,15 +643,12 @@ static void ur_reap(struct posix_backend *pb)
 		}
 		/* hand the CQ slots back before running callbacks */
 		io_uring_cq_advance(&pb->ur.ring, n);
-		for (unsigned i = 0; i < n; i++) {
-			if (batch[i].ud == WAKE_TAG) {
-				ur_woken(pb);
-				continue;
-			}
+		total += n;
+		for (unsigned i = 0; i < n; i++)
 			ur_cqe(pb, (struct ur_slot *)(uintptr_t)batch[i].ud,
 			       batch[i].res);
-		}
 	} while (n == CQE_BATCH);
+	return total;
 }
 
 /*
@@ -696,16 +680,55 @@ static bool ur_fill(struct posix_backend *pb)
 	return false;
 }
 
-static void ur_backoff(struct posix_backend *pb, int err)
+/* After a failed submission or wait: say so once, retry in a moment. */
+static void ur_backoff(struct posix_backend *pb, const char *what, int err)
 {
 	const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
 
 	/* EAGAIN/EBUSY: the kernel is short of resources for a moment */
-	if (err != -EAGAIN && err != -EBUSY && !pb->ur.submit_err_logged) {
-		pb->ur.submit_err_logged = true;
-		pf_err("io_uring_submit: %s", strerror(-err));
+	if (err != -EAGAIN && err != -EBUSY && !pb->ur.err_logged) {
+		pb->ur.err_logged = true;
+		pf_err("io_uring %s: %s", what, strerror(-err));
 	}
 	nanosleep(&ms, NULL);
+}
+
+/* Returns false if SQEs are left unsubmitted. */
+static bool ur_submit(struct posix_backend *pb)
+{
+	struct io_uring *ring = &pb->ur.ring;
+	int ret;
+
+	do {
+		ret = io_uring_submit(ring);
+	} while (ret == -EINTR);
+	if (ret < 0) {
+		ur_backoff(pb, "submit", ret);
+		return false;
+	}
+	/* a partial submission leaves the rest in the SQ, for next time */
+	return io_uring_sq_ready(ring) == 0;
+}
+
+/*
+ * Sleeps until a CQE or a submitter signals the eventfd - unless a bio is
+ * queued and a slot free, which happens when a done() callback on this
+ * thread submitted it (without a wake-up) or freed the slot.
+ */
+static void ur_sleep(struct posix_backend *pb)
+{
+	struct ur_engine *ur = &pb->ur;
+	uint64_t v;
+	bool ready;
+
+	pthread_mutex_lock(&pb->lock);
+	ready = pb->qhead && ur->nfree;
+	pthread_mutex_unlock(&pb->lock);
+	if (ready)
+		return;
+	/* resets the counter: every event so far is looked at next */
+	if (read(ur->efd, &v, sizeof(v)) < 0 && errno != EINTR)
+		ur_backoff(pb, "eventfd read", -errno);
 }
 
 static void *ur_main(void *arg)
@@ -714,19 +737,16 @@ static void *ur_main(void *arg)
 	struct ur_engine *ur = &pb->ur;
 
 	tl_ring_owner = pb;
-	if (ur_arm_wake(pb) < 0)
-		pf_err("io_uring: cannot arm the wake-up poll");
 	for (;;) {
 		bool stopping = ur_fill(pb);
-		int ret;
+		bool submitted;
 
-		/* the wake poll is not counted: the ring's exit cancels it */
 		if (stopping && ur->inflight == 0)
 			break;
-		ret = io_uring_submit_and_wait(&ur->ring, 1);
-		if (ret < 0 && ret != -EINTR && ret != -ETIME)
-			ur_backoff(pb, ret);
-		ur_reap(pb);
+		submitted = ur_submit(pb);
+		/* never sleep on SQEs the kernel has not taken */
+		if (ur_reap(pb) == 0 && submitted)
+			ur_sleep(pb);
 	}
 	return NULL;
 }
@@ -735,15 +755,15 @@ static void ur_wake(struct posix_backend *pb)
 {
 	uint64_t one = 1;
 
-	/* EAGAIN: the counter is saturated, the ring thread is woken */
 	while (write(pb->ur.efd, &one, sizeof(one)) < 0 && errno == EINTR)
 		;
 }
 
 /*
- * Sets up the ring and its thread.  A failure of io_uring_queue_init()
- * means io_uring is unavailable: it is also stored in *setup_err, so that
- * the caller falls back to pread; other failures are plain errors.
+ * Sets up the ring and its thread, or nothing.  io_uring is unavailable
+ * when the ring or its eventfd cannot be set up: that error is also stored
+ * in *setup_err, so that the caller falls back to pread; other failures
+ * are plain errors.
  */
 static int ur_init(struct posix_backend *pb, int *setup_err)
 {
@@ -751,22 +771,20 @@ static int ur_init(struct posix_backend *pb, int *setup_err)
 	int ret;
 
 	*setup_err = 0;
-	/*
-	 * COOP_TASKRUN spares the ring thread IPIs for completions; it is
-	 * only a hint, so kernels before 5.19 get a plain ring.
-	 */
-	ret = io_uring_queue_init(pb->depth + 1, &ur->ring,
-				  IORING_SETUP_COOP_TASKRUN);
-	if (ret == -EINVAL)
-		ret = io_uring_queue_init(pb->depth + 1, &ur->ring, 0);
+	ret = io_uring_queue_init(pb->depth, &ur->ring, 0);
 	if (ret < 0) {
 		*setup_err = ret;
 		goto out;
 	}
 	ur->ring_ready = true;
-	ur->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ur->efd = eventfd(0, EFD_CLOEXEC);
 	if (ur->efd < 0) {
 		ret = -errno;
+		goto out;
+	}
+	ret = io_uring_register_eventfd(&ur->ring, ur->efd);
+	if (ret < 0) {
+		*setup_err = ret;
 		goto out;
 	}
 	ur->slots = calloc(pb->depth, sizeof(*ur->slots));
@@ -783,8 +801,17 @@ static int ur_init(struct posix_backend *pb, int *setup_err)
 	if (ret < 0)
 		goto out;
 	ur->thread_started = true;
+	return 0;
 out:
-	/* partial state is released by posix_free() */
+	free(ur->slots);
+	ur->slots = NULL;
+	ur->free = NULL;
+	if (ur->efd >= 0)
+		close(ur->efd);
+	ur->efd = -1;
+	if (ur->ring_ready)
+		io_uring_queue_exit(&ur->ring);
+	ur->ring_ready = false;
 	return ret;
 }
 
@@ -1007,18 +1034,20 @@ int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
 		return -EINVAL;
 	if (!cfg)
 		cfg = &defaults;
-	if (cfg->queue_depth > MAX_QUEUE_DEPTH ||
-	    cfg->fallback_threads > MAX_FALLBACK_THREADS)
-		return -EINVAL;
 	pb = calloc(1, sizeof(*pb));
 	if (!pb)
 		return -ENOMEM;
 	pb->be.ops = &posix_ops;
 	pb->rootfd = -1;
 	pb->ur.efd = -1;
+	/* both are upper bounds, derived from other settings: clamp them */
 	pb->depth = cfg->queue_depth ? cfg->queue_depth : DEFAULT_QUEUE_DEPTH;
+	if (pb->depth > MAX_QUEUE_DEPTH)
+		pb->depth = MAX_QUEUE_DEPTH;
 	nthreads = cfg->fallback_threads ? cfg->fallback_threads
 					 : DEFAULT_FALLBACK_THREADS;
+	if (nthreads > MAX_FALLBACK_THREADS)
+		nthreads = MAX_FALLBACK_THREADS;
 
 	pb->rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pb->rootfd < 0) {
