@@ -60,7 +60,13 @@ typedef void (*pf_reply_fn)(void *req, const struct iovec *iov, int iovcnt,
 /* The engine does not own @be; destroy the engine first. */
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out);
-/* No reads may be outstanding (the backend has been drained). */
+/*
+ * Stops planning read-ahead and waits until every fetch has completed and
+ * been answered.  For shutdown, once no new READs can arrive.
+ */
+void pf_engine_quiesce(struct pf_engine *e);
+/* After pf_engine_quiesce(); closes the engine's backend files, so the
+ * backend must still exist. */
 void pf_engine_free(struct pf_engine *e);
 
 /*

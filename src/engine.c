@@ -209,6 +209,8 @@ struct pf_engine {
 	struct fetch *pushq_tail;
 	uint64_t pushq_bytes;
 	bool push_stop;
+	bool stopping;		/* no more read-ahead: shutting down */
+	pthread_cond_t idle_cond; /* signalled when nothing is in flight */
 };
 
 /* Work collected under the lock and done after it is released. */
@@ -910,6 +912,8 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 		e->memwait = NULL;
 		drive_list(e, w, &td);
 	}
+	if (e->inflight + e->queued == 0)
+		pthread_cond_broadcast(&e->idle_cond);
 	pthread_mutex_unlock(&e->lock);
 	todo_run(e, &td);
 }
@@ -1228,7 +1232,7 @@ static void plan_file(struct pf_engine *e, struct pf_efile *f,
 {
 	unsigned n;
 
-	if (!e->cfg.prefetch || !f->tracker || !f->cur)
+	if (!e->cfg.prefetch || !f->tracker || !f->cur || e->stopping)
 		return;
 	n = pf_tracker_count(f->tracker);
 	for (unsigned i = 0; i < n; i++)
@@ -1277,7 +1281,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		}
 		p = NULL;
 	}
-	if (stream)
+	if (stream && !e->stopping)
 		plan_stream(e, f, stream, &td);
 	pthread_mutex_unlock(&e->lock);
 	if (p) {
@@ -1465,6 +1469,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		goto out_hash;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->push_cond, NULL);
+	pthread_cond_init(&e->idle_cond, NULL);
 	list_init(&e->lru_read);
 	list_init(&e->lru_unread);
 	list_init(&e->files);
@@ -1477,6 +1482,15 @@ out_hash:
 out_free:
 	free(e);
 	return ret;
+}
+
+void pf_engine_quiesce(struct pf_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->stopping = true;
+	while (e->inflight + e->queued)
+		pthread_cond_wait(&e->idle_cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
 }
 
 void pf_engine_free(struct pf_engine *e)
@@ -1500,6 +1514,7 @@ void pf_engine_free(struct pf_engine *e)
 	pf_pool_free(e->pool);
 	free(e->hash);
 	pthread_cond_destroy(&e->push_cond);
+	pthread_cond_destroy(&e->idle_cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -1555,18 +1570,53 @@ static void sb_printf(struct sbuf *sb, const char *fmt, ...)
 	}
 }
 
-static void sb_json_str(struct sbuf *sb, const char *s)
+/* Length of the valid UTF-8 sequence at @s, or 0. */
+static int utf8_len(const unsigned char *s)
 {
-	sb_printf(sb, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	int n;
 
-		if (c == '"' || c == '\\')
-			sb_printf(sb, "\\%c", c);
-		else if (c < 0x20)
-			sb_printf(sb, "\\u%04x", c);
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* overlong 3- and 4-byte forms, surrogates, past U+10FFFF */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+/*
+ * A file name as a JSON string.  Names are bytes, JSON is Unicode: a byte
+ * that is not part of valid UTF-8 is shown as the code point of the same
+ * value (as Latin-1 would), so the output is always valid JSON.
+ */
+static void sb_json_str(struct sbuf *sb, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	sb_printf(sb, "\"");
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (*s == '"' || *s == '\\')
+			sb_printf(sb, "\\%c", *s);
+		else if (*s < 0x20 || *s == 0x7f)
+			sb_printf(sb, "\\u%04x", *s);
+		else if (n == 0)
+			sb_printf(sb, "\\u%04x", *s);
 		else
-			sb_printf(sb, "%c", c);
+			sb_printf(sb, "%.*s", n, (const char *)s);
+		s += n ? n : 1;
 	}
 	sb_printf(sb, "\"");
 }

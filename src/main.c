@@ -398,19 +398,20 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
-	/* the pusher and the backend's threads may still talk to the
-	 * session: stop them first */
+	/*
+	 * The pusher and backend completions still answer requests of the
+	 * session: let them finish before it goes.  The engine closes its
+	 * backend files when freed, so the backend goes last.
+	 */
 	pf_engine_stop_push(engine);
-	be->ops->destroy(be);
-	be = NULL;
+	pf_engine_quiesce(engine);
 	fuse_session_destroy(se);
 out_itable:
 	pf_itable_free(itable);
 out_engine:
 	pf_engine_free(engine);
 out_be:
-	if (be)
-		be->ops->destroy(be);
+	be->ops->destroy(be);
 out:
 	fuse_opt_free_args(&args);
 	if (rc.notify_fd >= 0) {

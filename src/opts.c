@@ -138,6 +138,20 @@ static bool in_list(const char *const *list, const char *s)
 	return false;
 }
 
+/* The daemon's own options, with or without a value. */
+static const char *const own[] = {
+	"prefetch", "push", "keep_cache", "max_memory", "block_size",
+	"fetch_size", "max_inflight", "prefetch_batches", "batch_size",
+	"gap_ms", "max_streams", "max_window", "min_window", "cache_timeout",
+	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
+	"log_level", NULL,
+};
+
+static bool known(const char *opt)
+{
+	return in_list(own, opt);
+}
+
 static int add_fuse_opt(struct pf_opts *o, const char *opt, char *err,
 			size_t errlen)
 {
@@ -192,6 +206,8 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 		c->prefetch = b;
 		return 0;
 	}
+	if (!known(opt))
+		BAD("unknown option '%s' (see --help)", opt);
 	if (strcmp(opt, "push") == 0) {
 		if (parse_bool(val, &b) < 0)
 			BAD("bad value for push: '%s' (on or off)", val);

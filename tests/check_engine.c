@@ -249,6 +249,8 @@ static void setup_prefetch(void)
 static void teardown(void)
 {
 	complete_until_idle();
+	pf_engine_stop_push(eng);
+	pf_engine_quiesce(eng);
 	pf_efile_close(ef);
 	pf_efile_put(ef);
 	pf_engine_free(eng);
