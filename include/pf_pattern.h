@@ -11,20 +11,35 @@
  * by their offsets alone: each READ is given to the stream whose frontier it
  * continues, and READs that the kernel's asynchronous read-ahead delivers out
  * of order or several at once land in the stream they belong to without
- * resetting it.  A READ that continues no stream starts a new one (the least
- * recently used stream is recycled when the tracker is full).
+ * resetting it.  A READ that continues no stream goes to the tracker's one
+ * "scatter" stream and waits there: a later READ touching it starts a stream
+ * (the scatter itself becomes that stream when it held nothing else, so a
+ * lone reader keeps the id of its first READ), a stream that grows into it
+ * takes it in, and a scatter with four or more waiting READs is RANDOM, so
+ * a random reader lives in one stream that plans nothing and evicts no one.
+ * When the tracker is full, the least recently used stream without a
+ * pattern is recycled first, then the scatter, a patterned one last.
  *
  * Per stream it detects:
  *  - SEQUENTIAL: each READ starts where the stream's bytes end (within the
- *    reorder tolerance);
+ *    reorder tolerance, see cfg.reorder_bytes);
  *  - STRIDED: records of @record bytes every @stride bytes (stride > record),
- *    as one rank of N reads;
+ *    as one rank of N reads.  Only records each answered before the next
+ *    began count (that tells one rank from readers that started together),
+ *    so it needs the completions reported through pf_tracker_done();
  *  - RANDOM: neither (then the planner asks for nothing beyond the request);
  *  - the batch: the bytes a stream consumes in one burst of READs between
- *    compute gaps.  A gap is idle time with no READ of the stream outstanding
- *    (arrival of a READ minus the completion of the stream's last one) of at
- *    least cfg.gap_ns.  The batch is learned from completed bursts; while the
- *    first burst is still going, the bytes of that burst so far are used.
+ *    compute gaps.  The idle time before a READ is its arrival minus the
+ *    completion of the stream's last READ, counted only when none of the
+ *    stream's READs is outstanding (a slow READ never ends a burst).  It ends
+ *    a burst when it reaches an adaptive threshold: at least cfg.gap_ns, and
+ *    twice the stream's long pauses inside bursts (its second longest recent
+ *    idle that ended none), up to 5 x cfg.gap_ns; and never when under a
+ *    quarter of the stream's compute gap (the idles that ended its last
+ *    bursts).  A split made before the stream's pauses and compute gap were
+ *    known is undone when they show it was a pause.  The batch is the median
+ *    of the last three bursts; while the first burst is still going, the
+ *    bytes of that burst so far are used.
  *
  * Thread safety: none.  The caller serialises all calls on one tracker (the
  * cache does so under its lock).  Stream pointers stay valid until the next
@@ -45,9 +60,14 @@ enum pf_pattern {
 const char *pf_pattern_name(enum pf_pattern p);
 
 struct pf_pattern_cfg {
-	uint64_t gap_ns;	/* idle time that ends a burst (default 2 ms) */
-	uint64_t reorder_bytes;	/* how far around a stream's frontier a READ
-				 * may land and still continue it */
+	uint64_t gap_ns;	/* the floor of the adaptive idle time that
+				 * ends a burst: shorter never does, 5 x it
+				 * always does unless under a quarter of the
+				 * stream's compute gap (default 2 ms) */
+	uint64_t reorder_bytes;	/* upper bound on how far around a stream's
+				 * frontier a READ may land and still continue
+				 * it; the reach is min(reorder_bytes, 16 of
+				 * the stream's largest READs) */
 	unsigned max_streams;	/* per tracker (>= 1) */
 	uint64_t batch_override; /* bytes; 0 = learn the batch */
 };
@@ -66,7 +86,8 @@ struct pf_stream {
 	uint64_t batch;		/* learned (or overridden) batch bytes; 0 =
 				 * nothing learned yet */
 	uint64_t burst_bytes;	/* bytes in the current burst so far */
-	unsigned bursts;	/* completed bursts seen */
+	unsigned bursts;	/* completed bursts seen (drops when a split
+				 * turns out to have been a pause) */
 	uint64_t reads;		/* READs given to this stream */
 	uint64_t bytes;		/* bytes those READs asked for */
 	uint64_t last_ns;	/* arrival of the last READ */
@@ -86,8 +107,14 @@ void pf_tracker_free(struct pf_tracker *t);
 struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 				     uint64_t len, uint64_t now_ns);
 
-/* The READ observed into stream @id was answered at @now_ns. A stream that
- * has been recycled since is ignored. */
+/*
+ * The READ observed into stream @id was answered at @now_ns.  Streams also
+ * disappear by merging (READs of one reader that started apart, records
+ * taken into a strided stream, the scatter folded into a stream):
+ * completions to a merged id are forwarded to the stream it went into (the
+ * last 8 merges are remembered).  A stream that has been recycled since is
+ * ignored.
+ */
 void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns);
 
 /* Iterate the live streams: index 0..pf_tracker_count()-1. */
