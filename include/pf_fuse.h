@@ -6,6 +6,7 @@
 #define PF_FUSE_H
 
 #include <pthread.h>
+#include <fuse_lowlevel.h>
 
 #include "pf_backend.h"
 #include "pf_engine.h"
@@ -18,6 +19,7 @@ struct pf_fs {
 	struct pf_engine *engine;
 	struct pf_itable *itable;
 	const char *backend_desc;	/* for the stats file */
+	struct fuse_session *se;	/* set before the loop runs */
 	/* set by the init callback; the read-ahead thread waits for it */
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;

@@ -208,6 +208,7 @@ struct pf_engine {
 	struct fetch *pushq;
 	struct fetch *pushq_tail;
 	uint64_t pushq_bytes;
+	struct pf_efile *pushing; /* file the pusher is pushing for now */
 	bool push_stop;
 	bool stopping;		/* no more read-ahead: shutting down */
 	pthread_cond_t idle_cond; /* signalled when nothing is in flight */
@@ -558,8 +559,12 @@ static bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
 /*
  * The part of idle block @b to fetch so that it covers [lo, hi) and its
  * valid bytes stay one interval.  Bytes that touch or overlap the valid
- * ones extend them; a range apart from them replaces them, since bridging
- * the gap would fetch bytes nobody asked for (random readers).
+ * ones extend them.  A range apart from them replaces them if they have
+ * been read since they were fetched (bridging the gap would fetch bytes
+ * nobody asked for, as random readers would see), else the gap is fetched
+ * too: then the valid bytes only ever grow until a READ is answered from
+ * them, so two READs wanting different parts of one block cannot take
+ * turns throwing away each other's bytes.
  */
 static void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
 			uint32_t *flo, uint32_t *fhi)
@@ -568,11 +573,13 @@ static void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
 	*fhi = hi;
 	if (b->vhi == b->vlo)
 		return;
-	if (hi < b->vlo || lo > b->vhi) {
+	if ((hi < b->vlo || lo > b->vhi) && b->read_seen) {
 		b->vlo = 0;
 		b->vhi = 0;
 		return;
 	}
+	/* from the valid end to hi, or from lo to the valid start; both
+	 * bridge a gap when [lo, hi) lies apart */
 	if (lo >= b->vlo)
 		*flo = b->vhi;
 	else if (hi <= b->vhi)
@@ -873,6 +880,8 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 				b->vlo = flo < b->vlo ? flo : b->vlo;
 				b->vhi = fhi > b->vhi ? fhi : b->vhi;
 			}
+			/* new bytes nobody has read yet */
+			b->read_seen = false;
 		}
 		/* waiters of a failed block get the error, not a refetch */
 		for (struct pread *p = w; err && p; p = p->wnext)
@@ -980,7 +989,7 @@ static void push_enqueue(struct pf_engine *e, struct fetch *ft)
 		e->pushq = ft;
 	e->pushq_tail = ft;
 	e->pushq_bytes += ft->len;
-	pthread_cond_signal(&e->push_cond);
+	pthread_cond_broadcast(&e->push_cond);
 }
 
 /* Push one fetch's bytes after its tripwire page (lock not held). */
@@ -1024,6 +1033,8 @@ static void *pusher_main(void *arg)
 
 		while (!e->pushq && !e->push_stop)
 			pthread_cond_wait(&e->push_cond, &e->lock);
+		/* (push_cond is also how pf_efile_open() waits for a push of
+		 * its file to end; it rechecks its own condition) */
 		ft = e->pushq;
 		if (!ft)
 			break;
@@ -1031,13 +1042,20 @@ static void *pusher_main(void *arg)
 		if (!e->pushq)
 			e->pushq_tail = NULL;
 		e->pushq_bytes -= ft->len;
-		stop = e->push_stop || !iov;
+		/* only bytes of the version open now: a file that changed
+		 * since has had its page cache dropped, or soon will */
+		stop = e->push_stop || !iov || ft->bref != ft->file->cur;
+		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 
 		if (!stop)
 			bytes = push_one(e, ft, iov);
 
 		pthread_mutex_lock(&e->lock);
+		if (e->pushing) {
+			e->pushing = NULL;
+			pthread_cond_broadcast(&e->push_cond);
+		}
 		e->tot.bytes_pushed += bytes;
 		for (unsigned i = 0; i < ft->nblk; i++) {
 			struct block *b = ft->blk[i];
@@ -1384,6 +1402,10 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 				f->mtime.tv_nsec != st->st_mtim.tv_nsec)) {
 		pf_info("%s changed since it was cached: dropping its blocks",
 			f->path);
+		/* a push of the old bytes must not land after the kernel
+		 * drops the page cache for this open */
+		while (e->pushing == f)
+			pthread_cond_wait(&e->push_cond, &e->lock);
 		file_drop_blocks(e, f);
 		pf_tracker_free(f->tracker);
 		f->tracker = NULL;

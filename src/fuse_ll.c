@@ -428,6 +428,19 @@ static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a dataset file keeps its page cache across opens (which is also
 	 * where read-ahead is pushed), unless it changed since */
 	fi->keep_cache = fs->opts->keep_cache && ret == 0;
+	if (ret == 1) {
+		/*
+		 * The kernel still has the old size (attributes are cached
+		 * for long): expire them, and the next read asks for them
+		 * (auto_inval_data), so no read is cut at a stale size or
+		 * padded with zeros past the new end.
+		 */
+		int r = fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+
+		if (r < 0 && r != -ENOENT)
+			pf_warn("cannot expire the kernel's attributes of %s: "
+				"%s", in->path, strerror(-r));
+	}
 	fuse_reply_open(req, fi);
 }
 
@@ -637,8 +650,13 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_READDIRPLUS;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	/* a dataset does not change under the mount: no revalidation */
-	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/*
+	 * Reads check that the attributes are current, which costs a clock
+	 * comparison while they are (attr_timeout), and refreshes them after
+	 * an open found the file changed and expired them.
+	 */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	pthread_mutex_lock(&fs->init_lock);
 	fs->initialized = 1;
 	pthread_cond_broadcast(&fs->init_cond);

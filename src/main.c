@@ -338,6 +338,7 @@ int main(int argc, char **argv)
 				"(bad FUSE option?)\n");
 		goto out_itable;
 	}
+	fs.se = se;
 	if (fuse_set_signal_handlers(se) < 0) {
 		fprintf(stderr, "prefetchfs: cannot set signal handlers\n");
 		goto out_session;

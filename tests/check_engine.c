@@ -424,6 +424,22 @@ START_TEST(test_partial_block_extends)
 }
 END_TEST
 
+START_TEST(test_two_parts_of_one_block)
+{
+	/* two READs wanting parts of one block apart from each other, both
+	 * parked on it: each is answered, neither undoes the other's fetch */
+	pf_engine_read(ef, 0, 4096, t_reply, rq);
+	pf_engine_read(ef, 32768, 28672, t_reply, rq2);
+	for (int i = 0; i < 10 && !(rq->done && rq2->done); i++)
+		complete_pending();
+	ck_assert(rq->done && rq2->done);
+	assert_bytes(rq, 0, 4096);
+	ck_assert_int_eq(rq2->err, 0);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[0].data + 32768, 28672), 0);
+	ck_assert_uint_le(tb.submits, 2);
+}
+END_TEST
+
 START_TEST(test_sequential_prefetch)
 {
 	struct pf_engine_totals t;
@@ -578,6 +594,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_short_backend_read_is_eio);
 	tcase_add_test(tc, test_random_no_amplification);
 	tcase_add_test(tc, test_partial_block_extends);
+	tcase_add_test(tc, test_two_parts_of_one_block);
 	suite_add_tcase(s, tc);
 
 	tcase_add_checked_fixture(tp, setup_prefetch, teardown);

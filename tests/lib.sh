@@ -4,6 +4,15 @@
 #   pf_mount SRC MNT [opts...]     mount prefetchfs, checked; unmounted at exit
 #   ok "what"  / fail "what"       one checked line each
 #   stats_json MNT                 contents of MNT/.prefetchfs/stats
+#   need_tools                     fail unless the binaries are built
+#   slowfs_mount SRC MNT [opts...] mount bench/slowfs (a slow source)
+#   pf_pid MNT                     pid of the prefetchfs daemon of MNT
+#   rss_kb PID                     its resident set (VmRSS) in KiB
+#   sanitized                      true if ./prefetchfs has ASAN/UBSAN
+#   one_line_err FILE              true if FILE is one "prefetchfs: ..." line
+#   guard MNT SECS CMD...          run CMD; if it hangs, kill MNT's daemon
+#   kill_daemon MNT                SIGKILL the daemon of MNT, unmount MNT
+#   quiet CMD...                   CMD with its output discarded
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PF="$TOP/prefetchfs"
@@ -11,21 +20,38 @@ HELPERS="$TOP/tests/helpers"
 WORK=$(mktemp -d /tmp/pftest.XXXXXX)
 MOUNTS=()
 DAEMON_LOGS=()
+DAEMON_PIDS=()	# every daemon a test started (prefetchfs, bench/slowfs)
 FAILS=0
 # sanitizer reports of the daemon (it detaches from stderr) land here
 export ASAN_OPTIONS="log_path=$WORK/sanitizer:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="log_path=$WORK/sanitizer:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 
 cleanup() {
-	local m
-	for m in "${MOUNTS[@]}"; do
+	local m i p
+	# background jobs of the test (readers, samplers) first: they may
+	# hold files of the mounts open
+	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	# newest mount first: a mount stacked on another (prefetchfs over
+	# slowfs) must go before the one it reads from
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		m=${MOUNTS[i]}
 		if mountpoint -q "$m" 2>/dev/null; then
+			p=$(mount_daemon_pid "$m")
 			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+			[ -n "$p" ] && wait_gone "$p" 50
 		fi
 	done
 	# give daemons a moment to exit, then make sure none is left
 	sleep 0.2
-	pkill -f "prefetchfs.*$WORK" 2>/dev/null
+	pkill -f "$(pf_daemons_re)" 2>/dev/null
+	# a daemon that still runs is stuck: kill it, which also aborts its
+	# FUSE connection and so frees readers blocked on it
+	for p in "${DAEMON_PIDS[@]}"; do
+		wait_gone "$p" 20 || { ours "$p" && kill -9 "$p" 2>/dev/null; }
+	done
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		mountpoint -q "${MOUNTS[i]}" 2>/dev/null && fusermount3 -uz "${MOUNTS[i]}" 2>/dev/null
+	done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -50,12 +76,20 @@ check() { # check "what" command...
 }
 # Unmount everything and wait until the daemons have exited.
 unmount_all() {
-	local m i
-	for m in "${MOUNTS[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && fusermount3 -u "$m"
+	local m i p
+	# newest first (see cleanup)
+	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+		m=${MOUNTS[i]}
+		mountpoint -q "$m" 2>/dev/null || continue
+		# the daemon must be gone before the mount below it goes
+		p=$(mount_daemon_pid "$m")
+		fusermount3 -u "$m" || fail "unmount of $m"
+		if [ -n "$p" ] && ! wait_gone "$p" 100; then
+			fail "the daemon of $m (pid $p) did not exit after unmount"
+		fi
 	done
 	for i in $(seq 100); do
-		pgrep -f "prefetchfs.*$WORK" >/dev/null || return 0
+		pgrep -f "$(pf_daemons_re)" >/dev/null || return 0
 		sleep 0.1
 	done
 	fail "a prefetchfs daemon did not exit after unmount"
@@ -87,11 +121,21 @@ pf_mount() {
 		cat "$log"
 		return 1
 	fi
+	local pid
+	pid=$(pf_pid "$mnt")
+	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
 	return 0
 }
 
+# pf_umount MNT: unmount and wait (up to 10 s) for the daemon to exit.
 pf_umount() {
+	local p rc
+	mountpoint -q "$1" || return 0
+	p=$(mount_daemon_pid "$1")
 	fusermount3 -u "$1"
+	rc=$?
+	[ $rc -eq 0 ] && [ -n "$p" ] && wait_gone "$p" 100
+	return $rc
 }
 
 # A daemon that printed a sanitizer report or an unexpected error fails
@@ -126,3 +170,152 @@ mkfile() {
 }
 
 same() { cmp -s "$1" "$2"; }
+
+# ---- more for the mount tests --------------------------------------------
+
+SLOWFS="$TOP/bench/slowfs"
+TRAINER="$TOP/bench/trainer"
+MKDATA="$TOP/bench/mkdata"
+
+# The binaries a test runs must exist: a missing one is a failure (the
+# build is broken), never a skip.
+need_tools() {
+	local t
+	for t in "$PF" "$@"; do
+		if [ ! -x "$t" ]; then
+			echo "FAIL: $t is missing: run make prefetchfs tests bench"
+			exit 1
+		fi
+	done
+}
+
+# Extended regular expression matching the string $1 literally.
+re_quote() {
+	printf '%s' "$1" | sed 's/[][\.*^$+?(){}|]/\\&/g'
+}
+
+# daemon_pid BINARY MNT: pid of the daemon BINARY serving MNT (its command
+# line ends with MNT), empty if none.
+daemon_pid() {
+	pgrep -o -f -x -- "$(re_quote "$1")( .*)? $(re_quote "$2")"
+}
+
+pf_pid() { daemon_pid "$PF" "$1"; }
+
+# Regular expression for the command lines of this test's prefetchfs
+# daemons (the binary first, so that no helper or shell matches).
+pf_daemons_re() {
+	printf '^%s .*%s' "$(re_quote "$PF")" "$(re_quote "$WORK")"
+}
+
+# The prefetchfs or slowfs daemon serving MNT.
+mount_daemon_pid() {
+	pgrep -o -f -x -- "($(re_quote "$PF")|$(re_quote "$SLOWFS"))( .*)? $(re_quote "$1")"
+}
+
+# ours PID: PID is still a process of this test (its command line names
+# $WORK), not another one that got the number since
+ours() {
+	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$WORK"
+}
+
+# wait_gone PID TENTHS: true once PID has exited (waits TENTHS x 0.1 s).
+wait_gone() {
+	local i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+
+# slowfs_mount SRC MNT [slowfs options...]: bench/slowfs as a slow source;
+# unmounted at exit after every mount made on top of it.
+slowfs_mount() {
+	local src=$1 mnt=$2 pid
+	shift 2
+	mkdir -p "$mnt"
+	MOUNTS+=("$mnt")
+	local log="$WORK/slowfs.$(basename "$mnt").log"
+	if ! "$SLOWFS" "$@" "$src" "$mnt" >"$log" 2>&1 || ! mountpoint -q "$mnt"; then
+		echo "slowfs mount of $src on $mnt failed:"
+		cat "$log"
+		return 1
+	fi
+	pid=$(daemon_pid "$SLOWFS" "$mnt")
+	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
+	return 0
+}
+
+rss_kb() {
+	awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+# The daemon was built with a sanitizer (its memory use is not comparable).
+sanitized() {
+	ldd "$PF" 2>/dev/null | grep -qE 'lib(asan|ubsan|tsan)'
+}
+
+# one_line_err FILE: FILE is exactly one line starting "prefetchfs: ".
+one_line_err() {
+	[ "$(wc -l <"$1")" -eq 1 ] && head -1 "$1" | grep -q '^prefetchfs: '
+}
+
+# quiet COMMAND...: run it with its output discarded (for check lines)
+quiet() { "$@" >/dev/null 2>&1; }
+
+# kill_daemon MNT: the daemon of MNT hangs: SIGKILL it (which aborts its
+# FUSE connection: readers blocked on it get ENOTCONN) and unmount MNT.
+kill_daemon() {
+	local p
+	p=$(mount_daemon_pid "$1")
+	if [ -n "$p" ]; then
+		kill -9 "$p" 2>/dev/null
+		wait_gone "$p" 50
+	fi
+	fusermount3 -u "$1" 2>/dev/null || fusermount3 -uz "$1" 2>/dev/null
+}
+
+# guard MNT SECS COMMAND...: run COMMAND, return its status.  If it is still
+# running after SECS seconds it is taken to hang on the daemon: print so,
+# kill the daemon of MNT (so that COMMAND can end), and return 124.  The
+# command runs in the background so that the test's traps still work while
+# it is blocked.
+guard() {
+	local mnt=$1 secs=$2 pid i
+	shift 2
+	"$@" <&0 &	# (<&0: keep stdin, not /dev/null as for other "&")
+	pid=$!
+	for ((i = 0; i < secs * 20; i++)); do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			return
+		fi
+		sleep 0.05
+	done
+	echo "HANG: still running after ${secs}s: $*"
+	echo "HANG: the daemon of $mnt: $(ps -o pid=,stat=,pcpu= -p "$(mount_daemon_pid "$mnt")" 2>/dev/null) (pid state %cpu)"
+	# what the daemon does meanwhile: its totals one second apart
+	for i in 1 2; do
+		echo "HANG: totals: $(timeout -s KILL 2 grep -o '"reads": [0-9]*.*"fetches": [0-9]*' "$mnt/.prefetchfs/stats" 2>/dev/null)"
+		[ $i -eq 1 ] && sleep 1
+	done
+	echo "HANG: killing the daemon"
+	kill_daemon "$mnt"
+	kill "$pid" 2>/dev/null
+	wait_gone "$pid" 50 || kill -9 "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 124
+}
+
+# drop_page_cache FILE...: evict the files' pages from the kernel's page
+# cache (POSIX_FADV_DONTNEED), so that the next reads of them reach the
+# daemon even though it lets the kernel keep a file's pages across opens
+drop_page_cache() {
+	python3 -c '
+import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)' "$@"
+}
