@@ -1171,9 +1171,13 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	if (st->pattern == PF_PAT_SEQUENTIAL) {
 		/* whole blocks: the reader's frontier may sit mid-block */
 		uint64_t start = ext[0].off & ~(uint64_t)(e->bs - 1);
+		uint64_t end = ext[0].off + ext[0].len;
 
-		ext[0].len += ext[0].off - start;
+		end = (end + e->bs - 1) & ~(uint64_t)(e->bs - 1);
+		if (end > f->size)
+			end = f->size;
 		ext[0].off = start;
+		ext[0].len = end - start;
 	}
 	horizon = ext[n - 1].off + ext[n - 1].len;
 	/* what was planned before and is still ahead need not be looked at */
@@ -1194,6 +1198,10 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			s->refill_until = horizon;
 		if (s->refill_until < horizon)
 			horizon = s->refill_until;
+	}
+	if (st->pattern == PF_PAT_SEQUENTIAL) {
+		/* a window ends at a block boundary: no partial blocks */
+		horizon = (horizon + e->bs - 1) & ~(uint64_t)(e->bs - 1);
 	}
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t off = ext[i].off;
@@ -1219,13 +1227,16 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 					      e->cfg.max_inflight)
 				goto out;
 			b = block_find(e, f, idx);
-			if (b && (block_covers(b, lo, hi) || b->busy ||
-				  b->refs)) {
+			if (b && block_covers(b, lo, hi)) {
 				run_close(e, &run, td);
 				off = bstart + hi;
 				s->planned_upto = off;
 				continue;
 			}
+			/* a block being filled or read: look again later,
+			 * its fetch may not cover what is planned here */
+			if (b && (b->busy || b->refs))
+				goto out;
 			if (!b) {
 				b = block_new(e, f, idx, false);
 				if (!b)
