@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,25 +124,73 @@ struct ready_ctx {
 };
 
 /*
+ * The mount's device number from /proc/self/mountinfo, not from stat():
+ * a stat of our own mount would be a request to ourselves, and under
+ * valgrind (which does not let other threads run during a stat) one that
+ * is never answered.  Mount points are octal-escaped there.
+ */
+static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char line[2 * PATH_MAX + 512];
+	int found = -ENOENT;
+
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		char point[PATH_MAX + 1];
+		char unesc[PATH_MAX + 1];
+		unsigned a;
+		unsigned b;
+		size_t o = 0;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4096s", &a, &b, point) != 3)
+			continue;
+		for (char *p = point; *p && o < PATH_MAX; p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
+			    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+			    p[3] <= '7') {
+				unesc[o++] = (char)((p[1] - '0') * 64 +
+						    (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				unesc[o++] = *p;
+			}
+		}
+		unesc[o] = '\0';
+		if (strcmp(unesc, mnt) == 0 && strstr(line, " - fuse.prefetchfs ")) {
+			/* the last one listed is the one on top */
+			*maj = a;
+			*min = b;
+			found = 0;
+		}
+	}
+	fclose(fp);
+	return found;
+}
+
+/*
  * The kernel's READ size is its read-ahead window for the mount, 128 KiB
  * unless raised; INIT can only lower it, so it is raised through the
  * mount's bdi once INIT has been answered.
  */
 static void set_readahead(const char *mnt, unsigned kb)
 {
-	struct stat st;
 	char path[128];
 	char val[32];
+	unsigned maj;
+	unsigned min;
 	int fd;
 	int len;
+	int ret = mount_dev(mnt, &maj, &min);
 
-	if (stat(mnt, &st) < 0) {
-		pf_warn("cannot stat %s to set its read-ahead: %s", mnt,
-			strerror(errno));
+	if (ret < 0) {
+		pf_warn("cannot find %s in /proc/self/mountinfo to set its "
+			"read-ahead: %s", mnt, strerror(-ret));
 		return;
 	}
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 major(st.st_dev), minor(st.st_dev));
+		 maj, min);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		pf_warn("cannot set read-ahead of the mount (%s: %s): READs "
@@ -163,8 +210,8 @@ static void set_readahead(const char *mnt, unsigned kb)
 static void *ready_thread(void *arg)
 {
 	struct ready_ctx *rc = arg;
-	struct statfs sf;
 	char ok = 0;
+	int fd;
 
 	pthread_mutex_lock(&rc->fs->init_lock);
 	while (!rc->fs->initialized && !fuse_session_exited(rc->se))
@@ -172,9 +219,13 @@ static void *ready_thread(void *arg)
 	pthread_mutex_unlock(&rc->fs->init_lock);
 	if (fuse_session_exited(rc->se))
 		return NULL;
-	/* the kernel answers this only once it has processed INIT */
-	if (statfs(rc->mountpoint, &sf) < 0)
-		pf_warn("statfs of %s: %s", rc->mountpoint, strerror(errno));
+	/* the kernel answers this only once it has processed INIT (an open
+	 * may block, so valgrind lets the loop threads answer it) */
+	fd = open(rc->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		pf_warn("open of %s: %s", rc->mountpoint, strerror(errno));
+	else
+		close(fd);
 	if (rc->readahead_kb)
 		set_readahead(rc->mountpoint, rc->readahead_kb);
 	if (rc->notify_fd >= 0) {
