@@ -1165,6 +1165,21 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	if (!s)
 		return;
 	n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
+	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
+	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
+	    st->next_off < f->size) {
+		/*
+		 * A reader that started at the beginning of the file and has
+		 * read it contiguously so far is almost always reading it
+		 * through: one window ahead before the tracker is sure, so
+		 * the first batch of every file does not wait READ by READ.
+		 */
+		ext[0].off = st->next_off;
+		ext[0].len = e->plan.min_window;
+		if (ext[0].len > f->size - ext[0].off)
+			ext[0].len = f->size - ext[0].off;
+		n = 1;
+	}
 	if (n == 0)
 		return;
 	run.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

@@ -459,6 +459,32 @@ START_TEST(test_sequential_prefetch)
 }
 END_TEST
 
+START_TEST(test_early_start_from_offset_zero)
+{
+	struct pf_engine_totals t;
+
+	tb.autocomplete = 1;
+	/* a first READ at offset 0: one window ahead at once */
+	read_sync(rq, 0, 128 << 10);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(t.bytes_prefetched, 512 << 10);
+	ck_assert_uint_le(t.bytes_prefetched, 1u << 20);
+}
+END_TEST
+
+START_TEST(test_no_early_start_elsewhere)
+{
+	struct pf_engine_totals t;
+
+	tb.autocomplete = 1;
+	/* a first READ in the middle of the file: nothing beyond it */
+	read_sync(rq, 10u << 20, 128 << 10);
+	read_sync(rq, 30u << 20, 128 << 10);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_prefetched, 0);
+}
+END_TEST
+
 START_TEST(test_prefetch_keeps_many_in_flight)
 {
 	struct pf_engine_totals t;
@@ -601,6 +627,8 @@ static Suite *engine_suite(void)
 	tcase_set_timeout(tp, 30);
 	tcase_add_test(tp, test_sequential_prefetch);
 	tcase_add_test(tp, test_stats_json);
+	tcase_add_test(tp, test_early_start_from_offset_zero);
+	tcase_add_test(tp, test_no_early_start_elsewhere);
 	suite_add_tcase(s, tp);
 
 	tc = tcase_create("push");
