@@ -105,4 +105,5 @@ clean:
 		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
 
 .PHONY: all tests bench check check-run deps demo clean
--include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d)
+-include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d) \
+	$(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

@@ -38,6 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define DATA_INO 2
 #define DATA_NAME "data"
 
@@ -48,59 +50,6 @@ static struct {
 	char *data;
 	struct fuse_conn_info_opts *conn_opts;
 } mf;
-
-/*
- * The bench/mkdata pattern: the little-endian word at offset 8*i of file k
- * is mix64(mix64((seed << 32) | k) + i); here seed = 0, k = 0.
- */
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static void fill_pattern(char *buf, uint64_t size)
-{
-	uint64_t key = mix64(0);	/* seed 0, file 0 */
-	uint64_t i, words = size / 8;
-
-	for (i = 0; i < words; i++) {
-		uint64_t w = htole64(mix64(key + i));
-
-		memcpy(buf + i * 8, &w, 8);
-	}
-	if (size % 8) {
-		uint64_t w = htole64(mix64(key + words));
-
-		memcpy(buf + words * 8, &w, size % 8);
-	}
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
-		end += strlen(end);
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 static void fill_stat(fuse_ino_t ino, struct stat *st)
 {
@@ -306,7 +255,8 @@ int main(int argc, char *argv[])
 			(unsigned long long)mf.size);
 		goto out;
 	}
-	fill_pattern(mf.data, mf.size);
+	/* bench/mkdata's file-000000.bin of seed 0 */
+	fill_pattern(mf.data, mf.size, pattern_key(0, 0), 0);
 
 	se = fuse_session_new(&args, &mf_ops, sizeof(mf_ops), NULL);
 	if (!se)

@@ -30,57 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define CHUNK (1U << 20)
-
-static uint64_t mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-/* Fill @buf with @len bytes of the pattern starting at word @word. */
-static void fill_pattern(unsigned char *buf, size_t len, uint64_t key,
-			 uint64_t word)
-{
-	size_t i, words = len / 8;
-
-	for (i = 0; i < words; i++) {
-		uint64_t w = htole64(mix64(key + word + i));
-
-		memcpy(buf + i * 8, &w, 8);
-	}
-	if (len % 8) {
-		uint64_t w = htole64(mix64(key + word + words));
-
-		memcpy(buf + words * 8, &w, len % 8);
-	}
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	}
-	if (shift && (!strcmp(end, "iB") || !strcmp(end, "B")))
-		end += strlen(end);
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
 
 static double now_s(void)
 {
@@ -206,7 +158,7 @@ int main(int argc, char *argv[])
 	t0 = now_s();
 	for (k = 0; k < nfiles; k++) {
 		char path[4096];
-		uint64_t key = mix64(((uint64_t)seed << 32) | k);
+		uint64_t key = pattern_key((uint64_t)seed, k);
 
 		if ((size_t)snprintf(path, sizeof(path), "%s/file-%06llu.bin",
 				     argv[optind], (unsigned long long)k) >=
