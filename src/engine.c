@@ -591,6 +591,30 @@ static bool block_covers(const struct block *b, uint32_t lo, uint32_t hi)
 	return !b->busy && b->vlo <= lo && hi <= b->vhi;
 }
 
+/*
+ * How many bytes from @from on, up to @to, are in memory without a gap (and
+ * were pushed to the page cache, if @pushed).  Under the lock.
+ */
+static uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
+			     uint64_t from, uint64_t to, bool pushed)
+{
+	uint64_t off = from;
+
+	while (off < to) {
+		uint64_t idx = off >> e->bshift;
+		uint64_t bstart = idx << e->bshift;
+		uint32_t lo = (uint32_t)(off - bstart);
+		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
+						    e->bs;
+		struct block *b = block_find(e, f, idx);
+
+		if (!b || (pushed && !b->pushed) || !block_covers(b, lo, hi))
+			break;
+		off = bstart + hi;
+	}
+	return off - from;
+}
+
 static void fetch_free(struct pf_engine *e, struct fetch *ft)
 {
 	struct pf_efile *f = ft->file;
@@ -1117,19 +1141,7 @@ void pf_engine_stop_push(struct pf_engine *e)
 static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 			   uint64_t from, uint64_t to)
 {
-	while (from < to) {
-		uint64_t idx = from >> e->bshift;
-		uint64_t bstart = idx << e->bshift;
-		uint32_t lo = (uint32_t)(from - bstart);
-		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
-						    e->bs;
-		struct block *b = block_find(e, f, idx);
-
-		if (!b || !b->pushed || !block_covers(b, lo, hi))
-			return false;
-		from = bstart + hi;
-	}
-	return true;
+	return resident_run(e, f, from, to, true) == to - from;
 }
 
 static uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
@@ -1678,22 +1690,12 @@ static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
 	uint64_t ready = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t off = ext[i].off;
-		uint64_t end = ext[i].off + ext[i].len;
+		uint64_t got = resident_run(e, f, ext[i].off,
+					    ext[i].off + ext[i].len, false);
 
-		while (off < end) {
-			uint64_t idx = off >> e->bshift;
-			uint64_t bstart = idx << e->bshift;
-			uint32_t lo = (uint32_t)(off - bstart);
-			uint32_t hi = end - bstart < e->bs ?
-					      (uint32_t)(end - bstart) : e->bs;
-			struct block *b = block_find(e, f, idx);
-
-			if (!b || !block_covers(b, lo, hi))
-				return ready;
-			ready += hi - lo;
-			off = bstart + hi;
-		}
+		ready += got;
+		if (got < ext[i].len)
+			break;
 	}
 	return ready;
 }
