@@ -23,38 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "helpers.h"
+
 #define PIECE (1u << 20)
-
-static uint64_t rng_state;
-
-static uint64_t rnd(void)
-{
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	rng_state = x;
-	return x;
-}
-
-static int64_t pread_all(int fd, unsigned char *buf, uint64_t len,
-			 uint64_t off)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : (int64_t)done;
-		done += (uint64_t)n;
-	}
-	return (int64_t)done;
-}
 
 /* Compare map[off, off+len) with REF; returns 0 if equal. */
 static int cmp_range(const unsigned char *map, int rfd, unsigned char *buf,

@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "helpers.h"
+
 struct shared {
 	int fd;
 	int rfd;
@@ -41,26 +43,6 @@ struct worker {
 	unsigned idx;
 	pthread_t tid;
 };
-
-static int64_t pread_all(int fd, unsigned char *buf, uint64_t len,
-			 uint64_t off)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, buf + done, len - done,
-				  (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		done += (uint64_t)n;
-	}
-	return (int64_t)done;
-}
 
 static void one(struct shared *sh, unsigned char *a, unsigned char *b,
 		uint64_t off)
