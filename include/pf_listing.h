@@ -1,0 +1,100 @@
+/*
+ * pf_listing.h - parsers for the listings of object stores and web servers.
+ *
+ * Pure functions over a buffer: no I/O, no allocation that outlives a call,
+ * no global state; safe from any thread.  Every parser takes untrusted
+ * input (a server's response) and must neither crash nor read out of
+ * bounds on any byte string; each has a libFuzzer target under tests/fuzz/.
+ *
+ * Entries are reported one at a time to a callback.  A name handed to the
+ * callback is decoded (XML entities, percent escapes, JSON escapes) and
+ * NUL-terminated; it lives only during the call.  Names that cannot be a
+ * file name of the mount are skipped silently: empty, ".", "..", containing
+ * '/' (except as the path separator of a manifest path) or NUL.
+ *
+ * Errors: >= 0 on success (the number of entries reported), -EPROTO when
+ * the input is not a listing of the expected kind, -errno else.
+ */
+#ifndef PF_LISTING_H
+#define PF_LISTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pf_listent {
+	const char *name;	/* decoded; see above */
+	int is_dir;
+	int64_t size;		/* bytes; -1 unknown or not exact */
+	int64_t mtime;		/* seconds since the epoch; -1 unknown */
+	const char *etag;	/* as sent, quotes included; NULL unknown */
+};
+
+/* Return non-zero to stop; the parser then returns that value. */
+typedef int (*pf_list_fn)(void *arg, const struct pf_listent *e);
+
+/*
+ * An S3 ListObjectsV2 response (ListBucketResult).  Keys must start with
+ * @prefix (the request's prefix, "" for the bucket root), which is removed;
+ * keys not under it are skipped.  With a delimiter request, Contents are
+ * files and CommonPrefixes directories (name without the trailing '/');
+ * a key equal to the prefix itself (a "directory marker") is skipped.
+ * *truncated receives IsTruncated; when true, the NextContinuationToken is
+ * copied to tok (decoded, NUL-terminated); -ENAMETOOLONG if it does not
+ * fit in toklen, -EPROTO if it is missing.
+ */
+int pf_list_parse_s3(const char *buf, size_t len, const char *prefix,
+		     pf_list_fn fn, void *arg, int *truncated, char *tok,
+		     size_t toklen);
+
+/*
+ * An S3 error body (<Error><Code>...</Code><Message>...</Message>...).
+ * Copies Code and Message (truncated to fit, NUL-terminated; msg may be
+ * NULL).  0 if it is an error body, -EPROTO otherwise.
+ */
+int pf_list_parse_s3_error(const char *buf, size_t len, char *code,
+			   size_t codelen, char *msg, size_t msglen);
+
+/*
+ * An HTML directory index: nginx autoindex, Apache mod_autoindex (both
+ * layouts), lighttpd, python -m http.server, and in general a page whose
+ * <a href="..."> links name the children.  A link is an entry when its
+ * href, percent-decoded, is a single relative name, optionally ending in
+ * '/' (a directory); parent links, absolute and host links, query and
+ * fragment links (Apache's sort links "?C=N;O=D") are skipped, and so is
+ * a second link to the same name.  The size is taken from nginx's exact
+ * byte column when it is there (the default "autoindex_exact_size on"),
+ * else -1; mtime likewise from nginx's "23-Nov-2026 09:44" column.
+ */
+int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
+		       void *arg);
+
+/*
+ * nginx "autoindex_format json": an array of objects with "name", "type"
+ * ("file", "directory", "other"), "mtime" (an HTTP date) and, for files,
+ * "size".  "other" entries are skipped.
+ */
+int pf_list_parse_json(const char *buf, size_t len, pf_list_fn fn,
+		       void *arg);
+
+/*
+ * A manifest: one "PATH SIZE" per line, SIZE the decimal byte count after
+ * the last run of blanks, PATH everything before it (it may contain
+ * blanks, and '/' between components).  Blank lines and lines starting
+ * with '#' are skipped; a leading "./" or "/" is removed; CRLF is
+ * accepted.  Entries are files (is_dir 0) named by their whole path.  A
+ * line that is not "PATH SIZE", or whose path has an empty, "." or ".."
+ * component, makes the whole manifest invalid: -EINVAL, and *bad_line (if
+ * not NULL) receives its 1-based number.
+ */
+int pf_list_parse_manifest(const char *buf, size_t len, pf_list_fn fn,
+			   void *arg, unsigned *bad_line);
+
+/* An HTTP date (IMF-fixdate, RFC 850 or asctime form) -> seconds since
+ * the epoch.  -EINVAL if it is none of these. */
+int pf_parse_http_date(const char *s, int64_t *out);
+
+/* ISO 8601 as S3 writes it ("2026-11-23T09:44:02.000Z", fraction and
+ * 'Z' optional) -> seconds since the epoch.  -EINVAL otherwise. */
+int pf_parse_iso8601(const char *s, int64_t *out);
+
+#endif

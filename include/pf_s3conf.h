@@ -1,0 +1,103 @@
+/*
+ * pf_s3conf.h - where an s3:// source lives and who we are to it: bucket,
+ * prefix, region, endpoint, addressing style and credentials, resolved
+ * from the options and the usual AWS environment; and the URLs of its
+ * objects and listings.
+ *
+ * Pure code apart from reading the AWS shared files: the environment is
+ * read through an injected lookup function, so tests give their own.
+ * Nothing here logs; secrets never leave struct pf_s3_cred (describe a
+ * configuration with pf_s3_describe(), which names where credentials came
+ * from, never their values).
+ */
+#ifndef PF_S3CONF_H
+#define PF_S3CONF_H
+
+#include <stddef.h>
+
+/* What the user set with -o; NULL / 0 for "not given". */
+struct pf_s3_opts {
+	const char *region;	/* -o region= */
+	const char *endpoint;	/* -o endpoint=URL (scheme://host[:port]) */
+	const char *profile;	/* -o profile= */
+	const char *addressing;	/* -o addressing=path|virtual|auto */
+	int no_sign;		/* -o no_sign: anonymous requests */
+};
+
+struct pf_s3_cred {
+	char access_key[256];
+	char secret_key[256];
+	char session_token[4096];	/* "" if none */
+	int anonymous;
+	/* for logs: "environment", "profile NAME in FILE", "none (no_sign)" */
+	char source[512];
+};
+
+struct pf_s3_conf {
+	char bucket[256];
+	char prefix[1024];	/* "" or ending in '/', never starting '/' */
+	char region[64];
+	char endpoint[512];	/* scheme://host[:port], no trailing '/' */
+	int path_style;		/* 1: endpoint/bucket/key; 0: bucket.host/key */
+	struct pf_s3_cred cred;
+};
+
+/* getenv()-like; tests pass their own table. */
+typedef const char *(*pf_env_fn)(const char *name);
+
+/*
+ * Resolves @source ("s3://bucket[/prefix[/]]") with @o and the environment:
+ *  - region: o->region, AWS_REGION, AWS_DEFAULT_REGION, the profile's
+ *    "region" in the config file (AWS_CONFIG_FILE, else ~/.aws/config,
+ *    section "[profile NAME]" or "[default]"), else "us-east-1";
+ *  - endpoint: o->endpoint, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else
+ *    https://s3.REGION.amazonaws.com;
+ *  - addressing: "path" or "virtual" as given; "auto" (the default) is
+ *    virtual-hosted on amazonaws.com endpoints for DNS-compatible bucket
+ *    names without dots, path-style everywhere else;
+ *  - credentials: none if o->no_sign; else AWS_ACCESS_KEY_ID and
+ *    AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN) from the environment;
+ *    else the profile (o->profile, AWS_PROFILE, else "default") in the
+ *    shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else
+ *    ~/.aws/credentials), keys aws_access_key_id, aws_secret_access_key,
+ *    aws_session_token; else -ENOKEY (err says to set them or use no_sign).
+ * A missing file is not an error; a named profile that is in no file is.
+ * On error returns -errno with one line in err (no secret in it).
+ */
+int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
+		  pf_env_fn env, struct pf_s3_conf *out, char *err,
+		  size_t errlen);
+
+/*
+ * AWS URI encoding: every byte but A-Z a-z 0-9 - _ . ~ becomes %XX
+ * (upper-case hex); '/' is kept when keep_slash.  -ENAMETOOLONG if the
+ * result does not fit in outlen (NUL included).
+ */
+int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
+		     size_t outlen);
+
+/* URL of the object at @path (relative to the prefix, "" not allowed). */
+int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
+		     size_t outlen);
+
+/*
+ * URL of one ListObjectsV2 page of the directory @dir (relative to the
+ * prefix; "" for the prefix itself) with delimiter '/', starting at the
+ * continuation token @token (NULL for the first page).  The query is in
+ * SigV4 canonical order (continuation-token, delimiter, list-type,
+ * max-keys, prefix), every value URI-encoded.  *list_prefix receives
+ * the S3 prefix the listing uses (prefix + dir + "/" or just prefix), as
+ * pf_list_parse_s3() wants it.
+ */
+int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
+		   const char *token, unsigned max_keys, char *out,
+		   size_t outlen, char *list_prefix, size_t lplen);
+
+/* "aws:amz:REGION:s3", for CURLOPT_AWS_SIGV4. */
+void pf_s3_sigv4_param(const struct pf_s3_conf *c, char *out, size_t outlen);
+
+/* One line for logs and the stats file: bucket, prefix, region, endpoint,
+ * addressing, where the credentials came from.  No secrets. */
+void pf_s3_describe(const struct pf_s3_conf *c, char *out, size_t outlen);
+
+#endif
