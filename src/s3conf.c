@@ -1,0 +1,1024 @@
+/*
+ * s3conf.c - resolves an s3:// source into bucket, prefix, region,
+ * endpoint, addressing style and credentials, the way the AWS CLI would
+ * for the same environment and shared files, and builds the URLs of its
+ * objects and ListObjectsV2 pages.
+ *
+ * DESIGN: everything but ini_scan() is pure string work over the
+ * caller's buffers; the environment comes through an injected lookup, so
+ * the tests run without touching the real one.  Secrets (key values) are
+ * copied only into struct pf_s3_cred and into the scratch struct
+ * aws_prof, which is wiped before pf_s3_resolve() returns; error messages
+ * name variables, profiles and files, never values.  URLs are encoded
+ * exactly as SigV4 wants the canonical request, because curl 7.88 signs
+ * the path and the query as it finds them in the URL.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/types.h>
+
+#include "pf_s3conf.h"
+
+/* Longest bucket name and S3 key shown in an error message. */
+#define SHOW 80
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* An unset and an empty variable mean the same, as for the AWS CLI. */
+static const char *env_get(pf_env_fn env, const char *name)
+{
+	const char *v = env ? env(name) : getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+static bool copy_str(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= dstlen)
+		return false;
+	memcpy(dst, src, n + 1);
+	return true;
+}
+
+/* ---- the source: s3://bucket[/prefix] ---- */
+
+static bool all_digits_and_dots(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (!isdigit((unsigned char)s[i]) && s[i] != '.')
+			return false;
+	return true;
+}
+
+static size_t dots(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == '.';
+	return n;
+}
+
+/* NULL if @b is a valid bucket name, else why not. */
+static const char *bucket_problem(const char *b, size_t len)
+{
+	if (len < 3)
+		return "shorter than 3 characters";
+	if (len > 63)
+		return "longer than 63 characters";
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)b[i];
+
+		if (isupper(ch))
+			return "upper-case letters are not allowed";
+		if (!islower(ch) && !isdigit(ch) && ch != '.' && ch != '-')
+			return "only lower-case letters, digits, dots and "
+			       "hyphens are allowed";
+	}
+	if (!isalnum((unsigned char)b[0]) ||
+	    !isalnum((unsigned char)b[len - 1]))
+		return "it must start and end with a letter or digit";
+	for (size_t i = 0; i + 1 < len; i++)
+		if (b[i] == '.' && b[i + 1] == '.')
+			return "two dots in a row";
+	if (all_digits_and_dots(b, len) && dots(b, len) == 3)
+		return "it looks like an IP address";
+	return NULL;
+}
+
+static int parse_source(const char *src, struct pf_s3_conf *c, char *err,
+			size_t errlen)
+{
+	const char *b, *slash, *p, *why;
+	size_t blen, plen;
+
+	if (!src || strncasecmp(src, "s3://", 5) != 0) {
+		seterr(err, errlen, "not an s3:// source (expected "
+		       "s3://BUCKET[/PREFIX])");
+		return -EINVAL;
+	}
+	b = src + 5;
+	slash = strchr(b, '/');
+	blen = slash ? (size_t)(slash - b) : strlen(b);
+	if (blen == 0) {
+		seterr(err, errlen, "no bucket name in '%.*s' (expected "
+		       "s3://BUCKET[/PREFIX])", SHOW, src);
+		return -EINVAL;
+	}
+	/* Never echo what may be "key:secret@bucket". */
+	if (memchr(b, '@', blen) || memchr(b, ':', blen)) {
+		seterr(err, errlen, "an s3:// source carries no user name, "
+		       "password or port: give credentials in the environment "
+		       "or ~/.aws/credentials and the server with -o "
+		       "endpoint=URL");
+		return -EINVAL;
+	}
+	why = bucket_problem(b, blen);
+	if (why) {
+		seterr(err, errlen, "invalid bucket name '%.*s': %s (S3 "
+		       "bucket names are 3 to 63 lower-case letters, digits, "
+		       "dots and hyphens)", (int)(blen < SHOW ? blen : SHOW),
+		       b, why);
+		return -EINVAL;
+	}
+	memcpy(c->bucket, b, blen);
+	c->bucket[blen] = '\0';
+
+	/* The prefix is kept byte for byte, apart from leading slashes. */
+	p = slash ? slash + 1 : "";
+	while (*p == '/')
+		p++;
+	plen = strlen(p);
+	if (plen + 2 > sizeof(c->prefix)) {
+		seterr(err, errlen, "prefix of '%.*s...' is too long (%zu "
+		       "bytes, at most %zu)", SHOW, src, plen,
+		       sizeof(c->prefix) - 2);
+		return -ENAMETOOLONG;
+	}
+	memcpy(c->prefix, p, plen + 1);
+	if (plen && p[plen - 1] != '/')
+		strcat(c->prefix, "/");
+	return 0;
+}
+
+/* ---- region, endpoint, addressing ---- */
+
+static int check_region(const char *r, const char *from, char *err,
+			size_t errlen)
+{
+	size_t n = strlen(r);
+
+	/* It goes into a host name and into "aws:amz:REGION:s3". */
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)r[i];
+
+		if (!isalnum(ch) && ch != '-' && ch != '_' && ch != '.') {
+			seterr(err, errlen, "bad region '%.*s' (from %s): use "
+			       "letters, digits and hyphens, e.g. us-east-1",
+			       SHOW, r, from);
+			return -EINVAL;
+		}
+	}
+	if (n >= 64) {
+		seterr(err, errlen, "bad region '%.*s...' (from %s): longer "
+		       "than 63 characters", SHOW, r, from);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Where the host starts in "scheme://host[:port]" (validated). */
+static const char *endpoint_host(const char *ep)
+{
+	return strstr(ep, "://") + 3;
+}
+
+/* Length of the host part of @hp ("host[:port]" or "[v6][:port]"). */
+static size_t host_len(const char *hp)
+{
+	if (hp[0] == '[')
+		return strchr(hp, ']') + 1 - hp;
+	return strcspn(hp, ":");
+}
+
+/*
+ * Validates @in ("http[s]://host[:port][/]") and writes it to @out as
+ * "scheme://host[:port]" with the scheme and host in lower case.
+ */
+static int parse_endpoint(const char *in, const char *from, char *out,
+			  size_t outlen, char *err, size_t errlen)
+{
+	const char *scheme, *hp;
+	size_t len, hlen;
+
+	if (strchr(in, '@')) {
+		seterr(err, errlen, "endpoint (from %s) must not contain a "
+		       "user name or password: give credentials in the "
+		       "environment or ~/.aws/credentials", from);
+		return -EINVAL;
+	}
+	if (strncasecmp(in, "https://", 8) == 0) {
+		scheme = "https://";
+		hp = in + 8;
+	} else if (strncasecmp(in, "http://", 7) == 0) {
+		scheme = "http://";
+		hp = in + 7;
+	} else {
+		seterr(err, errlen, "bad endpoint '%.*s' (from %s): it must "
+		       "start with http:// or https://", SHOW, in, from);
+		return -EINVAL;
+	}
+	len = strlen(hp);
+	while (len && hp[len - 1] == '/')
+		len--;
+	if (len == 0) {
+		seterr(err, errlen, "bad endpoint '%.*s' (from %s): no host",
+		       SHOW, in, from);
+		return -EINVAL;
+	}
+	if (memchr(hp, '/', len) || memchr(hp, '?', len) ||
+	    memchr(hp, '#', len)) {
+		seterr(err, errlen, "bad endpoint '%.*s' (from %s): give "
+		       "scheme://host[:port] only, without a path",
+		       SHOW, in, from);
+		return -EINVAL;
+	}
+	if (hp[0] == '[') {
+		const char *close = memchr(hp, ']', len);
+
+		if (!close || close == hp + 1)
+			goto bad_host;
+		hlen = (size_t)(close - hp) + 1;
+		for (size_t i = 1; i + 1 < hlen; i++)
+			if (!isxdigit((unsigned char)hp[i]) && hp[i] != ':' &&
+			    hp[i] != '.')
+				goto bad_host;
+	} else {
+		hlen = 0;
+		while (hlen < len && hp[hlen] != ':') {
+			unsigned char ch = (unsigned char)hp[hlen];
+
+			if (!isalnum(ch) && ch != '.' && ch != '-' && ch != '_')
+				goto bad_host;
+			hlen++;
+		}
+		if (hlen == 0)
+			goto bad_host;
+	}
+	if (hlen < len) {
+		unsigned long v = 0;
+		size_t i;
+
+		if (hp[hlen] != ':' || hlen + 1 == len || len - hlen > 6)
+			goto bad_port;
+		for (i = hlen + 1; i < len; i++) {
+			if (!isdigit((unsigned char)hp[i]))
+				goto bad_port;
+			v = v * 10 + (unsigned long)(hp[i] - '0');
+		}
+		if (v == 0 || v > 65535)
+			goto bad_port;
+	}
+	if (strlen(scheme) + len + 1 > outlen) {
+		seterr(err, errlen, "endpoint (from %s) is too long", from);
+		return -ENAMETOOLONG;
+	}
+	strcpy(out, scheme);
+	out += strlen(scheme);
+	for (size_t i = 0; i < hlen; i++)
+		out[i] = (char)tolower((unsigned char)hp[i]);
+	memcpy(out + hlen, hp + hlen, len - hlen);
+	out[len] = '\0';
+	return 0;
+
+bad_host:
+	seterr(err, errlen, "bad endpoint '%.*s' (from %s): the host must "
+	       "be a DNS name, an IPv4 address or [IPv6]", SHOW, in, from);
+	return -EINVAL;
+bad_port:
+	seterr(err, errlen, "bad endpoint '%.*s' (from %s): the port must "
+	       "be a number from 1 to 65535", SHOW, in, from);
+	return -EINVAL;
+}
+
+static bool ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/* An AWS S3 host: "*.amazonaws.com" or, in China, "*.amazonaws.com.cn". */
+static bool is_aws_host(const char *ep)
+{
+	const char *h = endpoint_host(ep);
+	size_t n = host_len(h);
+
+	return ends_with(h, n, ".amazonaws.com") ||
+	       ends_with(h, n, ".amazonaws.com.cn");
+}
+
+/* An IP address cannot take "bucket." in front of it. */
+static bool is_ip_host(const char *ep)
+{
+	const char *h = endpoint_host(ep);
+
+	return h[0] == '[' || all_digits_and_dots(h, host_len(h));
+}
+
+/* ---- the AWS shared files ---- */
+
+/* What one file says about one profile.  Holds secrets: wipe it. */
+struct aws_prof {
+	bool found;		/* the profile's section is in the file */
+	bool other_creds;	/* role_arn, sso_*, credential_process... */
+	char access_key[256];
+	char secret_key[256];
+	char session_token[4096];
+	char region[64];
+};
+
+/* Path of an AWS file: $VAR (with "~/" expanded), else ~/.aws/NAME. */
+static int aws_path(pf_env_fn env, const char *var, const char *name,
+		    char *out, size_t outlen, char *err, size_t errlen)
+{
+	const char *v = env_get(env, var);
+	const char *home = env_get(env, "HOME");
+	int n;
+
+	out[0] = '\0';
+	if (v && strncmp(v, "~/", 2) == 0 && home)
+		n = snprintf(out, outlen, "%s/%s", home, v + 2);
+	else if (v)
+		n = snprintf(out, outlen, "%s", v);
+	else if (home)
+		n = snprintf(out, outlen, "%s/.aws/%s", home, name);
+	else
+		return 0;	/* no file at all */
+	if (n < 0 || (size_t)n >= outlen) {
+		seterr(err, errlen, "path of the AWS %s file is too long",
+		       name);
+		out[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' ||
+		     s[n - 1] == '\r' || s[n - 1] == '\n'))
+		s[--n] = '\0';
+	return s;
+}
+
+/*
+ * Whether section @sect names @profile: in the credentials file the
+ * section is the name itself; in the config file it is "profile NAME",
+ * and "default" may also be written bare.
+ */
+static bool section_is(const char *sect, bool config, const char *profile)
+{
+	if (!config)
+		return strcmp(sect, profile) == 0;
+	if (strcmp(sect, "default") == 0)
+		return strcmp(profile, "default") == 0;
+	if (strncmp(sect, "profile", 7) != 0 ||
+	    (sect[7] != ' ' && sect[7] != '\t'))
+		return false;
+	sect += 7;
+	while (*sect == ' ' || *sect == '\t')
+		sect++;
+	return strcmp(sect, profile) == 0;
+}
+
+static int store(char *dst, size_t dstlen, const char *val,
+		 const char *key, const char *profile, const char *path,
+		 char *err, size_t errlen)
+{
+	if (copy_str(dst, dstlen, val))
+		return 0;
+	seterr(err, errlen, "%s of AWS profile '%s' in %s is too long "
+	       "(%zu bytes, at most %zu)", key, profile, path, strlen(val),
+	       dstlen - 1);
+	return -ENAMETOOLONG;
+}
+
+/* Keys that mean "credentials from somewhere we do not support". */
+static const char *const other_cred_keys[] = {
+	"role_arn", "credential_process", "sso_start_url", "sso_session",
+	"web_identity_token_file", "credential_source", NULL,
+};
+
+/* One "key = value" line of the profile's section. */
+static int ini_key(struct aws_prof *p, bool config, char *key, char *val,
+		   const char *profile, const char *path, char *err,
+		   size_t errlen)
+{
+	if (strcasecmp(key, "aws_access_key_id") == 0)
+		return store(p->access_key, sizeof(p->access_key), val, key,
+			     profile, path, err, errlen);
+	if (strcasecmp(key, "aws_secret_access_key") == 0)
+		return store(p->secret_key, sizeof(p->secret_key), val, key,
+			     profile, path, err, errlen);
+	/* aws_security_token is the older name boto still reads. */
+	if (strcasecmp(key, "aws_session_token") == 0 ||
+	    (strcasecmp(key, "aws_security_token") == 0 &&
+	     !p->session_token[0]))
+		return store(p->session_token, sizeof(p->session_token), val,
+			     key, profile, path, err, errlen);
+	if (config && strcasecmp(key, "region") == 0)
+		return store(p->region, sizeof(p->region), val, key, profile,
+			     path, err, errlen);
+	for (const char *const *k = other_cred_keys; *k; k++)
+		if (strcasecmp(key, *k) == 0 && *val)
+			p->other_creds = true;
+	return 0;
+}
+
+/*
+ * Reads what file @path says about @profile into @p, with the rules of
+ * Python's configparser as the AWS CLI uses it: '#' and ';' start comment
+ * lines, '=' or ':' separates a key from its value, keys are
+ * case-insensitive, and a line indented deeper than the key before it
+ * continues that key's value (the nested "s3 =" settings), so it is no
+ * key of its own.  Values are taken whole: an inline '#' is part of them.
+ * A file that does not exist says nothing: returns 0.
+ */
+static int ini_scan(const char *path, bool config, const char *profile,
+		    struct aws_prof *p, char *err, size_t errlen)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	size_t key_indent = SIZE_MAX;
+	bool in = false;
+	FILE *f;
+	int ret = 0;
+
+	if (!path[0])
+		return 0;
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;
+		ret = -errno;
+		seterr(err, errlen, "cannot read %s: %s", path,
+		       strerror(-ret));
+		return ret;
+	}
+	for (;;) {
+		ssize_t n;
+		size_t indent;
+		char *s, *eq, *colon;
+
+		errno = 0;
+		n = getline(&line, &cap, f);
+		if (n < 0) {
+			/* A directory opens, then fails here: EISDIR. */
+			if (ferror(f)) {
+				ret = errno ? -errno : -EIO;
+				seterr(err, errlen, "cannot read %s: %s", path,
+				       strerror(-ret));
+			}
+			break;
+		}
+		if (memchr(line, '\0', (size_t)n))
+			continue;
+		indent = strspn(line, " \t");
+		s = trim(line + indent);
+		if (!*s || *s == '#' || *s == ';')
+			continue;
+		if (*s == '[') {
+			char *close = strrchr(s, ']');
+
+			key_indent = SIZE_MAX;
+			in = false;
+			if (!close)
+				continue;
+			*close = '\0';
+			in = section_is(trim(s + 1), config, profile);
+			if (in)
+				p->found = true;
+			continue;
+		}
+		if (key_indent != SIZE_MAX && indent > key_indent)
+			continue;
+		eq = strchr(s, '=');
+		colon = strchr(s, ':');
+		if (colon && (!eq || colon < eq))
+			eq = colon;
+		if (!eq)
+			continue;
+		key_indent = indent;
+		if (!in)
+			continue;
+		*eq = '\0';
+		ret = ini_key(p, config, trim(s), trim(eq + 1), profile, path,
+			      err, errlen);
+		if (ret < 0)
+			break;
+	}
+	if (line)
+		explicit_bzero(line, cap);
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* ---- credentials ---- */
+
+/*
+ * Keys go into an Authorization header and a signature: printable ASCII
+ * without blanks.  Says which setting is bad, never what it holds.
+ */
+static int check_secret(const char *v, const char *what, char *err,
+			size_t errlen)
+{
+	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
+		if (*s <= ' ' || *s >= 0x7f) {
+			seterr(err, errlen, "%s contains a blank or a "
+			       "character that is not printable ASCII", what);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int cred_from_env(pf_env_fn env, struct pf_s3_cred *cr, char *err,
+			 size_t errlen)
+{
+	const char *ak = env_get(env, "AWS_ACCESS_KEY_ID");
+	const char *sk = env_get(env, "AWS_SECRET_ACCESS_KEY");
+	const char *tok = env_get(env, "AWS_SESSION_TOKEN");
+	int ret;
+
+	if (!ak && !sk)
+		return 0;
+	if (!ak || !sk) {
+		seterr(err, errlen, "%s is set but %s is not: set both, or "
+		       "neither to use ~/.aws/credentials",
+		       ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
+		       ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
+		return -ENOKEY;
+	}
+	if (!copy_str(cr->access_key, sizeof(cr->access_key), ak) ||
+	    !copy_str(cr->secret_key, sizeof(cr->secret_key), sk) ||
+	    !copy_str(cr->session_token, sizeof(cr->session_token),
+		      tok ? tok : "")) {
+		seterr(err, errlen, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY "
+		       "or AWS_SESSION_TOKEN is too long");
+		return -ENAMETOOLONG;
+	}
+	ret = check_secret(ak, "AWS_ACCESS_KEY_ID", err, errlen);
+	if (ret == 0)
+		ret = check_secret(sk, "AWS_SECRET_ACCESS_KEY", err, errlen);
+	if (ret == 0)
+		ret = check_secret(cr->session_token, "AWS_SESSION_TOKEN",
+				   err, errlen);
+	if (ret < 0)
+		return ret;
+	snprintf(cr->source, sizeof(cr->source), "environment%s",
+		 tok ? ", with session token" : "");
+	return 1;
+}
+
+/* 1 if @p (from @path) holds a key pair, 0 if it holds no key at all. */
+static int cred_from_prof(const struct aws_prof *p, const char *profile,
+			  const char *path, struct pf_s3_cred *cr, char *err,
+			  size_t errlen)
+{
+	int ret;
+
+	if (!p->access_key[0] && !p->secret_key[0])
+		return 0;
+	if (!p->access_key[0] || !p->secret_key[0]) {
+		seterr(err, errlen, "AWS profile '%s' in %s has %s but no %s",
+		       profile, path,
+		       p->access_key[0] ? "aws_access_key_id" :
+					  "aws_secret_access_key",
+		       p->access_key[0] ? "aws_secret_access_key" :
+					  "aws_access_key_id");
+		return -ENOKEY;
+	}
+	ret = check_secret(p->access_key, "aws_access_key_id", err, errlen);
+	if (ret == 0)
+		ret = check_secret(p->secret_key, "aws_secret_access_key",
+				   err, errlen);
+	if (ret == 0)
+		ret = check_secret(p->session_token, "aws_session_token", err,
+				   errlen);
+	if (ret < 0) {
+		/* Name the profile too; the message above has room. */
+		size_t n = err && errlen ? strlen(err) : 0;
+
+		if (err && n + 1 < errlen)
+			snprintf(err + n, errlen - n, " (AWS profile '%s' in "
+				 "%s)", profile, path);
+		return ret;
+	}
+	memcpy(cr->access_key, p->access_key, sizeof(cr->access_key));
+	memcpy(cr->secret_key, p->secret_key, sizeof(cr->secret_key));
+	memcpy(cr->session_token, p->session_token,
+	       sizeof(cr->session_token));
+	snprintf(cr->source, sizeof(cr->source), "profile %s in %s%s",
+		 profile, path, p->session_token[0] ?
+				", with session token" : "");
+	return 1;
+}
+
+static int check_profile_name(const char *name, const char *from, char *err,
+			      size_t errlen)
+{
+	if (strlen(name) > 128 || strpbrk(name, "[]\r\n")) {
+		seterr(err, errlen, "bad AWS profile name (from %s)", from);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
+		  pf_env_fn env, struct pf_s3_conf *out, char *err,
+		  size_t errlen)
+{
+	static const struct pf_s3_opts none;
+	struct aws_prof *pc = NULL, *pg = NULL;
+	char cred_path[512], conf_path[512];
+	const char *profile = "default", *profile_from = NULL;
+	const char *region = NULL, *region_from = NULL;
+	const char *ep, *ep_from;
+	bool env_first, need_files;
+	int ret;
+
+	if (!o)
+		o = &none;
+	memset(out, 0, sizeof(*out));
+	if (err && errlen)
+		err[0] = '\0';
+	ret = parse_source(source, out, err, errlen);
+	if (ret < 0)
+		goto out;
+
+	if (o->profile && *o->profile) {
+		profile = o->profile;
+		profile_from = "-o profile";
+	} else if (env_get(env, "AWS_PROFILE")) {
+		profile = env_get(env, "AWS_PROFILE");
+		profile_from = "AWS_PROFILE";
+	}
+	if (profile_from) {
+		ret = check_profile_name(profile, profile_from, err, errlen);
+		if (ret < 0)
+			goto out;
+	}
+
+	if (o->region && *o->region) {
+		region = o->region;
+		region_from = "-o region";
+	} else if (env_get(env, "AWS_REGION")) {
+		region = env_get(env, "AWS_REGION");
+		region_from = "AWS_REGION";
+	} else if (env_get(env, "AWS_DEFAULT_REGION")) {
+		region = env_get(env, "AWS_DEFAULT_REGION");
+		region_from = "AWS_DEFAULT_REGION";
+	}
+
+	/*
+	 * Like the AWS CLI's --profile, -o profile= names the credentials
+	 * to use even when the environment has keys; AWS_PROFILE does not
+	 * override AWS_ACCESS_KEY_ID.
+	 */
+	env_first = !(o->profile && *o->profile);
+	if (o->no_sign) {
+		out->cred.anonymous = 1;
+		snprintf(out->cred.source, sizeof(out->cred.source),
+			 "none (no_sign)");
+	} else if (env_first) {
+		ret = cred_from_env(env, &out->cred, err, errlen);
+		if (ret < 0)
+			goto out;
+	}
+	need_files = profile_from || !region ||
+		     (!out->cred.anonymous && !out->cred.source[0]);
+
+	pc = calloc(1, sizeof(*pc));
+	pg = calloc(1, sizeof(*pg));
+	if (!pc || !pg) {
+		ret = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	if (need_files) {
+		ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE",
+			       "credentials", cred_path, sizeof(cred_path),
+			       err, errlen);
+		if (ret == 0)
+			ret = aws_path(env, "AWS_CONFIG_FILE", "config",
+				       conf_path, sizeof(conf_path), err,
+				       errlen);
+		if (ret == 0)
+			ret = ini_scan(cred_path, false, profile, pc, err,
+				       errlen);
+		if (ret == 0)
+			ret = ini_scan(conf_path, true, profile, pg, err,
+				       errlen);
+		if (ret < 0)
+			goto out;
+		if (profile_from && !pc->found && !pg->found) {
+			ret = -ENOENT;
+			if (!cred_path[0] && !conf_path[0])
+				seterr(err, errlen, "AWS profile '%s' (from "
+				       "%s) not found: HOME is not set, so "
+				       "there is no ~/.aws/credentials or "
+				       "~/.aws/config", profile,
+				       profile_from);
+			else
+				seterr(err, errlen, "AWS profile '%s' (from "
+				       "%s) not found in %s or %s", profile,
+				       profile_from,
+				       cred_path[0] ? cred_path : "(none)",
+				       conf_path[0] ? conf_path : "(none)");
+			goto out;
+		}
+		if (!region && pg->region[0]) {
+			region = pg->region;
+			region_from = "the AWS config file";
+		}
+	}
+
+	if (!out->cred.anonymous && !out->cred.source[0]) {
+		ret = cred_from_prof(pc, profile, cred_path, &out->cred, err,
+				     errlen);
+		if (ret == 0)
+			ret = cred_from_prof(pg, profile, conf_path,
+					     &out->cred, err, errlen);
+		if (ret < 0)
+			goto out;
+		if (ret == 0 && (pc->other_creds || pg->other_creds)) {
+			ret = -ENOKEY;
+			seterr(err, errlen, "AWS profile '%s' gets its "
+			       "credentials from a role, SSO or a process, "
+			       "which prefetchfs does not support: put "
+			       "aws_access_key_id and aws_secret_access_key "
+			       "in it, export AWS_ACCESS_KEY_ID and "
+			       "AWS_SECRET_ACCESS_KEY, or use -o no_sign",
+			       profile);
+			goto out;
+		}
+		if (ret == 0) {
+			ret = -ENOKEY;
+			seterr(err, errlen, "no AWS credentials (profile '%s', "
+			       "%s): set AWS_ACCESS_KEY_ID and "
+			       "AWS_SECRET_ACCESS_KEY, add them to %s, or use "
+			       "-o no_sign for a public bucket", profile,
+			       pc->found || pg->found ? "which has no keys" :
+							"not found",
+			       cred_path[0] ? cred_path :
+					      "~/.aws/credentials");
+			goto out;
+		}
+	}
+
+	if (!region) {
+		region = "us-east-1";
+		region_from = "the default";
+	}
+	ret = check_region(region, region_from, err, errlen);
+	if (ret < 0)
+		goto out;
+	strcpy(out->region, region);
+
+	if (o->endpoint && *o->endpoint) {
+		ep = o->endpoint;
+		ep_from = "-o endpoint";
+	} else if (env_get(env, "AWS_ENDPOINT_URL_S3")) {
+		ep = env_get(env, "AWS_ENDPOINT_URL_S3");
+		ep_from = "AWS_ENDPOINT_URL_S3";
+	} else if (env_get(env, "AWS_ENDPOINT_URL")) {
+		ep = env_get(env, "AWS_ENDPOINT_URL");
+		ep_from = "AWS_ENDPOINT_URL";
+	} else {
+		ep = NULL;
+		ep_from = NULL;
+	}
+	if (ep) {
+		ret = parse_endpoint(ep, ep_from, out->endpoint,
+				     sizeof(out->endpoint), err, errlen);
+		if (ret < 0)
+			goto out;
+	} else {
+		snprintf(out->endpoint, sizeof(out->endpoint),
+			 "https://s3.%s.amazonaws.com%s", out->region,
+			 strncmp(out->region, "cn-", 3) == 0 ? ".cn" : "");
+	}
+
+	if (!o->addressing || !*o->addressing ||
+	    strcmp(o->addressing, "auto") == 0) {
+		out->path_style = !is_aws_host(out->endpoint) ||
+				  strchr(out->bucket, '.');
+	} else if (strcmp(o->addressing, "path") == 0) {
+		out->path_style = 1;
+	} else if (strcmp(o->addressing, "virtual") == 0) {
+		if (is_ip_host(out->endpoint)) {
+			ret = -EINVAL;
+			seterr(err, errlen, "addressing=virtual needs an "
+			       "endpoint with a DNS name, not an IP address "
+			       "(%s): use addressing=path", out->endpoint);
+			goto out;
+		}
+		out->path_style = 0;
+	} else {
+		ret = -EINVAL;
+		seterr(err, errlen, "bad value for addressing: '%.*s' (path, "
+		       "virtual or auto)", SHOW, o->addressing);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (pc)
+		explicit_bzero(pc, sizeof(*pc));
+	if (pg)
+		explicit_bzero(pg, sizeof(*pg));
+	free(pc);
+	free(pg);
+	if (ret < 0)
+		explicit_bzero(&out->cred, sizeof(out->cred));
+	return ret;
+}
+
+/* ---- URLs ---- */
+
+static bool unreserved(unsigned char ch)
+{
+	return isalnum(ch) || ch == '-' || ch == '_' || ch == '.' ||
+	       ch == '~';
+}
+
+int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
+		     size_t outlen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (const unsigned char *s = (const unsigned char *)in; *s; s++) {
+		/* isalnum() of the C locale: never a byte >= 0x80. */
+		bool keep = (*s < 0x80 && unreserved(*s)) ||
+			    (keep_slash && *s == '/');
+
+		if (n + (keep ? 1 : 3) >= outlen || n > INT_MAX - 3) {
+			if (outlen)
+				out[0] = '\0';
+			return -ENAMETOOLONG;
+		}
+		if (keep) {
+			out[n++] = (char)*s;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*s >> 4];
+			out[n++] = hex[*s & 15];
+		}
+	}
+	if (!outlen)
+		return -ENAMETOOLONG;
+	out[n] = '\0';
+	return (int)n;
+}
+
+/* A bounded string builder: an overflow sticks and is reported once. */
+struct sbuf {
+	char *p;
+	size_t len;
+	size_t cap;
+	bool over;
+};
+
+static void sb_add(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (b->over || b->len + n >= b->cap) {
+		b->over = true;
+		return;
+	}
+	memcpy(b->p + b->len, s, n + 1);
+	b->len += n;
+}
+
+static void sb_enc(struct sbuf *b, const char *s, int keep_slash)
+{
+	int n;
+
+	if (b->over)
+		return;
+	n = pf_s3_uri_encode(s, keep_slash, b->p + b->len, b->cap - b->len);
+	if (n < 0)
+		b->over = true;
+	else
+		b->len += (size_t)n;
+}
+
+/* "scheme://host[:port]/bucket" or "scheme://bucket.host[:port]". */
+static void sb_base(struct sbuf *b, const struct pf_s3_conf *c)
+{
+	const char *host = endpoint_host(c->endpoint);
+	char scheme[16];
+	size_t slen = (size_t)(host - c->endpoint);
+
+	if (c->path_style || slen >= sizeof(scheme)) {
+		sb_add(b, c->endpoint);
+		sb_add(b, "/");
+		sb_add(b, c->bucket);
+		return;
+	}
+	memcpy(scheme, c->endpoint, slen);
+	scheme[slen] = '\0';
+	sb_add(b, scheme);
+	sb_add(b, c->bucket);
+	sb_add(b, ".");
+	sb_add(b, host);
+}
+
+static int sb_end(struct sbuf *b)
+{
+	if (b->over) {
+		if (b->cap)
+			b->p[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return b->len > INT_MAX ? -ENAMETOOLONG : (int)b->len;
+}
+
+int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
+		     size_t outlen)
+{
+	struct sbuf b = { out, 0, outlen, outlen == 0 };
+
+	if (!path || !*path || path[0] == '/')
+		return -EINVAL;
+	if (outlen)
+		out[0] = '\0';
+	sb_base(&b, c);
+	sb_add(&b, "/");
+	sb_enc(&b, c->prefix, 1);
+	sb_enc(&b, path, 1);
+	return sb_end(&b);
+}
+
+int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
+		   const char *token, unsigned max_keys, char *out,
+		   size_t outlen, char *list_prefix, size_t lplen)
+{
+	struct sbuf b = { out, 0, outlen, outlen == 0 };
+	struct sbuf lp = { list_prefix, 0, lplen, lplen == 0 };
+	char num[16];
+
+	if (!dir || dir[0] == '/' ||
+	    (*dir && dir[strlen(dir) - 1] == '/'))
+		return -EINVAL;
+	if (lplen)
+		list_prefix[0] = '\0';
+	sb_add(&lp, c->prefix);
+	if (*dir) {
+		sb_add(&lp, dir);
+		sb_add(&lp, "/");
+	}
+	if (sb_end(&lp) < 0)
+		return -ENAMETOOLONG;
+
+	if (outlen)
+		out[0] = '\0';
+	sb_base(&b, c);
+	/* Path-style lists "/bucket", virtual-hosted "/": as SDKs do. */
+	sb_add(&b, c->path_style ? "?" : "/?");
+	if (token && *token) {
+		sb_add(&b, "continuation-token=");
+		sb_enc(&b, token, 0);
+		sb_add(&b, "&");
+	}
+	sb_add(&b, "delimiter=%2F&list-type=2&max-keys=");
+	snprintf(num, sizeof(num), "%u", max_keys ? max_keys : 1000);
+	sb_add(&b, num);
+	sb_add(&b, "&prefix=");
+	sb_enc(&b, list_prefix, 0);
+	return sb_end(&b);
+}
+
+void pf_s3_sigv4_param(const struct pf_s3_conf *c, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "aws:amz:%s:s3", c->region);
+}
+
+void pf_s3_describe(const struct pf_s3_conf *c, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "s3://%s/%s region=%s endpoint=%s "
+		 "addressing=%s credentials=%s", c->bucket, c->prefix,
+		 c->region, c->endpoint,
+		 c->path_style ? "path" : "virtual",
+		 c->cred.anonymous ? "none (no_sign)" : c->cred.source);
+}
