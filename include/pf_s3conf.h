@@ -8,7 +8,13 @@
  * read through an injected lookup function, so tests give their own.
  * Nothing here logs; secrets never leave struct pf_s3_cred (describe a
  * configuration with pf_s3_describe(), which names where credentials came
- * from, never their values).
+ * from, never their values).  No global state: any thread may call any
+ * function here.
+ *
+ * The URLs are already encoded the way SigV4's canonical request wants
+ * them, because curl 7.88 signs the path and query exactly as it finds
+ * them in the URL.  Set CURLOPT_PATH_AS_IS on S3 handles: a key with a
+ * "." or ".." component must reach the server unsquashed.
  */
 #ifndef PF_S3CONF_H
 #define PF_S3CONF_H
@@ -29,7 +35,10 @@ struct pf_s3_cred {
 	char secret_key[256];
 	char session_token[4096];	/* "" if none */
 	int anonymous;
-	/* for logs: "environment", "profile NAME in FILE", "none (no_sign)" */
+	/*
+	 * For logs: "environment", "profile NAME in FILE" (either followed
+	 * by ", with session token"), or "none (no_sign)".
+	 */
 	char source[512];
 };
 
@@ -42,7 +51,8 @@ struct pf_s3_conf {
 	struct pf_s3_cred cred;
 };
 
-/* getenv()-like; tests pass their own table. */
+/* getenv()-like; tests pass their own table.  NULL means getenv().
+ * An empty value counts as unset, as for the AWS CLI. */
 typedef const char *(*pf_env_fn)(const char *name);
 
 /*
@@ -55,14 +65,23 @@ typedef const char *(*pf_env_fn)(const char *name);
  *  - addressing: "path" or "virtual" as given; "auto" (the default) is
  *    virtual-hosted on amazonaws.com endpoints for DNS-compatible bucket
  *    names without dots, path-style everywhere else;
- *  - credentials: none if o->no_sign; else AWS_ACCESS_KEY_ID and
- *    AWS_SECRET_ACCESS_KEY (with AWS_SESSION_TOKEN) from the environment;
- *    else the profile (o->profile, AWS_PROFILE, else "default") in the
- *    shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else
- *    ~/.aws/credentials), keys aws_access_key_id, aws_secret_access_key,
- *    aws_session_token; else -ENOKEY (err says to set them or use no_sign).
- * A missing file is not an error; a named profile that is in no file is.
- * On error returns -errno with one line in err (no secret in it).
+ *  - credentials: none if o->no_sign; else, when o->profile is given,
+ *    that profile (like the AWS CLI's --profile, it beats keys in the
+ *    environment); else AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+ *    (with AWS_SESSION_TOKEN) from the environment; else the profile
+ *    (AWS_PROFILE, else "default").  A profile's keys
+ *    (aws_access_key_id, aws_secret_access_key, aws_session_token) come
+ *    from the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else
+ *    ~/.aws/credentials, section "[NAME]"), else from its section of
+ *    the config file.  Role, SSO, process and instance credentials are
+ *    not supported.
+ * The file variables may start with "~/".  A missing file is not an
+ * error; a named profile (o->profile or AWS_PROFILE) that is in no file
+ * is.  Returns 0, or -errno with one line in err (no secret in it):
+ * -EINVAL for a bad source or option value, -ENOKEY for missing or
+ * half-set credentials, -ENOENT for a named profile in no file,
+ * -ENAMETOOLONG for a value too long for its field, or the error of
+ * reading a file that exists.  On error out->cred holds no key.
  */
 int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		  pf_env_fn env, struct pf_s3_conf *out, char *err,
@@ -70,24 +89,31 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 
 /*
  * AWS URI encoding: every byte but A-Z a-z 0-9 - _ . ~ becomes %XX
- * (upper-case hex); '/' is kept when keep_slash.  -ENAMETOOLONG if the
- * result does not fit in outlen (NUL included).
+ * (upper-case hex); '/' is kept when keep_slash.  Returns the length of
+ * the result, or -ENAMETOOLONG if it does not fit in outlen (NUL
+ * included; out is then "").
  */
 int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
 		     size_t outlen);
 
-/* URL of the object at @path (relative to the prefix, "" not allowed). */
+/*
+ * URL of the object at @path (relative to the prefix; -EINVAL if "" or
+ * starting with '/').  Returns the URL's length, or -ENAMETOOLONG if it
+ * does not fit in outlen (out is then "").
+ */
 int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
 		     size_t outlen);
 
 /*
  * URL of one ListObjectsV2 page of the directory @dir (relative to the
- * prefix; "" for the prefix itself) with delimiter '/', starting at the
- * continuation token @token (NULL for the first page).  The query is in
- * SigV4 canonical order (continuation-token, delimiter, list-type,
- * max-keys, prefix), every value URI-encoded.  *list_prefix receives
- * the S3 prefix the listing uses (prefix + dir + "/" or just prefix), as
- * pf_list_parse_s3() wants it.
+ * prefix; "" for the prefix itself; -EINVAL if it starts or ends with
+ * '/') with delimiter '/', starting at the continuation token @token
+ * (NULL or "" for the first page).  The query is in SigV4 canonical
+ * order (continuation-token, delimiter, list-type, max-keys, prefix),
+ * every value URI-encoded ('/' too); max_keys 0 means 1000.
+ * *list_prefix receives the S3 prefix the listing uses (prefix + dir +
+ * "/" or just prefix), as pf_list_parse_s3() wants it.  Returns the
+ * URL's length, or -ENAMETOOLONG if the URL or the prefix does not fit.
  */
 int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
 		   const char *token, unsigned max_keys, char *out,
