@@ -605,7 +605,8 @@ START_TEST(test_no_secret_in_messages)
 		case 2:	/* half profile */
 			write_file(credfile, "[default]\naws_secret_access_"
 					     "key = S3cr3tMark/xyz\n"
-					     "aws_session_token=T0kenMark+abc\n");
+					     "aws_session_token="
+					     "T0kenMark+abc\n");
 			break;
 		case 3:
 			write_file(credfile, "[default]\naws_access_key_id"
@@ -635,7 +636,8 @@ START_TEST(test_no_secret_in_messages)
 					     "AKIASECRETMARK\n"
 					     "aws_secret_access_key = "
 					     "S3cr3tMark/xyz\n"
-					     "aws_session_token=T0kenMark+abc\n");
+					     "aws_session_token="
+					     "T0kenMark+abc\n");
 			break;
 		}
 		memset(err, 0, sizeof(err));
@@ -736,7 +738,8 @@ START_TEST(test_object_url)
 	ck_assert_int_eq(pf_s3_object_url(&conf, "x=1&y", url, sizeof(url)),
 			 (int)strlen("http://127.0.0.1:9000/bucket/pre%20fix/"
 				     "x%3D1%26y"));
-	ck_assert_str_eq(url, "http://127.0.0.1:9000/bucket/pre%20fix/x%3D1%26y");
+	ck_assert_str_eq(url,
+			 "http://127.0.0.1:9000/bucket/pre%20fix/x%3D1%26y");
 
 	o.endpoint = "http://minio.local:9000";
 	o.addressing = "virtual";
@@ -795,7 +798,8 @@ START_TEST(test_list_url)
 	ck_assert_int_gt(pf_s3_list_url(&conf, "d\xc3\xa9j\xc3\xa0", NULL, 1,
 					url, sizeof(url), lp, sizeof(lp)), 0);
 	ck_assert_str_eq(url, "http://127.0.0.1:9000/bucket?delimiter=%2F"
-			      "&list-type=2&max-keys=1&prefix=d%C3%A9j%C3%A0%2F");
+			      "&list-type=2&max-keys=1"
+			      "&prefix=d%C3%A9j%C3%A0%2F");
 
 	ck_assert_int_eq(pf_s3_list_url(&conf, "/x", NULL, 1, url,
 					sizeof(url), lp, sizeof(lp)), -EINVAL);
