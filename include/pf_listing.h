@@ -21,6 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest name reported (FUSE's limit on a name), and the longest
+ * manifest path; longer ones are skipped. */
+#define PF_LIST_NAME_MAX 1024
+#define PF_LIST_PATH_MAX 4096
+
 struct pf_listent {
 	const char *name;	/* decoded; see above */
 	int is_dir;
