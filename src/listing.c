@@ -225,6 +225,25 @@ static int parse_i64(const char *p, size_t n, int64_t *out)
 	return 0;
 }
 
+/* [p, p + *n) without the white space around it */
+static const char *trim(const char *p, size_t *n)
+{
+	while (*n && is_space((unsigned char)*p)) {
+		p++;
+		(*n)--;
+	}
+	while (*n && is_space((unsigned char)p[*n - 1]))
+		(*n)--;
+	return p;
+}
+
+/* Is the text [p, p + n), white space around it aside, @lit? */
+static bool text_is(const char *p, size_t n, const char *lit)
+{
+	p = trim(p, &n);
+	return eq_lit(p, n, lit);
+}
+
 static int count_up(int count)
 {
 	return count < INT_MAX ? count + 1 : count;
@@ -931,10 +950,14 @@ static int s3_entry(struct s3 *s, bool dir)
 	e.size = -1;
 	e.mtime = -1;
 	if (!dir) {
-		if (!s->size.over && parse_i64(s->size.b, s->size.len, &v) == 0)
+		size_t n = s->size.len;
+		const char *t = trim(s->size.b, &n);
+
+		if (!s->size.over && parse_i64(t, n, &v) == 0)
 			e.size = v;
-		if (!s->mtime.over &&
-		    iso8601_n(s->mtime.b, s->mtime.len, &v) == 0)
+		n = s->mtime.len;
+		t = trim(s->mtime.b, &n);
+		if (!s->mtime.over && iso8601_n(t, n, &v) == 0)
 			e.mtime = v;
 		if (!s->etag.over && s->etag.len)
 			e.etag = s->etag.b;
@@ -1001,8 +1024,8 @@ int pf_list_parse_s3(const char *buf, size_t len, const char *prefix,
 	ret = s3_pass(s, buf ? buf : "", len);
 	if (ret)
 		goto out;
-	trunc = eq_lit(s->trunc.b, s->trunc.len, "true");
-	s->url = eq_lit(s->enc.b, s->enc.len, "url");
+	trunc = text_is(s->trunc.b, s->trunc.len, "true");
+	s->url = text_is(s->enc.b, s->enc.len, "url");
 	if (trunc) {
 		if (!s->have_tok) {
 			ret = -EPROTO;
@@ -1017,12 +1040,13 @@ int pf_list_parse_s3(const char *buf, size_t len, const char *prefix,
 			goto out;
 		}
 	}
+	/* known before the entries, for a callback that stops early */
+	if (truncated)
+		*truncated = trunc;
 	s->emit = true;
 	ret = s3_pass(s, buf ? buf : "", len);
 	if (ret)
 		goto out;
-	if (truncated)
-		*truncated = trunc;
 	ret = s->count;
 out:
 	if (ret < 0 && tok && toklen)
@@ -1242,8 +1266,9 @@ static const char *tag_end(const char *p, const char *end)
 {
 	while (p < end && *p != '>') {
 		if (*p == '"' || *p == '\'') {
-			const char *q = memchr(p + 1, *p, (size_t)(end - p - 1));
+			const char *q;
 
+			q = memchr(p + 1, *p, (size_t)(end - p - 1));
 			if (!q)
 				return NULL;
 			p = q;
@@ -1280,8 +1305,9 @@ static bool a_href(const char *p, const char *tend, const char **v,
 		while (p < tend && is_space((unsigned char)*p))
 			p++;
 		if (p < tend && (*p == '"' || *p == '\'')) {
-			const char *q = memchr(p + 1, *p, (size_t)(tend - p - 1));
+			const char *q;
 
+			q = memchr(p + 1, *p, (size_t)(tend - p - 1));
 			if (!q)
 				return false;
 			*v = p + 1;
@@ -1346,17 +1372,36 @@ static bool href_name(const char *v, size_t vn, struct sbuf *name,
 	return !name->over && name_ok(name->b, name->len);
 }
 
-/* After the <a> tag ending at p: the "</a>" before the next <a>, or NULL. */
+/*
+ * Script and style hold text, not markup (a script may well build links):
+ * the first @lit (lower case, starting '<') from p on, or end.
+ */
+static const char *skip_to_ci(const char *p, const char *end,
+			      const char *lit)
+{
+	while (p < end) {
+		p = memchr(p, '<', (size_t)(end - p));
+		if (!p)
+			return end;
+		if (starts_ci(p, end, lit))
+			return p;
+		p++;
+	}
+	return end;
+}
+
+/*
+ * After an <a> tag: just past the "</a>" that closes it, or NULL when
+ * another <a> (or the end) comes first.  Linear over the page in all.
+ */
 static const char *a_close(const char *p, const char *end)
 {
 	while (p < end) {
 		p = memchr(p, '<', (size_t)(end - p));
 		if (!p)
 			return NULL;
-		if (starts_ci(p, end, "</a") && p + 3 < end &&
-		    (p[3] == '>' || is_space((unsigned char)p[3])) &&
-		    tag_end(p, end))
-			return p;
+		if (starts_ci(p, end, "</a>"))
+			return p + 4;
 		if (starts_ci(p, end, "<a") && p + 2 < end &&
 		    is_space((unsigned char)p[2]))
 			return NULL;
@@ -1405,19 +1450,12 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 			p = q ? q + 3 : end;
 			continue;
 		}
-		if (starts_ci(p, end, "<script") || starts_ci(p, end, "<style")) {
-			const char *q = p + 1;
-			bool script = lower((unsigned char)p[1]) == 's' &&
-				      lower((unsigned char)p[2]) == 'c';
-
-			while (q < end) {
-				q = memchr(q, '<', (size_t)(end - q));
-				if (!q || starts_ci(q, end, script ? "</script" :
-								       "</style"))
-					break;
-				q++;
-			}
-			p = q ? q + 2 : end;
+		if (starts_ci(p, end, "<script")) {
+			p = skip_to_ci(p + 1, end, "</script");
+			continue;
+		}
+		if (starts_ci(p, end, "<style")) {
+			p = skip_to_ci(p + 1, end, "</style");
 			continue;
 		}
 		if (!starts_ci(p, end, "<a") || p + 2 >= end ||
@@ -1442,7 +1480,7 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 		e.mtime = -1;
 		close = a_close(tend + 1, end);
 		if (close) {
-			p = tag_end(close, end) + 1;
+			p = close;
 			nginx_columns(p, end, &e.size, &e.mtime);
 			if (is_dir)
 				e.size = -1;

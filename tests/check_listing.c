@@ -241,9 +241,9 @@ START_TEST(test_s3_last_page_and_root)
 		"2006-03-01/\">\r\n"
 		"  <Name>bucket</Name>\r\n  <Prefix/>\r\n"
 		"  <KeyCount>2</KeyCount>\r\n"
-		"  <IsTruncated>false</IsTruncated>\r\n"
+		"  <IsTruncated> false </IsTruncated>\r\n"
 		"  <Contents>\r\n    <Key>top.bin</Key>\r\n"
-		"    <Size>7</Size>\r\n  </Contents>\r\n"
+		"    <Size> 7\n</Size>\r\n  </Contents>\r\n"
 		"  <CommonPrefixes>\r\n    <Prefix>dir/</Prefix>\r\n"
 		"  </CommonPrefixes>\r\n"
 		"</ListBucketResult>\r\n";
@@ -476,6 +476,7 @@ START_TEST(test_s3_stop)
 	ck_assert_int_eq(s3(s3_page, "data/", &c, &trunc, tok, sizeof(tok)),
 			 7);
 	ck_assert_int_eq(c.n, 2);
+	ck_assert_int_eq(trunc, 1);
 	coll_free(&c);
 }
 END_TEST

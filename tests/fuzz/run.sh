@@ -23,11 +23,13 @@ for bin in "$@"; do
 	mkdir -p "$work"
 	args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048
 	      -print_final_stats=1 -artifact_prefix=tests/fuzz/)
-	[ -f "tests/fuzz/$target.dict" ] && args+=(-dict="tests/fuzz/$target.dict")
+	dict=tests/fuzz/$target.dict
+	[ -f "$dict" ] && args+=(-dict="$dict")
 	[ -d "$seeds" ] || seeds=
 	"$bin" "${args[@]}" "$work" $seeds >"$log" 2>&1
 	rc=$?
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" |
+		tail -1)
 	corpus=$(ls "$work" | wc -l)
 	if [ $rc -eq 0 ]; then
 		result=ok
