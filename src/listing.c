@@ -1035,7 +1035,8 @@ int pf_list_parse_s3(const char *buf, size_t len, const char *prefix,
 			ret = -ENAMETOOLONG;
 			goto out;
 		}
-		if (s->tok.len == 0) {
+		/* a token is sent back in a URL: it must be a string */
+		if (s->tok.len == 0 || memchr(s->tok.b, '\0', s->tok.len)) {
 			ret = -EPROTO;
 			goto out;
 		}

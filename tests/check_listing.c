@@ -359,6 +359,11 @@ START_TEST(test_s3_token)
 			    "<NextContinuationToken/></ListBucketResult>",
 			    "", &c, &trunc, tok, sizeof(tok)),
 			 -EPROTO);
+	ck_assert_int_eq(s3("<ListBucketResult><IsTruncated>true</IsTruncated>"
+			    "<NextContinuationToken>&#0;x</NextContinuationToken>"
+			    "</ListBucketResult>",
+			    "", &c, &trunc, tok, sizeof(tok)),
+			 -EPROTO);
 	ck_assert_int_eq(c.n, 0);
 
 	/* a token on the last page is no error, whatever its size */
