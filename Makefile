@@ -5,6 +5,8 @@
 #   make SANITIZE=address,undefined check
 #   make DEVELOPER=1     adds -Werror
 #   make bench           build the benchmark tools in bench/
+#   make fuzz            build the listing parsers' libFuzzer targets (clang)
+#   make fuzz-run        run each for FUZZ_SECONDS (default 20)
 #   make V=1             show the commands
 
 CC ?= cc
@@ -79,6 +81,22 @@ bench/%: bench/%.c
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(LDFLAGS) -o $@ $< \
 		$(FUSE_LIBS) -lpthread -lm
 
+# libFuzzer targets, one per listing parser; tests/fuzz/run.sh runs them.
+FUZZ_CC ?= clang-14
+FUZZ_SECONDS ?= 20
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(FUZZ_SRCS:.c=)
+
+tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h src/listing.c \
+		include/pf_listing.h
+	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
+		-Iinclude -o $@ $< src/listing.c
+
+fuzz: $(FUZZ_BINS)
+fuzz-run: fuzz
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BINS)
+
 tests: $(CHECK_BINS) $(TEST_HELPER_BINS)
 bench: prefetchfs $(BENCH_BINS)
 
@@ -103,7 +121,9 @@ demo:
 clean:
 	rm -f prefetchfs $(LIB) src/*.o src/*.d $(CHECK_BINS) tests/*.d \
 		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
+	rm -f $(FUZZ_BINS)
 
 .PHONY: all tests bench check check-run deps demo clean
+.PHONY: fuzz fuzz-run
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d) \
 	$(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

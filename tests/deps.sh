@@ -3,7 +3,8 @@
 # if any is missing.  Quiet and quick when everything is there.
 set -eu
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
-libcurl4-openssl-dev check python3 openssl psmisc procps util-linux"
+libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
+clang-14 libclang-rt-14-dev"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
 missing=()
 for p in $PKGS; do
