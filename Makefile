@@ -28,9 +28,10 @@ endif
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3)
 FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3)
 URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing)
+CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
-LIBS := $(URING_LIBS) -lpthread -lm
+LIBS := $(URING_LIBS) $(CURL_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
 Q :=

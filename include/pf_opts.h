@@ -32,6 +32,19 @@ struct pf_opts {
 	int help;
 	int version;
 	enum pf_log_level log_level;
+	/* object storage (http(s)://, s3://) */
+	char endpoint[512];	/* "" = from the environment / AWS */
+	char region[64];
+	char profile[128];
+	char addressing[16];	/* "" = auto */
+	int no_sign;
+	char manifest[1024];	/* HTTP: manifest URL or name */
+	char cacert[1024];
+	int insecure;
+	unsigned connect_timeout; /* seconds */
+	unsigned timeout;	/* seconds without a byte */
+	unsigned retries;
+	int fetch_size_set;	/* -o fetch_size given */
 	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */
 };
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -27,6 +28,7 @@
 
 #include "pf_fuse.h"
 #include "pf_log.h"
+#include "pf_objstore.h"
 
 #ifndef PF_VERSION
 #define PF_VERSION "0.1.0"
@@ -53,18 +55,24 @@ static void raise_nofile(void)
 	}
 }
 
+enum src_kind { SRC_POSIX, SRC_HTTP, SRC_S3 };
+
+static enum src_kind source_kind(const char *src)
+{
+	if (strncasecmp(src, "http://", 7) == 0 ||
+	    strncasecmp(src, "https://", 8) == 0)
+		return SRC_HTTP;
+	if (strncasecmp(src, "s3://", 5) == 0)
+		return SRC_S3;
+	return SRC_POSIX;
+}
+
 static int check_source(const char *src)
 {
 	struct stat st;
 
-	if (strncmp(src, "http://", 7) == 0 ||
-	    strncmp(src, "https://", 8) == 0 || strncmp(src, "s3://", 5) == 0) {
-		fprintf(stderr,
-			"prefetchfs: source '%s': object storage sources are "
-			"not supported by this build yet\n",
-			src);
-		return -1;
-	}
+	if (source_kind(src) != SRC_POSIX)
+		return 0;	/* checked by listing it, once started */
 	if (stat(src, &st) < 0) {
 		fprintf(stderr, "prefetchfs: source '%s': %s\n", src,
 			strerror(errno));
@@ -97,6 +105,77 @@ static int check_mountpoint(const char *mnt)
 			"prefetchfs: mountpoint '%s': not a directory\n", mnt);
 		return -1;
 	}
+	return 0;
+}
+
+/* Default fetch for object stores: a request costs a round trip of tens
+ * of milliseconds, so fetch more per request than from a directory. */
+#define OBJ_FETCH_SIZE (4ull << 20)
+
+/* The backend for SOURCE; on failure prints one line and returns < 0. */
+static int backend_new(const struct pf_opts *o, enum src_kind kind,
+		       const char *src, struct pf_backend **be, char *desc,
+		       size_t desclen)
+{
+	struct pf_posix_cfg pcfg = { 0 };
+	struct pf_obj_cfg ocfg = { 0 };
+	char err[1024];
+	int ret;
+
+	if (kind == SRC_POSIX) {
+		pcfg.queue_depth = o->engine.max_inflight * 2 > 64 ?
+					   o->engine.max_inflight * 2 : 64;
+		pcfg.force_fallback = o->io_engine == 1;
+		ret = pf_posix_backend_new(src, &pcfg, be);
+		if (ret < 0) {
+			fprintf(stderr, "prefetchfs: source '%s': %s\n",
+				o->source, strerror(-ret));
+			return ret;
+		}
+		snprintf(desc, desclen, "posix:%s (%s)", src,
+			 pf_posix_backend_engine(*be));
+		return 0;
+	}
+	ocfg.max_conns = o->engine.max_inflight + 4;
+	ocfg.connect_timeout_ms = o->connect_timeout * 1000;
+	ocfg.timeout_s = o->timeout;
+	ocfg.retries = o->retries;
+	ocfg.backoff_ms = 100;
+	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;
+	ocfg.insecure = o->insecure;
+	ocfg.manifest = o->manifest[0] ? o->manifest : NULL;
+	ocfg.s3.region = o->region[0] ? o->region : NULL;
+	ocfg.s3.endpoint = o->endpoint[0] ? o->endpoint : NULL;
+	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
+	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
+	ocfg.s3.no_sign = o->no_sign;
+	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
+		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
+			strerror(errno));
+		return -errno;
+	}
+	if (kind == SRC_HTTP) {
+		if (o->endpoint[0] || o->region[0] || o->profile[0] ||
+		    o->addressing[0] || o->no_sign) {
+			fprintf(stderr, "prefetchfs: endpoint, region, "
+					"profile, addressing and no_sign are "
+					"for s3:// sources\n");
+			return -EINVAL;
+		}
+		ret = pf_http_backend_new(src, &ocfg, be, err, sizeof(err));
+	} else {
+		if (o->manifest[0]) {
+			fprintf(stderr, "prefetchfs: manifest is for "
+					"http(s):// sources\n");
+			return -EINVAL;
+		}
+		ret = pf_s3_backend_new(src, &ocfg, be, err, sizeof(err));
+	}
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", err);
+		return ret;
+	}
+	snprintf(desc, desclen, "%s", pf_obj_backend_desc(*be));
 	return 0;
 }
 
@@ -277,7 +356,6 @@ static void detach(void)
 int main(int argc, char **argv)
 {
 	static struct pf_opts o;
-	struct pf_posix_cfg pcfg = { 0 };
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lcfg = NULL;
 	struct fuse_session *se = NULL;
@@ -291,7 +369,8 @@ int main(int argc, char **argv)
 	char src[PATH_MAX];
 	char fuse_opts[2 * PATH_MAX + 1200];
 	char fsname[2 * PATH_MAX];
-	char desc[PATH_MAX + 16];
+	char desc[PATH_MAX + 600];
+	enum src_kind kind;
 	char err[512];
 	int pipefd[2] = { -1, -1 };
 	int status = 1;
@@ -314,8 +393,23 @@ int main(int argc, char **argv)
 	pf_log_set_level(o.log_level);
 	if (check_source(o.source) < 0 || check_mountpoint(o.mountpoint) < 0)
 		return 1;
-	if (!realpath(o.source, src) || !realpath(o.mountpoint, mnt)) {
-		fprintf(stderr, "prefetchfs: %s\n", strerror(errno));
+	kind = source_kind(o.source);
+	if (kind != SRC_POSIX) {
+		if (strlen(o.source) >= sizeof(src)) {
+			fprintf(stderr, "prefetchfs: source URL too long\n");
+			return 1;
+		}
+		strcpy(src, o.source);
+		if (!o.fetch_size_set)
+			o.engine.fetch_size = OBJ_FETCH_SIZE;
+	} else if (!realpath(o.source, src)) {
+		fprintf(stderr, "prefetchfs: source '%s': %s\n", o.source,
+			strerror(errno));
+		return 1;
+	}
+	if (!realpath(o.mountpoint, mnt)) {
+		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n",
+			o.mountpoint, strerror(errno));
 		return 1;
 	}
 
@@ -342,15 +436,9 @@ int main(int argc, char **argv)
 	}
 	raise_nofile();
 
-	pcfg.queue_depth = o.engine.max_inflight * 2 > 64 ?
-				   o.engine.max_inflight * 2 : 64;
-	pcfg.force_fallback = o.io_engine == 1;
-	ret = pf_posix_backend_new(src, &pcfg, &be);
-	if (ret < 0) {
-		fprintf(stderr, "prefetchfs: source '%s': %s\n", o.source,
-			strerror(-ret));
+	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
+	if (ret < 0)
 		goto out;
-	}
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache: %s\n",
@@ -362,8 +450,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefetchfs: %s\n", strerror(-ret));
 		goto out_engine;
 	}
-	snprintf(desc, sizeof(desc), "posix:%s (%s)", src,
-		 pf_posix_backend_engine(be));
 	fs.opts = &o;
 	fs.be = be;
 	fs.engine = engine;
@@ -419,9 +505,9 @@ int main(int argc, char **argv)
 		detach();
 	}
 	pf_info("mounted %s on %s (max_memory %" PRIu64 "M, prefetch %s, "
-		"io %s)",
-		src, mnt, o.engine.max_memory >> 20,
-		o.engine.prefetch ? "on" : "off", pf_posix_backend_engine(be));
+		"fetch_size %" PRIu64 "K)",
+		desc, mnt, o.engine.max_memory >> 20,
+		o.engine.prefetch ? "on" : "off", o.engine.fetch_size >> 10);
 
 	lcfg = fuse_loop_cfg_create();
 	if (!lcfg) {

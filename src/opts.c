@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->max_threads = 16;
 	o->keep_cache = 1;
 	o->log_level = PF_LOG_INFO;
+	o->connect_timeout = 10;
+	o->timeout = 30;
+	o->retries = 5;
 }
 
 int pf_parse_size(const char *s, uint64_t *out)
@@ -144,7 +148,22 @@ static const char *const own[] = {
 	"fetch_size", "max_inflight", "prefetch_batches", "batch_size",
 	"gap_ms", "max_streams", "max_window", "min_window", "cache_timeout",
 	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
-	"log_level", NULL,
+	"log_level", "endpoint", "region", "profile", "addressing",
+	"no_sign", "manifest", "cacert", "insecure", "connect_timeout",
+	"timeout", "retries", NULL,
+};
+
+/* Options whose value is kept as a string in struct pf_opts. */
+struct str_opt {
+	const char *name;
+	size_t off;
+	size_t cap;
+};
+#define STR_OPT(f) { #f, offsetof(struct pf_opts, f), \
+		     sizeof(((struct pf_opts *)0)->f) }
+static const struct str_opt str_opts[] = {
+	STR_OPT(endpoint), STR_OPT(region), STR_OPT(profile),
+	STR_OPT(manifest), STR_OPT(cacert), { NULL, 0, 0 },
 };
 
 static bool known(const char *opt)
@@ -220,8 +239,55 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 		o->keep_cache = b;
 		return 0;
 	}
+	if (strcmp(opt, "no_sign") == 0) {
+		if (parse_bool(val, &b) < 0)
+			BAD("bad value for no_sign: '%s' (on or off)", val);
+		o->no_sign = b;
+		return 0;
+	}
+	if (strcmp(opt, "insecure") == 0) {
+		if (parse_bool(val, &b) < 0)
+			BAD("bad value for insecure: '%s' (on or off)", val);
+		o->insecure = b;
+		return 0;
+	}
 	if (!val)
 		BAD("option '%s' needs a value (%s=...)", opt, opt);
+	for (const struct str_opt *so = str_opts; so->name; so++) {
+		char *dst = (char *)o + so->off;
+
+		if (strcmp(opt, so->name) != 0)
+			continue;
+		if (!*val || strlen(val) >= so->cap)
+			BAD("bad value for %s: '%s'", opt, val);
+		memcpy(dst, val, strlen(val) + 1);
+		return 0;
+	}
+	if (strcmp(opt, "addressing") == 0) {
+		if (strcmp(val, "path") != 0 && strcmp(val, "virtual") != 0 &&
+		    strcmp(val, "auto") != 0)
+			BAD("bad value for addressing: '%s' (path, virtual or "
+			    "auto)", val);
+		snprintf(o->addressing, sizeof(o->addressing), "%s", val);
+		return 0;
+	}
+	if (strcmp(opt, "connect_timeout") == 0 ||
+	    strcmp(opt, "timeout") == 0) {
+		if (parse_uint(val, 1, 3600, &u) < 0)
+			BAD("bad value for %s: '%s' (seconds, 1 to 3600)", opt,
+			    val);
+		if (opt[0] == 'c')
+			o->connect_timeout = u;
+		else
+			o->timeout = u;
+		return 0;
+	}
+	if (strcmp(opt, "retries") == 0) {
+		if (parse_uint(val, 0, 100, &u) < 0)
+			BAD("bad value for retries: '%s' (0 to 100)", val);
+		o->retries = u;
+		return 0;
+	}
 
 	if (strcmp(opt, "max_memory") == 0) {
 		if (pf_parse_size(val, &sz) < 0 || sz < (16u << 20))
@@ -240,6 +306,7 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 			BAD("bad value for fetch_size: '%s' (a size from 4K "
 			    "to 64M)", val);
 		c->fetch_size = sz;
+		o->fetch_size_set = 1;
 	} else if (strcmp(opt, "max_inflight") == 0) {
 		if (parse_uint(val, 1, 1024, &u) < 0)
 			BAD("bad value for max_inflight: '%s' (1 to 1024)",
@@ -402,10 +469,13 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	pf_opts_default(&d, ram_bytes);
 	printf("usage: %s [options] SOURCE MOUNTPOINT\n"
 	       "\n"
-	       "Mounts the dataset at SOURCE (a directory) read-only at "
-	       "MOUNTPOINT, learns each\n"
+	       "Mounts the dataset at SOURCE read-only at MOUNTPOINT, learns "
+	       "each\n"
 	       "reader's access pattern and keeps batch-sized windows ahead "
 	       "of it in memory.\n"
+	       "SOURCE is a directory, http(s)://HOST/PREFIX/ (listed by the "
+	       "server's directory\n"
+	       "index or a manifest) or s3://BUCKET[/PREFIX].\n"
 	       "Unmount with: fusermount3 -u MOUNTPOINT\n"
 	       "\n"
 	       "general options:\n"
@@ -464,6 +534,40 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "io_uring, pread if unavailable)\n"
 	       "    -o log_level=LEVEL     err, warn, info or debug "
 	       "(default info)\n"
+	       "\n"
+	       "object storage options (http://, https://, s3://):\n"
+	       "    -o endpoint=URL        S3 endpoint, e.g. "
+	       "http://127.0.0.1:9000 (default\n"
+	       "                           AWS_ENDPOINT_URL_S3, "
+	       "AWS_ENDPOINT_URL, else AWS)\n"
+	       "    -o region=NAME         S3 region (default AWS_REGION, "
+	       "AWS_DEFAULT_REGION, the\n"
+	       "                           profile's, else us-east-1)\n"
+	       "    -o profile=NAME        credentials of this profile in "
+	       "~/.aws/credentials\n"
+	       "                           (default: AWS_ACCESS_KEY_ID/..."
+	       " of the environment,\n"
+	       "                           else profile AWS_PROFILE, else "
+	       "default)\n"
+	       "    -o addressing=MODE     path, virtual or auto (default "
+	       "auto)\n"
+	       "    -o no_sign             anonymous S3 requests (public "
+	       "buckets)\n"
+	       "    -o manifest=URL        HTTP: list the files from this "
+	       "manifest, one 'PATH SIZE'\n"
+	       "                           a line (a name is relative to "
+	       "SOURCE)\n"
+	       "    -o cacert=FILE         CA bundle for https (default the "
+	       "system's)\n"
+	       "    -o insecure            do not verify TLS certificates\n"
+	       "    -o connect_timeout=S   connect timeout (default %u s)\n"
+	       "    -o timeout=S           a request that receives nothing "
+	       "this long fails\n"
+	       "                           (default %u s)\n"
+	       "    -o retries=N           retries of a failed request, with "
+	       "backoff (default %u)\n"
+	       "    fetch_size defaults to 4M for object storage.\n"
+	       "\n"
 	       "    -o allow_other, auto_unmount, default_permissions, "
 	       "fsname=NAME, subtype=NAME\n"
 	       "                           passed to FUSE\n"
@@ -479,5 +583,6 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       (double)d.engine.pattern.gap_ns / 1e6,
 	       d.engine.pattern.max_streams, d.entry_timeout,
 	       d.entry_timeout, d.attr_timeout, d.readahead_kb,
-	       d.max_threads, ".prefetchfs", "stats");
+	       d.max_threads, d.connect_timeout, d.timeout, d.retries,
+	       ".prefetchfs", "stats");
 }

@@ -1,0 +1,134 @@
+/*
+ * pf_curl.h - HTTP(S) transfers for the object-storage backends: one curl
+ * multi loop in one thread, many requests in flight.
+ *
+ * A request (struct pf_creq) is a GET of a byte range into the submitter's
+ * iovec, a HEAD, or a GET of a whole small document (a listing) into a
+ * buffer the loop grows.  The loop owns the CURLM and every easy handle;
+ * other threads queue requests and wake it (curl_multi_wakeup).  It
+ * reuses connections, multiplexes over HTTP/2 where the server offers it,
+ * and keeps at most max_conns connections.
+ *
+ * Ranged GETs are checked before a byte reaches the iovec: a 206 must carry
+ * a Content-Range that starts where we asked and whose total is the size
+ * pinned at open; a 200 (a server that ignores Range) is accepted only
+ * with the pinned length, and the loop takes the asked-for slice of the
+ * body and stops the transfer; a response whose ETag differs from the
+ * pinned one, a 412 (If-Match failed) or 416 means the object changed:
+ * -EIO, never bytes of two versions.  A body cut short is resumed from the
+ * first missing byte (If-Match keeps the version).
+ *
+ * Faults: connection errors, timeouts, 5xx, 429 and S3 SlowDown are retried
+ * up to cfg.retries times after a backoff that doubles from cfg.backoff_ms
+ * with full jitter (Retry-After is honoured up to 10 s).  After the last
+ * try the request fails with the precise errno: 404/410 -ENOENT, 401/403
+ * -EACCES, anything else (timeouts included) -EIO, with the reason in
+ * r->errmsg.
+ *
+ * Threads: pf_curl_submit() and pf_curl_run() may be called from any
+ * thread; done() runs on the loop thread and must not block on the loop
+ * (no pf_curl_run() inside done()).  Ownership: the submitter owns the
+ * request and everything it points to until done() is called.
+ */
+#ifndef PF_CURL_H
+#define PF_CURL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct pf_curl_cfg {
+	unsigned max_conns;		/* connections at most */
+	unsigned connect_timeout_ms;
+	unsigned timeout_s;		/* no byte for this long: timeout */
+	unsigned retries;		/* tries after the first */
+	unsigned backoff_ms;		/* first backoff */
+	const char *cacert;		/* CA bundle file, NULL: system's */
+	int insecure;			/* do not verify TLS peers */
+	/* S3 signing: "aws:amz:REGION:s3" and "KEY:SECRET", or NULL */
+	const char *sigv4;
+	const char *userpwd;
+	const char *session_token;	/* x-amz-security-token, or NULL */
+};
+
+enum pf_creq_kind {
+	PF_CREQ_RANGE,		/* GET bytes [off, off + len) into iov */
+	PF_CREQ_HEAD,		/* HEAD: status and headers only */
+	PF_CREQ_DOC,		/* GET the whole body into buf */
+};
+
+struct pf_creq {
+	/* set by the submitter */
+	enum pf_creq_kind kind;
+	const char *url;
+	uint64_t off;			/* RANGE */
+	uint64_t len;			/* RANGE: bytes wanted, > 0 */
+	const struct iovec *iov;	/* RANGE: room for len bytes */
+	int iovcnt;
+	const char *if_match;		/* pinned ETag, or NULL */
+	int64_t pin_size;		/* RANGE: pinned object size */
+	size_t doc_max;			/* DOC: largest body accepted */
+	void (*done)(struct pf_creq *r, int err);	/* err 0 or -errno */
+	void *priv;
+
+	/* results, valid in done() */
+	long status;			/* last HTTP status, 0 if none */
+	int64_t size;			/* object size (Content-Length of a
+					 * 200 / HEAD, or Content-Range total),
+					 * -1 unknown */
+	int64_t mtime;			/* Last-Modified, -1 unknown */
+	char etag[128];			/* "" unknown */
+	char ctype[64];			/* Content-Type */
+	char *buf;			/* DOC body (NUL-terminated; the
+					 * submitter frees it), or for an
+					 * error status its first bytes */
+	size_t buflen;
+	char errmsg[256];		/* why it failed, for the log */
+
+	/* the loop's */
+	uint64_t got;			/* RANGE bytes in iov so far */
+	uint64_t got_start;		/* got when this try started */
+	unsigned tries;
+	int64_t due_ns;			/* retry time */
+	int hstate;			/* header parsing of this response */
+	uint64_t skip;			/* body bytes to skip (a 200) */
+	long retry_after_ms;
+	int final_err;
+	struct pf_curl *loop;
+	char crange[128];		/* Content-Range of this response */
+	void *easy;
+	struct curl_slist *hdrs;
+	struct pf_creq *next;
+	struct pf_creq *prev;		/* in the loop's active list */
+};
+
+struct pf_curl;
+
+/* Starts the loop thread.  Copies the strings of @cfg. */
+int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out);
+/* Cancels (-ECANCELED) every request not finished, joins, frees. */
+void pf_curl_free(struct pf_curl *c);
+
+/* Queues @r; done() comes later on the loop thread.  -ESHUTDOWN while
+ * freeing (done() not called). */
+int pf_curl_submit(struct pf_curl *c, struct pf_creq *r);
+
+/* Submits @r and waits for it; returns what done() would get (r->done and
+ * r->priv are overwritten).  Not from the loop thread. */
+int pf_curl_run(struct pf_curl *c, struct pf_creq *r);
+
+/* Totals for the stats file. */
+struct pf_curl_totals {
+	uint64_t requests;
+	uint64_t retries;
+	uint64_t errors;
+	uint64_t resumed;	/* bodies cut short and resumed */
+	uint64_t full_bodies;	/* 200s to ranged GETs */
+	unsigned active;
+};
+void pf_curl_totals(struct pf_curl *c, struct pf_curl_totals *t);
+
+/* errno for an HTTP status after the last try. */
+int pf_curl_status_errno(long status);
+
+#endif

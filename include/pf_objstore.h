@@ -1,0 +1,50 @@
+/*
+ * pf_objstore.h - object-storage backends: a plain HTTP(S) server and S3,
+ * both on one curl multi loop (pf_curl.h), behind the ops table of
+ * pf_backend.h.
+ *
+ * Both constructors check the source before returning: they list its root
+ * (or fetch the manifest), so an unreachable server, a missing bucket or
+ * wrong credentials fail the mount with one line in err naming the cause
+ * (never a secret).  After that the backend serves:
+ *  - getattr/readdir from directory listings, each fetched once and kept
+ *    (S3 ListObjectsV2 with delimiter and continuation tokens; the
+ *    server's autoindex HTML or JSON; or the manifest, all at mount);
+ *  - open with a HEAD that pins size, ETag and Last-Modified;
+ *  - reads as ranged GETs with If-Match, checked by the loop.
+ * Objects have no symlinks (readlink: -EINVAL) and statfs knows no sizes.
+ */
+#ifndef PF_OBJSTORE_H
+#define PF_OBJSTORE_H
+
+#include <stddef.h>
+
+#include "pf_backend.h"
+#include "pf_curl.h"
+#include "pf_s3conf.h"
+
+struct pf_obj_cfg {
+	unsigned max_conns;		/* connections at most */
+	unsigned connect_timeout_ms;
+	unsigned timeout_s;		/* a request with no byte this long */
+	unsigned retries;
+	unsigned backoff_ms;
+	const char *cacert;		/* NULL: the system's CA store */
+	int insecure;
+	const char *manifest;		/* HTTP: manifest URL or name */
+	struct pf_s3_opts s3;		/* S3: what -o gave */
+	pf_env_fn env;			/* S3: NULL for getenv */
+};
+
+/* @source: "http://host[:port]/prefix/" or https. */
+int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
+			struct pf_backend **out, char *err, size_t errlen);
+/* @source: "s3://bucket[/prefix]". */
+int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
+		      struct pf_backend **out, char *err, size_t errlen);
+
+/* One line for the log and the stats file, no secrets. */
+const char *pf_obj_backend_desc(const struct pf_backend *be);
+void pf_obj_backend_totals(struct pf_backend *be, struct pf_curl_totals *t);
+
+#endif

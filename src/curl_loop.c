@@ -1,0 +1,987 @@
+/*
+ * curl_loop.c - one curl multi loop, many HTTP(S) requests in flight: the
+ * transport of the object-storage backends (see pf_curl.h).
+ *
+ * DESIGN
+ * One thread owns the CURLM and every easy handle.  Submitters append to
+ * c->queue under c->lock and call curl_multi_wakeup(); the loop moves the
+ * queue into the multi, drives it with curl_multi_poll(), and drains
+ * finished transfers with curl_multi_info_read().  A finished request is
+ * judged (done, resumed, retried later, failed) on the loop thread; a
+ * request waiting for its retry sits in c->delayed (loop-private, sorted by
+ * due time) and bounds the poll timeout.  Easy handles are kept in a free
+ * list and reused, so steady state makes no allocations but the request
+ * headers.  c->lock guards the queue, the stopping flag and the totals;
+ * it is never held across a curl call or done().
+ *
+ * Response checking happens in the header callback: when the blank line
+ * ending a final response's headers arrives, the status, Content-Range and
+ * ETag decide whether the body may be written (hstate H_BODY), skipped
+ * into the error buffer (H_ERRBODY), or the transfer aborted (H_REJECT).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "pf_curl.h"
+#include "pf_listing.h"
+#include "pf_log.h"
+
+enum {
+	H_STATUS = 0,	/* waiting for a status line */
+	H_HEADERS,	/* in the headers of a response */
+	H_BODY,		/* body goes to the request */
+	H_ERRBODY,	/* body of an error status: keep its start */
+	H_REJECT,	/* response refused: abort the transfer */
+	H_SKIP,		/* body of an interim/redirect response */
+};
+
+#define ERRBODY_MAX 4096
+
+struct pf_curl {
+	struct pf_curl_cfg cfg;
+	char *cacert;
+	char *sigv4;
+	char *userpwd;
+	char *token_hdr;
+	CURLM *multi;
+	pthread_t thread;
+	bool started;
+
+	pthread_mutex_t lock;
+	struct pf_creq *queue;		/* under lock: FIFO of new requests */
+	struct pf_creq **queue_tail;
+	bool stopping;			/* under lock */
+	struct pf_curl_totals tot;	/* under lock */
+
+	/* loop thread only */
+	struct pf_creq *delayed;	/* sorted by due_ns */
+	CURL **free_easy;
+	unsigned nfree;
+	unsigned capfree;
+	atomic_uint active;
+	atomic_bool warned_full;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pf_curl_status_errno(long status)
+{
+	switch (status) {
+	case 404:
+	case 410:
+		return -ENOENT;
+	case 401:
+	case 403:
+		return -EACCES;
+	case 416:
+	case 412:
+		return -EIO;
+	default:
+		return -EIO;
+	}
+}
+
+static bool status_retryable(long status)
+{
+	return status == 429 || status == 408 || (status >= 500 &&
+						  status != 501);
+}
+
+/* ---- headers ------------------------------------------------------------ */
+
+/* Case-insensitive "Name:" at the start of a header line; returns the
+ * value with blanks trimmed into out. */
+static bool header_is(const char *line, size_t len, const char *name,
+		      char *out, size_t outlen)
+{
+	size_t n = strlen(name);
+	size_t i;
+	size_t o = 0;
+
+	if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
+		return false;
+	i = n + 1;
+	while (i < len && (line[i] == ' ' || line[i] == '\t'))
+		i++;
+	while (len > i && (line[len - 1] == '\r' || line[len - 1] == '\n' ||
+			   line[len - 1] == ' ' || line[len - 1] == '\t'))
+		len--;
+	for (; i < len && o + 1 < outlen; i++)
+		out[o++] = line[i];
+	out[o] = '\0';
+	return true;
+}
+
+static int parse_u64(const char *s, char **end, uint64_t *out)
+{
+	uint64_t v = 0;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*end = (char *)p;
+	*out = v;
+	return 0;
+}
+
+/* "bytes A-B/TOTAL" (TOTAL may be '*') */
+static int parse_content_range(const char *v, uint64_t *a, uint64_t *b,
+			       int64_t *total)
+{
+	char *p;
+	uint64_t t;
+
+	if (strncasecmp(v, "bytes ", 6) != 0)
+		return -EINVAL;
+	v += 6;
+	while (*v == ' ')
+		v++;
+	if (parse_u64(v, &p, a) < 0 || *p != '-')
+		return -EINVAL;
+	if (parse_u64(p + 1, &p, b) < 0 || *p != '/' || *b < *a)
+		return -EINVAL;
+	p++;
+	if (*p == '*') {
+		*total = -1;
+		return 0;
+	}
+	if (parse_u64(p, &p, &t) < 0 || t > INT64_MAX)
+		return -EINVAL;
+	*total = (int64_t)t;
+	return 0;
+}
+
+static void reject(struct pf_creq *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reject(struct pf_creq *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->errmsg, sizeof(r->errmsg), fmt, ap);
+	va_end(ap);
+	r->final_err = err;
+	r->hstate = H_REJECT;
+}
+
+/* All headers of a final response are in: may its body be used? */
+static void headers_done(struct pf_curl *c, struct pf_creq *r,
+			 const char *crange)
+{
+	uint64_t a;
+	uint64_t b;
+	int64_t total;
+	uint64_t want = r->off + r->got;
+
+	if (r->status < 200 || r->status >= 300) {
+		r->hstate = r->kind == PF_CREQ_HEAD ? H_SKIP : H_ERRBODY;
+		return;
+	}
+	if (r->if_match && r->etag[0] && strcmp(r->etag, r->if_match) != 0) {
+		reject(r, -EIO, "changed on the server (ETag %s, opened as "
+		       "%s)", r->etag, r->if_match);
+		return;
+	}
+	if (r->kind != PF_CREQ_RANGE) {
+		r->hstate = H_BODY;
+		return;
+	}
+	if (r->status == 206) {
+		if (!crange[0] ||
+		    parse_content_range(crange, &a, &b, &total) < 0) {
+			reject(r, -EIO, "206 with a bad Content-Range '%s'",
+			       crange);
+			return;
+		}
+		if (a != want) {
+			reject(r, -EIO, "206 for bytes %" PRIu64 "-%" PRIu64
+			       ", asked from %" PRIu64, a, b, want);
+			return;
+		}
+		if (total >= 0 && r->pin_size >= 0 && total != r->pin_size) {
+			reject(r, -EIO, "changed on the server (size %" PRId64
+			       ", opened as %" PRId64 ")", total,
+			       r->pin_size);
+			return;
+		}
+		r->size = total;
+		r->skip = 0;
+		r->hstate = H_BODY;
+		return;
+	}
+	if (r->status == 200) {
+		/* the server ignored Range: the body is the whole object */
+		if (r->size >= 0 && r->pin_size >= 0 &&
+		    r->size != r->pin_size) {
+			reject(r, -EIO, "changed on the server (size %" PRId64
+			       ", opened as %" PRId64 ")", r->size,
+			       r->pin_size);
+			return;
+		}
+		if (!atomic_exchange(&c->warned_full, true))
+			pf_warn("the server ignores Range requests (200 with "
+				"the whole object): every read downloads "
+				"from the start of its object");
+		pthread_mutex_lock(&c->lock);
+		c->tot.full_bodies++;
+		pthread_mutex_unlock(&c->lock);
+		r->skip = want;
+		r->hstate = H_BODY;
+		return;
+	}
+	reject(r, -EIO, "unexpected status %ld to a range request", r->status);
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *arg)
+{
+	struct pf_creq *r = arg;
+	size_t len = size * n;
+	char v[256];
+
+	if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		const char *sp = memchr(line, ' ', len);
+
+		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		r->hstate = H_HEADERS;
+		r->etag[0] = '\0';
+		r->ctype[0] = '\0';
+		r->size = -1;
+		r->mtime = -1;
+		r->retry_after_ms = 0;
+		r->crange[0] = '\0';
+		return len;
+	}
+	if (r->hstate != H_HEADERS)
+		return len;
+	if (len <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+		/* end of this response's headers */
+		if (r->status < 200 || (r->status >= 300 && r->status < 400 &&
+					r->status != 304)) {
+			/* 1xx or a redirect curl follows */
+			r->hstate = H_SKIP;
+			return len;
+		}
+		headers_done(r->loop, r, r->crange);
+		return len;
+	}
+	if (header_is(line, len, "ETag", r->etag, sizeof(r->etag))) {
+		/* kept as sent */
+	} else if (header_is(line, len, "Content-Range", r->crange,
+			     sizeof(r->crange))) {
+		/* parsed at the end */
+	} else if (header_is(line, len, "Content-Length", v, sizeof(v))) {
+		char *end;
+		uint64_t u;
+
+		if (parse_u64(v, &end, &u) == 0 && u <= INT64_MAX)
+			r->size = (int64_t)u;
+	} else if (header_is(line, len, "Last-Modified", v, sizeof(v))) {
+		int64_t t;
+
+		if (pf_parse_http_date(v, &t) == 0)
+			r->mtime = t;
+	} else if (header_is(line, len, "Content-Type", r->ctype,
+			     sizeof(r->ctype))) {
+		/* kept as sent */
+	} else if (header_is(line, len, "Retry-After", v, sizeof(v))) {
+		long s = strtol(v, NULL, 10);
+
+		if (s > 0)
+			r->retry_after_ms = s > 10 ? 10000 : s * 1000;
+	}
+	return len;
+}
+
+/* ---- body ----------------------------------------------------------------- */
+
+static int buf_append(struct pf_creq *r, const char *p, size_t n, size_t max)
+{
+	if (r->buflen + n + 1 > max)
+		return -EFBIG;
+	char *nb = realloc(r->buf, r->buflen + n + 1);
+
+	if (!nb)
+		return -ENOMEM;
+	r->buf = nb;
+	memcpy(r->buf + r->buflen, p, n);
+	r->buflen += n;
+	r->buf[r->buflen] = '\0';
+	return 0;
+}
+
+/* Copy @n bytes into the request's iovec at offset r->got. */
+static void iov_put(struct pf_creq *r, const char *p, size_t n)
+{
+	uint64_t pos = r->got;
+
+	for (int i = 0; i < r->iovcnt && n; i++) {
+		size_t l = r->iov[i].iov_len;
+
+		if (pos >= l) {
+			pos -= l;
+			continue;
+		}
+		size_t k = l - pos < n ? l - pos : n;
+
+		memcpy((char *)r->iov[i].iov_base + pos, p, k);
+		p += k;
+		n -= k;
+		r->got += k;
+		pos = 0;
+	}
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct pf_creq *r = arg;
+	size_t len = size * n;
+	size_t take;
+
+	switch (r->hstate) {
+	case H_BODY:
+		break;
+	case H_ERRBODY:
+		if (r->buflen < ERRBODY_MAX)
+			buf_append(r, p, len < ERRBODY_MAX ? len : ERRBODY_MAX,
+				   ERRBODY_MAX + 1);
+		return len;
+	case H_SKIP:
+		return len;
+	default:
+		return 0;	/* H_REJECT: abort */
+	}
+	if (r->kind == PF_CREQ_DOC) {
+		if (buf_append(r, p, len, r->doc_max) < 0) {
+			snprintf(r->errmsg, sizeof(r->errmsg),
+				 "document larger than %zu bytes", r->doc_max);
+			r->final_err = -EFBIG;
+			return 0;
+		}
+		return len;
+	}
+	if (r->kind != PF_CREQ_RANGE)
+		return len;
+	if (r->skip) {
+		size_t s = r->skip < len ? (size_t)r->skip : len;
+
+		r->skip -= s;
+		p += s;
+		len -= s;
+		if (!len)
+			return size * n;
+	}
+	take = r->len - r->got < len ? (size_t)(r->len - r->got) : len;
+	iov_put(r, p, take);
+	if (r->got == r->len)
+		return take == len ? size * n : 0; /* all there: stop a 200 */
+	return size * n;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static CURLcode global_rc;
+
+static void global_init(void)
+{
+	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static CURL *easy_get(struct pf_curl *c)
+{
+	if (c->nfree) {
+		CURL *e = c->free_easy[--c->nfree];
+
+		curl_easy_reset(e);
+		return e;
+	}
+	return curl_easy_init();
+}
+
+static void easy_put(struct pf_curl *c, CURL *e)
+{
+	if (c->nfree == c->capfree) {
+		unsigned cap = c->capfree ? c->capfree * 2 : 16;
+		CURL **n = realloc(c->free_easy, cap * sizeof(*n));
+
+		if (!n) {
+			curl_easy_cleanup(e);
+			return;
+		}
+		c->free_easy = n;
+		c->capfree = cap;
+	}
+	c->free_easy[c->nfree++] = e;
+}
+
+static void active_add(struct pf_creq **head, struct pf_creq *r)
+{
+	r->prev = NULL;
+	r->next = *head;
+	if (*head)
+		(*head)->prev = r;
+	*head = r;
+}
+
+static void active_del(struct pf_creq **head, struct pf_creq *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		*head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = NULL;
+	r->prev = NULL;
+}
+
+static void complete(struct pf_curl *c, struct pf_creq *r, int err);
+
+/* Sets up and adds one try of @r to the multi. */
+static int start(struct pf_curl *c, struct pf_creq *r,
+		 struct pf_creq **active)
+{
+	CURL *e = easy_get(c);
+	char range[64];
+	char hdr[256];
+
+	if (!e)
+		return -ENOMEM;
+	r->easy = e;
+	r->loop = c;
+	r->got_start = r->got;
+	r->hstate = H_STATUS;
+	r->status = 0;
+	r->final_err = 0;
+	r->skip = 0;
+	r->crange[0] = '\0';
+	r->errmsg[0] = '\0';
+	if (r->kind != PF_CREQ_RANGE || r->buf) {
+		/* a DOC body or an error body of an earlier try */
+		free(r->buf);
+		r->buf = NULL;
+		r->buflen = 0;
+	}
+	curl_slist_free_all(r->hdrs);
+	r->hdrs = NULL;
+
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+			 (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)c->cfg.connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.timeout_s);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "prefetchfs");
+	if (c->cacert)
+		curl_easy_setopt(e, CURLOPT_CAINFO, c->cacert);
+	if (c->cfg.insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (c->sigv4) {
+		curl_easy_setopt(e, CURLOPT_AWS_SIGV4, c->sigv4);
+		curl_easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
+		r->hdrs = curl_slist_append(r->hdrs,
+					    "x-amz-content-sha256: "
+					    "UNSIGNED-PAYLOAD");
+		if (c->token_hdr)
+			r->hdrs = curl_slist_append(r->hdrs, c->token_hdr);
+	}
+	if (r->if_match) {
+		snprintf(hdr, sizeof(hdr), "If-Match: %s", r->if_match);
+		r->hdrs = curl_slist_append(r->hdrs, hdr);
+	}
+	if (r->kind == PF_CREQ_HEAD)
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	if (r->kind == PF_CREQ_RANGE) {
+		snprintf(range, sizeof(range), "%" PRIu64 "-%" PRIu64,
+			 r->off + r->got, r->off + r->len - 1);
+		curl_easy_setopt(e, CURLOPT_RANGE, range);
+	}
+	/* no Accept-Encoding: ranges are of the stored bytes */
+	if (r->hdrs)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs);
+	if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+		r->easy = NULL;
+		easy_put(c, e);
+		return -ENOMEM;
+	}
+	active_add(active, r);
+	c->active++;
+	return 0;
+}
+
+static void complete(struct pf_curl *c, struct pf_creq *r, int err)
+{
+	curl_slist_free_all(r->hdrs);
+	r->hdrs = NULL;
+	if (err) {
+		pthread_mutex_lock(&c->lock);
+		c->tot.errors++;
+		pthread_mutex_unlock(&c->lock);
+		if (r->kind == PF_CREQ_DOC && r->status >= 200 &&
+		    r->status < 300) {
+			free(r->buf);
+			r->buf = NULL;
+			r->buflen = 0;
+		}
+	}
+	r->done(r, err);
+}
+
+/* Error text of a failed status: S3's error code and message if any. */
+static void status_msg(struct pf_creq *r)
+{
+	char code[64];
+	char msg[160];
+
+	if (r->errmsg[0])
+		return;
+	if (r->buf && pf_list_parse_s3_error(r->buf, r->buflen, code,
+					     sizeof(code), msg,
+					     sizeof(msg)) == 0)
+		snprintf(r->errmsg, sizeof(r->errmsg), "HTTP %ld %s: %s",
+			 r->status, code, msg);
+	else
+		snprintf(r->errmsg, sizeof(r->errmsg), "HTTP %ld", r->status);
+}
+
+static void schedule_retry(struct pf_curl *c, struct pf_creq *r)
+{
+	unsigned shift = r->tries < 8 ? r->tries : 8;
+	int64_t base = (int64_t)c->cfg.backoff_ms << shift;
+	int64_t ms;
+	struct pf_creq **pp = &c->delayed;
+
+	if (base > 5000)
+		base = 5000;
+	/* full jitter in [base/2, base] */
+	ms = base / 2 + (base / 2 ? (int64_t)(random() % (base / 2 + 1)) : 0);
+	if (r->retry_after_ms > ms)
+		ms = r->retry_after_ms;
+	r->tries++;
+	r->due_ns = now_ns() + ms * 1000000;
+	while (*pp && (*pp)->due_ns <= r->due_ns)
+		pp = &(*pp)->next;
+	r->next = *pp;
+	*pp = r;
+	pthread_mutex_lock(&c->lock);
+	c->tot.retries++;
+	pthread_mutex_unlock(&c->lock);
+	pf_debug("retrying %s in %" PRId64 " ms (try %u): %s", r->url, ms,
+		 r->tries + 1, r->errmsg);
+}
+
+static bool curl_retryable(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_WEIRD_SERVER_REPLY:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A transfer of @r ended with @rc: done, resumed, retried or failed. */
+static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
+		     uint64_t got_before, struct pf_creq **active)
+{
+	bool progress = r->got > got_before;
+	bool retry = false;
+	int err = 0;
+
+	if (r->kind == PF_CREQ_RANGE && r->got == r->len) {
+		complete(c, r, 0);
+		return;
+	}
+	if (r->final_err) {
+		complete(c, r, r->final_err);
+		return;
+	}
+	if (rc == CURLE_OK && r->status >= 200 && r->status < 300) {
+		if (r->kind != PF_CREQ_RANGE) {
+			complete(c, r, 0);
+			return;
+		}
+		/* fewer bytes than asked: resume from the first missing */
+		snprintf(r->errmsg, sizeof(r->errmsg),
+			 "body ended at %" PRIu64 " of %" PRIu64 " bytes",
+			 r->got, r->len);
+		if (progress)
+			goto resume;
+		retry = true;
+		err = -EIO;
+	} else if (rc == CURLE_OK) {
+		status_msg(r);
+		retry = status_retryable(r->status);
+		err = pf_curl_status_errno(r->status);
+	} else {
+		if (!r->errmsg[0])
+			snprintf(r->errmsg, sizeof(r->errmsg), "%s",
+				 curl_easy_strerror(rc));
+		if (r->kind == PF_CREQ_RANGE && progress &&
+		    curl_retryable(rc))
+			goto resume;
+		retry = curl_retryable(rc);
+		err = -EIO;
+	}
+	if (retry && r->tries < c->cfg.retries) {
+		schedule_retry(c, r);
+		return;
+	}
+	complete(c, r, err);
+	return;
+
+resume:
+	pthread_mutex_lock(&c->lock);
+	c->tot.resumed++;
+	pthread_mutex_unlock(&c->lock);
+	pf_debug("resuming %s at byte %" PRIu64 ": %s", r->url,
+		 r->off + r->got, r->errmsg);
+	if (start(c, r, active) < 0)
+		complete(c, r, -ENOMEM);
+}
+
+static void drain(struct pf_curl *c, struct pf_creq **active)
+{
+	CURLMsg *m;
+	int left;
+
+	while ((m = curl_multi_info_read(c->multi, &left))) {
+		struct pf_creq *r = NULL;
+		CURLcode rc = m->data.result;
+		CURL *e = m->easy_handle;
+		uint64_t before;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+		curl_multi_remove_handle(c->multi, e);
+		active_del(active, r);
+		c->active--;
+		r->easy = NULL;
+		easy_put(c, e);
+		before = r->got_start;
+		finished(c, r, rc, before, active);
+	}
+}
+
+static void cancel_all(struct pf_curl *c, struct pf_creq **active)
+{
+	struct pf_creq *r;
+
+	while ((r = *active)) {
+		active_del(active, r);
+		curl_multi_remove_handle(c->multi, r->easy);
+		easy_put(c, r->easy);
+		r->easy = NULL;
+		c->active--;
+		snprintf(r->errmsg, sizeof(r->errmsg), "cancelled");
+		complete(c, r, -ECANCELED);
+	}
+	while ((r = c->delayed)) {
+		c->delayed = r->next;
+		complete(c, r, -ECANCELED);
+	}
+	pthread_mutex_lock(&c->lock);
+	r = c->queue;
+	c->queue = NULL;
+	c->queue_tail = &c->queue;
+	pthread_mutex_unlock(&c->lock);
+	while (r) {
+		struct pf_creq *n = r->next;
+
+		complete(c, r, -ECANCELED);
+		r = n;
+	}
+}
+
+/* Start one try of @r, or fail it. */
+static void launch(struct pf_curl *c, struct pf_creq *r,
+		   struct pf_creq **active)
+{
+	int ret;
+
+	r->next = NULL;
+	ret = start(c, r, active);
+	if (ret < 0) {
+		snprintf(r->errmsg, sizeof(r->errmsg), "%s", strerror(-ret));
+		complete(c, r, ret);
+		return;
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	struct pf_curl *c = arg;
+	struct pf_creq *active = NULL;
+
+	for (;;) {
+		struct pf_creq *q;
+		bool stop;
+		int still;
+		int timeout = 1000;
+		int64_t now;
+
+		pthread_mutex_lock(&c->lock);
+		q = c->queue;
+		c->queue = NULL;
+		c->queue_tail = &c->queue;
+		stop = c->stopping;
+		pthread_mutex_unlock(&c->lock);
+		if (stop) {
+			/* put back what was taken, cancel everything */
+			while (q) {
+				struct pf_creq *n = q->next;
+
+				complete(c, q, -ECANCELED);
+				q = n;
+			}
+			break;
+		}
+		while (q) {
+			struct pf_creq *n = q->next;
+
+			launch(c, q, &active);
+			q = n;
+		}
+		now = now_ns();
+		while (c->delayed && c->delayed->due_ns <= now) {
+			struct pf_creq *r = c->delayed;
+
+			c->delayed = r->next;
+			launch(c, r, &active);
+		}
+		curl_multi_perform(c->multi, &still);
+		drain(c, &active);
+		if (c->delayed) {
+			int64_t ms = (c->delayed->due_ns - now_ns()) / 1000000;
+
+			if (ms < timeout)
+				timeout = ms < 0 ? 0 : (int)ms + 1;
+		}
+		curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
+	}
+	cancel_all(c, &active);
+	return NULL;
+}
+
+int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
+{
+	struct pf_curl *c = calloc(1, sizeof(*c));
+	int ret = -ENOMEM;
+
+	if (!c)
+		return -ENOMEM;
+	pthread_once(&global_once, global_init);
+	if (global_rc != CURLE_OK) {
+		free(c);
+		return -EIO;
+	}
+	c->cfg = *cfg;
+	if (!c->cfg.max_conns)
+		c->cfg.max_conns = 32;
+	if (!c->cfg.timeout_s)
+		c->cfg.timeout_s = 30;
+	if (!c->cfg.connect_timeout_ms)
+		c->cfg.connect_timeout_ms = 10000;
+	if (!c->cfg.backoff_ms)
+		c->cfg.backoff_ms = 100;
+	if ((cfg->cacert && !(c->cacert = strdup(cfg->cacert))) ||
+	    (cfg->sigv4 && !(c->sigv4 = strdup(cfg->sigv4))) ||
+	    (cfg->userpwd && !(c->userpwd = strdup(cfg->userpwd))))
+		goto out;
+	if (cfg->session_token && cfg->session_token[0]) {
+		size_t n = strlen(cfg->session_token) + 32;
+
+		c->token_hdr = malloc(n);
+		if (!c->token_hdr)
+			goto out;
+		snprintf(c->token_hdr, n, "x-amz-security-token: %s",
+			 cfg->session_token);
+	}
+	c->cfg.cacert = NULL;
+	c->cfg.sigv4 = NULL;
+	c->cfg.userpwd = NULL;
+	c->cfg.session_token = NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	c->queue_tail = &c->queue;
+	c->multi = curl_multi_init();
+	if (!c->multi)
+		goto out_lock;
+	curl_multi_setopt(c->multi, CURLMOPT_PIPELINING,
+			  (long)CURLPIPE_MULTIPLEX);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
+			  (long)c->cfg.max_conns);
+	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+			  (long)c->cfg.max_conns);
+	curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS,
+			  (long)c->cfg.max_conns);
+	ret = -pthread_create(&c->thread, NULL, loop_main, c);
+	if (ret < 0)
+		goto out_multi;
+	c->started = true;
+	*out = c;
+	return 0;
+
+out_multi:
+	curl_multi_cleanup(c->multi);
+out_lock:
+	pthread_mutex_destroy(&c->lock);
+out:
+	free(c->cacert);
+	free(c->sigv4);
+	if (c->userpwd)
+		explicit_bzero(c->userpwd, strlen(c->userpwd));
+	free(c->userpwd);
+	free(c->token_hdr);
+	free(c);
+	return ret;
+}
+
+void pf_curl_free(struct pf_curl *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stopping = true;
+	pthread_mutex_unlock(&c->lock);
+	curl_multi_wakeup(c->multi);
+	if (c->started)
+		pthread_join(c->thread, NULL);
+	for (unsigned i = 0; i < c->nfree; i++)
+		curl_easy_cleanup(c->free_easy[i]);
+	free(c->free_easy);
+	curl_multi_cleanup(c->multi);
+	pthread_mutex_destroy(&c->lock);
+	free(c->cacert);
+	free(c->sigv4);
+	if (c->userpwd)
+		explicit_bzero(c->userpwd, strlen(c->userpwd));
+	free(c->userpwd);
+	if (c->token_hdr)
+		explicit_bzero(c->token_hdr, strlen(c->token_hdr));
+	free(c->token_hdr);
+	free(c);
+}
+
+int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
+{
+	r->next = NULL;
+	r->prev = NULL;
+	r->got = 0;
+	r->tries = 0;
+	r->buf = NULL;
+	r->buflen = 0;
+	r->hdrs = NULL;
+	r->easy = NULL;
+	r->status = 0;
+	r->size = -1;
+	r->mtime = -1;
+	r->etag[0] = '\0';
+	r->ctype[0] = '\0';
+	r->errmsg[0] = '\0';
+	pthread_mutex_lock(&c->lock);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->lock);
+		return -ESHUTDOWN;
+	}
+	*c->queue_tail = r;
+	c->queue_tail = &r->next;
+	c->tot.requests++;
+	pthread_mutex_unlock(&c->lock);
+	curl_multi_wakeup(c->multi);
+	return 0;
+}
+
+struct waiter {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int err;
+};
+
+static void run_done(struct pf_creq *r, int err)
+{
+	struct waiter *w = r->priv;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	w->err = err;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+int pf_curl_run(struct pf_curl *c, struct pf_creq *r)
+{
+	struct waiter w = { .done = false };
+	int ret;
+
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_cond_init(&w.cond, NULL);
+	r->done = run_done;
+	r->priv = &w;
+	ret = pf_curl_submit(c, r);
+	if (ret == 0) {
+		pthread_mutex_lock(&w.lock);
+		while (!w.done)
+			pthread_cond_wait(&w.cond, &w.lock);
+		pthread_mutex_unlock(&w.lock);
+		ret = w.err;
+	}
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
+	return ret;
+}
+
+void pf_curl_totals(struct pf_curl *c, struct pf_curl_totals *t)
+{
+	pthread_mutex_lock(&c->lock);
+	*t = c->tot;
+	pthread_mutex_unlock(&c->lock);
+	t->active = c->active;
+}

@@ -1,0 +1,1056 @@
+/*
+ * objstore.c - the object-storage backends: a plain HTTP(S) server
+ * (http(s)://host/prefix/, listed through its directory index or a
+ * manifest) and S3 (s3://bucket/prefix, listed with ListObjectsV2), both
+ * behind the backend ops table and both on one curl multi loop
+ * (curl_loop.c).
+ *
+ * DESIGN
+ * The namespace is a cache of directory listings, keyed by directory path.
+ * A directory is listed the first time something inside it is looked up or
+ * it is read, once, by one thread; others asking meanwhile wait on
+ * o->cond.  Datasets are immutable, so a listing is kept for the life of
+ * the mount (the kernel's entry and attribute caches, cache_timeout, sit
+ * in front of it anyway).  With a manifest the whole tree is known at
+ * mount and nothing is listed.  o->lock guards the directory table and
+ * every entry; no request is made under it.
+ *
+ * open() pins the object's version with a HEAD: its size, ETag and
+ * Last-Modified.  Every ranged GET of the file carries If-Match with that
+ * ETag and is checked against the size (curl_loop.c), so an object
+ * replaced while it is read gives -EIO, never bytes of two versions.  The
+ * pinned st_mtim carries a hash of the ETag in its nanoseconds, so that
+ * the engine, which compares size and mtime between opens, also sees a
+ * replacement within the same second.
+ *
+ * Ownership: a struct pf_bfile belongs to the engine between open() and
+ * close(); a bio's request (struct oio) is freed by its completion.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "pf_backend.h"
+#include "pf_curl.h"
+#include "pf_listing.h"
+#include "pf_log.h"
+#include "pf_objstore.h"
+#include "pf_s3conf.h"
+
+#define URL_MAX 4096
+#define DOC_MAX (256u << 20)	/* largest listing page or manifest */
+
+enum { KIND_HTTP, KIND_S3 };
+enum { D_NEW, D_LOADING, D_LOADED };
+
+struct ent {
+	char *name;
+	int is_dir;
+	int64_t size;		/* -1: not known yet (HEAD on getattr) */
+	int64_t mtime;		/* -1: unknown */
+};
+
+struct dir {
+	struct dir *hnext;
+	char *path;
+	struct ent *ents;	/* sorted by name once loaded */
+	size_t n;
+	size_t cap;
+	int state;
+};
+
+struct obj {
+	struct pf_backend be;
+	int kind;
+	struct pf_curl *curl;
+	char root[URL_MAX];	/* HTTP: ends in '/' */
+	struct pf_s3_conf s3;
+	bool manifest;
+	char desc[URL_MAX + 64];
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a listing finished */
+	struct dir **dirs;
+	size_t nbuckets;	/* power of two */
+	size_t ndirs;
+	uint64_t file_count;
+	uint64_t byte_count;
+};
+
+struct pf_bfile {
+	struct obj *o;
+	char *path;
+	char *url;
+	char etag[128];
+	int64_t size;
+};
+
+/* One bio's request. */
+struct oio {
+	struct pf_creq r;
+	struct pf_bio *bio;
+	struct pf_bfile *f;
+};
+
+static size_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* ---- the directory table (under o->lock) --------------------------------- */
+
+static struct dir *dir_find(struct obj *o, const char *path)
+{
+	struct dir *d = o->dirs[hash_str(path) & (o->nbuckets - 1)];
+
+	while (d && strcmp(d->path, path) != 0)
+		d = d->hnext;
+	return d;
+}
+
+static int dir_grow(struct obj *o)
+{
+	size_t nb = o->nbuckets * 2;
+	struct dir **t = calloc(nb, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < o->nbuckets; i++) {
+		struct dir *d = o->dirs[i];
+
+		while (d) {
+			struct dir *n = d->hnext;
+			size_t h = hash_str(d->path) & (nb - 1);
+
+			d->hnext = t[h];
+			t[h] = d;
+			d = n;
+		}
+	}
+	free(o->dirs);
+	o->dirs = t;
+	o->nbuckets = nb;
+	return 0;
+}
+
+static struct dir *dir_add(struct obj *o, const char *path)
+{
+	struct dir *d;
+	size_t h;
+
+	if (o->ndirs >= o->nbuckets && dir_grow(o) < 0)
+		return NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->path = strdup(path);
+	if (!d->path) {
+		free(d);
+		return NULL;
+	}
+	h = hash_str(path) & (o->nbuckets - 1);
+	d->hnext = o->dirs[h];
+	o->dirs[h] = d;
+	o->ndirs++;
+	return d;
+}
+
+static void ents_free(struct ent *ents, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(ents[i].name);
+	free(ents);
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name,
+		      ((const struct ent *)b)->name);
+}
+
+/* A listing being built, outside the lock. */
+struct listing {
+	struct ent *ents;
+	size_t n;
+	size_t cap;
+	int err;
+};
+
+static int listing_add(struct listing *l, const char *name, int is_dir,
+		       int64_t size, int64_t mtime)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct ent *n = realloc(l->ents, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		l->ents = n;
+		l->cap = cap;
+	}
+	l->ents[l->n].name = strdup(name);
+	if (!l->ents[l->n].name)
+		return -ENOMEM;
+	l->ents[l->n].is_dir = is_dir;
+	l->ents[l->n].size = is_dir ? 0 : size;
+	l->ents[l->n].mtime = mtime;
+	l->n++;
+	return 0;
+}
+
+static int listing_cb(void *arg, const struct pf_listent *e)
+{
+	struct listing *l = arg;
+
+	l->err = listing_add(l, e->name, e->is_dir, e->size, e->mtime);
+	return l->err;
+}
+
+/* Sort, and keep one entry per name (a directory over a file of the same
+ * name: S3 allows key "a" beside keys "a/..."). */
+static void listing_finish(struct listing *l, const char *dir)
+{
+	size_t o = 0;
+
+	qsort(l->ents, l->n, sizeof(*l->ents), ent_cmp);
+	for (size_t i = 0; i < l->n; i++) {
+		if (o && strcmp(l->ents[o - 1].name, l->ents[i].name) == 0) {
+			pf_warn("'%s%s%s' is both a file and a directory: "
+				"showing the directory", dir, *dir ? "/" : "",
+				l->ents[i].name);
+			if (l->ents[i].is_dir) {
+				free(l->ents[o - 1].name);
+				l->ents[o - 1] = l->ents[i];
+			} else {
+				free(l->ents[i].name);
+			}
+			continue;
+		}
+		l->ents[o++] = l->ents[i];
+	}
+	l->n = o;
+}
+
+/* ---- listing a directory at the server ----------------------------------- */
+
+static int url_of(struct obj *o, const char *path, char *out, size_t len)
+{
+	char enc[URL_MAX];
+	int ret;
+
+	if (o->kind == KIND_S3)
+		return pf_s3_object_url(&o->s3, path, out, len);
+	ret = pf_s3_uri_encode(path, 1, enc, sizeof(enc));
+	if (ret < 0)
+		return ret;
+	if ((size_t)snprintf(out, len, "%s%s", o->root, enc) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static void log_fail(const char *what, const char *name,
+		     const struct pf_creq *r, int err)
+{
+	pf_warn("%s '%s': %s (%s)", what, name, strerror(-err),
+		r->errmsg[0] ? r->errmsg : "no detail");
+}
+
+static int list_http(struct obj *o, const char *dir, struct listing *l,
+		     char *why, size_t whylen)
+{
+	struct pf_creq r = { .kind = PF_CREQ_DOC, .doc_max = DOC_MAX };
+	char url[URL_MAX];
+	const char *p;
+	int ret;
+
+	ret = url_of(o, dir, url, sizeof(url) - 1);
+	if (ret < 0)
+		return ret;
+	if (*dir)
+		strcat(url, "/");
+	r.url = url;
+	ret = pf_curl_run(o->curl, &r);
+	if (ret < 0) {
+		snprintf(why, whylen, "%s", r.errmsg);
+		free(r.buf);
+		return ret;
+	}
+	p = r.buf;
+	while (p && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	if (p && *p == '[')
+		ret = pf_list_parse_json(r.buf, r.buflen, listing_cb, l);
+	else
+		ret = pf_list_parse_html(r.buf ? r.buf : "", r.buflen,
+					 listing_cb, l);
+	free(r.buf);
+	if (l->err)
+		return l->err;
+	if (ret < 0) {
+		snprintf(why, whylen, "the server's page for '%s/' is not a "
+			 "directory index", dir);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static int list_s3(struct obj *o, const char *dir, struct listing *l,
+		   char *why, size_t whylen)
+{
+	char url[URL_MAX];
+	char lp[1536];
+	char *tok = malloc(4096);
+	int truncated = 1;
+	int ret = 0;
+
+	if (!tok)
+		return -ENOMEM;
+	tok[0] = '\0';
+	for (unsigned page = 0; truncated; page++) {
+		struct pf_creq r = { .kind = PF_CREQ_DOC,
+				     .doc_max = DOC_MAX };
+
+		ret = pf_s3_list_url(&o->s3, dir, tok, 1000, url, sizeof(url),
+				     lp, sizeof(lp));
+		if (ret < 0)
+			break;
+		r.url = url;
+		ret = pf_curl_run(o->curl, &r);
+		if (ret < 0) {
+			snprintf(why, whylen, "%s", r.errmsg);
+			free(r.buf);
+			break;
+		}
+		ret = pf_list_parse_s3(r.buf ? r.buf : "", r.buflen, lp,
+				       listing_cb, l, &truncated, tok, 4096);
+		free(r.buf);
+		if (l->err) {
+			ret = l->err;
+			break;
+		}
+		if (ret < 0) {
+			snprintf(why, whylen, "bad ListObjectsV2 answer "
+				 "(page %u)", page + 1);
+			break;
+		}
+		ret = 0;
+	}
+	free(tok);
+	return ret;
+}
+
+/*
+ * The listing of @path, loaded if needed.  Returns it with o->lock held
+ * (the caller unlocks), or -errno without the lock.
+ */
+static int dir_get(struct obj *o, const char *path, struct dir **out)
+{
+	struct listing l = { 0 };
+	char why[300] = "";
+	struct dir *d;
+	int ret;
+
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		d = dir_find(o, path);
+		if (!d) {
+			if (o->manifest) {
+				pthread_mutex_unlock(&o->lock);
+				return -ENOENT;
+			}
+			d = dir_add(o, path);
+			if (!d) {
+				pthread_mutex_unlock(&o->lock);
+				return -ENOMEM;
+			}
+		}
+		if (d->state == D_LOADED) {
+			*out = d;
+			return 0;
+		}
+		if (d->state == D_NEW)
+			break;
+		pthread_cond_wait(&o->cond, &o->lock);
+	}
+	d->state = D_LOADING;
+	pthread_mutex_unlock(&o->lock);
+
+	if (o->kind == KIND_S3)
+		ret = list_s3(o, path, &l, why, sizeof(why));
+	else
+		ret = list_http(o, path, &l, why, sizeof(why));
+	if (ret == 0)
+		listing_finish(&l, path);
+	else
+		pf_warn("cannot list '%s/': %s%s%s", path, strerror(-ret),
+			why[0] ? ": " : "", why);
+
+	pthread_mutex_lock(&o->lock);
+	if (ret < 0) {
+		d->state = D_NEW;	/* the next caller tries again */
+		ents_free(l.ents, l.n);
+		pthread_cond_broadcast(&o->cond);
+		pthread_mutex_unlock(&o->lock);
+		return ret;
+	}
+	d->ents = l.ents;
+	d->n = l.n;
+	d->cap = l.cap;
+	d->state = D_LOADED;
+	pthread_cond_broadcast(&o->cond);
+	*out = d;
+	return 0;
+}
+
+static struct ent *dir_lookup(struct dir *d, const char *name)
+{
+	struct ent key = { .name = (char *)name };
+
+	if (!d->n)
+		return NULL;
+	return bsearch(&key, d->ents, d->n, sizeof(key), ent_cmp);
+}
+
+/* Splits @path into its directory (copied to dirbuf) and last name. */
+static const char *split(const char *path, char *dirbuf, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dl;
+
+	if (!slash) {
+		dirbuf[0] = '\0';
+		return path;
+	}
+	dl = (size_t)(slash - path);
+	if (dl >= len)
+		dl = len - 1;
+	memcpy(dirbuf, path, dl);
+	dirbuf[dl] = '\0';
+	return slash + 1;
+}
+
+static void fill_stat(struct stat *st, const struct ent *e)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_mode = e->is_dir ? (S_IFDIR | 0555) : (S_IFREG | 0444);
+	st->st_nlink = e->is_dir ? 2 : 1;
+	st->st_size = e->size > 0 ? (off_t)e->size : 0;
+	st->st_blksize = 1 << 20;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_mtim.tv_sec = e->mtime > 0 ? (time_t)e->mtime : 0;
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
+}
+
+/* ---- ops ---------------------------------------------------------------- */
+
+static int head(struct obj *o, const char *path, struct pf_creq *r,
+		char *url, size_t urllen)
+{
+	int ret = url_of(o, path, url, urllen);
+
+	if (ret < 0)
+		return ret;
+	memset(r, 0, sizeof(*r));
+	r->kind = PF_CREQ_HEAD;
+	r->url = url;
+	ret = pf_curl_run(o->curl, r);
+	free(r->buf);
+	r->buf = NULL;
+	if (ret == 0 && r->size < 0) {
+		snprintf(r->errmsg, sizeof(r->errmsg),
+			 "no Content-Length in the answer to HEAD");
+		ret = -EIO;
+	}
+	return ret;
+}
+
+static int obj_getattr(struct pf_backend *be, const char *path,
+		       struct stat *st)
+{
+	struct obj *o = (struct obj *)be;
+	char dirbuf[PATH_MAX];
+	const char *name;
+	struct dir *d;
+	struct ent *e;
+	struct ent copy;
+	int ret;
+
+	if (!*path) {
+		struct ent root = { .is_dir = 1, .mtime = -1 };
+
+		fill_stat(st, &root);
+		return 0;
+	}
+	name = split(path, dirbuf, sizeof(dirbuf));
+	ret = dir_get(o, dirbuf, &d);
+	if (ret < 0)
+		return ret;
+	e = dir_lookup(d, name);
+	if (!e) {
+		pthread_mutex_unlock(&o->lock);
+		return -ENOENT;
+	}
+	copy = *e;
+	pthread_mutex_unlock(&o->lock);
+	if (!copy.is_dir && copy.size < 0) {
+		/* the index gave no exact size (Apache): ask the object */
+		struct pf_creq r;
+		char url[URL_MAX];
+
+		ret = head(o, path, &r, url, sizeof(url));
+		if (ret < 0) {
+			log_fail("cannot get the size of", path, &r, ret);
+			return ret;
+		}
+		copy.size = r.size;
+		if (r.mtime > 0)
+			copy.mtime = r.mtime;
+		pthread_mutex_lock(&o->lock);
+		e = dir_lookup(d, name);
+		if (e) {
+			e->size = copy.size;
+			e->mtime = copy.mtime;
+		}
+		pthread_mutex_unlock(&o->lock);
+	}
+	fill_stat(st, &copy);
+	return 0;
+}
+
+static int obj_readdir(struct pf_backend *be, const char *path,
+		       pf_dirent_fn fn, void *arg)
+{
+	struct obj *o = (struct obj *)be;
+	struct listing l = { 0 };
+	struct dir *d;
+	int ret;
+
+	if (*path) {
+		struct stat st;
+
+		ret = obj_getattr(be, path, &st);
+		if (ret < 0)
+			return ret;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
+	ret = dir_get(o, path, &d);
+	if (ret < 0)
+		return ret;
+	/* copy, so that fn runs without the lock */
+	for (size_t i = 0; i < d->n && ret == 0; i++)
+		ret = listing_add(&l, d->ents[i].name, d->ents[i].is_dir,
+				  d->ents[i].size, d->ents[i].mtime);
+	pthread_mutex_unlock(&o->lock);
+	for (size_t i = 0; i < l.n && ret == 0; i++) {
+		struct stat st;
+
+		fill_stat(&st, &l.ents[i]);
+		if (fn(arg, l.ents[i].name, &st))
+			break;
+	}
+	ents_free(l.ents, l.n);
+	return ret;
+}
+
+static int obj_readlink(struct pf_backend *be, const char *path, char *buf,
+			size_t size)
+{
+	(void)be;
+	(void)path;
+	(void)buf;
+	(void)size;
+	return -EINVAL;		/* object stores have no symlinks */
+}
+
+static long etag_hash(const char *etag)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*etag) {
+		h ^= (unsigned char)*etag++;
+		h *= 1099511628211ull;
+	}
+	return (long)(h % 1000000000ull);
+}
+
+static int obj_open(struct pf_backend *be, const char *path,
+		    struct pf_bfile **out, struct stat *st)
+{
+	struct obj *o = (struct obj *)be;
+	struct pf_bfile *f;
+	struct pf_creq r;
+	char url[URL_MAX];
+	struct ent e = { .mtime = -1 };
+	int ret;
+
+	ret = obj_getattr(be, path, st);
+	if (ret < 0)
+		return ret;
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	ret = head(o, path, &r, url, sizeof(url));
+	if (ret < 0) {
+		log_fail("cannot open", path, &r, ret);
+		return ret;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->o = o;
+	f->path = strdup(path);
+	f->url = strdup(url);
+	if (!f->path || !f->url) {
+		free(f->path);
+		free(f->url);
+		free(f);
+		return -ENOMEM;
+	}
+	snprintf(f->etag, sizeof(f->etag), "%s", r.etag);
+	f->size = r.size;
+	e.size = r.size;
+	e.mtime = r.mtime > 0 ? r.mtime : st->st_mtim.tv_sec;
+	fill_stat(st, &e);
+	/* the version: a new ETag is a new mtime to the engine */
+	st->st_mtim.tv_nsec = f->etag[0] ? etag_hash(f->etag) : 0;
+	*out = f;
+	return 0;
+}
+
+static void obj_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	(void)be;
+	free(f->path);
+	free(f->url);
+	free(f);
+}
+
+static void oio_done(struct pf_creq *r, int err)
+{
+	struct oio *io = (struct oio *)r;
+	struct pf_bio *bio = io->bio;
+	int64_t res = err < 0 ? err : (int64_t)r->len;
+
+	if (err < 0 && err != -ECANCELED)
+		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
+			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
+			strerror(-err), r->errmsg[0] ? r->errmsg : "no detail");
+	free(r->buf);
+	free(io);
+	bio->done(bio, res);
+}
+
+static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	struct obj *o = (struct obj *)be;
+	struct pf_bfile *f = bio->file;
+	uint64_t want = 0;
+	struct oio *io;
+	int ret;
+
+	for (int i = 0; i < bio->iovcnt; i++)
+		want += bio->iov[i].iov_len;
+	if (f->size >= 0 && bio->off >= (uint64_t)f->size)
+		want = 0;
+	else if (f->size >= 0 && want > (uint64_t)f->size - bio->off)
+		want = (uint64_t)f->size - bio->off;
+	if (!want) {
+		bio->done(bio, 0);
+		return 0;
+	}
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return -ENOMEM;
+	io->bio = bio;
+	io->f = f;
+	io->r.kind = PF_CREQ_RANGE;
+	io->r.url = f->url;
+	io->r.off = bio->off;
+	io->r.len = want;
+	io->r.iov = bio->iov;
+	io->r.iovcnt = bio->iovcnt;
+	io->r.if_match = f->etag[0] ? f->etag : NULL;
+	io->r.pin_size = f->size;
+	io->r.done = oio_done;
+	ret = pf_curl_submit(o->curl, &io->r);
+	if (ret < 0)
+		free(io);
+	return ret;
+}
+
+static int obj_statfs(struct pf_backend *be, struct statvfs *sv)
+{
+	(void)be;
+	memset(sv, 0, sizeof(*sv));
+	sv->f_bsize = 1 << 20;
+	sv->f_frsize = 1 << 20;
+	sv->f_namemax = 1024;
+	return 0;
+}
+
+static void obj_destroy(struct pf_backend *be)
+{
+	struct obj *o = (struct obj *)be;
+
+	pf_curl_free(o->curl);
+	for (size_t i = 0; i < o->nbuckets; i++) {
+		struct dir *d = o->dirs[i];
+
+		while (d) {
+			struct dir *n = d->hnext;
+
+			ents_free(d->ents, d->n);
+			free(d->path);
+			free(d);
+			d = n;
+		}
+	}
+	free(o->dirs);
+	pthread_mutex_destroy(&o->lock);
+	pthread_cond_destroy(&o->cond);
+	explicit_bzero(&o->s3.cred, sizeof(o->s3.cred));
+	free(o);
+}
+
+static const struct pf_backend_ops http_ops = {
+	.name = "http",
+	.getattr = obj_getattr,
+	.readdir = obj_readdir,
+	.readlink = obj_readlink,
+	.open = obj_open,
+	.close = obj_close,
+	.submit = obj_submit,
+	.statfs = obj_statfs,
+	.destroy = obj_destroy,
+};
+
+static const struct pf_backend_ops s3_ops = {
+	.name = "s3",
+	.getattr = obj_getattr,
+	.readdir = obj_readdir,
+	.readlink = obj_readlink,
+	.open = obj_open,
+	.close = obj_close,
+	.submit = obj_submit,
+	.statfs = obj_statfs,
+	.destroy = obj_destroy,
+};
+
+/* ---- construction ---------------------------------------------------------- */
+
+static struct obj *obj_alloc(void)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->nbuckets = 256;
+	o->dirs = calloc(o->nbuckets, sizeof(*o->dirs));
+	if (!o->dirs) {
+		free(o);
+		return NULL;
+	}
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	return o;
+}
+
+/* Every directory of a manifest path exists, listed in its parent. */
+static int manifest_dir(struct obj *o, const char *path, struct dir **out)
+{
+	struct dir *d = dir_find(o, path);
+	char parent[PATH_MAX];
+	const char *name;
+	struct dir *pd;
+	struct listing l;
+
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	d = dir_add(o, path);
+	if (!d)
+		return -ENOMEM;
+	d->state = D_LOADED;
+	*out = d;
+	if (!*path)
+		return 0;
+	name = split(path, parent, sizeof(parent));
+	if (manifest_dir(o, parent, &pd) < 0)
+		return -ENOMEM;
+	l = (struct listing){ pd->ents, pd->n, pd->cap, 0 };
+	if (listing_add(&l, name, 1, 0, -1) < 0)
+		return -ENOMEM;
+	pd->ents = l.ents;
+	pd->n = l.n;
+	pd->cap = l.cap;
+	return 0;
+}
+
+struct mctx {
+	struct obj *o;
+	int err;
+};
+
+static int manifest_cb(void *arg, const struct pf_listent *e)
+{
+	struct mctx *m = arg;
+	char parent[PATH_MAX];
+	const char *name = split(e->name, parent, sizeof(parent));
+	struct dir *pd;
+	struct listing l;
+
+	if (strlen(e->name) >= sizeof(parent))
+		return 0;
+	m->err = manifest_dir(m->o, parent, &pd);
+	if (m->err < 0)
+		return m->err;
+	l = (struct listing){ pd->ents, pd->n, pd->cap, 0 };
+	m->err = listing_add(&l, name, 0, e->size, -1);
+	pd->ents = l.ents;
+	pd->n = l.n;
+	pd->cap = l.cap;
+	m->o->file_count++;
+	m->o->byte_count += e->size > 0 ? (uint64_t)e->size : 0;
+	return m->err;
+}
+
+static int load_manifest(struct obj *o, const char *murl, char *err,
+			 size_t errlen)
+{
+	struct pf_creq r = { .kind = PF_CREQ_DOC, .doc_max = DOC_MAX,
+			     .url = murl };
+	struct mctx m = { .o = o };
+	struct dir *root;
+	unsigned bad = 0;
+	int ret;
+
+	ret = pf_curl_run(o->curl, &r);
+	if (ret < 0) {
+		snprintf(err, errlen, "manifest '%s': %s (%s)", murl,
+			 strerror(-ret), r.errmsg);
+		free(r.buf);
+		return ret;
+	}
+	o->manifest = true;
+	if (manifest_dir(o, "", &root) < 0) {
+		free(r.buf);
+		return -ENOMEM;
+	}
+	ret = pf_list_parse_manifest(r.buf ? r.buf : "", r.buflen,
+				     manifest_cb, &m, &bad);
+	free(r.buf);
+	if (ret == -EINVAL) {
+		snprintf(err, errlen, "manifest '%s': line %u is not 'PATH "
+			 "SIZE' with a relative path", murl, bad);
+		return ret;
+	}
+	if (ret < 0 || m.err < 0) {
+		snprintf(err, errlen, "manifest '%s': %s", murl,
+			 strerror(m.err < 0 ? -m.err : -ret));
+		return ret < 0 ? ret : m.err;
+	}
+	/* sort every directory (and settle duplicate names) */
+	for (size_t i = 0; i < o->nbuckets; i++)
+		for (struct dir *d = o->dirs[i]; d; d = d->hnext) {
+			struct listing l = { d->ents, d->n, d->cap, 0 };
+
+			listing_finish(&l, d->path);
+			d->n = l.n;
+		}
+	return 0;
+}
+
+/* The first listing at mount: the source exists and answers. */
+static int check_root(struct obj *o, const char *source, char *err,
+		      size_t errlen)
+{
+	struct listing l = { 0 };
+	char why[300] = "";
+	int ret;
+
+	if (o->kind == KIND_S3)
+		ret = list_s3(o, "", &l, why, sizeof(why));
+	else
+		ret = list_http(o, "", &l, why, sizeof(why));
+	if (ret < 0) {
+		const char *hint = "";
+
+		if (ret == -EACCES && o->kind == KIND_S3)
+			hint = o->s3.cred.anonymous ?
+				       " (anonymous: give credentials, or "
+				       "check the bucket policy)" :
+				       " (check the credentials and region)";
+		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
+			 strerror(-ret), why[0] ? ": " : "", why, hint);
+		ents_free(l.ents, l.n);
+		return ret;
+	}
+	listing_finish(&l, "");
+	pthread_mutex_lock(&o->lock);
+	{
+		struct dir *d = dir_add(o, "");
+
+		if (!d) {
+			pthread_mutex_unlock(&o->lock);
+			ents_free(l.ents, l.n);
+			return -ENOMEM;
+		}
+		d->ents = l.ents;
+		d->n = l.n;
+		d->cap = l.cap;
+		d->state = D_LOADED;
+	}
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+}
+
+static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->max_conns = cfg->max_conns;
+	cc->connect_timeout_ms = cfg->connect_timeout_ms;
+	cc->timeout_s = cfg->timeout_s;
+	cc->retries = cfg->retries;
+	cc->backoff_ms = cfg->backoff_ms;
+	cc->cacert = cfg->cacert;
+	cc->insecure = cfg->insecure;
+}
+
+int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
+			struct pf_backend **out, char *err, size_t errlen)
+{
+	struct pf_curl_cfg cc;
+	struct obj *o;
+	size_t n = strlen(source);
+	int ret;
+
+	if (n + 2 > URL_MAX) {
+		snprintf(err, errlen, "source URL too long");
+		return -ENAMETOOLONG;
+	}
+	if (strchr(source, '?') || strchr(source, '#')) {
+		snprintf(err, errlen, "source '%s': a URL of a directory, "
+			 "without '?' or '#'", source);
+		return -EINVAL;
+	}
+	o = obj_alloc();
+	if (!o) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	o->be.ops = &http_ops;
+	o->kind = KIND_HTTP;
+	snprintf(o->root, sizeof(o->root), "%s%s", source,
+		 source[n - 1] == '/' ? "" : "/");
+	curl_cfg_of(cfg, &cc);
+	ret = pf_curl_new(&cc, &o->curl);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot start the HTTP client: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	if (cfg->manifest) {
+		char murl[URL_MAX];
+
+		/* relative names are under the source */
+		if (strstr(cfg->manifest, "://"))
+			snprintf(murl, sizeof(murl), "%s", cfg->manifest);
+		else
+			snprintf(murl, sizeof(murl), "%s%s", o->root,
+				 cfg->manifest);
+		ret = load_manifest(o, murl, err, errlen);
+	} else {
+		ret = check_root(o, source, err, errlen);
+	}
+	if (ret < 0)
+		goto out;
+	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
+		 o->manifest ? "manifest" : "directory index");
+	*out = &o->be;
+	return 0;
+out:
+	obj_destroy(&o->be);
+	return ret;
+}
+
+int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
+		      struct pf_backend **out, char *err, size_t errlen)
+{
+	struct pf_curl_cfg cc;
+	char sig[128];
+	char *userpwd = NULL;
+	struct obj *o = obj_alloc();
+	int ret;
+
+	if (!o) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	o->be.ops = &s3_ops;
+	o->kind = KIND_S3;
+	ret = pf_s3_resolve(source, &cfg->s3, cfg->env, &o->s3, err, errlen);
+	if (ret < 0)
+		goto out;
+	curl_cfg_of(cfg, &cc);
+	if (!o->s3.cred.anonymous) {
+		size_t n = strlen(o->s3.cred.access_key) +
+			   strlen(o->s3.cred.secret_key) + 2;
+
+		userpwd = malloc(n);
+		if (!userpwd) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		snprintf(userpwd, n, "%s:%s", o->s3.cred.access_key,
+			 o->s3.cred.secret_key);
+		pf_s3_sigv4_param(&o->s3, sig, sizeof(sig));
+		cc.sigv4 = sig;
+		cc.userpwd = userpwd;
+		cc.session_token = o->s3.cred.session_token;
+	}
+	ret = pf_curl_new(&cc, &o->curl);
+	if (userpwd) {
+		explicit_bzero(userpwd, strlen(userpwd));
+		free(userpwd);
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot start the HTTP client: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	ret = check_root(o, source, err, errlen);
+	if (ret < 0)
+		goto out;
+	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
+	*out = &o->be;
+	return 0;
+out:
+	obj_destroy(&o->be);
+	return ret;
+}
+
+const char *pf_obj_backend_desc(const struct pf_backend *be)
+{
+	return ((const struct obj *)be)->desc;
+}
+
+void pf_obj_backend_totals(struct pf_backend *be, struct pf_curl_totals *t)
+{
+	pf_curl_totals(((struct obj *)be)->curl, t);
+}
