@@ -285,7 +285,7 @@ s3_start() {
 	mkdir -p "$dir/data"
 	# (s3rver makes its continuation tokens with DES, which OpenSSL 3
 	# has only in its legacy provider)
-	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log})
+	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log} ${S3_RAW:+--raw})
 	# the server picks its port and writes it once it listens
 	for ((i = 0; i < 200; i++)); do
 		[ -s "$dir/port" ] && break

@@ -181,6 +181,10 @@ check "Content-Length 67108864" test "$(hdr "$WORK/h" Content-Length)" = 6710886
 check "Last-Modified is an HTTP date" python3 -c 'import email.utils, sys; assert email.utils.parsedate_to_datetime(sys.argv[1])' "$(hdr "$WORK/h" Last-Modified)"
 check "Accept-Ranges: bytes" test "$(hdr "$WORK/h" Accept-Ranges)" = bytes
 B1ETAG=$(hdr "$WORK/h" ETag)
+s3_curl -D "$WORK/h" -o "$WORK/r" "$E/bkt/many/k00042"
+check "a small seeded object: byte-exact, ETag its MD5, its size" test \
+	"$(cmp "$WORK/r" "$D/many/k00042" && echo same) $(hdr "$WORK/h" ETag) $(hdr "$WORK/h" Content-Length)" = \
+	"same \"$(md5sum <"$D/many/k00042" | cut -d' ' -f1)\" $(stat -c %s "$D/many/k00042")"
 s3_curl -D "$WORK/h" -o "$WORK/r" -r 1048576-2097151 "$E/bkt/big/b1.bin"
 check "ranged GET: 206, Content-Range bytes 1048576-2097151/67108864" test "$(status "$WORK/h") $(hdr "$WORK/h" Content-Range)" = "206 bytes 1048576-2097151/67108864"
 check "ranged GET: the bytes" cmp "$WORK/r" <(tail -c +1048577 "$D/big/b1.bin" | head -c 1048576)

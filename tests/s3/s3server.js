@@ -18,8 +18,10 @@
  * Fixes applied unless --raw, each a divergence from S3 that would fail a
  * correct client (see the comments at each):
  *   - listing order: S3 lists keys in byte order; s3rver walks its
- *     directory in readdir() order, which on ext4 is hash order, so the
- *     continuation-token pages lose and repeat keys;
+ *     directory in file name order, and a key's file is KEY._S3rver_object
+ *     and a "directory" has no "/": keys "a", "a-b", "a.c" come as
+ *     "a-b", "a.c", "a", and pages (continuation tokens: the last key)
+ *     lose keys (max-keys=1 lists "a-b", "a.c", "a0": "a" is lost);
  *   - If-Match / If-Unmodified-Since: S3 answers 412 PreconditionFailed;
  *     s3rver ignores both;
  *   - ranges: "bytes=0-0" gets the whole object (an end of 0 is taken as
