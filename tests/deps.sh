@@ -2,21 +2,28 @@
 # Installs the Debian 12 packages that building, testing and the demo need,
 # if any is missing.  Quiet and quick when everything is there.
 set -eu
+# nginx, curl: the HTTP(S) server and client of the object-storage mount
+# tests (tests/servers.sh); clang-14 and libclang-rt-14-dev: the listing
+# parsers' fuzzers (make fuzz-run); node and npm for their S3 server come from the
+# machine image, or tests/s3/install.sh installs Debian's
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
 libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
-clang-14 libclang-rt-14-dev"
+clang-14 libclang-rt-14-dev nginx curl"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
 missing=()
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-if [ "$(id -u)" -ne 0 ]; then
-	echo "missing packages: ${missing[*]}" >&2
-	echo "run as root, or: sudo apt-get install -y ${missing[*]}" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "missing packages: ${missing[*]}" >&2
+		echo "run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-echo "installing: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq "${missing[@]}" >/dev/null
+# the S3 server of the mount tests (npm ci; instant when installed)
+"$(dirname "$0")/s3/install.sh"

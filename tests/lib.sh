@@ -21,6 +21,7 @@ WORK=$(mktemp -d /tmp/pftest.XXXXXX)
 MOUNTS=()
 DAEMON_LOGS=()
 DAEMON_PIDS=()	# every daemon a test started (prefetchfs, bench/slowfs)
+CLEANUP_HOOKS=()	# commands cleanup runs after the unmounts (servers.sh)
 FAILS=0
 # sanitizer reports of the daemon (it detaches from stderr) land here
 export ASAN_OPTIONS="log_path=$WORK/sanitizer:${ASAN_OPTIONS:-}"
@@ -52,6 +53,8 @@ cleanup() {
 	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
 		mountpoint -q "${MOUNTS[i]}" 2>/dev/null && fusermount3 -uz "${MOUNTS[i]}" 2>/dev/null
 	done
+	# servers the daemons read from go last, before their files
+	for p in "${CLEANUP_HOOKS[@]}"; do eval "$p"; done
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
