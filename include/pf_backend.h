@@ -79,6 +79,12 @@ struct pf_backend_ops {
 	int (*statfs)(struct pf_backend *be, struct statvfs *sv);
 	/* Completes or cancels (-ECANCELED) every queued bio, then frees. */
 	void (*destroy)(struct pf_backend *be);
+	/*
+	 * Optional: the backend's own counters for the stats file, as one
+	 * JSON object written NUL-terminated into buf (truncation is the
+	 * backend's to avoid: size is at least 1024).  Any thread.
+	 */
+	void (*stats_json)(struct pf_backend *be, char *buf, size_t size);
 };
 
 struct pf_backend {

@@ -1756,6 +1756,12 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	pf_engine_totals(e, &t);
 	sb_printf(&sb, "{\n  \"backend\": ");
 	sb_json_str(&sb, backend_desc);
+	if (e->be->ops->stats_json) {
+		char bs[1024];
+
+		e->be->ops->stats_json(e->be, bs, sizeof(bs));
+		sb_printf(&sb, ",\n  \"transport\": %s", bs);
+	}
 	sb_printf(&sb,
 		  ",\n  \"prefetch\": %s,\n  \"push\": %s,\n"
 		  "  \"block_size\": %u,\n"

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include "pf_backend.h"
 #include "pf_curl.h"
@@ -80,6 +81,7 @@ struct obj {
 	struct dir **dirs;
 	size_t nbuckets;	/* power of two */
 	size_t ndirs;
+	int64_t mount_time;	/* stands in for unknown times */
 	uint64_t file_count;
 	uint64_t byte_count;
 };
@@ -442,7 +444,8 @@ static const char *split(const char *path, char *dirbuf, size_t len)
 	return slash + 1;
 }
 
-static void fill_stat(struct stat *st, const struct ent *e)
+/* @now stands in for an unknown time (directories, most indexes). */
+static void fill_stat(struct stat *st, const struct ent *e, int64_t now)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_mode = e->is_dir ? (S_IFDIR | 0555) : (S_IFREG | 0444);
@@ -450,7 +453,7 @@ static void fill_stat(struct stat *st, const struct ent *e)
 	st->st_size = e->size > 0 ? (off_t)e->size : 0;
 	st->st_blksize = 1 << 20;
 	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_mtim.tv_sec = e->mtime > 0 ? (time_t)e->mtime : 0;
+	st->st_mtim.tv_sec = (time_t)(e->mtime > 0 ? e->mtime : now);
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 }
@@ -492,7 +495,7 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 	if (!*path) {
 		struct ent root = { .is_dir = 1, .mtime = -1 };
 
-		fill_stat(st, &root);
+		fill_stat(st, &root, o->mount_time);
 		return 0;
 	}
 	name = split(path, dirbuf, sizeof(dirbuf));
@@ -527,7 +530,7 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 		}
 		pthread_mutex_unlock(&o->lock);
 	}
-	fill_stat(st, &copy);
+	fill_stat(st, &copy, o->mount_time);
 	return 0;
 }
 
@@ -559,7 +562,7 @@ static int obj_readdir(struct pf_backend *be, const char *path,
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat st;
 
-		fill_stat(&st, &l.ents[i]);
+		fill_stat(&st, &l.ents[i], o->mount_time);
 		if (fn(arg, l.ents[i].name, &st))
 			break;
 	}
@@ -624,7 +627,7 @@ static int obj_open(struct pf_backend *be, const char *path,
 	f->size = r.size;
 	e.size = r.size;
 	e.mtime = r.mtime > 0 ? r.mtime : st->st_mtim.tv_sec;
-	fill_stat(st, &e);
+	fill_stat(st, &e, o->mount_time);
 	/* the version: a new ETag is a new mtime to the engine */
 	st->st_mtim.tv_nsec = f->etag[0] ? etag_hash(f->etag) : 0;
 	*out = f;
@@ -726,6 +729,19 @@ static void obj_destroy(struct pf_backend *be)
 	free(o);
 }
 
+static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
+{
+	struct pf_curl_totals t;
+
+	pf_curl_totals(((struct obj *)be)->curl, &t);
+	snprintf(buf, size,
+		 "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
+		 ", \"errors\": %" PRIu64 ", \"resumed\": %" PRIu64
+		 ", \"whole_bodies\": %" PRIu64 ", \"active\": %u}",
+		 t.requests, t.retries, t.errors, t.resumed, t.full_bodies,
+		 t.active);
+}
+
 static const struct pf_backend_ops http_ops = {
 	.name = "http",
 	.getattr = obj_getattr,
@@ -736,6 +752,7 @@ static const struct pf_backend_ops http_ops = {
 	.submit = obj_submit,
 	.statfs = obj_statfs,
 	.destroy = obj_destroy,
+	.stats_json = obj_stats_json,
 };
 
 static const struct pf_backend_ops s3_ops = {
@@ -748,6 +765,7 @@ static const struct pf_backend_ops s3_ops = {
 	.submit = obj_submit,
 	.statfs = obj_statfs,
 	.destroy = obj_destroy,
+	.stats_json = obj_stats_json,
 };
 
 /* ---- construction ---------------------------------------------------------- */
@@ -766,6 +784,7 @@ static struct obj *obj_alloc(void)
 	}
 	pthread_mutex_init(&o->lock, NULL);
 	pthread_cond_init(&o->cond, NULL);
+	o->mount_time = (int64_t)time(NULL);
 	return o;
 }
 
@@ -901,6 +920,9 @@ static int check_root(struct obj *o, const char *source, char *err,
 		return ret;
 	}
 	listing_finish(&l, "");
+	if (!l.n)
+		pf_warn("'%s' is empty (no objects or directories under it): "
+			"check the source", source);
 	pthread_mutex_lock(&o->lock);
 	{
 		struct dir *d = dir_add(o, "");
