@@ -97,7 +97,6 @@ struct link {
 	int cfd;			/* client */
 	int ufd;			/* upstream */
 	atomic_int refs;		/* threads still running; last one frees */
-	atomic_int reset;		/* close with RST (a peer reset) */
 
 	pthread_mutex_t lock;
 	/* protected by lock */
@@ -201,18 +200,11 @@ static int pump_out(struct pump *p, size_t len)
 	return 0;
 }
 
+/* Close both sockets once neither thread uses them. */
 static void link_put(struct link *l)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
 	if (atomic_fetch_sub(&l->refs, 1) != 1)
 		return;
-	if (atomic_load(&l->reset)) {
-		setsockopt(l->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		if (l->ufd >= 0)
-			setsockopt(l->ufd, SOL_SOCKET, SO_LINGER, &lg,
-				   sizeof(lg));
-	}
 	close(l->cfd);
 	if (l->ufd >= 0)
 		close(l->ufd);
@@ -220,12 +212,22 @@ static void link_put(struct link *l)
 	free(l);
 }
 
-/* A direction failed: wake the other thread, close both with a reset. */
+/*
+ * A direction failed (a peer reset, or we could not go on): both sockets
+ * will close with a RST (SO_LINGER 0), and the other thread is woken by
+ * SHUT_RD, which sends nothing: SHUT_WR or SHUT_RDWR would send a FIN,
+ * and a client would take the cut for a clean end of the body.
+ */
 static void link_abort(struct link *l)
 {
-	atomic_store(&l->reset, 1);
-	shutdown(l->cfd, SHUT_RDWR);
-	shutdown(l->ufd, SHUT_RDWR);
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(l->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	shutdown(l->cfd, SHUT_RD);
+	if (l->ufd >= 0) {
+		setsockopt(l->ufd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		shutdown(l->ufd, SHUT_RD);
+	}
 }
 
 /* Server -> client: delay the start of each response, pace the bytes. */
@@ -364,7 +366,7 @@ static void *link_main(void *arg)
 			fprintf(stderr, "delayproxy: cannot connect upstream: "
 				"%s (further failures not shown)\n",
 				strerror(errno));
-		atomic_store(&l->reset, 1);
+		link_abort(l);
 		atomic_store(&l->refs, 1);
 		link_put(l);
 		return NULL;
@@ -376,7 +378,7 @@ static void *link_main(void *arg)
 	err = pthread_create(&tid, &attr, server_to_client, l);
 	pthread_attr_destroy(&attr);
 	if (err) {
-		atomic_store(&l->reset, 1);
+		link_abort(l);
 		atomic_store(&l->refs, 1);
 		link_put(l);
 		return NULL;
@@ -638,7 +640,7 @@ int main(int argc, char **argv)
 		c = sigwait(&sigs, &sig);
 	} while (c != 0);
 	fprintf(stderr, "delayproxy: %lu connections (%lu upstream failures), "
-		"%lu requests delayed, %lu bytes to the server, %lu bytes to "
+		"%lu responses, %lu bytes to the server, %lu bytes to "
 		"clients\n", atomic_load(&dp.conns),
 		atomic_load(&dp.conn_errors), atomic_load(&dp.requests),
 		atomic_load(&dp.bytes_up), atomic_load(&dp.bytes_down));

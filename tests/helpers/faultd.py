@@ -388,6 +388,9 @@ def autoindex_json(entries):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body are separate writes: without this, Nagle holds
+    # the body of a small answer until the client's delayed ACK (40 ms)
+    disable_nagle_algorithm = True
     verbose = False
 
     def version_string(self):
