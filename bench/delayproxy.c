@@ -19,7 +19,7 @@
  *   delayproxy: 127.0.0.1:41234 -> 127.0.0.1:8080, first-byte latency
  *   50 ms, 64 MiB/s per connection
  * (on one line), and runs until SIGTERM or SIGINT, then prints its totals
- * (connections, requests delayed, bytes each way) and exits 0.
+ * (connections, responses, bytes each way) and exits 0.
  *
  * Timing model.  Request boundaries are found from the traffic alone (no
  * HTTP parsing, so it works for any request/response protocol without
@@ -87,7 +87,7 @@ static struct {
 
 	atomic_ulong conns;
 	atomic_ulong conn_errors;
-	atomic_ulong requests;
+	atomic_ulong responses;
 	atomic_ulong bytes_up;
 	atomic_ulong bytes_down;
 } dp;
@@ -96,7 +96,7 @@ static struct {
 struct link {
 	int cfd;			/* client */
 	int ufd;			/* upstream */
-	atomic_int refs;		/* threads still running; last one frees */
+	atomic_int refs;		/* threads still running; last frees */
 
 	pthread_mutex_t lock;
 	/* protected by lock */
@@ -257,7 +257,7 @@ static void *server_to_client(void *arg)
 		}
 		pthread_mutex_unlock(&l->lock);
 		if (start)
-			atomic_fetch_add(&dp.requests, 1);
+			atomic_fetch_add(&dp.responses, 1);
 		if (dp.ns_per_byte > 0) {
 			/*
 			 * Token bucket of PACE_CREDIT_NS: a chunk released
@@ -642,7 +642,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "delayproxy: %lu connections (%lu upstream failures), "
 		"%lu responses, %lu bytes to the server, %lu bytes to "
 		"clients\n", atomic_load(&dp.conns),
-		atomic_load(&dp.conn_errors), atomic_load(&dp.requests),
+		atomic_load(&dp.conn_errors), atomic_load(&dp.responses),
 		atomic_load(&dp.bytes_up), atomic_load(&dp.bytes_down));
 	freeaddrinfo(dp.up);
 	return 0;

@@ -75,10 +75,15 @@ REQUEST LOG.  One JSON object per request, in the order requests are
 answered (a hang is logged when it starts):
   {"seq": 1, "t": 0.0123, "conn": 3, "method": "GET", "path": "/a.bin",
    "query": "", "range": "bytes=0-99", "if_match": null, "if_range": null,
-   "status": 206, "bytes": 100, "fault": null, "ms": 0.4}
+   "status": 206, "bytes": 100, "asked": [0, 99], "sent": [0, 99],
+   "fault": null, "ms": 0.4}
 t: seconds since start; conn: connection number (same number = reused
 keep-alive connection); status: the status sent (0 for hang and drop);
-bytes: body bytes actually sent; fault: the mode that applied, if any.
+bytes: body bytes actually sent; asked: the byte range (first, last) the
+Range header resolved to for this file, null if none or ignored; sent: the
+range the body was declared to hold (Content-Range, or the whole file for
+a 200 GET; null for HEAD and error answers; a cut sends fewer bytes than
+it declares); fault: the mode that applied, if any; ms: time to answer.
 --log-file FILE also appends every line to FILE as it happens.
 
 DESIGN: the stdlib ThreadingHTTPServer, one daemonic thread per connection,
@@ -484,7 +489,8 @@ class Handler(BaseHTTPRequestHandler):
                  "query": url.query, "range": self.headers.get("Range"),
                  "if_match": self.headers.get("If-Match"),
                  "if_range": self.headers.get("If-Range"),
-                 "status": 0, "bytes": 0, "fault": None}
+                 "status": 0, "bytes": 0, "asked": None, "sent": None,
+                 "fault": None}
         fspath = self.fs_path(path)
         rule = st.match(method, path, "Range" in self.headers, fspath)
         self.t0 = t0
@@ -612,6 +618,8 @@ class Handler(BaseHTTPRequestHandler):
             entry["status"] = 304
             return
         rng = parse_range(h.get("Range"), size) if method == "GET" else None
+        if isinstance(rng, tuple):
+            entry["asked"] = list(rng)
         ir = h.get("If-Range")
         if rng is not None and ir is not None and ir.strip() != etag and \
                 ir.strip() != httpdate(sb.st_mtime):
@@ -640,6 +648,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         entry["status"] = code
+        if method == "GET" and length:
+            entry["sent"] = [start, start + length - 1]
         if method == "HEAD":
             if name == "cut":
                 self.abort(rule.rst)

@@ -285,6 +285,13 @@ curl -sf -X DELETE "$U/_log" >/dev/null
 curl -s -r 5-9 -H "If-Match: \"x\"" "$U/a.bin" -o /dev/null
 check "log: method, path, range, if_match, status" \
 	[ "$(log_py '[(e["method"], e["path"], e["range"], e["if_match"], e["status"]) for e in L]')" = "[('GET', '/a.bin', 'bytes=5-9', '\"x\"', 412)]" ]
+curl -s -r 10-19 "$U/a.bin" -o /dev/null
+curl -s -H 'Range: bytes=-5' "$U/a.bin" -o /dev/null
+curl -s "$U/a.bin" -o /dev/null
+fault "mode=wrong_range"
+curl -s -r 100-199 "$U/a.bin" -o /dev/null
+check "log: asked and sent ranges" \
+	[ "$(log_py '[(e["asked"], e["sent"]) for e in L[-4:]]')" = "[([10, 19], [10, 19]), ([999995, 999999], [999995, 999999]), (None, [0, 999999]), ([100, 199], [200, 299])]" ]
 s=$(log_py 'L[-1]["seq"]')
 curl -s "$U/sub/h.txt" -o /dev/null
 check "log ?since=SEQ" \
