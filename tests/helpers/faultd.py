@@ -13,8 +13,9 @@ the file (inode, mtime, size), Last-Modified, If-Match (412 on mismatch),
 If-None-Match (304), If-Range.  A directory is answered with nginx's HTML
 autoindex (exact sizes, dot files hidden, directories first), or with
 nginx's JSON autoindex for ?format=json (or always with --json-index; then
-?format=html gives HTML).  A directory without the trailing '/' gets a
-301 to it.
+?format=html gives HTML); both are byte for byte what nginx 1.22 sends
+for the same tree.  A directory without the trailing '/' gets a 301 to
+it.
 
 PORT 0 (the default) lets the kernel choose.  Once listening, faultd
 writes the port to FILE (atomically: the file appears complete) and
@@ -380,15 +381,16 @@ def autoindex_html(urlpath, entries):
 
 
 def autoindex_json(entries):
-    """nginx's autoindex_format json."""
+    """nginx's autoindex_format json, laid out as nginx does."""
     items = []
     for name, isdir, st in entries:
-        e = {"name": name, "type": "directory" if isdir else "file",
-             "mtime": httpdate(st.st_mtime)}
+        e = '{ "name":%s, "type":"%s", "mtime":"%s"' % (
+            json.dumps(name, ensure_ascii=False),
+            "directory" if isdir else "file", httpdate(st.st_mtime))
         if not isdir:
-            e["size"] = st.st_size
-        items.append(json.dumps(e, ensure_ascii=False))
-    return ("[\n" + ",\n".join(items) + "\n]\n").encode()
+            e += ', "size":%d' % st.st_size
+        items.append(e + " }")
+    return ("[\r\n" + ",\r\n".join(items) + "\r\n]").encode()
 
 
 class Handler(BaseHTTPRequestHandler):
