@@ -45,6 +45,7 @@ struct pf_opts {
 	unsigned timeout;	/* seconds without a byte */
 	unsigned retries;
 	int fetch_size_set;	/* -o fetch_size given */
+	int min_window_set;	/* -o min_window given */
 	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */
 };
 

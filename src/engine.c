@@ -161,6 +161,8 @@ struct sslot {
 	unsigned inflight;
 	uint64_t planned_upto;
 	uint64_t refill_until;	/* read-ahead goes no further for now */
+	unsigned depth;		/* windows kept ahead: cfg's, more after
+				 * READs that waited for read-ahead */
 };
 
 struct pf_efile {
@@ -736,6 +738,41 @@ static struct pread *pread_park(struct pf_engine *e, struct pread *p)
 }
 
 /*
+ * Depth.  prefetch_batches windows ahead suffice when a fetch takes less
+ * than the reader's batch period; against a store with a long first-byte
+ * latency it does not, and the reader catches up with read-ahead still in
+ * flight.  Each READ that waits for read-ahead (not for a demand fetch)
+ * adds a window to its stream, up to MAX_DEPTH and a quarter of the
+ * memory, as the kernel's read-ahead grows on hits to pages in flight.
+ */
+#define MAX_DEPTH 16
+
+static struct pf_plan_cfg stream_plan(const struct pf_engine *e,
+				      const struct sslot *s)
+{
+	struct pf_plan_cfg pc = e->plan;
+
+	if (s && s->depth > pc.windows)
+		pc.windows = s->depth;
+	return pc;
+}
+
+static void deepen(struct pf_engine *e, const struct pf_efile *f,
+		   struct sslot *s)
+{
+	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
+	uint64_t win;
+	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
+
+	if (!st || d >= MAX_DEPTH)
+		return;
+	win = pf_plan_window(st, &e->plan);
+	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
+		return;
+	s->depth = d + 1;
+}
+
+/*
  * Answer a READ whose blocks are pinned, then unpin them.  Work that the
  * unpinning makes possible is added to @td.
  */
@@ -779,6 +816,8 @@ static void pread_finish(struct pf_engine *e, struct pread *p,
 		if (s) {
 			s->waits++;
 			s->wait_ns += now - p->t0;
+			if (!p->missed && e->cfg.prefetch && f->tracker)
+				deepen(e, f, s);
 		}
 	} else {
 		e->tot.hits++;
@@ -1147,7 +1186,7 @@ static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 static uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 			 uint64_t off)
 {
-	uint64_t limit = (uint64_t)e->plan.windows * e->plan.max_window;
+	uint64_t limit = (uint64_t)MAX_DEPTH * e->plan.max_window;
 	unsigned n = pf_tracker_count(f->tracker);
 
 	for (unsigned i = 0; i < n; i++) {
@@ -1164,6 +1203,7 @@ static uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 
 /* ---- read-ahead ------------------------------------------------------ */
 
+
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
 static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			const struct pf_stream *st, struct todo *td)
@@ -1171,12 +1211,14 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	struct pf_extent ext[MAX_EXTENTS];
 	struct sslot *s = slot_get(f, st->id);
 	struct run run = { 0 };
+	struct pf_plan_cfg pc;
 	uint64_t horizon;
 	unsigned n;
 
 	if (!s)
 		return;
-	n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
+	pc = stream_plan(e, s);
+	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
 	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
 	    st->next_off < f->size) {
@@ -1686,7 +1728,8 @@ static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
 			    const struct pf_stream *st)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	unsigned n = pf_plan(st, &e->plan, f->size, ext, MAX_EXTENTS);
+	struct pf_plan_cfg pc = stream_plan(e, slot_find(f, st->id));
+	unsigned n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	uint64_t ready = 0;
 
 	for (unsigned i = 0; i < n; i++) {

@@ -111,6 +111,8 @@ static int check_mountpoint(const char *mnt)
 /* Default fetch for object stores: a request costs a round trip of tens
  * of milliseconds, so fetch more per request than from a directory. */
 #define OBJ_FETCH_SIZE (4ull << 20)
+/* and start a stream with more ahead: a round trip is worth ~MiBs */
+#define OBJ_MIN_WINDOW (16ull << 20)
 
 /* The backend for SOURCE; on failure prints one line and returns < 0. */
 static int backend_new(const struct pf_opts *o, enum src_kind kind,
@@ -402,6 +404,8 @@ int main(int argc, char **argv)
 		strcpy(src, o.source);
 		if (!o.fetch_size_set)
 			o.engine.fetch_size = OBJ_FETCH_SIZE;
+		if (!o.min_window_set && o.engine.max_window >= OBJ_MIN_WINDOW)
+			o.engine.min_window = OBJ_MIN_WINDOW;
 	} else if (!realpath(o.source, src)) {
 		fprintf(stderr, "prefetchfs: source '%s': %s\n", o.source,
 			strerror(errno));

@@ -341,6 +341,7 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 			BAD("bad value for min_window: '%s' (a size of at "
 			    "least 64K)", val);
 		c->min_window = sz;
+		o->min_window_set = 1;
 	} else if (strcmp(opt, "cache_timeout") == 0) {
 		if (parse_seconds(val, &d) < 0)
 			BAD("bad value for cache_timeout: '%s' (seconds)",
@@ -566,7 +567,8 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "                           (default %u s)\n"
 	       "    -o retries=N           retries of a failed request, with "
 	       "backoff (default %u)\n"
-	       "    fetch_size defaults to 4M for object storage.\n"
+	       "    fetch_size defaults to 4M and min_window to 16M for object "
+	       "storage.\n"
 	       "\n"
 	       "    -o allow_other, auto_unmount, default_permissions, "
 	       "fsname=NAME, subtype=NAME\n"

@@ -1,0 +1,138 @@
+#!/bin/bash
+# bench/objstore.sh - prefetchfs over an object store, side by side in one run.
+#
+#   make bench && bench/objstore.sh [--size 1G] [--latency-ms 50] [--bw 64M]
+#                                   [--batch 8M] [--compute-ms 40]
+#
+# The store: nginx (Debian) serving the dataset from local disk (its files
+# in the page cache), behind bench/delayproxy, which holds the first byte
+# of every response for --latency-ms and paces every connection to --bw
+# per second: an object store reached over a network, one request costing
+# a round trip and one connection giving a bounded rate.
+#
+# 1. Plain sequential read of one --size object (bench/trainer --scan,
+#    1 MiB read()s): one ranged GET stream on a single connection (curl,
+#    the single-connection rate), prefetchfs -o prefetch=off, prefetchfs.
+# 2. Trainer-like load (batches of --batch read with 1 MiB read()s, then
+#    --compute-ms of compute): prefetchfs -o prefetch=off, prefetchfs;
+#    data wait % = (wall - compute) / wall.
+#
+# Results are printed and written to bench/results/objstore.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SIZE=1G
+LAT=50
+BW=64M
+BATCH=8M
+COMPUTE=40
+while [ $# -gt 0 ]; do
+	case $1 in
+	--size) SIZE=$2; shift 2 ;;
+	--latency-ms) LAT=$2; shift 2 ;;
+	--bw) BW=$2; shift 2 ;;
+	--batch) BATCH=$2; shift 2 ;;
+	--compute-ms) COMPUTE=$2; shift 2 ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	*) echo "bench/objstore.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+for t in prefetchfs bench/delayproxy bench/trainer bench/mkdata; do
+	[ -x "$t" ] || { echo "bench/objstore.sh: $t missing: run 'make bench' first" >&2; exit 1; }
+done
+command -v nginx >/dev/null || { echo "bench/objstore.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
+
+# the test library gives temporary dirs, mounts and servers that are
+# always cleaned up
+. tests/lib.sh
+. tests/servers.sh
+set +u
+R=$TOP/bench/results
+mkdir -p "$WORK/www" "$R"
+bench/mkdata "$WORK/www" 1 "$SIZE" >/dev/null
+FILE=file-000000.bin
+cat "$WORK/www/$FILE" >/dev/null
+BYTES=$(stat -c %s "$WORK/www/$FILE")
+nginx_start "$WORK/www" >/dev/null
+UP=${NGINX_URL#http://}
+UP=${UP%/}
+bench/delayproxy -L "$LAT" -b "$BW" -p "$WORK/proxy.port" "$UP" 2>"$WORK/proxy.log" &
+PROXY_PID=$!
+CLEANUP_HOOKS+=("kill $PROXY_PID")
+for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
+URL="http://127.0.0.1:$(cat "$WORK/proxy.port")/"
+field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+
+mount_pf() { # mnt opts
+	pf_mount "$URL" "$1" -o "$2" || { echo "mount failed" >&2; exit 1; }
+}
+scan() { # label path
+	local out
+	out=$(bench/trainer --scan "$2")
+	printf '| %-34s | %9s | %8s |\n' "$1" "$(field mb_s "$out")" \
+		"$(python3 -c "print('%.1f' % ($(field mb_s "$out") / $SINGLE))")"
+}
+train() { # label path
+	local out
+	out=$(bench/trainer --batch "$BATCH" --compute-ms "$COMPUTE" "$2")
+	printf '| %-34s | %8s | %9s | %9s |\n' "$1" \
+		"$(field data_wait_pct "$out")" "$(field mb_s "$out")" \
+		"$(field batch_wait_p50_ms "$out")"
+}
+
+# the single-connection rate: one ranged GET of 256 MiB through the proxy
+ONE=$(( BYTES < (256 << 20) ? BYTES : (256 << 20) ))
+SINGLE=$(curl -s -o /dev/null -r "0-$((ONE - 1))" -w '%{speed_download}' "$URL$FILE" |
+	python3 -c 'import sys; print("%.1f" % (float(sys.stdin.read()) / 1e6))')
+
+{
+echo "## Object store: $(head -1 "$WORK/proxy.log" | sed 's/^delayproxy: //')"
+echo
+echo "nginx behind bench/delayproxy: ${LAT} ms before the first byte of every response, $BW/s"
+echo "per connection. Object: $((BYTES >> 20)) MiB."
+echo
+echo "### Sequential read (1 MiB read()s, no compute)"
+echo
+printf '| %-34s | %9s | %8s |\n' "reader" "MB/s" "x single"
+printf '|%s|%s|%s|\n' "------------------------------------" "-----------" "----------"
+printf '| %-34s | %9s | %8s |\n' "one connection (curl, one GET)" "$SINGLE" "1.0"
+mount_pf "$WORK/off" prefetch=off
+scan "prefetchfs -o prefetch=off" "$WORK/off/$FILE"
+pf_umount "$WORK/off"
+mount_pf "$WORK/on" max_memory=2G
+scan "prefetchfs" "$WORK/on/$FILE"
+cp "$WORK/on/.prefetchfs/stats" "$WORK/scan.json"
+pf_umount "$WORK/on"
+echo
+echo "### Trainer-like load: batches of $BATCH, ${COMPUTE} ms of compute after each"
+echo
+printf '| %-34s | %8s | %9s | %9s |\n' "reader" "wait %" "MB/s" "p50 ms"
+printf '|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------"
+mount_pf "$WORK/off2" prefetch=off
+train "prefetchfs -o prefetch=off" "$WORK/off2/$FILE"
+pf_umount "$WORK/off2"
+mount_pf "$WORK/on2" max_memory=2G
+train "prefetchfs" "$WORK/on2/$FILE"
+cp "$WORK/on2/.prefetchfs/stats" "$WORK/train.json"
+pf_umount "$WORK/on2"
+echo
+python3 - "$WORK/scan.json" "$WORK/train.json" <<'PY'
+import json, sys
+for label, f in zip(("scan", "trainer"), sys.argv[1:]):
+    s = json.load(open(f))
+    t = s.get("transport", {})
+    for st in s["streams"]:
+        print("%s: learned %s, batch %.1f MiB, window %.1f MiB; %d READs, %d waits (%.0f ms); %d GETs, %d retries"
+              % (label, st["pattern"], st["batch"] / 2**20, st["window"] / 2**20, st["reads"],
+                 st["waits"], st["wait_ms"], t.get("requests", 0), t.get("retries", 0)))
+PY
+} | tee "$WORK/out.md"
+{
+	echo "# prefetchfs object-store benchmark ($(date -u +%Y-%m-%d), $(nproc) cores)"
+	echo
+	echo "Command: bench/objstore.sh --size $SIZE --latency-ms $LAT --bw $BW --batch $BATCH --compute-ms $COMPUTE"
+	echo
+	cat "$WORK/out.md"
+} >"$R/objstore.md"
+echo
+echo "written: bench/results/objstore.md"
+finish >/dev/null
