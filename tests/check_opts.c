@@ -156,6 +156,63 @@ START_TEST(test_bad)
 }
 END_TEST
 
+START_TEST(test_object_storage)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "-o",
+			       "endpoint=http://127.0.0.1:9000,region=eu-west-1,"
+			       "profile=train,addressing=path,no_sign",
+			       "s3://b/p", "/mnt"), 0);
+	ck_assert_str_eq(o.endpoint, "http://127.0.0.1:9000");
+	ck_assert_str_eq(o.region, "eu-west-1");
+	ck_assert_str_eq(o.profile, "train");
+	ck_assert_str_eq(o.addressing, "path");
+	ck_assert_int_eq(o.no_sign, 1);
+	ck_assert_int_eq(o.fetch_size_set, 0);
+
+	ck_assert_int_eq(parse(&o, err, "-o",
+			       "manifest=files.txt,cacert=/etc/ca.pem,insecure,"
+			       "connect_timeout=3,timeout=7,retries=0,"
+			       "fetch_size=8M,min_window=32M",
+			       "https://h/p/", "/mnt"), 0);
+	ck_assert_str_eq(o.manifest, "files.txt");
+	ck_assert_str_eq(o.cacert, "/etc/ca.pem");
+	ck_assert_int_eq(o.insecure, 1);
+	ck_assert_uint_eq(o.connect_timeout, 3);
+	ck_assert_uint_eq(o.timeout, 7);
+	ck_assert_uint_eq(o.retries, 0);
+	ck_assert_int_eq(o.fetch_size_set, 1);
+	ck_assert_int_eq(o.min_window_set, 1);
+
+	/* defaults */
+	ck_assert_int_eq(parse(&o, err, "s3://b", "/mnt", NULL, NULL), 0);
+	ck_assert_uint_eq(o.connect_timeout, 10);
+	ck_assert_uint_eq(o.timeout, 30);
+	ck_assert_uint_eq(o.retries, 5);
+	ck_assert_int_eq(o.no_sign, 0);
+	ck_assert_str_eq(o.endpoint, "");
+
+	/* bad values: one line naming the option */
+	ck_assert_int_eq(parse(&o, err, "-o", "addressing=dns", "s3://b",
+			       "/mnt"), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "addressing"));
+	ck_assert_int_eq(parse(&o, err, "-o", "timeout=0", "s3://b", "/mnt"),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "timeout"));
+	ck_assert_int_eq(parse(&o, err, "-o", "retries=-1", "s3://b", "/mnt"),
+			 -EINVAL);
+	ck_assert_int_eq(parse(&o, err, "-o", "no_sign=maybe", "s3://b",
+			       "/mnt"), -EINVAL);
+	ck_assert_int_eq(parse(&o, err, "-o", "endpoint=", "s3://b", "/mnt"),
+			 -EINVAL);
+	ck_assert_int_eq(parse(&o, err, "-o", "region", "s3://b", "/mnt"),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "needs a value"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("opts");
@@ -168,6 +225,7 @@ int main(void)
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_fuse_and_fstab);
 	tcase_add_test(tc, test_bad);
+	tcase_add_test(tc, test_object_storage);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
