@@ -7,6 +7,7 @@
 #   make bench           build the benchmark tools in bench/
 #   make fuzz            build the listing parsers' libFuzzer targets (clang)
 #   make fuzz-run        run each for FUZZ_SECONDS (default 20)
+#   make install         PREFIX=/usr/local, DESTDIR=; make uninstall
 #   make V=1             show the commands
 
 CC ?= cc
@@ -38,6 +39,7 @@ Q :=
 QUIET_CC :=
 QUIET_LINK :=
 QUIET_AR :=
+QUIET_GEN :=
 else
 Q := @
 QUIET_CC = @echo '  CC      $@';
@@ -45,9 +47,11 @@ QUIET_LINK = @echo '  LINK    $@';
 QUIET_AR = @echo '  AR      $@';
 endif
 
-# The FUSE front end; everything else in src/ is the FUSE-free core library.
+# The FUSE front end; everything else in src/ is the FUSE-free core library
+# but for the main of prefetchfs-stat.
 FRONT_SRCS := src/main.c src/fuse_ll.c
-LIB_SRCS := $(filter-out $(FRONT_SRCS),$(wildcard src/*.c))
+STAT_SRCS := src/stat_main.c
+LIB_SRCS := $(filter-out $(FRONT_SRCS) $(STAT_SRCS),$(wildcard src/*.c))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 FRONT_OBJS := $(FRONT_SRCS:.c=.o)
 LIB := libprefetchfs.a
@@ -59,7 +63,23 @@ TEST_HELPER_BINS := $(TEST_HELPER_SRCS:.c=)
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:.c=)
 
-all: prefetchfs
+# Installation.  mount(8) looks for its mount.fuse.TYPE helpers in /sbin
+# only, whatever PREFIX is.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/prefetchfs
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+MOUNTHELPERDIR ?= /sbin
+INSTALL ?= install
+VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/main.c)
+# man pages: all generated from mount/prefetchfs.man by mount/man.awk
+MAN8 := mount/prefetchfs.8 mount/mount.fuse.prefetchfs.8
+MAN1 := mount/prefetchfs-stat.1
+EXAMPLES := $(wildcard examples/*) mount/fstab.example \
+	mount/mnt-imagenet.mount mount/imagenet.conf
+
+all: prefetchfs prefetchfs-stat man
 
 $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
@@ -70,6 +90,21 @@ src/%.o: src/%.c
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \
 		$(FUSE_LIBS) $(LIBS)
+
+prefetchfs-stat: $(STAT_SRCS:.c=.o) $(LIB)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(STAT_SRCS:.c=.o) \
+		$(LIB) -lm
+
+man: $(MAN8) $(MAN1)
+
+src/stat_main.o: override CFLAGS += -DPF_VERSION='"$(VERSION)"'
+
+MAN_GEN = awk -v page=$* -v version='$(VERSION)' -f mount/man.awk \
+	mount/prefetchfs.man >$@.tmp && mv $@.tmp $@
+mount/%.8: mount/prefetchfs.man mount/man.awk
+	$(QUIET_GEN)$(MAN_GEN)
+mount/%.1: mount/prefetchfs.man mount/man.awk
+	$(QUIET_GEN)$(MAN_GEN)
 
 tests/check_%: tests/check_%.c $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(CHECK_CFLAGS) $(LDFLAGS) -o $@ $< \
@@ -107,7 +142,7 @@ check:
 	$(Q)tests/deps.sh
 	$(Q)$(MAKE) --no-print-directory check-run
 
-check-run: prefetchfs tests $(BENCH_BINS)
+check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
 	$(Q)tests/run $(CHECK_BINS)
 
 deps:
@@ -119,12 +154,40 @@ demo:
 	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
 	$(Q)bench/demo.sh
 
+# The daemon, prefetchfs-stat, the mount helper (in MOUNTHELPERDIR), man
+# pages, the systemd service template and the examples.  The helper and
+# the template get BINDIR written into them.
+install: prefetchfs prefetchfs-stat man
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTHELPERDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)/examples
+	$(INSTALL) -m 755 prefetchfs prefetchfs-stat $(DESTDIR)$(BINDIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' mount/mount.fuse.prefetchfs.in \
+		>$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs
+	chmod 755 $(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs
+	sed 's|@BINDIR@|$(BINDIR)|g' mount/prefetchfs@.service.in \
+		>$(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service
+	$(INSTALL) -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8
+	$(INSTALL) -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
+	$(INSTALL) -m 644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/prefetchfs $(DESTDIR)$(BINDIR)/prefetchfs-stat \
+		$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service \
+		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8))) \
+		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+
 clean:
-	rm -f prefetchfs $(LIB) src/*.o src/*.d $(CHECK_BINS) tests/*.d \
-		$(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) bench/*.d
+	rm -f prefetchfs prefetchfs-stat $(LIB) src/*.o src/*.d $(CHECK_BINS) \
+		tests/*.d $(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) \
+		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)
 
-.PHONY: all tests bench check check-run deps demo clean
+.PHONY: all man tests bench check check-run deps demo install uninstall clean
 .PHONY: fuzz fuzz-run
--include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(CHECK_SRCS:.c=.d) \
-	$(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)
+-include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(STAT_SRCS:.c=.d) \
+	$(CHECK_SRCS:.c=.d) $(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

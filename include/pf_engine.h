@@ -61,8 +61,10 @@ typedef void (*pf_reply_fn)(void *req, const struct iovec *iov, int iovcnt,
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out);
 /*
- * Stops planning read-ahead and waits until every fetch has completed and
- * been answered.  For shutdown, once no new READs can arrive.
+ * Stops planning read-ahead, cancels (-ECANCELED) the fetches not yet sent
+ * to the backend and waits until those in flight have completed and every
+ * waiting READ has been answered.  For shutdown, once no new READs can
+ * arrive.
  */
 void pf_engine_quiesce(struct pf_engine *e);
 /* After pf_engine_quiesce(); closes the engine's backend files, so the

@@ -31,6 +31,22 @@ struct pf_fs {
 void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 		  const struct iovec *iov, int iovcnt);
 
+/*
+ * Shutdown on SIGTERM, SIGINT and SIGHUP.  A push (notify_store) may wait
+ * for a page the kernel has locked for a READ still in its queue; once the
+ * session loop has ended nobody would answer that READ, so the pusher must
+ * be stopped while the loop still runs.  Hence no signal handler does the
+ * work: pf_fuse_block_signals() blocks the three signals in the calling
+ * thread before any other thread exists (every thread inherits the mask);
+ * pf_fuse_signals_start() starts a thread that waits for them, stops the
+ * engine's pusher, ends the session loop and wakes the thread running it
+ * (the caller).  pf_fuse_signals_stop() ends that thread; call it once the
+ * loop has returned, before the engine is stopped.  One per process.
+ */
+int pf_fuse_block_signals(void);
+int pf_fuse_signals_start(struct pf_fs *fs);
+void pf_fuse_signals_stop(void);
+
 /* The low-level operations; userdata is a struct pf_fs. */
 extern const struct fuse_lowlevel_ops pf_fuse_ops;
 

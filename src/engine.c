@@ -1588,8 +1588,29 @@ out_free:
 
 void pf_engine_quiesce(struct pf_engine *e)
 {
+	struct fetch *q;
+
+	/*
+	 * Fetches still queued for a free slot are never sent: they complete
+	 * here with -ECANCELED (their waiters get the error), so shutdown
+	 * waits only for the max_inflight reads the backend already has.
+	 * Counted as in flight, as fetch_done() expects.
+	 */
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
+	q = e->queue;
+	e->queue = NULL;
+	e->queue_tail = NULL;
+	e->inflight += e->queued;
+	e->queued = 0;
+	pthread_mutex_unlock(&e->lock);
+	while (q) {
+		struct fetch *next = q->qnext;
+
+		fetch_done(&q->bio, -ECANCELED);
+		q = next;
+	}
+	pthread_mutex_lock(&e->lock);
 	while (e->inflight + e->queued)
 		pthread_cond_wait(&e->idle_cond, &e->lock);
 	pthread_mutex_unlock(&e->lock);

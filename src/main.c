@@ -438,6 +438,8 @@ int main(int argc, char **argv)
 		close(pipefd[0]);
 		rc.notify_fd = pipefd[1];
 	}
+	/* before any thread exists: see pf_fuse_block_signals() */
+	pf_fuse_block_signals();
 	raise_nofile();
 
 	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
@@ -520,9 +522,17 @@ int main(int argc, char **argv)
 	}
 	fuse_loop_cfg_set_max_threads(lcfg, o.max_threads);
 	fuse_loop_cfg_set_idle_threads(lcfg, o.max_threads);
+	ret = pf_fuse_signals_start(&fs);
+	if (ret < 0) {
+		pf_err("cannot start the signal thread: %s", strerror(-ret));
+		fuse_loop_cfg_destroy(lcfg);
+		goto out_join;
+	}
 	ret = fuse_session_loop_mt(se, lcfg);
+	pf_fuse_signals_stop();
 	fuse_loop_cfg_destroy(lcfg);
-	status = ret == 0 ? 0 : 1;
+	/* a stop asked for by a signal is a clean exit too */
+	status = ret < 0 ? 1 : 0;
 	pf_info("unmounting %s", mnt);
 
 out_join:

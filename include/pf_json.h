@@ -1,0 +1,58 @@
+/*
+ * pf_json.h - a small JSON reader: text in, a tree of nodes out.
+ *
+ * For the tools that read the daemon's stats file (prefetchfs-stat), so
+ * small documents; it is not a streaming parser.  The input is untrusted
+ * in the sense that any byte string gives a tree or an error, never a
+ * crash; nesting deeper than PF_JSON_MAX_DEPTH is an error.
+ *
+ * Ownership: pf_json_parse() returns a tree the caller frees with
+ * pf_json_free(); every string in it belongs to the tree.  The lookup
+ * functions return pointers into the tree (or the given default).  A tree
+ * is not modified after parsing, so threads may read one concurrently.
+ */
+#ifndef PF_JSON_H
+#define PF_JSON_H
+
+#include <stddef.h>
+
+#define PF_JSON_MAX_DEPTH 64
+
+enum pf_json_type {
+	PF_JSON_NULL,
+	PF_JSON_BOOL,
+	PF_JSON_NUM,
+	PF_JSON_STR,
+	PF_JSON_ARR,
+	PF_JSON_OBJ,
+};
+
+struct pf_json {
+	enum pf_json_type type;
+	char *key;		/* member name when inside an object, else NULL */
+	double num;		/* PF_JSON_NUM; PF_JSON_BOOL as 0 or 1 */
+	char *str;		/* PF_JSON_STR, decoded to UTF-8, NUL-terminated */
+	struct pf_json *child;	/* first element or member (ARR, OBJ) */
+	struct pf_json *next;	/* next element or member of the parent */
+};
+
+/*
+ * Parses @len bytes at @text (one value, surrounded by white space only).
+ * Returns 0 and the tree in *out, -EINVAL if the text is not JSON, or
+ * -ENOMEM.
+ */
+int pf_json_parse(const char *text, size_t len, struct pf_json **out);
+
+void pf_json_free(struct pf_json *j);
+
+/* The member @key of object @obj; NULL if @obj is not an object or has none. */
+const struct pf_json *pf_json_get(const struct pf_json *obj, const char *key);
+
+/* Member @key as a number (booleans count as 0/1), else @dflt. */
+double pf_json_num(const struct pf_json *obj, const char *key, double dflt);
+
+/* Member @key as a string, else @dflt. */
+const char *pf_json_str(const struct pf_json *obj, const char *key,
+			const char *dflt);
+
+#endif

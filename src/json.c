@@ -1,0 +1,349 @@
+/*
+ * json.c - a small recursive-descent JSON reader (RFC 8259) building a
+ * tree of struct pf_json; see pf_json.h.
+ *
+ * Numbers become doubles (exact up to 2^53, which covers the byte counters
+ * of the stats file); strings are decoded, \u escapes and surrogate pairs
+ * included.  Depth is bounded so that hostile input cannot exhaust the
+ * stack.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_json.h"
+
+struct parser {
+	const char *p;
+	const char *end;
+	int depth;
+};
+
+static void skip_ws(struct parser *ps)
+{
+	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' ||
+				   *ps->p == '\n' || *ps->p == '\r'))
+		ps->p++;
+}
+
+static bool eat(struct parser *ps, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0)
+		return false;
+	ps->p += n;
+	return true;
+}
+
+static int hex4(const char *s, unsigned *out)
+{
+	unsigned v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (unsigned)(c - 'A' + 10);
+		else
+			return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static size_t put_utf8(char *o, unsigned cp)
+{
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (char)(0xc0 | (cp >> 6));
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | (cp >> 12));
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (char)(0xf0 | (cp >> 18));
+	o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * A string at ps->p (the opening quote).  The decoded form is never longer
+ * than the escaped one (\uXXXX is 6 bytes for at most 3, a surrogate pair
+ * 12 for 4), so one allocation of the raw length suffices.
+ */
+static int parse_string(struct parser *ps, char **out)
+{
+	const char *s = ps->p + 1;
+	const char *q = s;
+	char *buf;
+	size_t o = 0;
+
+	while (q < ps->end && *q != '"') {
+		if (*q == '\\')
+			q++;
+		q++;
+	}
+	if (q >= ps->end)
+		return -EINVAL;
+	buf = malloc((size_t)(q - s) + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (s < q) {
+		unsigned cp;
+		unsigned lo;
+
+		if ((unsigned char)*s < 0x20)
+			goto bad;
+		if (*s != '\\') {
+			buf[o++] = *s++;
+			continue;
+		}
+		s++;
+		switch (*s++) {
+		case '"':
+			buf[o++] = '"';
+			break;
+		case '\\':
+			buf[o++] = '\\';
+			break;
+		case '/':
+			buf[o++] = '/';
+			break;
+		case 'b':
+			buf[o++] = '\b';
+			break;
+		case 'f':
+			buf[o++] = '\f';
+			break;
+		case 'n':
+			buf[o++] = '\n';
+			break;
+		case 'r':
+			buf[o++] = '\r';
+			break;
+		case 't':
+			buf[o++] = '\t';
+			break;
+		case 'u':
+			if (q - s < 4 || hex4(s, &cp) < 0)
+				goto bad;
+			s += 4;
+			if (cp >= 0xd800 && cp < 0xdc00) {
+				if (q - s < 6 || s[0] != '\\' || s[1] != 'u' ||
+				    hex4(s + 2, &lo) < 0 || lo < 0xdc00 ||
+				    lo >= 0xe000)
+					goto bad;
+				s += 6;
+				cp = 0x10000 + ((cp - 0xd800) << 10) +
+				     (lo - 0xdc00);
+			} else if (cp >= 0xdc00 && cp < 0xe000) {
+				goto bad;
+			}
+			if (cp == 0)
+				goto bad;	/* would cut the string */
+			o += put_utf8(buf + o, cp);
+			break;
+		default:
+			goto bad;
+		}
+	}
+	buf[o] = '\0';
+	ps->p = q + 1;
+	*out = buf;
+	return 0;
+bad:
+	free(buf);
+	return -EINVAL;
+}
+
+static int parse_number(struct parser *ps, double *out)
+{
+	const char *s = ps->p;
+	char tmp[64];
+	char *end;
+	size_t n;
+
+	if (s < ps->end && *s == '-')
+		s++;
+	if (s >= ps->end || *s < '0' || *s > '9')
+		return -EINVAL;
+	if (*s == '0' && s + 1 < ps->end && s[1] >= '0' && s[1] <= '9')
+		return -EINVAL;
+	while (s < ps->end && ((*s >= '0' && *s <= '9') || *s == '.' ||
+			       *s == 'e' || *s == 'E' || *s == '+' ||
+			       *s == '-'))
+		s++;
+	n = (size_t)(s - ps->p);
+	if (n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, ps->p, n);
+	tmp[n] = '\0';
+	*out = strtod(tmp, &end);
+	if (*end)
+		return -EINVAL;
+	ps->p = s;
+	return 0;
+}
+
+static int parse_value(struct parser *ps, struct pf_json *j);
+
+/* Elements of an array or members of an object, up to @close. */
+static int parse_items(struct parser *ps, struct pf_json *j, char close)
+{
+	struct pf_json **tail = &j->child;
+	int ret;
+
+	ps->p++;
+	skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 0;
+	}
+	for (;;) {
+		struct pf_json *c = calloc(1, sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		*tail = c;
+		tail = &c->next;
+		skip_ws(ps);
+		if (close == '}') {
+			if (ps->p >= ps->end || *ps->p != '"')
+				return -EINVAL;
+			ret = parse_string(ps, &c->key);
+			if (ret < 0)
+				return ret;
+			skip_ws(ps);
+			if (!eat(ps, ":"))
+				return -EINVAL;
+			skip_ws(ps);
+		}
+		ret = parse_value(ps, c);
+		if (ret < 0)
+			return ret;
+		skip_ws(ps);
+		if (ps->p >= ps->end)
+			return -EINVAL;
+		if (*ps->p == close) {
+			ps->p++;
+			return 0;
+		}
+		if (*ps->p != ',')
+			return -EINVAL;
+		ps->p++;
+	}
+}
+
+static int parse_value(struct parser *ps, struct pf_json *j)
+{
+	int ret;
+
+	if (ps->p >= ps->end)
+		return -EINVAL;
+	switch (*ps->p) {
+	case '{':
+	case '[':
+		if (++ps->depth > PF_JSON_MAX_DEPTH)
+			return -EINVAL;
+		j->type = *ps->p == '{' ? PF_JSON_OBJ : PF_JSON_ARR;
+		ret = parse_items(ps, j, *ps->p == '{' ? '}' : ']');
+		ps->depth--;
+		return ret;
+	case '"':
+		j->type = PF_JSON_STR;
+		return parse_string(ps, &j->str);
+	case 't':
+	case 'f':
+		j->type = PF_JSON_BOOL;
+		j->num = *ps->p == 't';
+		return eat(ps, j->num ? "true" : "false") ? 0 : -EINVAL;
+	case 'n':
+		j->type = PF_JSON_NULL;
+		return eat(ps, "null") ? 0 : -EINVAL;
+	default:
+		j->type = PF_JSON_NUM;
+		return parse_number(ps, &j->num);
+	}
+}
+
+int pf_json_parse(const char *text, size_t len, struct pf_json **out)
+{
+	struct parser ps = { .p = text, .end = text + len };
+	struct pf_json *j = calloc(1, sizeof(*j));
+	int ret;
+
+	*out = NULL;
+	if (!j)
+		return -ENOMEM;
+	skip_ws(&ps);
+	ret = parse_value(&ps, j);
+	if (ret == 0) {
+		skip_ws(&ps);
+		if (ps.p != ps.end)
+			ret = -EINVAL;
+	}
+	if (ret < 0) {
+		pf_json_free(j);
+		return ret;
+	}
+	*out = j;
+	return 0;
+}
+
+void pf_json_free(struct pf_json *j)
+{
+	/* siblings iteratively, children recursively (depth is bounded) */
+	while (j) {
+		struct pf_json *next = j->next;
+
+		pf_json_free(j->child);
+		free(j->key);
+		free(j->str);
+		free(j);
+		j = next;
+	}
+}
+
+const struct pf_json *pf_json_get(const struct pf_json *obj, const char *key)
+{
+	if (!obj || obj->type != PF_JSON_OBJ)
+		return NULL;
+	for (const struct pf_json *c = obj->child; c; c = c->next)
+		if (strcmp(c->key, key) == 0)
+			return c;
+	return NULL;
+}
+
+double pf_json_num(const struct pf_json *obj, const char *key, double dflt)
+{
+	const struct pf_json *v = pf_json_get(obj, key);
+
+	if (!v || (v->type != PF_JSON_NUM && v->type != PF_JSON_BOOL))
+		return dflt;
+	return v->num;
+}
+
+const char *pf_json_str(const struct pf_json *obj, const char *key,
+			const char *dflt)
+{
+	const struct pf_json *v = pf_json_get(obj, key);
+
+	return v && v->type == PF_JSON_STR ? v->str : dflt;
+}
