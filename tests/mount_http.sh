@@ -18,6 +18,7 @@
 # be checked: no "failed", "error" or warning line may appear in it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
+. "$(dirname "$0")/objlib.sh"
 need_fuse
 need_tools "$HELPERS/randread" "$HELPERS/mmapread" "$TRAINER" "$MKDATA"
 
@@ -53,69 +54,9 @@ mkdir -p "$SRC/empty dir"
 mkdir -p "$SRC/dir+plus/sub%dir#"
 printf 'nested\n' >"$SRC/dir+plus/sub%dir#/f&g.txt"
 
-# tree_of DIR: every path under DIR with its type and size, sorted
-tree_of() {
-	(cd "$1" && find . -mindepth 1 -printf '%y %s %p\n' |
-		awk '$1 == "d" { $2 = "-" } { print }' | LC_ALL=C sort)
-}
 tree_of "$SRC" >"$WORK/tree.src"
 
 # ---- helpers --------------------------------------------------------------
-
-# pf_mount_fg SRC MNT [options...]: the daemon in the foreground (-f), its
-# log (stderr) in $WORK/daemon.MNT.log; returns once MNT is mounted.  Not a
-# job of this shell (lib.sh's cleanup stops jobs before the unmounts).
-pf_mount_fg() {
-	local src=$1 mnt=$2 log pid i
-	shift 2
-	mkdir -p "$mnt"
-	log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	( "$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &
-	  echo $! >"$WORK/pid.$(basename "$mnt")" )
-	pid=$(cat "$WORK/pid.$(basename "$mnt")")
-	DAEMON_PIDS+=("$pid")
-	for ((i = 0; i < 300; i++)); do
-		mountpoint -q "$mnt" && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "mount of $src on $mnt failed; its log:"
-	cat "$log"
-	return 1
-}
-
-# clean_log MNT: the log of MNT's daemon has no error line (the daemon's
-# "prefetchfs: mounted ..." and "unmounting" are all a quiet run prints)
-clean_log() {
-	local log="$WORK/daemon.$(basename "$1").log"
-	check "daemon log of $(basename "$1") says it mounted" grep -q 'prefetchfs: mounted' "$log"
-	if grep -iE 'fail|error|warn|denied|refused|timed? ?out' "$log" >"$WORK/badlines"; then
-		fail "daemon log of $(basename "$1") has unexpected lines:"
-		head -20 "$WORK/badlines"
-	else
-		ok "daemon log of $(basename "$1") has no failed/error lines"
-	fi
-}
-
-g() { guard "$M" 40 "$@"; }
-
-# rc_check WHAT COMMAND...: COMMAND exits 0 (its output shown on failure)
-rc_check() {
-	local what=$1 rc
-	shift
-	g "$@" >"$WORK/rc.out" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		ok "$what"
-	else
-		fail "$what (exit $rc$([ $rc -eq 124 ] && echo ': HANG, daemon killed'))"
-		head -20 "$WORK/rc.out"
-	fi
-}
-
-drop() { g drop_page_cache "$@" || fail "evict the page cache of $*"; }
 
 # same_tree TAG MNT: find over MNT lists what find over $SRC does, and
 # every small file reads back byte-exact
@@ -195,39 +136,6 @@ all_reads() {
 	check "[$tag] 8 concurrent readers of 8 MiB files, all byte-exact" test $bad -eq 0
 }
 
-# bad_mount WHAT WORD-REGEX SECS SOURCE [options...]: the mount fails within
-# SECS seconds with exactly one line on stderr matching WORD-REGEX
-# (case-insensitive), a non-zero exit and no mount left
-bad_mount() {
-	local what=$1 re=$2 secs=$3 src=$4 rc t0 t1 mnt=$WORK/mnt-bad
-	shift 4
-	mkdir -p "$mnt"
-	t0=$(date +%s%N)
-	timeout 60 "$PF" "$@" "$src" "$mnt" >"$WORK/bad.out" 2>"$WORK/bad.err"
-	rc=$?
-	t1=$(date +%s%N)
-	if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
-		fail "$what: exit status $rc (expected a failure)"
-	else
-		ok "$what: exit status $rc"
-	fi
-	if one_line_err "$WORK/bad.err"; then
-		ok "$what: one line on stderr: $(cat "$WORK/bad.err")"
-	else
-		fail "$what: expected one line 'prefetchfs: ...' on stderr, got:"
-		cat "$WORK/bad.err"
-	fi
-	check "$what: the message matches /$re/" grep -qiE -- "$re" "$WORK/bad.err"
-	check "$what: fails in under $secs s ($(( (t1 - t0) / 1000000 )) ms)" \
-		test $(( (t1 - t0) / 1000000 )) -lt $((secs * 1000))
-	if mountpoint -q "$mnt"; then
-		fail "$what: a mount was left"
-		fusermount3 -u "$mnt"
-	else
-		ok "$what: no mount left"
-	fi
-}
-
 # ---- HTML autoindex -------------------------------------------------------------
 nginx_start "$SRC" >/dev/null || { fail "nginx (HTML autoindex)"; finish; }
 HTML_URL=$NGINX_URL
@@ -265,33 +173,7 @@ check "[html] stats: no fetch errors" jx 't["fetch_errors"] == 0'
 same_tree html "$M"
 all_reads html "$M"
 
-# errors on the mount, one python for all (each check prints its line)
-errno_checks() { # errno_checks TAG: lines "ERRNO WHAT<TAB>PYTHON-STMT" on stdin
-	local line
-	while IFS= read -r line; do
-		case $line in
-		"ok "*) ok "[$1] ${line#ok }" ;;
-		*) fail "[$1] ${line#FAIL: }" ;;
-		esac
-	done < <(python3 -c '
-import errno, os, sys
-m = sys.argv[1]
-for line in sys.stdin.read().splitlines():
-    want, rest = line.split(" ", 1)
-    what, stmt = rest.split("\t", 1)
-    try:
-        exec(stmt)
-        print("FAIL: %s: no error (want %s)" % (what, want))
-    except OSError as e:
-        got = errno.errorcode.get(e.errno, str(e.errno))
-        if got == want:
-            print("ok %s: %s" % (what, want))
-        else:
-            print("FAIL: %s: %s (want %s)" % (what, got, want))
-    except Exception as e:
-        print("FAIL: %s: %r (want %s)" % (what, e, want))
-' "$M")
-}
+# errors on the mount
 errno_checks html <<'EOF'
 ENOENT a missing name	os.stat(m + "/no such file")
 ENOENT a missing name in a subdirectory	os.stat(m + "/seq/file-999999.bin")
