@@ -12,6 +12,8 @@
 #    fails with one line and a non-zero exit;
 #  - -o manifest=URL shows exactly the files of the manifest;
 #  - a missing name is ENOENT, every change EROFS;
+#  - a file replaced (same size) while open: EIO, never new bytes; a new
+#    open reads the new version;
 #  - an unreachable server and a prefix nginx answers 404 for fail the
 #    mount with one clear line, quickly.
 # The happy-path daemons run in the foreground (-f) so that their log can
@@ -274,6 +276,33 @@ ENOENT a directory of the tree not in the manifest	os.stat(m + "/empty dir")
 EOF
 pf_umount "$M"
 clean_log "$M"
+
+# ---- a file replaced while it is open ----------------------------------------
+# nginx checks If-Match against its ETag (mtime and size): the versions
+# have the same size and different mtimes.  The replacement is a rename,
+# as a dataset update would be.
+RS=$WORK/replsrc
+mkdir -p "$RS"
+mkfile "$WORK/rep.v1" $((48 * MiB))
+mkfile "$WORK/rep.v2" $((48 * MiB))
+cp "$WORK/rep.v1" "$RS/rep.bin"
+touch -d '2020-01-01 00:00:00' "$RS/rep.bin"
+cp "$WORK/rep.v2" "$RS/rep.bin.new"
+touch -d '2021-01-01 00:00:00' "$RS/rep.bin.new"
+nginx_start "$RS" >/dev/null || { fail "nginx (replaced file)"; finish; }
+M=$WORK/mnt-replace
+pf_mount_fg "$NGINX_URL" "$M" -o prefetch=off || fail "mount with prefetch=off"
+# (the listing is made before the rename: only rep.bin is in it)
+g ls "$M" >/dev/null
+rc_check "replaced while open: a far read gets EIO, never new bytes" \
+	replaced_read "$M/rep.bin" "$WORK/rep.v1" "$WORK/rep.v2" mv "$RS/rep.bin.new" "$RS/rep.bin"
+sed 's/^/  /' "$WORK/rc.out"
+rc_check "replaced: a new open reads the new version byte-exact" cmp "$WORK/rep.v2" "$M/rep.bin"
+drop "$M/rep.bin"
+rc_check "replaced: random reads of the new version byte-exact" \
+	"$HELPERS/randread" -s 45 -n 300 -m $MiB "$M/rep.bin" "$WORK/rep.v2"
+pf_umount "$M"
+clean_log "$M" "rep\.bin.*(failed|412|[Pp]recondition|changed)"
 
 # ---- a server that is not there, a prefix that is not there ---------------------
 CLOSED=$(_srv_free_port)

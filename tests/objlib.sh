@@ -13,6 +13,9 @@
 #                                  STMT (m is $M) fails with ERRNO
 #   bad_mount WHAT ERE SECS SRC [opts...]  the mount fails quickly with
 #                                  one line matching ERE
+#   replaced_read FILE V1 V2 CMD...  FILE (on a mount) holds V1; open it,
+#                                  read, run CMD (makes it V2), read
+#                                  further: EIO, never V2's bytes
 
 # tree_of DIR: every path under DIR with its type and size, sorted
 tree_of() {
@@ -82,16 +85,19 @@ drop() { g drop_page_cache "$@" || fail "evict the page cache of $*"; }
 # check that STMT (m is the mount $M) raises OSError ERRNO; one python runs
 # them all (each python start costs a second on a loaded machine)
 errno_checks() {
-	local line
+	local line done=0
 	while IFS= read -r line; do
 		case $line in
 		"ok "*) ok "[$1] ${line#ok }" ;;
+		"done") done=1 ;;
 		*) fail "[$1] ${line#FAIL: }" ;;
 		esac
 	done < <(python3 -c '
 import errno, os, sys
 m = sys.argv[1]
 for line in sys.stdin.read().splitlines():
+    if not line.strip():
+        continue
     want, rest = line.split(" ", 1)
     what, stmt = rest.split("\t", 1)
     try:
@@ -105,7 +111,9 @@ for line in sys.stdin.read().splitlines():
             print("FAIL: %s: %s (want %s)" % (what, got, want))
     except Exception as e:
         print("FAIL: %s: %r (want %s)" % (what, e, want))
-' "$M")
+print("done")
+' "$M" 2>&1)
+	[ $done -eq 1 ] || fail "[$1] errno checks: the checker did not finish"
 }
 
 # bad_mount WHAT WORD-REGEX SECS SOURCE [options...]: the mount fails within
@@ -139,4 +147,46 @@ bad_mount() {
 	else
 		ok "$what: no mount left"
 	fi
+}
+
+# replaced_read FILE V1 V2 CMD...: open FILE (whose content is V1, on a
+# mount with prefetch=off), read its first MiB, run CMD (which replaces the
+# object by V2, same size), then read at 40 MiB, at 44 MiB + 12345 (not
+# fetched yet: each must fail with EIO) and at 0 (cached: the old bytes or
+# EIO).  Never V2's bytes, never bytes of neither.  Exit 0 if so.
+replaced_read() {
+	python3 - "$@" <<'PY'
+import errno, os, subprocess, sys
+mnt, v1, v2 = sys.argv[1:4]
+MiB = 1 << 20
+old = open(v1, "rb").read()
+new = open(v2, "rb").read()
+fd = os.open(mnt, os.O_RDONLY)
+a = os.pread(fd, MiB, 0)
+if a != old[:MiB]:
+    sys.exit("the first MiB is not the first version's")
+subprocess.run(sys.argv[4:], check=True)
+bad = 0
+for off in (40 * MiB, 44 * MiB + 12345, 0):
+    try:
+        b = os.pread(fd, MiB, off)
+    except OSError as e:
+        print("read at %d: %s" % (off, errno.errorcode.get(e.errno)))
+        if e.errno != errno.EIO:
+            bad += 1
+        continue
+    if b == old[off:off + len(b)] and off == 0:
+        print("read at %d: old bytes (cached)" % off)
+    elif b == old[off:off + len(b)]:
+        print("read at %d: old bytes: the object was not checked (want EIO)" % off)
+        bad += 1
+    elif b == new[off:off + len(b)]:
+        print("read at %d: NEW bytes in a file opened on the old version" % off)
+        bad += 1
+    else:
+        print("read at %d: bytes of neither version" % off)
+        bad += 1
+os.close(fd)
+sys.exit(1 if bad else 0)
+PY
 }
