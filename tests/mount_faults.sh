@@ -1,0 +1,379 @@
+#!/bin/bash
+# Faults of an HTTP server under a mount: prefetchfs reads from
+# tests/helpers/faultd.py, which injects one fault at a time, and every
+# check compares what the reader got with the source byte for byte AND
+# looks at faultd's request log for what the daemon asked:
+#   - 500 (twice), 503 SlowDown, 429 with Retry-After: retried, the read is
+#     byte-exact; the 429 is retried no sooner than Retry-After says
+#   - a body cut short: resumed from the first missing byte (not restarted),
+#     with the same If-Match
+#   - a 200 with the whole body for a range: sliced, byte-exact
+#   - a 206 of another range: EIO (never those bytes), a log line, the mount
+#     stays up and the file reads again once the server behaves
+#   - the file replaced between two reads of one open file: EIO, never new
+#     bytes; a new open reads the new content (the kernel's page cache of the
+#     old version is not served)
+#   - 500 for ever: EIO after exactly 1 + retries tries of each request, in
+#     bounded time; 404 -> ENOENT, 403 -> EACCES
+#   - a server that stops answering (timeout=2, retries=1): EIO in bounded
+#     time, the mount serves other files; fusermount3 -u during a hung read
+#     returns at once, and the daemon exits once the mount is gone
+#   - the stats file counts the retries, resumes and whole bodies
+# Small fetches (fetch_size=block_size=64K, prefetch=off) and a reader that
+# turns the kernel's read-ahead off (POSIX_FADV_RANDOM) make each pread of
+# 64 KiB one READ and one ranged GET.  Each case has files of its own, so
+# that no cache (kernel or daemon) hides a request.  The daemons run in the
+# foreground (-f) so that their log lines can be checked.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
+need_fuse
+need_tools
+
+FAULTD=$HELPERS/faultd.py
+# the test runs python3 some hundred times: a version manager's shim (pyenv
+# takes most of a second a start) would make it slow; the system's will do
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null; then
+	mkdir -p "$WORK/bin"
+	ln -s /usr/bin/python3 "$WORK/bin/python3"
+	PATH=$WORK/bin:$PATH
+fi
+SRC=$WORK/src
+ORIG=$WORK/orig
+MA=$WORK/mnt-faults
+MB=$WORK/mnt-hang
+K64=65536
+mkdir -p "$SRC" "$ORIG"
+for f in c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 c12 c13 c14 c15 c16 h1 h2 h3; do
+	mkfile "$SRC/$f.bin" $((1 << 20))
+done
+mkfile "$SRC/c4.bin" $((3 << 20))	# c4: several MiB, cut in the middle
+cp "$SRC/c8.bin" "$SRC/c9.bin" "$ORIG/"	# (replaced during the test)
+
+# ---- faultd, the mounts, the reader -----------------------------------------
+
+# faultd_start ROOT: faultd on ROOT (stopped at exit); sets U (its URL
+# without the final /) and FAULTD_DIR
+faultd_start() {
+	local dir pid i
+	dir=$(_srv_dir faultd)
+	pid=$(_srv_spawn "$dir" python3 "$FAULTD" --port-file "$dir/port" \
+		--log-file "$dir/requests.jsonl" "$1")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$dir/port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ ! -s "$dir/port" ]; then
+		echo "faultd did not start; its log:"
+		cat "$dir/log"
+		return 1
+	fi
+	U=http://127.0.0.1:$(cat "$dir/port")
+	FAULTD_DIR=$dir
+}
+
+# mount_fg URL MNT [options...]: prefetchfs -f in the background (not a job
+# of this shell, which cleanup kills first), its stderr in the daemon log
+mount_fg() {
+	local src=$1 mnt=$2 i pid
+	shift 2
+	mkdir -p "$mnt"
+	local log="$WORK/daemon.$(basename "$mnt").log"
+	MOUNTS+=("$mnt")
+	DAEMON_LOGS+=("$log")
+	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
+	for ((i = 0; i < 200; i++)); do
+		mountpoint -q "$mnt" && break
+		sleep 0.05
+	done
+	pid=$(pf_pid "$mnt")
+	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
+	if ! mountpoint -q "$mnt"; then
+		echo "mount of $src on $mnt failed:"
+		cat "$log"
+		return 1
+	fi
+	# the mount is usable once INIT is answered
+	for ((i = 0; i < 200; i++)); do
+		[ -r "$mnt/.prefetchfs/stats" ] && return 0
+		sleep 0.05
+	done
+	echo "$mnt: no stats file"
+	return 1
+}
+
+fault() { curl -sf "$U/_fault?$1" >/dev/null || fail "adding the rule $1"; }
+# reset: no rules, an empty request log
+reset() {
+	curl -sf -X DELETE "$U/_fault" >/dev/null &&
+		curl -sf -X DELETE "$U/_log" >/dev/null || fail "resetting faultd"
+}
+# log_py EXPR: EXPR over the request log: L (every entry) and G(NAME) (the
+# GETs of /NAME)
+log_py() {
+	curl -s "$U/_log" | python3 -c '
+import json, sys
+L = [json.loads(l) for l in sys.stdin if l.strip()]
+G = lambda n: [e for e in L if e["method"] == "GET" and e["path"] == "/" + n]
+print(eval(sys.argv[1]))' "$1"
+}
+# log_true EXPR: the EXPR is true of the request log (prints it if not)
+log_true() {
+	[ "$(log_py "$1")" = True ] && return 0
+	echo "  the request log:"
+	curl -s "$U/_log" | sed 's/^/  /'
+	return 1
+}
+
+# rd.py FILE REF STEP...: see its header
+cat >"$WORK/rd.py" <<'PY'
+# Opens FILE (read-ahead off: POSIX_FADV_RANDOM), runs the steps, prints one
+# result per step with the seconds it took:
+#   p:OFF:LEN  pread LEN bytes at OFF -> "ok" (REF's bytes there), "short"
+#              (a prefix of them), "wrong" (other bytes), "errno N"
+#   u:URL      GET URL (a faultd control request) -> "u"
+# "open errno N" when the open fails.
+import os, sys, time, urllib.request
+f, ref = sys.argv[1], sys.argv[2]
+t = time.monotonic()
+try:
+    fd = os.open(f, os.O_RDONLY)
+except OSError as e:
+    print("open errno %d %.2f" % (e.errno, time.monotonic() - t))
+    sys.exit(0)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+want = open(ref, "rb").read()
+for s in sys.argv[3:]:
+    t = time.monotonic()
+    if s.startswith("u:"):
+        urllib.request.urlopen(s[2:]).read()
+        print("u", flush=True)
+        continue
+    _, off, n = s.split(":")
+    off, n = int(off), int(n)
+    try:
+        b = os.pread(fd, n, off)
+        w = want[off:off + n]
+        r = "ok" if b == w else "short" if w.startswith(b) else "wrong"
+    except OSError as e:
+        r = "errno %d" % e.errno
+    print("%s %.2f" % (r, time.monotonic() - t), flush=True)
+os.close(fd)
+PY
+# rd MNT FILE REF STEP...: rd.py under guard (a reader still blocked after
+# 40 s is a hang: the daemon is killed); prints the results on one line
+rd() {
+	local mnt=$1 file=$2 ref=$3
+	shift 3
+	guard "$mnt" 40 python3 "$WORK/rd.py" "$mnt/$file" "$ref" "$@" | sed ':a;N;$!ba;s/\n/; /g'
+}
+# result_is "RESULTS" "RESULT; ..." [MAXSECS]: the results of rd, stripped
+# of their times, are RESULT; ...; and each took less than MAXSECS (10)
+result_is() {
+	python3 -c '
+import sys
+words, times = [], []
+for r in sys.argv[1].split(";"):
+    w = r.split()
+    if w and w[-1][0].isdigit() and "." in w[-1]:
+        times.append(float(w.pop()))
+    words.append(" ".join(w))
+sys.exit(not ("; ".join(words) == sys.argv[2] and all(x < float(sys.argv[3]) for x in times)))' "$1" "$2" "${3:-10}"
+}
+# readall MNT FILE: cat the whole file under guard, compare with the source
+readall() { guard "$1" 40 cmp "$1/$2" "$SRC/$2"; }
+# daemon_log MNT: its log file
+daemon_log() { echo "$WORK/daemon.$(basename "$1").log"; }
+# secs_since T0: seconds (float) since T0 (from now_s)
+now_s() { date +%s.%N; }
+secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
+
+faultd_start "$SRC" || { fail "faultd start"; finish; }
+ok "faultd serves $SRC on $U"
+OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2
+mount_fg "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
+ok "mounted $U/ on $MA (-o $OPTS)"
+RETRIES=3
+T_START=$(now_s)
+
+# ---- 1. 500 twice: retried ----------------------------------------------------
+reset
+fault "path=/c1.bin&method=GET&mode=status:500&count=2"
+check "1. 500 x2: the file reads byte-exact" readall "$MA" c1.bin
+check "1. 500 x2: the log has the two 500s, each range retried with a 206" \
+	log_true '[e["status"] for e in G("c1.bin")].count(500) == 2 and all(any(f["seq"] > e["seq"] and f["range"] == e["range"] and f["status"] == 206 for f in G("c1.bin")) for e in G("c1.bin") if e["status"] == 500)'
+
+# ---- 2. 503 SlowDown, 429 with Retry-After: retried -------------------------------
+reset
+fault "path=/c2.bin&method=GET&mode=status:503&count=1"
+r=$(rd "$MA" c2.bin "$SRC/c2.bin" p:0:$K64 p:$((5 * K64)):$K64)
+check "2. 503 SlowDown: the preads are byte-exact ($r)" result_is "$r" "ok; ok"
+check "2. 503 SlowDown: the log has the 503, then a 206 for its range" \
+	log_true '[(e["status"], e["range"]) for e in G("c2.bin")][:2] == [(503, "bytes=0-65535"), (206, "bytes=0-65535")]'
+check "2. 503 SlowDown: the daemon logged no failure" \
+	bash -c "! grep -q \"c2.bin\" '$(daemon_log "$MA")'"
+reset
+fault "path=/c3.bin&method=GET&mode=status:429&retry_after=1&count=1"
+r=$(rd "$MA" c3.bin "$SRC/c3.bin" p:$K64:$K64)
+check "2. 429 Retry-After: 1: the pread is byte-exact ($r)" result_is "$r" "ok"
+check "2. 429: the log has the 429, then a 206 for its range" \
+	log_true '[(e["status"], e["range"]) for e in G("c3.bin")] == [(429, "bytes=65536-131071"), (206, "bytes=65536-131071")]'
+check "2. 429: the retry waited the 1 s of Retry-After ($(log_py '"%.2f s" % (G("c3.bin")[1]["t"] - G("c3.bin")[0]["t"])'))" \
+	log_true 'G("c3.bin")[1]["t"] - G("c3.bin")[0]["t"] >= 0.95'
+
+# ---- 3. a body cut short: resumed --------------------------------------------
+reset
+fault "path=/c4.bin&method=GET&mode=cut:20000&skip=7&count=1"
+check "3. cut:20000: the file reads byte-exact" readall "$MA" c4.bin
+# the cut answer declared [a, b] and sent 20000 bytes; a later GET asks for
+# [a + 20000, b] with the same If-Match
+check "3. cut:20000: resumed at the first missing byte with the same If-Match" \
+	log_true '[any(f["seq"] > c["seq"] and f["asked"] == [c["asked"][0] + 20000, c["asked"][1]] and f["status"] == 206 and f["if_match"] == c["if_match"] for f in G("c4.bin")) and c["if_match"] is not None and c["bytes"] == 20000 for c in G("c4.bin") if c["fault"]] == [True]'
+check "3. cut:20000: the cut range was not asked again from its start" \
+	log_true '[len([f for f in G("c4.bin") if f["range"] == c["range"]]) for c in G("c4.bin") if c["fault"]] == [1]'
+reset
+fault "path=/c16.bin&method=GET&mode=cut:0&count=1"
+r=$(rd "$MA" c16.bin "$SRC/c16.bin" p:$((4 * K64)):$K64)
+check "3. cut:0 (headers, no body): retried, the pread is byte-exact ($r)" result_is "$r" "ok"
+
+# ---- 4. 200 with the whole body for a range ---------------------------------------
+reset
+fault "path=/c5.bin&method=GET&mode=ignore_range&count=2"
+r=$(rd "$MA" c5.bin "$SRC/c5.bin" p:$((3 * K64)):$K64 p:$((15 * K64)):$K64 p:$((7 * K64)):100)
+check "4. ignore_range: the preads are byte-exact ($r)" result_is "$r" "ok; ok; ok"
+check "4. ignore_range: the log has the two 200s of the whole file" \
+	log_true '[(e["status"], e["fault"]) for e in G("c5.bin")] == [(200, "ignore_range"), (200, "ignore_range"), (206, None)]'
+check "4. ignore_range: the daemon warns that the server ignores Range" \
+	grep -q 'ignores Range' "$(daemon_log "$MA")"
+
+# ---- 5. a 206 of another range: EIO -------------------------------------------------
+reset
+fault "path=/c6.bin&method=GET&mode=wrong_range&count=inf"
+r=$(rd "$MA" c6.bin "$SRC/c6.bin" p:$K64:$K64 p:$((15 * K64)):$K64)
+check "5. wrong_range: EIO, never the bytes ($r)" result_is "$r" "errno 5; errno 5"
+check "5. wrong_range: the daemon logged the bad Content-Range" \
+	grep -qE "c6.bin.*206 for bytes" "$(daemon_log "$MA")"
+check "5. wrong_range: not retried (a wrong answer is not transient)" \
+	log_true 'len(set(e["range"] for e in G("c6.bin"))) == len(G("c6.bin"))'
+reset
+check "5. wrong_range: the mount serves another file" readall "$MA" c7.bin
+r=$(rd "$MA" c6.bin "$SRC/c6.bin" p:$K64:$K64)
+check "5. wrong_range: once the server behaves, the same range reads ($r)" result_is "$r" "ok"
+
+# ---- 6. the file replaced between two reads of one open file ------------------------
+reset
+r=$(rd "$MA" c8.bin "$ORIG/c8.bin" p:0:$K64 "u:$U/_replace?path=/c8.bin" p:$((8 * K64)):$K64 p:$((9 * K64)):$K64)
+check "6. /_replace between preads: old bytes, then EIO, never new bytes ($r)" \
+	result_is "$r" "ok; u; errno 5; errno 5"
+check "6. /_replace: the GETs after it carried the old If-Match and got 412" \
+	log_true 'G("c8.bin")[0]["status"] == 206 and len(G("c8.bin")) >= 3 and all(e["status"] == 412 and e["if_match"] == G("c8.bin")[0]["if_match"] for e in G("c8.bin")[1:])'
+check "6. /_replace: the daemon logged the change" \
+	grep -qE "c8.bin.*412" "$(daemon_log "$MA")"
+check "6. /_replace: the source really changed" bash -c "! cmp -s '$SRC/c8.bin' '$ORIG/c8.bin'"
+check "6. /_replace: a new open reads the new content byte-exact (page cache of the old one not served)" \
+	readall "$MA" c8.bin
+reset
+fault "path=/c9.bin&mode=replace_after:1"
+r=$(rd "$MA" c9.bin "$ORIG/c9.bin" p:$((2 * K64)):$K64 p:$((10 * K64)):$K64)
+check "6. replace_after:1: old bytes, then EIO ($r)" result_is "$r" "ok; errno 5"
+r=$(rd "$MA" c9.bin "$SRC/c9.bin" p:$((2 * K64)):$K64)
+check "6. replace_after:1: a new open gets the new bytes of the range read before the change ($r)" result_is "$r" "ok"
+check "6. replace_after:1: a new open reads the new content byte-exact" readall "$MA" c9.bin
+
+# ---- 7. 500 for ever; 404; 403 ----------------------------------------------------
+reset
+fault "path=/c10.bin&method=GET&mode=status:500&count=inf"
+r=$(rd "$MA" c10.bin "$SRC/c10.bin" p:$((4 * K64)):$K64)
+check "7. 500 for ever: EIO in less than 10 s ($r)" result_is "$r" "errno 5" 10
+check "7. 500 for ever: each range tried 1 + retries = $((RETRIES + 1)) times ($(log_py 'sorted(set((e["range"], [f["range"] for f in G("c10.bin")].count(e["range"])) for e in G("c10.bin")))'))" \
+	log_true "len(G('c10.bin')) > 0 and all([f['range'] for f in G('c10.bin')].count(e['range']) == $((RETRIES + 1)) for e in G('c10.bin'))"
+check "7. 500 for ever: the daemon logged the failure with the server's error code" \
+	grep -qE "c10.bin.*InternalError" "$(daemon_log "$MA")"
+reset
+check "7. 500 for ever: the mount serves another file" readall "$MA" c11.bin
+reset
+fault "path=/c12.bin&mode=status:404&count=inf"
+r=$(rd "$MA" c12.bin "$SRC/c12.bin" p:0:$K64)
+check "7. 404 on a listed file: ENOENT at open ($r)" result_is "$r" "open errno 2"
+check "7. 404: not retried" log_true 'len(L) == 1 and L[0]["status"] == 404'
+reset
+fault "path=/c13.bin&mode=status:403&count=inf"
+r=$(rd "$MA" c13.bin "$SRC/c13.bin" p:0:$K64)
+check "7. 403: EACCES at open ($r)" result_is "$r" "open errno 13"
+check "7. 403: not retried" log_true 'len(L) == 1 and L[0]["status"] == 403'
+reset
+fault "path=/c14.bin&method=GET&mode=status:404&count=inf"
+r=$(rd "$MA" c14.bin "$SRC/c14.bin" p:0:$K64)
+check "7. 404 to the GET of an opened file: ENOENT at read ($r)" result_is "$r" "errno 2"
+reset
+fault "path=/c15.bin&method=GET&mode=status:403&count=inf"
+r=$(rd "$MA" c15.bin "$SRC/c15.bin" p:0:$K64)
+check "7. 403 to the GET of an opened file: EACCES at read ($r)" result_is "$r" "errno 13"
+reset
+echo "  (cases 1-7: $(secs_since "$T_START") s)"
+
+# ---- 9. the transport counters ---------------------------------------------------
+st=$(stats_json "$MA")
+tr=$(echo "$st" | json_eval 's["transport"]' 2>&1)
+check "9. stats: transport retries > 0 ($tr)" [ "$(echo "$st" | json_eval 's["transport"]["retries"] > 0')" = True ]
+check "9. stats: transport resumed > 0" [ "$(echo "$st" | json_eval 's["transport"]["resumed"] > 0')" = True ]
+check "9. stats: transport whole_bodies > 0" [ "$(echo "$st" | json_eval 's["transport"]["whole_bodies"] > 0')" = True ]
+check "9. stats: transport errors > 0, nothing active" \
+	[ "$(echo "$st" | json_eval 's["transport"]["errors"] > 0 and s["transport"]["active"] == 0')" = True ]
+pf_umount "$MA" || fail "unmount of $MA"
+
+# ---- 8. a server that stops answering ---------------------------------------------
+T_START=$(now_s)
+reset
+mount_fg "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+	{ fail "mount of $U/ on $MB"; finish; }
+fault "path=/h1.bin&method=GET&mode=hang&count=inf"
+r=$(rd "$MB" h1.bin "$SRC/h1.bin" p:$((3 * K64)):$K64)
+# each READ: 2 tries of 2-3 s; the kernel asks once more for one page
+check "8. hang: EIO in bounded time (< 20 s) ($r)" result_is "$r" "errno 5" 20
+check "8. hang: the daemon logged the timeout" \
+	grep -qiE "h1.bin.*tim" "$(daemon_log "$MB")"
+check "8. hang: each request tried twice (retries=1)" \
+	log_true "len(G('h1.bin')) > 0 and all([f['range'] for f in G('h1.bin')].count(e['range']) == 2 and e['fault'] == 'hang' for e in G('h1.bin'))"
+reset
+check "8. hang: the mount serves another file afterwards" readall "$MB" h2.bin
+
+# a read hangs; fusermount3 -u meanwhile must return at once (EBUSY: the
+# reader holds the file open); the reader still ends in bounded time, and
+# once the mount is gone the daemon exits
+reset
+fault "path=/h3.bin&method=GET&mode=hang&count=inf"
+python3 "$WORK/rd.py" "$MB/h3.bin" "$SRC/h3.bin" p:0:$K64 >"$WORK/h3.out" 2>&1 &
+reader=$!
+for ((i = 0; i < 100; i++)); do
+	log_true 'any(e["fault"] == "hang" for e in G("h3.bin"))' >/dev/null && break
+	sleep 0.1
+done
+check "8. the hung read reached the server" log_true 'any(e["fault"] == "hang" for e in G("h3.bin"))'
+pid=$(pf_pid "$MB")
+t0=$(now_s)
+timeout -s KILL 10 fusermount3 -u "$MB" >"$WORK/umount.out" 2>&1
+rc=$?
+t=$(secs_since "$t0")
+check "8. fusermount3 -u during a hung read returns within 2 s (exit $rc after $t s: $(tr '\n' ' ' <"$WORK/umount.out"))" \
+	python3 -c "import sys; sys.exit(not ($rc != 137 and $t < 2))"
+t0=$(now_s)
+wait_gone "$reader" 300
+t=$(secs_since "$t0")
+check "8. the hung reader ends in bounded time ($t s, $(tr '\n' ' ' <"$WORK/h3.out"))" \
+	bash -c "! kill -0 $reader 2>/dev/null && grep -qE '^errno (5|107) ' '$WORK/h3.out'"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+if mountpoint -q "$MB"; then
+	timeout -s KILL 10 fusermount3 -u "$MB"
+	check "8. fusermount3 -u once the reader is gone" [ $? -eq 0 ]
+fi
+t0=$(now_s)
+wait_gone "$pid" 100
+check "8. the daemon exits within 10 s of the unmount ($(secs_since "$t0") s)" \
+	bash -c "! kill -0 $pid 2>/dev/null"
+check "8. the daemon logged its unmount" grep -q 'unmounting' "$(daemon_log "$MB")"
+echo "  (case 8: $(secs_since "$T_START") s)"
+
+check "faultd printed no traceback" bash -c "! grep -q Traceback '$FAULTD_DIR/log'"
+finish
