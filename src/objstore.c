@@ -227,6 +227,8 @@ static void listing_finish(struct listing *l, const char *dir)
 {
 	size_t o = 0;
 
+	if (!l->n)
+		return;		/* ents may be NULL: no qsort of nothing */
 	qsort(l->ents, l->n, sizeof(*l->ents), ent_cmp);
 	for (size_t i = 0; i < l->n; i++) {
 		if (o && strcmp(l->ents[o - 1].name, l->ents[i].name) == 0) {
