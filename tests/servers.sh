@@ -61,7 +61,7 @@
 # and of the HTTPS backend:
 #
 #   nginx_start "$WORK/src" --json --tls || { fail "nginx"; finish; }
-#   pf_mount "$NGINX_URL" "$WORK/mnt" -o cafile="$NGINX_CACERT" || ...
+#   pf_mount "$NGINX_URL" "$WORK/mnt" -o cacert="$NGINX_CACERT" || ...
 
 SERVERS_DIR=$WORK/servers
 CLEANUP_HOOKS+=(servers_stop_all)
