@@ -80,6 +80,13 @@ struct pf_backend_ops {
 	/* Completes or cancels (-ECANCELED) every queued bio, then frees. */
 	void (*destroy)(struct pf_backend *be);
 	/*
+	 * Optional: shutdown, before the engine quiesces.  Completes every
+	 * bio queued or in flight with -ECANCELED at once, rather than when
+	 * a slow or hung server answers; later submits fail -ESHUTDOWN.
+	 * destroy() still follows.
+	 */
+	void (*cancel)(struct pf_backend *be);
+	/*
 	 * Optional: the backend's own counters for the stats file, as one
 	 * JSON object written NUL-terminated into buf (truncation is the
 	 * backend's to avoid: size is at least 1024).  Any thread.

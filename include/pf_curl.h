@@ -106,7 +106,10 @@ struct pf_curl;
 
 /* Starts the loop thread.  Copies the strings of @cfg. */
 int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out);
-/* Cancels (-ECANCELED) every request not finished, joins, frees. */
+/* Cancels (-ECANCELED) every request not finished and joins the loop;
+ * later submits fail -ESHUTDOWN.  Idempotent. */
+void pf_curl_stop(struct pf_curl *c);
+/* pf_curl_stop(), then frees. */
 void pf_curl_free(struct pf_curl *c);
 
 /* Queues @r; done() comes later on the loop thread.  -ESHUTDOWN while

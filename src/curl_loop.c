@@ -883,7 +883,7 @@ out:
 	return ret;
 }
 
-void pf_curl_free(struct pf_curl *c)
+void pf_curl_stop(struct pf_curl *c)
 {
 	if (!c)
 		return;
@@ -891,8 +891,17 @@ void pf_curl_free(struct pf_curl *c)
 	c->stopping = true;
 	pthread_mutex_unlock(&c->lock);
 	curl_multi_wakeup(c->multi);
-	if (c->started)
+	if (c->started) {
 		pthread_join(c->thread, NULL);
+		c->started = false;
+	}
+}
+
+void pf_curl_free(struct pf_curl *c)
+{
+	if (!c)
+		return;
+	pf_curl_stop(c);
 	for (unsigned i = 0; i < c->nfree; i++)
 		curl_easy_cleanup(c->free_easy[i]);
 	free(c->free_easy);

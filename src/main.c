@@ -556,6 +556,9 @@ out_session:
 	 * backend files when freed, so the backend goes last.
 	 */
 	pf_engine_stop_push(engine);
+	/* a hung server must not hold up the exit: cancel what it owes */
+	if (be->ops->cancel)
+		be->ops->cancel(be);
 	pf_engine_quiesce(engine);
 	fuse_session_destroy(se);
 out_itable:

@@ -707,6 +707,11 @@ static int obj_statfs(struct pf_backend *be, struct statvfs *sv)
 	return 0;
 }
 
+static void obj_cancel(struct pf_backend *be)
+{
+	pf_curl_stop(((struct obj *)be)->curl);
+}
+
 static void obj_destroy(struct pf_backend *be)
 {
 	struct obj *o = (struct obj *)be;
@@ -754,6 +759,7 @@ static const struct pf_backend_ops http_ops = {
 	.submit = obj_submit,
 	.statfs = obj_statfs,
 	.destroy = obj_destroy,
+	.cancel = obj_cancel,
 	.stats_json = obj_stats_json,
 };
 
@@ -767,6 +773,7 @@ static const struct pf_backend_ops s3_ops = {
 	.submit = obj_submit,
 	.statfs = obj_statfs,
 	.destroy = obj_destroy,
+	.cancel = obj_cancel,
 	.stats_json = obj_stats_json,
 };
 
