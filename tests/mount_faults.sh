@@ -3,22 +3,31 @@
 # tests/helpers/faultd.py, which injects one fault at a time, and every
 # check compares what the reader got with the source byte for byte AND
 # looks at faultd's request log for what the daemon asked:
-#   - 500 (twice), 503 SlowDown, 429 with Retry-After: retried, the read is
-#     byte-exact; the 429 is retried no sooner than Retry-After says
-#   - a body cut short: resumed from the first missing byte (not restarted),
-#     with the same If-Match
-#   - a 200 with the whole body for a range: sliced, byte-exact
-#   - a 206 of another range: EIO (never those bytes), a log line, the mount
-#     stays up and the file reads again once the server behaves
-#   - the file replaced between two reads of one open file: EIO, never new
-#     bytes; a new open reads the new content (the kernel's page cache of the
-#     old version is not served)
-#   - 500 for ever: EIO after exactly 1 + retries tries of each request, in
-#     bounded time; 404 -> ENOENT, 403 -> EACCES
-#   - a server that stops answering (timeout=2, retries=1): EIO in bounded
-#     time, the mount serves other files; fusermount3 -u during a hung read
-#     returns at once, and the daemon exits once the mount is gone
-#   - the stats file counts the retries, resumes and whole bodies
+#   1. 500 x2, a connection closed without an answer x2, 500 x2 to the HEAD
+#      of open, 500 x2 to a directory listing: retried, byte-exact; a
+#      listing that keeps failing fails ls, and lists once the server is back
+#   2. 503 SlowDown, 429 with Retry-After: 1 (retried no sooner), a slow
+#      answer within timeout= (not given up on)
+#   3. a body cut short: resumed from the first missing byte (the cut range
+#      is not asked again from its start), with the same If-Match; headers
+#      without a body: retried
+#   4. a 200 with the whole body for a range (also for a resume): sliced
+#   5. a 206 of another range: EIO (never those bytes), a log line, not
+#      retried, the mount stays up, the range reads once the server behaves
+#   6. the file replaced between two reads of one open file (/_replace,
+#      replace_after, and between a cut and its resume): EIO, never new
+#      bytes or a mix; a new open reads the new content (the page cache of
+#      the old version is not served)
+#   7. 500 for ever (GET, HEAD): EIO after exactly 1 + retries tries, in
+#      bounded time; 404 -> ENOENT, 403 -> EACCES (at open, or at read when
+#      only the GET fails), not retried
+#   8. a server that stops answering, or sends headers and no body
+#      (timeout=2, retries=1): EIO in bounded time, the mount serves other
+#      files; fusermount3 -u during a hung read returns at once; a hung
+#      reader killed and the mount unmounted, or SIGTERM to the daemon
+#      during a hung read: the daemon exits within seconds (it must not
+#      wait out the hung request's timeouts and retries)
+#   9. the stats file's "transport" counts retries, resumes, whole bodies
 # Small fetches (fetch_size=block_size=64K, prefetch=off) and a reader that
 # turns the kernel's read-ahead off (POSIX_FADV_RANDOM) make each pread of
 # 64 KiB one READ and one ranged GET.  Each case has files of its own, so
@@ -43,11 +52,13 @@ MA=$WORK/mnt-faults
 MB=$WORK/mnt-hang
 K64=65536
 mkdir -p "$SRC" "$ORIG"
-for f in c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 c12 c13 c14 c15 c16 h1 h2 h3; do
+mkdir -p "$SRC/sub1" "$SRC/sub2"
+for f in c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 c12 c13 c14 c15 c16 c17 c18 c19 \
+	c20 c21 c22 h1 h2 h3 h4 h5 h6 sub1/s1 sub2/s2; do
 	mkfile "$SRC/$f.bin" $((1 << 20))
 done
 mkfile "$SRC/c4.bin" $((3 << 20))	# c4: several MiB, cut in the middle
-cp "$SRC/c8.bin" "$SRC/c9.bin" "$ORIG/"	# (replaced during the test)
+cp "$SRC/c8.bin" "$SRC/c9.bin" "$SRC/c20.bin" "$ORIG/"	# (replaced by the test)
 
 # ---- faultd, the mounts, the reader -----------------------------------------
 
@@ -203,6 +214,32 @@ check "1. 500 x2: the file reads byte-exact" readall "$MA" c1.bin
 check "1. 500 x2: the log has the two 500s, each range retried with a 206" \
 	log_true '[e["status"] for e in G("c1.bin")].count(500) == 2 and all(any(f["seq"] > e["seq"] and f["range"] == e["range"] and f["status"] == 206 for f in G("c1.bin")) for e in G("c1.bin") if e["status"] == 500)'
 
+reset
+fault "path=/c17.bin&method=GET&mode=drop&count=2"
+check "1. connection closed without an answer (drop) x2: the file reads byte-exact" readall "$MA" c17.bin
+check "1. drop x2: the dropped ranges were asked again" \
+	log_true '[e["status"] for e in G("c17.bin")].count(0) == 2 and all(any(f["seq"] > e["seq"] and f["range"] == e["range"] and f["status"] == 206 for f in G("c17.bin")) for e in G("c17.bin") if e["status"] == 0)'
+reset
+fault "path=/c18.bin&method=HEAD&mode=status:500&count=2"
+check "1. 500 x2 to the HEAD of open: the open is retried, the file reads byte-exact" readall "$MA" c18.bin
+check "1. 500 x2 to HEAD: three HEADs" \
+	log_true '[e["status"] for e in L if e["method"] == "HEAD"] == [500, 500, 200]'
+reset
+fault "path=/sub1/&mode=status:500&count=2"
+check "1. 500 x2 to a directory listing: ls works" \
+	bash -c "[ \"\$(ls '$MA/sub1')\" = s1.bin ]"
+check "1. 500 x2 to a directory listing: listed at the third try" \
+	log_true '[e["status"] for e in L if e["path"] == "/sub1/"] == [500, 500, 200]'
+reset
+fault "path=/sub2/&mode=status:503&count=inf"
+check "1. 503 for ever to a directory listing: ls fails" \
+	bash -c "! ls '$MA/sub2' >/dev/null 2>&1"
+check "1. 503 for ever to a listing: the daemon logged it" \
+	grep -qE "cannot list 'sub2/'.*503" "$(daemon_log "$MA")"
+reset
+check "1. once the server behaves, the directory lists and its file reads" \
+	bash -c "[ \"\$(ls '$MA/sub2')\" = s2.bin ] && cmp '$MA/sub2/s2.bin' '$SRC/sub2/s2.bin'"
+
 # ---- 2. 503 SlowDown, 429 with Retry-After: retried -------------------------------
 reset
 fault "path=/c2.bin&method=GET&mode=status:503&count=1"
@@ -221,14 +258,21 @@ check "2. 429: the log has the 429, then a 206 for its range" \
 check "2. 429: the retry waited the 1 s of Retry-After ($(log_py '"%.2f s" % (G("c3.bin")[1]["t"] - G("c3.bin")[0]["t"])'))" \
 	log_true 'G("c3.bin")[1]["t"] - G("c3.bin")[0]["t"] >= 0.95'
 
+reset
+fault "path=/c22.bin&method=GET&mode=delay:1300&count=1"
+r=$(rd "$MA" c22.bin "$SRC/c22.bin" p:$((2 * K64)):$K64)
+check "2. a slow answer (1.3 s, under timeout=2): byte-exact, not given up on ($r)" result_is "$r" "ok"
+check "2. a slow answer: asked once" log_true 'len(G("c22.bin")) == 1'
+
 # ---- 3. a body cut short: resumed --------------------------------------------
 reset
 fault "path=/c4.bin&method=GET&mode=cut:20000&skip=7&count=1"
 check "3. cut:20000: the file reads byte-exact" readall "$MA" c4.bin
-# the cut answer declared [a, b] and sent 20000 bytes; a later GET asks for
-# [a + 20000, b] with the same If-Match
+# the cut answer declared [a, b] and sent 20000 bytes; another GET asks for
+# [a + 20000, b] with the same If-Match (faultd logs an answer when it is
+# done: the cut one may come after its resume)
 check "3. cut:20000: resumed at the first missing byte with the same If-Match" \
-	log_true '[any(f["seq"] > c["seq"] and f["asked"] == [c["asked"][0] + 20000, c["asked"][1]] and f["status"] == 206 and f["if_match"] == c["if_match"] for f in G("c4.bin")) and c["if_match"] is not None and c["bytes"] == 20000 for c in G("c4.bin") if c["fault"]] == [True]'
+	log_true '[any(f["asked"] == [c["asked"][0] + 20000, c["asked"][1]] and f["status"] == 206 and f["if_match"] == c["if_match"] for f in G("c4.bin")) and c["if_match"] is not None and c["bytes"] == 20000 for c in G("c4.bin") if c["fault"]] == [True]'
 check "3. cut:20000: the cut range was not asked again from its start" \
 	log_true '[len([f for f in G("c4.bin") if f["range"] == c["range"]]) for c in G("c4.bin") if c["fault"]] == [1]'
 reset
@@ -245,6 +289,14 @@ check "4. ignore_range: the log has the two 200s of the whole file" \
 	log_true '[(e["status"], e["fault"]) for e in G("c5.bin")] == [(200, "ignore_range"), (200, "ignore_range"), (206, None)]'
 check "4. ignore_range: the daemon warns that the server ignores Range" \
 	grep -q 'ignores Range' "$(daemon_log "$MA")"
+
+reset
+fault "path=/c19.bin&method=GET&mode=cut:30000&count=1"
+fault "path=/c19.bin&method=GET&mode=ignore_range&count=1"
+r=$(rd "$MA" c19.bin "$SRC/c19.bin" p:$((6 * K64)):$K64)
+check "4. a cut body resumed with a 200 of the whole file: byte-exact ($r)" result_is "$r" "ok"
+check "4. cut, then 200: the log has the cut 206 and the resume answered 200" \
+	log_true 'sorted((e["status"], e["fault"], e["range"]) for e in G("c19.bin")) == [(200, "ignore_range", "bytes=423216-458751"), (206, "cut:30000", "bytes=393216-458751")]'
 
 # ---- 5. a 206 of another range: EIO -------------------------------------------------
 reset
@@ -280,6 +332,15 @@ r=$(rd "$MA" c9.bin "$SRC/c9.bin" p:$((2 * K64)):$K64)
 check "6. replace_after:1: a new open gets the new bytes of the range read before the change ($r)" result_is "$r" "ok"
 check "6. replace_after:1: a new open reads the new content byte-exact" readall "$MA" c9.bin
 
+reset
+fault "path=/c20.bin&method=GET&mode=cut:30000&count=1"
+fault "path=/c20.bin&mode=replace_after:1"
+r=$(rd "$MA" c20.bin "$ORIG/c20.bin" p:$((3 * K64)):$K64)
+check "6. replaced between a cut and its resume: EIO, never a mix ($r)" result_is "$r" "errno 5"
+check "6. cut then replaced: the resume carried the old If-Match and got 412" \
+	log_true 'len(set(e["if_match"] for e in G("c20.bin"))) == 1 and [(e["status"], e["range"]) for e in G("c20.bin") if e["status"] != 412] == [(206, "bytes=196608-262143")] and (412, "bytes=226608-262143") in [(e["status"], e["range"]) for e in G("c20.bin")]'
+check "6. cut then replaced: a new open reads the new content byte-exact" readall "$MA" c20.bin
+
 # ---- 7. 500 for ever; 404; 403 ----------------------------------------------------
 reset
 fault "path=/c10.bin&method=GET&mode=status:500&count=inf"
@@ -291,6 +352,12 @@ check "7. 500 for ever: the daemon logged the failure with the server's error co
 	grep -qE "c10.bin.*InternalError" "$(daemon_log "$MA")"
 reset
 check "7. 500 for ever: the mount serves another file" readall "$MA" c11.bin
+reset
+fault "path=/c21.bin&method=HEAD&mode=status:500&count=inf"
+r=$(rd "$MA" c21.bin "$SRC/c21.bin" p:0:$K64)
+check "7. 500 for ever to the HEAD of open: EIO at open in less than 10 s ($r)" result_is "$r" "open errno 5" 10
+check "7. 500 for ever to HEAD: 1 + retries HEADs" \
+	log_true "[e['status'] for e in L] == [500] * $((RETRIES + 1))"
 reset
 fault "path=/c12.bin&mode=status:404&count=inf"
 r=$(rd "$MA" c12.bin "$SRC/c12.bin" p:0:$K64)
@@ -327,10 +394,39 @@ T_START=$(now_s)
 reset
 mount_fg "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
 	{ fail "mount of $U/ on $MB"; finish; }
+# wait_hang NAME: until faultd holds a hanging GET of /NAME (at most 10 s)
+wait_hang() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		log_true "any(e['fault'] and e['fault'].startswith('hang') for e in G('$1'))" >/dev/null && return 0
+		sleep 0.1
+	done
+	log_true "any(e['fault'] and e['fault'].startswith('hang') for e in G('$1'))"
+}
+# A read hangs at the server; fusermount3 -u meanwhile returns at once
+# (EBUSY: the reader holds the file open), the reader gets EIO in bounded
+# time: each READ is 2 tries of 2-3 s, and the kernel asks once more for
+# one page.
 fault "path=/h1.bin&method=GET&mode=hang&count=inf"
-r=$(rd "$MB" h1.bin "$SRC/h1.bin" p:$((3 * K64)):$K64)
-# each READ: 2 tries of 2-3 s; the kernel asks once more for one page
-check "8. hang: EIO in bounded time (< 20 s) ($r)" result_is "$r" "errno 5" 20
+T0=$(now_s)
+guard "$MB" 40 python3 "$WORK/rd.py" "$MB/h1.bin" "$SRC/h1.bin" p:$((3 * K64)):$K64 >"$WORK/h1.out" 2>&1 &
+reader=$!
+check "8. hang: the read reached the server and hangs there" wait_hang h1.bin
+t0=$(now_s)
+timeout -s KILL 10 fusermount3 -u "$MB" >"$WORK/umount.out" 2>&1
+rc=$?
+t=$(secs_since "$t0")
+check "8. hang: fusermount3 -u during the hung read returns within 2 s (exit $rc after $t s: $(tr '\n' ' ' <"$WORK/umount.out"))" \
+	python3 -c "import sys; sys.exit(not ($rc != 137 and $t < 2))"
+wait "$reader"
+r=$(sed ':a;N;$!ba;s/\n/; /g' "$WORK/h1.out")
+check "8. hang: the reader gets EIO in bounded time (< 20 s) ($r, $(secs_since "$T0") s)" result_is "$r" "errno 5" 20
+if mountpoint -q "$MB"; then
+	ok "8. hang: still mounted (the unmount was refused while the file was open)"
+else
+	mount_fg "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+		{ fail "mount of $U/ on $MB again"; finish; }
+fi
 check "8. hang: the daemon logged the timeout" \
 	grep -qiE "h1.bin.*tim" "$(daemon_log "$MB")"
 check "8. hang: each request tried twice (retries=1)" \
@@ -338,41 +434,78 @@ check "8. hang: each request tried twice (retries=1)" \
 reset
 check "8. hang: the mount serves another file afterwards" readall "$MB" h2.bin
 
-# a read hangs; fusermount3 -u meanwhile must return at once (EBUSY: the
-# reader holds the file open); the reader still ends in bounded time, and
-# once the mount is gone the daemon exits
+# the headers come, then nothing
 reset
-fault "path=/h3.bin&method=GET&mode=hang&count=inf"
-python3 "$WORK/rd.py" "$MB/h3.bin" "$SRC/h3.bin" p:0:$K64 >"$WORK/h3.out" 2>&1 &
-reader=$!
-for ((i = 0; i < 100; i++)); do
-	log_true 'any(e["fault"] == "hang" for e in G("h3.bin"))' >/dev/null && break
-	sleep 0.1
-done
-check "8. the hung read reached the server" log_true 'any(e["fault"] == "hang" for e in G("h3.bin"))'
+fault "path=/h3.bin&method=GET&mode=hang_body:0&count=inf"
+r=$(rd "$MB" h3.bin "$SRC/h3.bin" p:$((5 * K64)):$K64)
+check "8. headers, then no body byte: EIO in bounded time (< 20 s) ($r)" result_is "$r" "errno 5" 20
+check "8. headers, then no body byte: each request tried twice" \
+	log_true "len(G('h3.bin')) > 0 and all([f['range'] for f in G('h3.bin')].count(e['range']) == 2 for e in G('h3.bin'))"
+reset
+check "8. the mount serves another file afterwards" readall "$MB" h4.bin
 pid=$(pf_pid "$MB")
 t0=$(now_s)
-timeout -s KILL 10 fusermount3 -u "$MB" >"$WORK/umount.out" 2>&1
-rc=$?
-t=$(secs_since "$t0")
-check "8. fusermount3 -u during a hung read returns within 2 s (exit $rc after $t s: $(tr '\n' ' ' <"$WORK/umount.out"))" \
-	python3 -c "import sys; sys.exit(not ($rc != 137 and $t < 2))"
-t0=$(now_s)
-wait_gone "$reader" 300
-t=$(secs_since "$t0")
-check "8. the hung reader ends in bounded time ($t s, $(tr '\n' ' ' <"$WORK/h3.out"))" \
-	bash -c "! kill -0 $reader 2>/dev/null && grep -qE '^errno (5|107) ' '$WORK/h3.out'"
-kill "$reader" 2>/dev/null
-wait "$reader" 2>/dev/null
-if mountpoint -q "$MB"; then
-	timeout -s KILL 10 fusermount3 -u "$MB"
-	check "8. fusermount3 -u once the reader is gone" [ $? -eq 0 ]
-fi
-t0=$(now_s)
-wait_gone "$pid" 100
-check "8. the daemon exits within 10 s of the unmount ($(secs_since "$t0") s)" \
-	bash -c "! kill -0 $pid 2>/dev/null"
+pf_umount "$MB"
+check "8. unmount, the daemon exits ($(secs_since "$t0") s)" bash -c "! kill -0 $pid 2>/dev/null"
 check "8. the daemon logged its unmount" grep -q 'unmounting' "$(daemon_log "$MB")"
+
+# The reader of a hung read is killed, the mount unmounted: the daemon
+# must exit within seconds, not wait out the hung request's timeouts and
+# retries (timeout=15 s, retries=1 here: 30 s).
+MC=$WORK/mnt-unmount
+reset
+mount_fg "$U/" "$MC" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
+	{ fail "mount of $U/ on $MC"; finish; }
+fault "path=/h5.bin&method=GET&mode=hang&count=inf"
+python3 "$WORK/rd.py" "$MC/h5.bin" "$SRC/h5.bin" p:0:$K64 >"$WORK/h5.out" 2>&1 &
+reader=$!
+check "8. kill + unmount: the read reached the server and hangs there" wait_hang h5.bin
+kill -9 "$reader"
+wait_gone "$reader" 30 2>/dev/null
+check "8. kill + unmount: the killed reader is gone within 3 s" bash -c "! kill -0 $reader 2>/dev/null"
+wait "$reader" 2>/dev/null
+pid=$(pf_pid "$MC")
+t0=$(now_s)
+timeout -s KILL 10 fusermount3 -u "$MC" >"$WORK/umount.out" 2>&1
+rc=$?
+check "8. kill + unmount: fusermount3 -u succeeds at once (exit $rc after $(secs_since "$t0") s: $(tr '\n' ' ' <"$WORK/umount.out"))" [ $rc -eq 0 ]
+if wait_gone "$pid" 50; then
+	ok "8. kill + unmount: the daemon exits within 5 s of the unmount ($(secs_since "$t0") s)"
+else
+	fail "8. kill + unmount: the daemon is still there 5 s after the unmount: it waits for the hung request (killing it)"
+	sed 's/^/  daemon: /' "$(daemon_log "$MC")"
+	kill -9 "$pid" 2>/dev/null
+	wait_gone "$pid" 50
+fi
+
+# The same with SIGTERM to the daemon (as systemd stops it) while the read
+# hangs: the mount goes, the reader gets an error at once, and the daemon
+# exits within seconds.
+MD=$WORK/mnt-sigterm
+reset
+mount_fg "$U/" "$MD" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
+	{ fail "mount of $U/ on $MD"; finish; }
+fault "path=/h6.bin&method=GET&mode=hang&count=inf"
+python3 "$WORK/rd.py" "$MD/h6.bin" "$SRC/h6.bin" p:0:$K64 >"$WORK/h6.out" 2>&1 &
+reader=$!
+check "8. SIGTERM: the read reached the server and hangs there" wait_hang h6.bin
+pid=$(pf_pid "$MD")
+t0=$(now_s)
+kill -TERM "$pid"
+wait_gone "$reader" 100
+check "8. SIGTERM: the reader gets an error, no bytes, within 10 s ($(secs_since "$t0") s: $(tr '\n' ' ' <"$WORK/h6.out"))" \
+	bash -c "! kill -0 $reader 2>/dev/null && grep -qE '^errno [0-9]+ ' '$WORK/h6.out'"
+kill -9 "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+if wait_gone "$pid" 50; then
+	ok "8. SIGTERM: the daemon exits within 5 s ($(secs_since "$t0") s)"
+else
+	fail "8. SIGTERM: the daemon is still there 5 s after SIGTERM: it waits for the hung request (killing it)"
+	sed 's/^/  daemon: /' "$(daemon_log "$MD")"
+	kill -9 "$pid" 2>/dev/null
+	wait_gone "$pid" 50
+fi
+check "8. SIGTERM: the mount is gone" bash -c "! mountpoint -q '$MD'"
 echo "  (case 8: $(secs_since "$T_START") s)"
 
 check "faultd printed no traceback" bash -c "! grep -q Traceback '$FAULTD_DIR/log'"
