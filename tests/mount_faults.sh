@@ -217,8 +217,10 @@ check "1. 500 x2: the log has the two 500s, each range retried with a 206" \
 reset
 fault "path=/c17.bin&method=GET&mode=drop&count=2"
 check "1. connection closed without an answer (drop) x2: the file reads byte-exact" readall "$MA" c17.bin
+# (not "later in the log": a drop is logged when faultd closes the socket,
+# which may come after curl's own retry on a fresh connection)
 check "1. drop x2: the dropped ranges were asked again" \
-	log_true '[e["status"] for e in G("c17.bin")].count(0) == 2 and all(any(f["seq"] > e["seq"] and f["range"] == e["range"] and f["status"] == 206 for f in G("c17.bin")) for e in G("c17.bin") if e["status"] == 0)'
+	log_true '[e["status"] for e in G("c17.bin")].count(0) == 2 and all(any(f["range"] == e["range"] and f["status"] == 206 for f in G("c17.bin")) for e in G("c17.bin") if e["status"] == 0)'
 reset
 fault "path=/c18.bin&method=HEAD&mode=status:500&count=2"
 check "1. 500 x2 to the HEAD of open: the open is retried, the file reads byte-exact" readall "$MA" c18.bin
