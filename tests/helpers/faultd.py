@@ -36,7 +36,7 @@ GET or POST).  Keys:
   skip=K         let the first K matching requests pass untouched first
   delay=MS       also delay the response by MS (any mode)
   retry_after=S  add "Retry-After: S" (any status mode)
-  rst=1          cut/drop/hang close with a TCP RST instead of a FIN
+  rst=1          cut and drop close with a TCP RST instead of a FIN
 Modes:
   status:CODE    answer CODE with a small body: 500 -> S3-style
                  <Error><Code>InternalError</Code>, 503 -> <Code>SlowDown,
@@ -73,7 +73,7 @@ logged):
   GET /_ping                 "pong"
 
 REQUEST LOG.  One JSON object per request, in the order requests are
-answered (a hang is logged when it starts):
+answered (hang and hang_body are logged when they start to stall):
   {"seq": 1, "t": 0.0123, "conn": 3, "method": "GET", "path": "/a.bin",
    "query": "", "range": "bytes=0-99", "if_match": null, "if_range": null,
    "status": 206, "bytes": 100, "asked": [0, 99], "sent": [0, 99],
@@ -85,7 +85,8 @@ Range header resolved to for this file, null if none or ignored; sent: the
 range the body was declared to hold (Content-Range, or the whole file for
 a 200 GET; null for HEAD and error answers; a cut sends fewer bytes than
 it declares); fault: the mode that applied, if any; ms: time to answer.
---log-file FILE also appends every line to FILE as it happens.
+--log-file FILE also appends every line to FILE as it happens; -v prints
+a line per request to stderr (http.server's format).
 
 DESIGN: the stdlib ThreadingHTTPServer, one daemonic thread per connection,
 so a hanging request never blocks exit; shutdown just sets an event that
