@@ -29,12 +29,12 @@ SRC=$WORK/src
 mkdir -p "$SRC"
 
 # ---- the source tree --------------------------------------------------------
-# big.bin: 48 MiB + 12345 bytes (the last block partial); seq/: 8 files of
+# big.bin: 32 MiB + 12345 bytes (the last block partial); seq/: 8 files of
 # 8 MiB for the concurrent readers; stats.bin: 32 MiB read only once, by
 # the sequential reader whose stats are checked
-"$MKDATA" --seed 3 "$WORK/gen" 1 49M >/dev/null 2>&1 || fail "bench/mkdata"
+"$MKDATA" --seed 3 "$WORK/gen" 1 33M >/dev/null 2>&1 || fail "bench/mkdata"
 mv "$WORK/gen/file-000000.bin" "$SRC/big.bin"
-truncate -s $((48 * MiB + 12345)) "$SRC/big.bin"
+truncate -s $((32 * MiB + 12345)) "$SRC/big.bin"
 "$MKDATA" --seed 4 "$SRC/seq" 8 8M >/dev/null 2>&1 || fail "bench/mkdata"
 "$MKDATA" --seed 5 "$WORK/gen" 1 32M >/dev/null 2>&1 || fail "bench/mkdata"
 mv "$WORK/gen/file-000000.bin" "$SRC/stats.bin"
@@ -108,10 +108,12 @@ all_reads() {
 	local tag=$1 mnt=$2 spec r n l i bad=0
 	drop "$mnt/big.bin"
 	rc_check "[$tag] sequential cat of big.bin byte-exact (cmp)" cmp "$SRC/big.bin" "$mnt/big.bin"
-	drop "$mnt/big.bin"
-	rc_check "[$tag] sequential dd bs=4k byte-exact (sha256)" \
-		bash -c '[ "$(dd if="$1" bs=4k status=none | sha256sum)" = "$(sha256sum <"$2")" ]' _ \
-		"$mnt/big.bin" "$SRC/big.bin"
+	if [ "$tag" = html ]; then
+		drop "$mnt/big.bin"
+		rc_check "[$tag] sequential dd bs=4k byte-exact (sha256)" \
+			bash -c '[ "$(dd if="$1" bs=4k status=none | sha256sum)" = "$(sha256sum <"$2")" ]' _ \
+			"$mnt/big.bin" "$SRC/big.bin"
+	fi
 	for spec in 1:4:1048576 2:5:12345 3:8:65537; do
 		IFS=: read -r r n l <<<"$spec"
 		drop "$mnt/big.bin"
