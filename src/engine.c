@@ -742,7 +742,7 @@ static struct pread *pread_park(struct pf_engine *e, struct pread *p)
  * than the reader's batch period; against a store with a long first-byte
  * latency it does not, and the reader catches up with read-ahead still in
  * flight.  Each READ that waits for read-ahead (not for a demand fetch)
- * adds a window to its stream, up to MAX_DEPTH and a quarter of the
+ * adds a window to its sequential stream, up to MAX_DEPTH and a quarter of the
  * memory, as the kernel's read-ahead grows on hits to pages in flight.
  */
 #define MAX_DEPTH 16
@@ -764,7 +764,10 @@ static void deepen(struct pf_engine *e, const struct pf_efile *f,
 	uint64_t win;
 	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
 
-	if (!st || d >= MAX_DEPTH)
+	/* sequential only: a strided stream's record may still be settling
+	 * (the kernel's read-ahead can lengthen a record's READs), and more
+	 * windows of a wrong record would multiply what is fetched unread */
+	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH)
 		return;
 	win = pf_plan_window(st, &e->plan);
 	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
