@@ -45,6 +45,5 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 
 /* One line for the log and the stats file, no secrets. */
 const char *pf_obj_backend_desc(const struct pf_backend *be);
-void pf_obj_backend_totals(struct pf_backend *be, struct pf_curl_totals *t);
 
 #endif

@@ -89,9 +89,6 @@ int pf_curl_status_errno(long status)
 	case 401:
 	case 403:
 		return -EACCES;
-	case 416:
-	case 412:
-		return -EIO;
 	default:
 		return -EIO;
 	}

@@ -82,8 +82,6 @@ struct obj {
 	size_t nbuckets;	/* power of two */
 	size_t ndirs;
 	int64_t mount_time;	/* stands in for unknown times */
-	uint64_t file_count;
-	uint64_t byte_count;
 };
 
 struct pf_bfile {
@@ -582,17 +580,6 @@ static int obj_readlink(struct pf_backend *be, const char *path, char *buf,
 	return -EINVAL;		/* object stores have no symlinks */
 }
 
-static long etag_hash(const char *etag)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*etag) {
-		h ^= (unsigned char)*etag++;
-		h *= 1099511628211ull;
-	}
-	return (long)(h % 1000000000ull);
-}
-
 static int obj_open(struct pf_backend *be, const char *path,
 		    struct pf_bfile **out, struct stat *st)
 {
@@ -631,7 +618,8 @@ static int obj_open(struct pf_backend *be, const char *path,
 	e.mtime = r.mtime > 0 ? r.mtime : st->st_mtim.tv_sec;
 	fill_stat(st, &e, o->mount_time);
 	/* the version: a new ETag is a new mtime to the engine */
-	st->st_mtim.tv_nsec = f->etag[0] ? etag_hash(f->etag) : 0;
+	st->st_mtim.tv_nsec = f->etag[0] ?
+		(long)(hash_str(f->etag) % 1000000000u) : 0;
 	*out = f;
 	return 0;
 }
@@ -749,33 +737,24 @@ static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 t.active);
 }
 
-static const struct pf_backend_ops http_ops = {
-	.name = "http",
-	.getattr = obj_getattr,
-	.readdir = obj_readdir,
-	.readlink = obj_readlink,
-	.open = obj_open,
-	.close = obj_close,
-	.submit = obj_submit,
-	.statfs = obj_statfs,
-	.destroy = obj_destroy,
-	.cancel = obj_cancel,
-	.stats_json = obj_stats_json,
-};
+/* The two backends differ only in how they list and sign, not in ops. */
+#define OBJ_OPS(backend_name)                 \
+	{                                     \
+		.name = backend_name,         \
+		.getattr = obj_getattr,       \
+		.readdir = obj_readdir,       \
+		.readlink = obj_readlink,     \
+		.open = obj_open,             \
+		.close = obj_close,           \
+		.submit = obj_submit,         \
+		.statfs = obj_statfs,         \
+		.destroy = obj_destroy,       \
+		.cancel = obj_cancel,         \
+		.stats_json = obj_stats_json, \
+	}
 
-static const struct pf_backend_ops s3_ops = {
-	.name = "s3",
-	.getattr = obj_getattr,
-	.readdir = obj_readdir,
-	.readlink = obj_readlink,
-	.open = obj_open,
-	.close = obj_close,
-	.submit = obj_submit,
-	.statfs = obj_statfs,
-	.destroy = obj_destroy,
-	.cancel = obj_cancel,
-	.stats_json = obj_stats_json,
-};
+static const struct pf_backend_ops http_ops = OBJ_OPS("http");
+static const struct pf_backend_ops s3_ops = OBJ_OPS("s3");
 
 /* ---- construction ---------------------------------------------------------- */
 
@@ -797,6 +776,19 @@ static struct obj *obj_alloc(void)
 	return o;
 }
 
+/* Adds an entry to a directory built at mount (a manifest's). */
+static int dir_append(struct dir *d, const char *name, int is_dir,
+		      int64_t size)
+{
+	struct listing l = { d->ents, d->n, d->cap, 0 };
+	int ret = listing_add(&l, name, is_dir, size, -1);
+
+	d->ents = l.ents;
+	d->n = l.n;
+	d->cap = l.cap;
+	return ret;
+}
+
 /* Every directory of a manifest path exists, listed in its parent. */
 static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 {
@@ -804,7 +796,6 @@ static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 	char parent[PATH_MAX];
 	const char *name;
 	struct dir *pd;
-	struct listing l;
 
 	if (d) {
 		*out = d;
@@ -820,13 +811,7 @@ static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 	name = split(path, parent, sizeof(parent));
 	if (manifest_dir(o, parent, &pd) < 0)
 		return -ENOMEM;
-	l = (struct listing){ pd->ents, pd->n, pd->cap, 0 };
-	if (listing_add(&l, name, 1, 0, -1) < 0)
-		return -ENOMEM;
-	pd->ents = l.ents;
-	pd->n = l.n;
-	pd->cap = l.cap;
-	return 0;
+	return dir_append(pd, name, 1, 0);
 }
 
 struct mctx {
@@ -840,20 +825,13 @@ static int manifest_cb(void *arg, const struct pf_listent *e)
 	char parent[PATH_MAX];
 	const char *name = split(e->name, parent, sizeof(parent));
 	struct dir *pd;
-	struct listing l;
 
 	if (strlen(e->name) >= sizeof(parent))
 		return 0;
 	m->err = manifest_dir(m->o, parent, &pd);
 	if (m->err < 0)
 		return m->err;
-	l = (struct listing){ pd->ents, pd->n, pd->cap, 0 };
-	m->err = listing_add(&l, name, 0, e->size, -1);
-	pd->ents = l.ents;
-	pd->n = l.n;
-	pd->cap = l.cap;
-	m->o->file_count++;
-	m->o->byte_count += e->size > 0 ? (uint64_t)e->size : 0;
+	m->err = dir_append(pd, name, 0, e->size);
 	return m->err;
 }
 
@@ -1079,9 +1057,4 @@ out:
 const char *pf_obj_backend_desc(const struct pf_backend *be)
 {
 	return ((const struct obj *)be)->desc;
-}
-
-void pf_obj_backend_totals(struct pf_backend *be, struct pf_curl_totals *t)
-{
-	pf_curl_totals(((struct obj *)be)->curl, t);
 }
