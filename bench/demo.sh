@@ -1,85 +1,112 @@
 #!/bin/bash
-# bench/demo.sh - what `make demo` runs: a slow store, an unchanged trainer,
-# and its data wait with and without prefetchfs.
+# bench/demo.sh - what `make demo` runs: a dataset in a slow object store,
+# an unchanged trainer, and its data wait with and without prefetchfs.
 #
-# 1. makes a sample dataset (4 shards of 128 MiB) under a temporary directory,
-# 2. serves it from a slow store: bench/slowfs adds 5 ms per READ and caps
-#    each READ at 100 MiB/s (READs run concurrently, as on NFS),
-# 3. runs examples/simple_trainer.py (8 MiB batches, 40 ms compute each)
-#    on the slow store directly, through prefetchfs -o prefetch=off, and
-#    through prefetchfs,
-# 4. prints data wait %, samples/s and MB/s for each, and what prefetchfs
+#   bench/demo.sh [--shards N] [--shard-size SIZE] [--latency-ms MS]
+#                 [--bw BYTES_PER_SEC] [--batch SIZE] [--compute-ms MS]
+#
+# 1. makes a sample dataset (default 3 shards of 256 MiB) in a temporary
+#    directory;
+# 2. serves it like a remote object store: nginx (Debian) on 127.0.0.1
+#    behind bench/delayproxy, which holds the first byte of every response
+#    for --latency-ms (default 50) and paces every connection to --bw
+#    (default 64M per second);
+# 3. mounts http://127.0.0.1:PORT/ with prefetchfs -o prefetch=off, then
+#    with prefetchfs, and runs examples/simple_trainer.py (batches of
+#    --batch, default 8M, read with read(); --compute-ms, default 40, of
+#    "compute" after each) over the mountpoint;
+# 4. prints data wait %, samples/s and MB/s for both, and what prefetchfs
 #    learned (from MOUNTPOINT/.prefetchfs/stats).
 # Everything it mounts or starts is unmounted and stopped on exit, Ctrl-C
-# included.
+# included.  About a minute and a half.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SHARDS=${DEMO_SHARDS:-4}
-SHARD_SIZE=${DEMO_SHARD_SIZE:-128M}
-LAT=${DEMO_LATENCY_MS:-5}
-BW=${DEMO_BW_MIB:-100}
+SHARDS=3
+SHARD_SIZE=256M
+LAT=50
+BW=64M
+BATCH=8M
+COMPUTE=40
+while [ $# -gt 0 ]; do
+	case $1 in
+	--shards) SHARDS=$2; shift 2 ;;
+	--shard-size) SHARD_SIZE=$2; shift 2 ;;
+	--latency-ms) LAT=$2; shift 2 ;;
+	--bw) BW=$2; shift 2 ;;
+	--batch) BATCH=$2; shift 2 ;;
+	--compute-ms) COMPUTE=$2; shift 2 ;;
+	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	*) echo "bench/demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	esac
+done
+for t in prefetchfs bench/delayproxy bench/mkdata; do
+	[ -x "$t" ] || { echo "bench/demo.sh: $t missing: run 'make demo'" >&2; exit 1; }
+done
+command -v nginx >/dev/null || { echo "bench/demo.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
 
-W=$(mktemp -d /tmp/prefetchfs-demo.XXXXXX)
-MNTS=()
-cleanup() {
-	local m
-	for m in "${MNTS[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && fusermount3 -u "$m" 2>/dev/null
-	done
-	sleep 0.3
-	rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'echo; echo "interrupted: cleaning up"; exit 130' INT TERM
+# temporary directories, mounts and servers that are always cleaned up,
+# on Ctrl-C too
+. tests/lib.sh
+. tests/servers.sh
+set +u
+trap 'echo; echo "interrupted: unmounting and stopping the servers"; exit 130' INT TERM
 
-mkdir -p "$W/data" "$W/slow" "$W/mnt"
-echo "== dataset: $SHARDS shards of $SHARD_SIZE in $W/data"
-bench/mkdata "$W/data" "$SHARDS" "$SHARD_SIZE" >/dev/null
-cat "$W"/data/* >/dev/null	# only the simulated latency should count
+mkdir -p "$WORK/www"
+echo "== dataset: $SHARDS shards of $SHARD_SIZE in $WORK/www"
+bench/mkdata "$WORK/www" "$SHARDS" "$SHARD_SIZE" >/dev/null
+cat "$WORK"/www/* >/dev/null	# only the simulated network should count
 
-echo "== slow store: bench/slowfs, $LAT ms per READ + size / $BW MiB/s per READ"
-bench/slowfs -o "latency_ms=$LAT,bw_mib=$BW" "$W/data" "$W/slow" 2>/dev/null
-MNTS+=("$W/slow")
-echo 1024 >"/sys/class/bdi/$(mountpoint -d "$W/slow")/read_ahead_kb" 2>/dev/null || true
+nginx_start "$WORK/www" >/dev/null || { echo "bench/demo.sh: nginx did not start" >&2; exit 1; }
+UP=${NGINX_URL#http://}
+UP=${UP%/}
+bench/delayproxy -L "$LAT" -b "$BW" -p "$WORK/proxy.port" "$UP" 2>"$WORK/proxy.log" &
+CLEANUP_HOOKS+=("kill $! 2>/dev/null")
+for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
+[ -s "$WORK/proxy.port" ] || { echo "bench/demo.sh: delayproxy did not start:" >&2; cat "$WORK/proxy.log" >&2; exit 1; }
+URL="http://127.0.0.1:$(cat "$WORK/proxy.port")/"
+echo "== object store: nginx behind bench/delayproxy at $URL"
+echo "   $(head -1 "$WORK/proxy.log" | sed 's/^delayproxy: [^,]*, //')"
 
-trainer() {
-	python3 examples/simple_trainer.py --batch 8M --compute-ms 40 "$1"
-}
-field() {
-	sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"
-}
+field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 row() {
-	printf '%-34s %10s %10s %8s\n' "$1" "$(field data_wait_pct "$2")" \
+	printf '%-30s %10s %10s %8s\n' "$1" "$(field data_wait_pct "$2")" \
 		"$(field samples_s "$2")" "$(field mb_s "$2")"
 }
+train() { # label mnt opts
+	local out
+	echo "== $1: mounting $URL on $2 (-o $3), running the trainer" >&2
+	pf_mount "$URL" "$2" -o "$3" >&2 || exit 1
+	out=$(python3 examples/simple_trainer.py --batch "$BATCH" \
+		--compute-ms "$COMPUTE" "$2")
+	cp "$2/.prefetchfs/stats" "$WORK/$(basename "$2").json"
+	pf_umount "$2"
+	echo "$out"
+}
 
-echo "== trainer: examples/simple_trainer.py, 8 MiB batches, 40 ms compute"
-direct=$(trainer "$W/slow")
-./prefetchfs -o prefetch=off "$W/slow" "$W/mnt"
-MNTS+=("$W/mnt")
-off=$(trainer "$W/mnt")
-fusermount3 -u "$W/mnt"
-sleep 0.3
-./prefetchfs "$W/slow" "$W/mnt"
-on=$(trainer "$W/mnt")
-cp "$W/mnt/.prefetchfs/stats" "$W/stats.json"
-fusermount3 -u "$W/mnt"
+echo "== trainer: examples/simple_trainer.py, $BATCH batches, $COMPUTE ms compute after each"
+off=$(train "prefetchfs -o prefetch=off" "$WORK/off" prefetch=off)
+on=$(train "prefetchfs" "$WORK/on" max_memory=2G)
 
 echo
-printf '%-34s %10s %10s %8s\n' "reading the dataset" "data wait%" "samples/s" "MB/s"
-row "slow store directly" "$direct"
+printf '%-30s %10s %10s %8s\n' "reading the dataset" "data wait%" "samples/s" "MB/s"
 row "prefetchfs -o prefetch=off" "$off"
 row "prefetchfs" "$on"
 echo
-python3 - "$W/stats.json" <<'EOF'
+python3 - "$WORK/on.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 t = s["totals"]
+tr = s.get("transport", {})
 print("prefetchfs learned (from .prefetchfs/stats):")
 for st in s["streams"]:
-    print("  %-18s %-10s batch %5.1f MiB   READs %5d  hits %5d  waits %4d"
-          % (st["file"], st["pattern"], st["batch"] / 2**20, st["reads"], st["hits"], st["waits"]))
-print("  fetched %d MiB, pushed to the page cache %d MiB, peak memory %d MiB"
-      % (t["bytes_fetched"] >> 20, t["bytes_pushed"] >> 20, t["memory_used"] >> 20))
+    print("  %-18s %-10s batch %5.1f MiB  window %5.1f MiB  READs %5d  waits %4d (%.0f ms)"
+          % (st["file"], st["pattern"], st["batch"] / 2**20, st["window"] / 2**20,
+             st["reads"], st["waits"], st["wait_ms"]))
+print("  fetched %d MiB in %d ranged GETs, pushed to the page cache %d MiB, memory in use %d MiB"
+      % (t["bytes_fetched"] >> 20, tr.get("requests", 0), t["bytes_pushed"] >> 20,
+         t["memory_used"] >> 20))
 EOF
+echo
+echo "data wait % = share of the run the trainer waited for data instead of computing"
+finish >/dev/null
