@@ -40,6 +40,9 @@ struct pf_engine_cfg {
 	uint64_t min_window;	/* window while no batch is known */
 	uint64_t max_window;	/* largest window */
 	int push;		/* hand read-ahead to the push callback */
+	int next_file;		/* a sequential reader nearing the end of a
+				 * file reads ahead into the next file of its
+				 * directory (in name order) */
 };
 
 /* Defaults sized for a machine with @ram_bytes of memory. */
@@ -95,7 +98,9 @@ void pf_engine_stop_push(struct pf_engine *e);
 
 /*
  * A file of the dataset, by backend path; @tag is the caller's name for it
- * (passed to the push function).  NULL on allocation failure.
+ * (passed to the push function).  NULL on allocation failure.  If the
+ * engine already opened @path ahead of its reader (cfg.next_file), the
+ * caller gets that file, with the read-ahead done so far.
  */
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag);
@@ -128,6 +133,7 @@ struct pf_engine_totals {
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
 	uint64_t bytes_pushed;	/* handed to the push function */
+	uint64_t next_files;	/* files opened ahead of their reader */
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;

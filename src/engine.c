@@ -46,6 +46,9 @@
 #define PAGE_BYTES 4096u
 #define MAX_EXTENTS 512
 #define MAX_READ_BLOCKS 1024
+/* files opened ahead of their readers (the next file of a directory) */
+#define MAX_GHOSTS 4
+enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 
 struct list {
 	struct list *prev;
@@ -181,6 +184,13 @@ struct pf_efile {
 	unsigned nslots;
 	struct list blocks;
 	struct list node;	/* on e->files */
+	/* the next file: see "the next file" below */
+	bool next_asked;	/* this open generation asked for its successor */
+	int ghost;		/* GHOST_*: opened by the engine itself (then
+				 * it holds a reference and an open), not
+				 * yet by a reader */
+	uint64_t ghost_upto;	/* read-ahead of a ghost: planned up to ... */
+	uint64_t ghost_want;	/* ... this offset */
 };
 
 struct pf_engine {
@@ -213,6 +223,14 @@ struct pf_engine {
 	struct pf_efile *pushing; /* file the pusher is pushing for now */
 	bool push_stop;
 	bool stopping;		/* no more read-ahead: shutting down */
+	/* the next-file thread and its requests (guarded by lock) */
+	pthread_t next_thread;
+	bool next_running;
+	bool next_stop;
+	pthread_cond_t next_cond;
+	struct next_req *nextq;
+	struct pf_efile *ghosts[MAX_GHOSTS];
+	unsigned nghosts;
 	pthread_cond_t idle_cond; /* signalled when nothing is in flight */
 };
 
@@ -230,6 +248,13 @@ static bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 static void push_enqueue(struct pf_engine *e, struct fetch *ft);
 static void plan_file(struct pf_engine *e, struct pf_efile *f,
 		      struct todo *td);
+static void next_ask(struct pf_engine *e, struct pf_efile *f,
+		     uint64_t want);
+static void ghosts_plan(struct pf_engine *e, struct todo *td);
+static void ghost_release(struct pf_engine *e, struct pf_efile *f);
+static int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
+static void next_stop(struct pf_engine *e);
+static void *next_main(void *arg);
 
 void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 {
@@ -250,6 +275,7 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	cfg->min_window = 4u << 20;
 	cfg->max_window = 256u << 20;
 	cfg->push = 1;
+	cfg->next_file = 1;
 }
 
 /* ---- blocks ---------------------------------------------------------- */
@@ -979,6 +1005,8 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	if (f->opens)
 		plan_file(e, f, &td);
+	if (e->nghosts)
+		ghosts_plan(e, &td);
 	if (!pushed)
 		fetch_free(e, ft);
 	if (e->memwait) {
@@ -1222,6 +1250,14 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		return;
 	pc = stream_plan(e, s);
 	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
+	if (st->pattern == PF_PAT_SEQUENTIAL && !f->next_asked) {
+		/* once the windows reach past the end, the stream's depth of
+		 * read-ahead goes on in the next file */
+		uint64_t depth = pc.windows * pf_plan_window(st, &pc);
+
+		if (st->next_off + depth > f->size)
+			next_ask(e, f, depth);
+	}
 	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
 	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
 	    st->next_off < f->size) {
@@ -1411,6 +1447,20 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 	f->refs = 1;
 	list_init(&f->blocks);
 	pthread_mutex_lock(&e->lock);
+	/* a file the engine opened ahead of its reader: that one */
+	for (struct list *l = e->files.next; e->nghosts && l != &e->files;
+	     l = l->next) {
+		struct pf_efile *g = container_of(l, struct pf_efile, node);
+
+		if (g->tag == 0 && g->ghost && strcmp(g->path, path) == 0) {
+			g->tag = tag;
+			g->refs++;
+			pthread_mutex_unlock(&e->lock);
+			free(f->path);
+			free(f);
+			return g;
+		}
+	}
 	list_add_tail(&e->files, &f->node);
 	pthread_mutex_unlock(&e->lock);
 	return f;
@@ -1441,6 +1491,11 @@ void pf_efile_put(struct pf_efile *f)
 
 int pf_efile_open(struct pf_efile *f, struct stat *st)
 {
+	return efile_open(f, st, false);
+}
+
+static int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
+{
 	struct pf_engine *e = f->e;
 	struct pf_bfile *bf = NULL;
 	struct bref *r;
@@ -1448,6 +1503,17 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
+	if (!ghost && f->ghost == GHOST_OPEN) {
+		/*
+		 * Opened ahead by the engine: the reader's open is a new
+		 * open all the same and sees the file as it is now.  Its
+		 * blocks stay if the version did not change.
+		 */
+		ghost_release(e, f);
+	} else if (!ghost && f->ghost == GHOST_OPENING) {
+		/* the next-file thread lets its open go when it returns */
+		f->ghost = GHOST_NONE;
+	}
 	if (f->opens) {
 		f->opens++;
 		st->st_size = (off_t)f->size;
@@ -1512,6 +1578,7 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	}
 	f->cur = r;
 	f->opens = 1;
+	f->next_asked = false;
 	pthread_mutex_unlock(&e->lock);
 	return changed;
 }
@@ -1528,6 +1595,344 @@ void pf_efile_close(struct pf_efile *f)
 		bref_put(r);
 	}
 	efile_maybe_free(e, f);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- the next file ----------------------------------------------------- */
+
+/*
+ * Datasets are mostly shards read one after another in name order (the
+ * order of sorted(os.listdir()), of glob, of WebDataset's brace lists), and
+ * every new shard would start cold: its reader waits a first-byte latency
+ * or more for its first batch.  So when the windows of a sequential stream
+ * reach past the end of its file, the next file of the same directory (the
+ * smallest name after it, in byte order, regular and not empty) is opened
+ * by the engine itself, a "ghost" with no reader yet, and the rest of the
+ * windows are read ahead there.  The reader's pf_efile_new() finds the
+ * ghost by path, its pf_efile_open() takes over the open (and learns
+ * whether the file changed), and the ghost's own open is dropped.
+ *
+ * Listing and opening may block (a listing request, a HEAD), so one thread
+ * of the engine does them; the read-ahead is planned under the lock like
+ * any other and continues as fetches complete.  At most MAX_GHOSTS files
+ * are held open this way: a new one lets the oldest go (its blocks are
+ * unread read-ahead, the first memory evicted, counted as unused).
+ */
+#define NEXT_LIST_NS (10ull * 1000000000ull) /* a listing is reused 10 s */
+
+struct next_req {
+	struct next_req *next;
+	uint64_t want;		/* bytes to read ahead in the next file */
+	char path[];		/* of the file whose end was reached */
+};
+
+struct names {
+	char **v;
+	size_t n;
+	size_t cap;
+};
+
+/* Under the lock: ask the next-file thread for @f's successor. */
+static void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
+{
+	size_t len = strlen(f->path);
+	struct next_req *r;
+
+	f->next_asked = true;
+	if (!e->next_running || e->stopping || f->ghost)
+		return;
+	r = malloc(sizeof(*r) + len + 1);
+	if (!r)
+		return;
+	memcpy(r->path, f->path, len + 1);
+	r->want = want;
+	r->next = e->nextq;
+	e->nextq = r;
+	pthread_cond_signal(&e->next_cond);
+}
+
+/* Under the lock: plan the read-ahead of ghost @f that is still missing. */
+static void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+		       struct todo *td)
+{
+	struct run run = { 0 };
+	uint64_t off = f->ghost_upto;
+
+	while (off < f->ghost_want && !e->stopping) {
+		uint64_t idx = off >> e->bshift;
+		uint32_t len = block_len(e, f, idx);
+		struct block *b;
+		uint32_t flo;
+		uint32_t fhi;
+
+		if (!run.f && e->inflight + e->queued >= e->cfg.max_inflight)
+			break;
+		b = block_find(e, f, idx);
+		if (b && block_covers(b, 0, len)) {
+			run_close(e, &run, td);
+			off = (idx + 1) << e->bshift;
+			continue;
+		}
+		if (b && (b->busy || b->refs))
+			break;
+		if (!b) {
+			b = block_new(e, f, idx, false);
+			if (!b)
+				break;
+		}
+		fetch_range(b, 0, len, &flo, &fhi);
+		if (!run_add(e, &run, f, b, flo, fhi, true, 0, td)) {
+			block_idle(e, b);
+			break;
+		}
+		off = (idx + 1) << e->bshift;
+	}
+	f->ghost_upto = off;
+	run_close(e, &run, td);
+}
+
+static void ghosts_plan(struct pf_engine *e, struct todo *td)
+{
+	for (unsigned i = 0; i < e->nghosts; i++) {
+		struct pf_efile *g = e->ghosts[i];
+
+		if (g->ghost_upto < g->ghost_want)
+			ghost_plan(e, g, td);
+	}
+}
+
+/* Under the lock: drop the engine's open and reference of ghost @f. */
+static void ghost_release(struct pf_engine *e, struct pf_efile *f)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nghosts && e->ghosts[i] != f; i++)
+		;
+	if (i < e->nghosts) {
+		memmove(&e->ghosts[i], &e->ghosts[i + 1],
+			(e->nghosts - i - 1) * sizeof(e->ghosts[0]));
+		e->nghosts--;
+	}
+	f->ghost = GHOST_NONE;
+	if (--f->opens == 0) {
+		bref_put(f->cur);
+		f->cur = NULL;
+	}
+	f->refs--;
+	efile_maybe_free(e, f);
+}
+
+static int names_add(void *arg, const char *name, const struct stat *st)
+{
+	struct names *ns = arg;
+
+	if (!S_ISREG(st->st_mode) || st->st_size == 0)
+		return 0;
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 64;
+		char **v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
+			return 1;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->v[ns->n] = strdup(name);
+	if (!ns->v[ns->n])
+		return 1;
+	ns->n++;
+	return 0;
+}
+
+static void names_clear(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	ns->n = 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Under the lock: the file at @path as a ghost being opened, with a
+ * reference taken, or NULL when it needs none (a reader has it open, it is
+ * a ghost already, its first block is in memory) or on allocation failure.
+ * Takes @path.
+ */
+static struct pf_efile *ghost_get(struct pf_engine *e, char *path)
+{
+	struct pf_efile *f = NULL;
+
+	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+		struct pf_efile *c = container_of(l, struct pf_efile, node);
+
+		if (strcmp(c->path, path) == 0) {
+			f = c;
+			break;
+		}
+	}
+	if (f) {
+		free(path);
+		if (f->opens || f->ghost || block_find(e, f, 0))
+			return NULL;
+		f->refs++;
+	} else {
+		f = calloc(1, sizeof(*f));
+		if (!f) {
+			free(path);
+			return NULL;
+		}
+		f->path = path;
+		f->e = e;
+		f->refs = 1;
+		list_init(&f->blocks);
+		list_add_tail(&e->files, &f->node);
+	}
+	f->ghost = GHOST_OPENING;
+	return f;
+}
+
+/* On the next-file thread, lock not held. */
+static void next_open(struct pf_engine *e, const struct next_req *r,
+		      struct names *ns, char **dir, uint64_t *listed)
+{
+	const char *slash = strrchr(r->path, '/');
+	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
+	const char *base = slash ? slash + 1 : r->path;
+	uint64_t now = pf_now_ns();
+	struct todo td = { 0 };
+	struct pf_efile *f;
+	struct stat st;
+	char *path;
+	size_t lo = 0;
+	size_t hi;
+	int ret;
+
+	if (!*dir || strlen(*dir) != dlen || memcmp(*dir, r->path, dlen) ||
+	    now - *listed > NEXT_LIST_NS) {
+		names_clear(ns);
+		free(*dir);
+		*dir = strndup(r->path, dlen);
+		if (!*dir)
+			return;
+		if (e->be->ops->readdir(e->be, *dir, names_add, ns) < 0) {
+			names_clear(ns);
+			free(*dir);
+			*dir = NULL;
+			return;
+		}
+		if (ns->n)
+			qsort(ns->v, ns->n, sizeof(*ns->v), name_cmp);
+		*listed = now;
+	}
+	/* the first name after @base */
+	hi = ns->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ns->v[mid], base) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ns->n)
+		return;
+	if (dlen)
+		ret = asprintf(&path, "%s/%s", *dir, ns->v[lo]);
+	else
+		ret = asprintf(&path, "%s", ns->v[lo]);
+	if (ret < 0)
+		return;
+
+	pthread_mutex_lock(&e->lock);
+	f = e->stopping || e->next_stop ? NULL : ghost_get(e, path);
+	if (!f && (e->stopping || e->next_stop))
+		free(path);
+	pthread_mutex_unlock(&e->lock);
+	if (!f)
+		return;
+	ret = efile_open(f, &st, true);
+
+	pthread_mutex_lock(&e->lock);
+	if (ret < 0) {
+		f->ghost = GHOST_NONE;
+		f->refs--;
+		efile_maybe_free(e, f);
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	if (f->ghost != GHOST_OPENING || e->stopping || e->next_stop) {
+		/* a reader opened it meanwhile, or shutdown: not needed */
+		ghost_release(e, f);
+		pthread_mutex_unlock(&e->lock);
+		return;
+	}
+	f->ghost = GHOST_OPEN;
+	f->ghost_upto = 0;
+	f->ghost_want = r->want < f->size ? r->want : f->size;
+	if (e->nghosts == MAX_GHOSTS)
+		ghost_release(e, e->ghosts[0]);
+	e->ghosts[e->nghosts++] = f;
+	e->tot.next_files++;
+	pf_debug("next file: %s opened ahead, %" PRIu64 " bytes read ahead",
+		 f->path, f->ghost_want);
+	ghost_plan(e, f, &td);
+	pthread_mutex_unlock(&e->lock);
+	todo_run(e, &td);
+}
+
+static void *next_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	struct names ns = { 0 };
+	uint64_t listed = 0;
+	char *dir = NULL;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct next_req *r;
+
+		while (!e->nextq && !e->next_stop)
+			pthread_cond_wait(&e->next_cond, &e->lock);
+		if (e->next_stop)
+			break;
+		r = e->nextq;
+		e->nextq = r->next;
+		pthread_mutex_unlock(&e->lock);
+		next_open(e, r, &ns, &dir, &listed);
+		free(r);
+		pthread_mutex_lock(&e->lock);
+	}
+	while (e->nextq) {
+		struct next_req *r = e->nextq;
+
+		e->nextq = r->next;
+		free(r);
+	}
+	pthread_mutex_unlock(&e->lock);
+	names_clear(&ns);
+	free(ns.v);
+	free(dir);
+	return NULL;
+}
+
+/* Stops the next-file thread and lets every ghost go. */
+static void next_stop(struct pf_engine *e)
+{
+	if (e->next_running) {
+		pthread_mutex_lock(&e->lock);
+		e->next_stop = true;
+		pthread_cond_broadcast(&e->next_cond);
+		pthread_mutex_unlock(&e->lock);
+		pthread_join(e->next_thread, NULL);
+		e->next_running = false;
+	}
+	pthread_mutex_lock(&e->lock);
+	while (e->nghosts)
+		ghost_release(e, e->ghosts[0]);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -1579,6 +1984,10 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->lru_unread);
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
+	pthread_cond_init(&e->next_cond, NULL);
+	if (cfg->prefetch && cfg->next_file && be->ops->readdir &&
+	    pthread_create(&e->next_thread, NULL, next_main, e) == 0)
+		e->next_running = true;
 	*out = e;
 	return 0;
 
@@ -1601,6 +2010,9 @@ void pf_engine_quiesce(struct pf_engine *e)
 	 */
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
+	pthread_mutex_unlock(&e->lock);
+	next_stop(e);
+	pthread_mutex_lock(&e->lock);
 	q = e->queue;
 	e->queue = NULL;
 	e->queue_tail = NULL;
@@ -1623,6 +2035,7 @@ void pf_engine_free(struct pf_engine *e)
 {
 	if (!e)
 		return;
+	next_stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
 						  struct pf_efile, node);
@@ -1641,6 +2054,7 @@ void pf_engine_free(struct pf_engine *e)
 	free(e->hash);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_cond_destroy(&e->idle_cond);
+	pthread_cond_destroy(&e->next_cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -1840,7 +2254,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_prefetched\": %" PRIu64
 		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
-		  ", \"fetches\": %" PRIu64
+		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
 		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
 		  "},\n  \"streams\": [",
@@ -1849,7 +2263,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  e->cfg.fetch_size, e->cfg.max_inflight,
 		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
 		  (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
-		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed, t.fetches,
+		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
+		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
 	now = pf_now_ns();
 	pthread_mutex_lock(&e->lock);

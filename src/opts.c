@@ -144,7 +144,8 @@ static bool in_list(const char *const *list, const char *s)
 
 /* The daemon's own options, with or without a value. */
 static const char *const own[] = {
-	"prefetch", "push", "keep_cache", "max_memory", "block_size",
+	"prefetch", "push", "next_file", "keep_cache", "max_memory",
+	"block_size",
 	"fetch_size", "max_inflight", "prefetch_batches", "batch_size",
 	"gap_ms", "max_streams", "max_window", "min_window", "cache_timeout",
 	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
@@ -231,6 +232,12 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 		if (parse_bool(val, &b) < 0)
 			BAD("bad value for push: '%s' (on or off)", val);
 		c->push = b;
+		return 0;
+	}
+	if (strcmp(opt, "next_file") == 0) {
+		if (parse_bool(val, &b) < 0)
+			BAD("bad value for next_file: '%s' (on or off)", val);
+		c->next_file = b;
 		return 0;
 	}
 	if (strcmp(opt, "keep_cache") == 0) {
@@ -497,6 +504,10 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "readers into the kernel's\n"
 	       "                           page cache, so their reads never "
 	       "wait (default on)\n"
+	       "    -o next_file=on|off    at the end of a file read ahead "
+	       "into the next file of\n"
+	       "                           its directory, by name (default "
+	       "on)\n"
 	       "    -o prefetch_batches=N  batch windows kept ahead of each "
 	       "reader (default %u, min 2)\n"
 	       "    -o batch_size=SIZE     use this batch instead of the "

@@ -2,7 +2,8 @@
  * check_engine.c - the engine against an in-memory backend whose reads
  * complete only when the test says so: parking and answering, one fetch
  * for two readers, errors reaching the reader, the memory budget,
- * read-ahead, no amplification for random readers, max_inflight.
+ * read-ahead, no amplification for random readers, max_inflight, the next
+ * file of a directory read ahead and handed to its reader.
  */
 #include <check.h>
 #include <errno.h>
@@ -157,6 +158,36 @@ static const struct pf_backend_ops t_ops = {
 	.submit = t_submit,
 };
 
+/* Lists the files in backend order (not sorted: the engine sorts). */
+static int t_readdir(struct pf_backend *be, const char *path,
+		     pf_dirent_fn fn, void *arg)
+{
+	struct tbackend *t = (struct tbackend *)be;
+
+	if (path[0])
+		return -ENOENT;
+	for (unsigned i = t->nfiles; i-- > 0;) {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_mode = S_IFREG | 0444;
+		st.st_size = (off_t)t->files[i].size;
+		if (fn(arg, t->files[i].path, &st))
+			break;
+	}
+	return 0;
+}
+
+/* the same with a directory listing: the next file is read ahead */
+static const struct pf_backend_ops t_ops_dir = {
+	.name = "test",
+	.getattr = t_getattr,
+	.readdir = t_readdir,
+	.open = t_open,
+	.close = t_close,
+	.submit = t_submit,
+};
+
 static unsigned char *pattern_data(uint64_t size, unsigned seed)
 {
 	unsigned char *d = malloc(size);
@@ -215,7 +246,10 @@ static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 	tb.files[1].path = "small";
 	tb.files[1].size = 100000;
 	tb.files[1].data = pattern_data(100000, 2);
-	tb.nfiles = 2;
+	tb.files[2].path = "b";
+	tb.files[2].size = 16u << 20;
+	tb.files[2].data = pattern_data(16u << 20, 3);
+	tb.nfiles = 3;
 	pf_engine_cfg_default(&cfg, 8ull << 30);
 	cfg.max_memory = max_memory;
 	cfg.prefetch = prefetch;
@@ -256,6 +290,7 @@ static void teardown(void)
 	pf_engine_free(eng);
 	free(tb.files[0].data);
 	free(tb.files[1].data);
+	free(tb.files[2].data);
 	free(rq);
 	free(rq2);
 }
@@ -600,6 +635,111 @@ START_TEST(test_push_and_tripwires)
 }
 END_TEST
 
+/* Reads @f at [off, off + size) and checks the bytes against @tf. */
+static void read_file_sync(struct pf_efile *f, const struct tfile *tf,
+			   uint64_t off, size_t size)
+{
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(f, off, size, t_reply, rq);
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending() + rq->done, 0);
+	ck_assert_int_eq(rq->err, 0);
+	ck_assert_uint_eq(rq->len, size);
+	ck_assert_int_eq(memcmp(rq->buf, tf->data + off, size), 0);
+}
+
+static void setup_next(void)
+{
+	setup_prefetch();
+	/* the engine is made anew with a backend that lists its files */
+	pf_efile_close(ef);
+	pf_efile_put(ef);
+	pf_engine_free(eng);
+	tb.be.ops = &t_ops_dir;
+	{
+		struct pf_engine_cfg cfg;
+		struct stat st;
+
+		pf_engine_cfg_default(&cfg, 8ull << 30);
+		cfg.max_memory = 256u << 20;
+		cfg.max_inflight = 16;
+		cfg.min_window = 1u << 20;
+		ck_assert_int_eq(pf_engine_new(&cfg, &tb.be, &eng), 0);
+		ef = pf_efile_new(eng, "a", 7);
+		ck_assert_ptr_nonnull(ef);
+		ck_assert_int_eq(pf_efile_open(ef, &st), 0);
+	}
+}
+
+static void wait_next_files(uint64_t n)
+{
+	struct pf_engine_totals t;
+
+	for (int i = 0; i < 500; i++) {
+		pf_engine_totals(eng, &t);
+		if (t.next_files >= n && t.inflight == 0)
+			return;
+		complete_pending();
+		usleep(10000);
+	}
+	ck_abort_msg("the next file was not read ahead");
+}
+
+START_TEST(test_next_file_read_ahead)
+{
+	struct pf_engine_totals t0;
+	struct pf_engine_totals t;
+	struct pf_efile *nf;
+	struct stat st;
+	uint64_t off;
+	uint64_t sub;
+
+	tb.autocomplete = 1;
+	for (off = 0; off < FSIZE; off += 1u << 20)
+		read_file_sync(ef, &tb.files[0], off, 1u << 20);
+	/* "a" is followed by "b" in name order, not by "small" */
+	wait_next_files(1);
+	pf_engine_totals(eng, &t0);
+	ck_assert_uint_eq(t0.next_files, 1);
+	ck_assert_uint_gt(t0.bytes_fetched, FSIZE);
+	sub = tb.submits;
+	/* the reader's open gets the file the engine opened, with its
+	 * blocks: the first READs are hits, nothing more is submitted for
+	 * what was read ahead */
+	nf = pf_efile_new(eng, "b", 9);
+	ck_assert_ptr_nonnull(nf);
+	ck_assert_int_eq(pf_efile_open(nf, &st), 0);
+	ck_assert_int_eq(st.st_size, 16 << 20);
+	read_file_sync(nf, &tb.files[2], 0, 1u << 20);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_eq(t.hits, t0.hits + 1);
+	/* only read-ahead beyond what the engine had (if any) was asked */
+	ck_assert_uint_le(tb.submits - sub, 64);
+	for (off = 1u << 20; off < (16u << 20); off += 1u << 20)
+		read_file_sync(nf, &tb.files[2], off, 1u << 20);
+	pf_efile_close(nf);
+	pf_efile_put(nf);
+	/* "b" is the last name but "small": that one is next, once */
+	wait_next_files(2);
+}
+END_TEST
+
+START_TEST(test_next_file_not_for_random)
+{
+	struct pf_engine_totals t;
+
+	tb.autocomplete = 1;
+	read_file_sync(ef, &tb.files[0], 40u << 20, 1u << 20);
+	read_file_sync(ef, &tb.files[0], 5u << 20, 1u << 20);
+	read_file_sync(ef, &tb.files[0], 63u << 20, 1u << 20);
+	read_file_sync(ef, &tb.files[0], 20u << 20, 1u << 20);
+	usleep(100000);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.next_files, 0);
+}
+END_TEST
+
 static void setup_push(void)
 {
 	setup_with(256u << 20, 1, 16, 8u << 20);
@@ -635,6 +775,13 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup_push, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_push_and_tripwires);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("next_file");
+	tcase_add_checked_fixture(tc, setup_next, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_next_file_read_ahead);
+	tcase_add_test(tc, test_next_file_not_for_random);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inflight");

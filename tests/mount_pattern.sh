@@ -7,7 +7,9 @@
 #    "sequential", batch ~8 MiB, more hits than misses, read-ahead done;
 #  - rank 1 of 4 with 1 MiB records: "strided", stride 4 MiB, and nothing
 #    fetched that is not delivered;
-#  - random preads: "random", and next to no read-ahead.
+#  - random preads: "random", and next to no read-ahead;
+#  - shards read one after another: the next shard is read ahead before
+#    its reader opens it (none of its READs misses), not with next_file=off.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools "$SLOWFS" "$TRAINER" "$MKDATA" "$HELPERS/randread"
@@ -16,6 +18,7 @@ DATA=$WORK/data
 SLOW=$WORK/slow
 FILE=file-000000.bin
 "$MKDATA" "$DATA" 1 128M >/dev/null 2>&1 || fail "bench/mkdata"
+"$MKDATA" "$DATA/shards" 3 16M >/dev/null 2>&1 || fail "bench/mkdata shards"
 slowfs_mount "$DATA" "$SLOW" -o latency_ms=2 || { fail "slowfs mount"; finish; }
 
 # jcheck WHAT STATS PYTHON-EXPR: EXPR is true of the stats file STATS, where
@@ -71,7 +74,7 @@ run_load() {
 	shift
 	M=$WORK/mnt-$name
 	for a in "$@"; do args+=("${a//@MNT@/$M}"); done
-	pf_mount "$SLOW" "$M" || { fail "$name: mount"; return 1; }
+	pf_mount "$SLOW" "$M" ${PF_OPTS:+-o "$PF_OPTS"} || { fail "$name: mount"; return 1; }
 	guard "$M" 60 "${args[@]}" >"$WORK/$name.out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ]; then
@@ -132,5 +135,35 @@ if run_load random "$HELPERS/randread" -s 1 -a 4096 -m 65536 -n 500 "@MNT@/$FILE
 	jcheck "random: bytes_fetched <= 1.2 x bytes read" "$S" 'app > 0 and t["bytes_fetched"] <= 1.2 * app'
 	jcheck "random: bytes_prefetched small (<= 10% of bytes read)" "$S" 't["bytes_prefetched"] <= 0.1 * app'
 fi
+
+# ---- shards in name order -----------------------------------------------------------
+# shard_check WHAT STATS EXPR: EXPR is true of the stats, where t are the
+# totals and sh maps each shard's name to its streams' summed misses
+shard_check() {
+	if python3 - "$2" "$3" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["totals"]
+sh = {}
+for x in s["streams"]:
+    sh[x["file"].split("/")[-1]] = sh.get(x["file"].split("/")[-1], 0) + x["misses"]
+ok = eval(sys.argv[2])
+if not ok:
+    print("  expression:", sys.argv[2], "next_files:", t.get("next_files"), "misses:", sh)
+sys.exit(0 if ok else 1)
+PY
+	then ok "$1"; else fail "$1"; fi
+}
+SHARDS=("@MNT@/shards/file-000000.bin" "@MNT@/shards/file-000001.bin" "@MNT@/shards/file-000002.bin")
+APP=0
+if run_load shards "$TRAINER" --batch 4M --compute-ms 20 --check "$DATA/shards" "${SHARDS[@]}"; then
+	S=$WORK/shards.json
+	shard_check "shards: the 2nd and 3rd shards were opened ahead" "$S" 't["next_files"] == 2'
+	shard_check "shards: no READ of the 2nd and 3rd shards missed" "$S" \
+		'sh.get("file-000001.bin") == 0 and sh.get("file-000002.bin") == 0'
+fi
+PF_OPTS=next_file=off run_load shards-off "$TRAINER" --batch 4M --compute-ms 20 --check "$DATA/shards" "${SHARDS[@]}" \
+	&& shard_check "shards, next_file=off: nothing opened ahead" "$WORK/shards-off.json" \
+		't["next_files"] == 0 and sh.get("file-000001.bin", 0) > 0'
 
 finish
