@@ -142,7 +142,7 @@ struct fetch {
 	uint64_t len;
 	bool prefetch;
 	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
-	bool trip;		/* its first page is a tripwire, not pushed */
+	bool trip;		/* its last page is a tripwire, not pushed */
 	unsigned stream;
 	unsigned nblk;
 	struct fetch *qnext;
@@ -1075,7 +1075,7 @@ static void push_enqueue(struct pf_engine *e, struct fetch *ft)
 	 * enough READs for the tracker to follow the stream and see its
 	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
 	 */
-	ft->trip = ft->off % trip_interval(e, ft) == 0;
+	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
 	ft->qnext = NULL;
 	if (e->pushq_tail)
 		e->pushq_tail->qnext = ft;
@@ -1086,29 +1086,28 @@ static void push_enqueue(struct pf_engine *e, struct fetch *ft)
 	pthread_cond_broadcast(&e->push_cond);
 }
 
-/* Push one fetch's bytes after its tripwire page (lock not held). */
+/*
+ * Push one fetch's bytes but for its tripwire page, the last one (lock not
+ * held).  The last: a batch ends at a tripwire boundary, so the READ of the
+ * tripwire comes as the reader finishes a batch and its compute starts,
+ * and the refill it brings overlaps the compute, not the next batch's reads.
+ */
 static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
 			 struct iovec *iov)
 {
-	uint64_t skip = ft->trip ? PAGE_BYTES : 0;
+	uint64_t keep = ft->trip ? ft->len - PAGE_BYTES : ft->len;
 	uint64_t bytes = 0;
 	int cnt = 0;
 
-	for (unsigned i = 0; i < ft->nblk; i++) {
+	for (unsigned i = 0; i < ft->nblk && bytes < keep; i++) {
 		struct iovec v = ft->iov[i];
 
-		if (skip >= v.iov_len) {
-			skip -= v.iov_len;
-			continue;
-		}
-		v.iov_base = (char *)v.iov_base + skip;
-		v.iov_len -= skip;
-		skip = 0;
+		if (v.iov_len > keep - bytes)
+			v.iov_len = keep - bytes;
 		iov[cnt++] = v;
 		bytes += v.iov_len;
 	}
-	e->push_fn(e->push_arg, ft->file->tag,
-		   ft->off + (ft->trip ? PAGE_BYTES : 0), iov, cnt);
+	e->push_fn(e->push_arg, ft->file->tag, ft->off, iov, cnt);
 	return bytes;
 }
 

@@ -610,14 +610,14 @@ START_TEST(test_push_and_tripwires)
 	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
 	/* a sequential reader: 1 MiB READs until read-ahead is pushed, then
 	 * only the READs the page cache would still send: the tripwire
-	 * pages, one every half batch (4 MiB of 8) */
+	 * pages, the last page before every half batch (4 MiB of 8) */
 	for (off = 0; off < (8u << 20); off += 1u << 20)
 		read_sync(rq, off, 1u << 20);
 	for (int i = 0; i < 100 && !pushed_bytes; i++)
 		usleep(10000);
-	for (; off < (48u << 20); off += 4u << 20) {
-		read_sync(rq, off, 4096);
-		assert_bytes(rq, off, 4096);
+	for (off += 4u << 20; off <= (48u << 20); off += 4u << 20) {
+		read_sync(rq, off - 4096, 4096);
+		assert_bytes(rq, off - 4096, 4096);
 		usleep(2000);
 	}
 	pf_engine_stop_push(eng);
