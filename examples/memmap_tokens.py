@@ -125,45 +125,51 @@ def main():
     steps = a.steps or max(1, (ntok - 1) // per_step)
     src = None
     if a.check:
-        if os.path.getsize(a.check) // TOKEN != ntok:
+        try:
+            src = os.open(a.check, os.O_RDONLY)
+        except OSError as e:
+            ap.error(str(e))
+        if os.fstat(src).st_size // TOKEN != ntok:
             ap.error("%s and %s differ in size" % (a.check, a.file))
-        src = os.open(a.check, os.O_RDONLY)
     rng = np.random.default_rng(a.seed)
 
     pos = 0
     tokens = nrows = mismatches = 0
     compute = checking = 0.0
     t0 = time.monotonic()
-    for _ in range(steps):
-        data = np.memmap(a.file, dtype=np.uint16, mode="r")
-        if a.mode == "random":
-            ix = rng.integers(0, ntok - row + 1, a.batch)
-        else:
-            if pos + per_step + 1 > ntok:   # wrap: another pass
-                pos = 0
-            ix = pos + a.block_size * np.arange(a.batch)
-            if ix[-1] + row > ntok:         # a short file: fewer rows
-                ix = ix[ix + row <= ntok]
-            pos += len(ix) * a.block_size
-        rows = np.stack([data[i:i + row].astype(np.int64) for i in ix])
-        x, y = rows[:, :-1], rows[:, 1:]
-        tokens += x.size
-        nrows += len(ix)
-        del data
-        if src is not None:
-            k0 = time.monotonic()
-            for i, r in zip(ix, rows):
-                want = os.pread(src, row * TOKEN, int(i) * TOKEN)
-                if np.frombuffer(want, dtype=np.uint16).astype(np.int64).tobytes() \
-                        != r.tobytes():
-                    mismatches += 1
-                    if mismatches <= 5:
-                        print("mismatch: tokens %d..%d differ from %s" % (
-                            i, i + row, a.check), file=sys.stderr)
-            checking += time.monotonic() - k0
-        c0 = time.monotonic()
-        time.sleep(a.compute_ms / 1000.0)
-        compute += time.monotonic() - c0
+    try:
+        for _ in range(steps):
+            data = np.memmap(a.file, dtype=np.uint16, mode="r")
+            if a.mode == "random":
+                ix = rng.integers(0, ntok - row + 1, a.batch)
+            else:
+                if pos + per_step + 1 > ntok:   # wrap: another pass
+                    pos = 0
+                ix = pos + a.block_size * np.arange(a.batch)
+                if ix[-1] + row > ntok:         # a short file: fewer rows
+                    ix = ix[ix + row <= ntok]
+                pos += len(ix) * a.block_size
+            rows = np.stack([data[i:i + row].astype(np.int64) for i in ix])
+            x, y = rows[:, :-1], rows[:, 1:]
+            tokens += x.size
+            nrows += len(ix)
+            del data
+            if src is not None:
+                k0 = time.monotonic()
+                for i, r in zip(ix, rows):
+                    want = os.pread(src, row * TOKEN, int(i) * TOKEN)
+                    if np.frombuffer(want, dtype=np.uint16).astype(np.int64).tobytes() \
+                            != r.tobytes():
+                        mismatches += 1
+                        if mismatches <= 5:
+                            print("mismatch: tokens %d..%d differ from %s" % (
+                                i, i + row, a.check), file=sys.stderr)
+                checking += time.monotonic() - k0
+            c0 = time.monotonic()
+            time.sleep(a.compute_ms / 1000.0)
+            compute += time.monotonic() - c0
+    except OSError as e:
+        sys.exit("memmap_tokens.py: %s: %s" % (a.file, e))
     wall = time.monotonic() - t0 - checking
     nbytes = tokens * TOKEN
     wait = wall - compute

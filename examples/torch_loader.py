@@ -149,8 +149,9 @@ def main():
                     help="bytes per sample (default 64K)")
     ap.add_argument("--batch", type=int, default=64,
                     help="samples per batch (default 64)")
-    ap.add_argument("--workers", type=int, default=4,
-                    help="DataLoader worker processes (default 4; 0 reads in the loop)")
+    ap.add_argument("--workers", type=int, default=min(4, len(os.sched_getaffinity(0))),
+                    help="DataLoader worker processes (default 4, or the CPUs if fewer;"
+                    " 0 reads in the loop)")
     ap.add_argument("--compute-ms", type=float, default=40.0,
                     help="simulated compute per batch (default 40)")
     ap.add_argument("--epochs", type=int, default=1)
@@ -178,18 +179,24 @@ def main():
     samples = batches = digest = 0
     compute = 0.0
     t0 = time.monotonic()
-    for _ in range(a.epochs):
-        for b in loader:
-            if a.checksum:
-                x, h = b
-                digest = (digest + int(h.sum())) & ((1 << 64) - 1)
-            else:
-                x = b
-            samples += x.shape[0]
-            batches += 1
-            c0 = time.monotonic()
-            time.sleep(a.compute_ms / 1000.0)
-            compute += time.monotonic() - c0
+    try:
+        for _ in range(a.epochs):
+            for b in loader:
+                if a.checksum:
+                    x, h = b
+                    digest = (digest + int(h.sum())) & ((1 << 64) - 1)
+                else:
+                    x = b
+                samples += x.shape[0]
+                batches += 1
+                c0 = time.monotonic()
+                time.sleep(a.compute_ms / 1000.0)
+                compute += time.monotonic() - c0
+    except OSError as e:
+        # a worker's error arrives with the worker's traceback: keep its
+        # last line, the error itself
+        msg = str(e).strip().splitlines()
+        sys.exit("torch_loader.py: %s" % (msg[-1] if msg else e))
     wall = time.monotonic() - t0
     nbytes = samples * a.record
     wait = wall - compute
