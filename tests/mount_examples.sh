@@ -6,7 +6,8 @@
 # than the run, bytes and samples as many as the data holds).  Bytes are
 # checked where it is cheap: the DataLoader's and the tar reader's digests
 # equal those of a run on the source directory, the memmap reader compares
-# every row with the source (--check).
+# every row with the source (--check).  After each sequential example the
+# daemon's stats must show a sequential stream of the files it read.
 #
 # The examples need python3-torch, python3-numpy (for /usr/bin/python3)
 # and fio, which tests/deps.sh installs: a missing one is a failure.
@@ -31,7 +32,7 @@ SLOW=$WORK/slow
 M=$WORK/mnt
 mkdir -p "$SRC"
 # data.bin: 32 MiB; shards/shard-{0..3}.bin: 4 MiB each; tokens.bin:
-# 16 MiB of uint16 tokens; tar/: 4 shards of 64 samples of 32 KiB
+# 16 MiB of uint16 tokens; tar/: 2 shards of 128 samples of 64 KiB
 "$MKDATA" --seed 3 "$WORK/gen" 1 32M >/dev/null 2>&1 || fail "bench/mkdata"
 mv "$WORK/gen/file-000000.bin" "$SRC/data.bin"
 "$MKDATA" --seed 4 "$SRC/shards" 4 4M >/dev/null 2>&1 || fail "bench/mkdata"
@@ -40,10 +41,10 @@ for i in 0 1 2 3; do
 done
 quiet $PY "$EX/memmap_tokens.py" --make "$SRC/tokens.bin" 16M ||
 	fail "memmap_tokens.py --make"
-quiet $PY "$EX/tar_shards.py" --make "$SRC/tar" --shards 4 --samples 64 \
-	--sample-size 32K || fail "tar_shards.py --make"
+quiet $PY "$EX/tar_shards.py" --make "$SRC/tar" --shards 2 --samples 128 \
+	--sample-size 64K || fail "tar_shards.py --make"
 check "the sample data was made" test -s "$SRC/data.bin" -a -s "$SRC/tokens.bin" \
-	-a -s "$SRC/shards/shard-3.bin" -a -s "$SRC/tar/shard-000003.tar"
+	-a -s "$SRC/shards/shard-3.bin" -a -s "$SRC/tar/shard-000001.tar"
 
 slowfs_mount "$SRC" "$SLOW" -o latency_ms=2 || { fail "slowfs mount"; finish; }
 pf_mount "$SLOW" "$M" || { fail "prefetchfs mount"; finish; }
@@ -95,6 +96,28 @@ run() {
 	fi
 }
 
+# learned WHAT PREFIX: the daemon has a sequential stream of a file whose
+# path starts with PREFIX (a sequential example's reads were learned as
+# such; streams of files read in the last minute are in the stats)
+learned() {
+	local out
+	if out=$(python3 - "$M/.prefetchfs/stats" "$2" 2>&1 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+mine = [x for x in s["streams"] if x["file"].startswith(sys.argv[2])]
+if not any(x["pattern"] == "sequential" for x in mine):
+    sys.exit("  streams of %s*: %s" % (sys.argv[2], [(x["file"], x["pattern"]) for x in mine]))
+print("%d streams, batches %s" % (len(mine), sorted({x["batch"] for x in mine
+      if x["pattern"] == "sequential"})))
+PY
+	); then
+		ok "$1: prefetchfs learned sequential streams ($out)"
+	else
+		fail "$1: prefetchfs learned sequential streams"
+		echo "$out"
+	fi
+}
+
 # value NAME KEY: KEY's value in the key=value line of run NAME
 value() {
 	grep data_wait_pct= "$WORK/$1.out" | tail -1 | tr ' ' '\n' | sed -n "s/^$2=//p"
@@ -103,6 +126,7 @@ value() {
 # ---- the Python examples ----------------------------------------------------
 run simple_trainer "d['bytes'] == 32 * 2**20 and d['batches'] == 4" \
 	$PY "$EX/simple_trainer.py" --batch 8M --compute-ms 20 "$M/data.bin"
+learned simple_trainer data.bin
 
 # the digests of the source, for the runs on the mount
 $PY "$EX/torch_loader.py" --workers 0 --compute-ms 0 --checksum \
@@ -116,6 +140,7 @@ TAR_SHA=$(grep -o 'sha256=[0-9a-f]*' "$WORK/tar_src.out")
 run torch_loader "d['samples'] == 256 and d['batches'] == 16 and d['bytes'] == 16 * 2**20" \
 	$PY "$EX/torch_loader.py" --record 64K --batch 16 --workers 2 \
 	--compute-ms 10 --checksum "$M/shards"
+learned torch_loader shards/
 check "torch_loader: records byte-exact (digest of the source: $TORCH_DIGEST)" \
 	test -n "$TORCH_DIGEST" -a "digest=$(value torch_loader digest)" = "$TORCH_DIGEST"
 run torch_loader_shuffle "d['samples'] == 256 and d['batches'] == 16" \
@@ -132,13 +157,15 @@ run torch_loader_epochs "d['samples'] == 2 * 2 * 41 and d['batches'] == 2 * 11" 
 run memmap_sequential "d['steps'] == 255 and d['tokens'] == 255 * 32 * 1024 and d['mismatches'] == 0" \
 	$PY "$EX/memmap_tokens.py" --mode sequential --batch 32 --block-size 1024 \
 	--compute-ms 5 --check "$SRC/tokens.bin" "$M/tokens.bin"
+learned memmap_sequential tokens.bin
 run memmap_random "d['steps'] == 100 and d['tokens'] == 100 * 12 * 1024 and d['mismatches'] == 0" \
 	$PY "$EX/memmap_tokens.py" --mode random --batch 12 --block-size 1024 \
 	--steps 100 --compute-ms 5 --check "$SRC/tokens.bin" "$M/tokens.bin"
 
-# 4 shards of 64 samples, each a .bin, a .cls and a .json
-run tar_shards "d['shards'] == 4 and d['samples'] == 256 and d['batches'] == 16" \
+# 2 shards of 128 samples, each a .bin, a .cls and a .json
+run tar_shards "d['shards'] == 2 and d['samples'] == 256 and d['batches'] == 16" \
 	$PY "$EX/tar_shards.py" --batch 16 --compute-ms 10 --checksum "$M/tar"
+learned tar_shards tar/
 check "tar_shards: samples byte-exact (sha256 of the source: ${TAR_SHA#sha256=})" \
 	test -n "$TAR_SHA" -a "sha256=$(value tar_shards sha256)" = "$TAR_SHA"
 
