@@ -8,7 +8,7 @@ set -eu
 # machine image, or tests/s3/install.sh installs Debian's
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
 libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
-clang-14 libclang-rt-14-dev nginx curl"
+clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio"
 [ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
 missing=()
 for p in $PKGS; do
