@@ -76,8 +76,9 @@ VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/main.c)
 # man pages: all generated from mount/prefetchfs.man by mount/man.awk
 MAN8 := mount/prefetchfs.8 mount/mount.fuse.prefetchfs.8
 MAN1 := mount/prefetchfs-stat.1
-EXAMPLES := $(wildcard examples/*) mount/fstab.example \
+EXAMPLES := $(wildcard examples/*.py) mount/fstab.example \
 	mount/mnt-imagenet.mount mount/imagenet.conf
+FIO_EXAMPLES := $(wildcard examples/fio/*)
 
 all: prefetchfs prefetchfs-stat man
 
@@ -160,7 +161,7 @@ demo:
 install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTHELPERDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)/examples
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)/examples/fio
 	$(INSTALL) -m 755 prefetchfs prefetchfs-stat $(DESTDIR)$(BINDIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' mount/mount.fuse.prefetchfs.in \
 		>$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs
@@ -171,6 +172,7 @@ install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -m 644 $(MAN8) $(DESTDIR)$(MANDIR)/man8
 	$(INSTALL) -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
+	$(INSTALL) -m 644 $(FIO_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/fio
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/prefetchfs $(DESTDIR)$(BINDIR)/prefetchfs-stat \
@@ -178,8 +180,10 @@ uninstall:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service \
 		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8))) \
 		$(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) \
-		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES)))
-	-rmdir $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
+		$(addprefix $(DESTDIR)$(DOCDIR)/examples/fio/,$(notdir $(FIO_EXAMPLES)))
+	-rmdir $(DESTDIR)$(DOCDIR)/examples/fio $(DESTDIR)$(DOCDIR)/examples \
+		$(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -f prefetchfs prefetchfs-stat $(LIB) src/*.o src/*.d $(CHECK_BINS) \

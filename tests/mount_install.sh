@@ -35,7 +35,17 @@ usr/local/lib/systemd/system/prefetchfs@.service
 usr/local/share/doc/prefetchfs/examples/fstab.example
 usr/local/share/doc/prefetchfs/examples/mnt-imagenet.mount
 usr/local/share/doc/prefetchfs/examples/imagenet.conf
-usr/local/share/doc/prefetchfs/examples/simple_trainer.py"
+usr/local/share/doc/prefetchfs/examples/simple_trainer.py
+usr/local/share/doc/prefetchfs/examples/torch_loader.py
+usr/local/share/doc/prefetchfs/examples/memmap_tokens.py
+usr/local/share/doc/prefetchfs/examples/tar_shards.py
+usr/local/share/doc/prefetchfs/examples/fio/seq-batches.fio
+usr/local/share/doc/prefetchfs/examples/fio/seq-batches-mmap.fio
+usr/local/share/doc/prefetchfs/examples/fio/strided-ranks.fio
+usr/local/share/doc/prefetchfs/examples/fio/per-shard.fio
+usr/local/share/doc/prefetchfs/examples/fio/scan.fio
+usr/local/share/doc/prefetchfs/examples/fio/random.fio
+usr/local/share/doc/prefetchfs/examples/fio/datawait.py"
 if make_q install DESTDIR="$DEST"; then
 	ok "make install DESTDIR=$DEST"
 else
