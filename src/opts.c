@@ -599,6 +599,7 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       (double)d.engine.pattern.gap_ns / 1e6,
 	       d.engine.pattern.max_streams, d.entry_timeout,
 	       d.entry_timeout, d.attr_timeout, d.readahead_kb,
-	       d.max_threads, d.trace_seconds, d.connect_timeout, d.timeout, d.retries,
+	       d.max_threads, d.trace_seconds, d.connect_timeout, d.timeout,
+	       d.retries,
 	       ".prefetchfs", "stats");
 }

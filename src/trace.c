@@ -104,6 +104,12 @@ struct hitrun {
 	uint64_t reads;
 };
 
+struct lane {
+	uint64_t start;		/* of the last event on the lane */
+	uint64_t end;		/* the latest end of an event on it */
+	unsigned tid;
+};
+
 /* The lanes of one track: a stream's READs, its fetches, or the pusher. */
 struct fam {
 	enum fam_kind kind;
@@ -112,9 +118,8 @@ struct fam {
 	int pattern;
 	unsigned pair;		/* sorts a stream's two families together */
 	unsigned nlanes;
-	uint64_t lane_start[MAX_LANES];	/* of the last event on the lane */
-	uint64_t lane_end[MAX_LANES];	/* the latest end on the lane */
-	unsigned lane_tid[MAX_LANES];
+	unsigned cap;		/* room in lanes[] */
+	struct lane *lanes;
 	struct hitrun run;
 };
 
@@ -258,7 +263,8 @@ void pf_trace_read(const struct pf_trace_read *r)
 		.b = r->size,
 		.c = r->wait_off,
 		.err = r->err,
-		.flags = (r->waited ? F_WAITED : 0) | (r->missed ? F_MISSED : 0),
+		.flags = (r->waited ? F_WAITED : 0) |
+			 (r->missed ? F_MISSED : 0),
 	};
 
 	put(&ev);
@@ -397,7 +403,7 @@ static const char *name_of(uint64_t tag)
 	return p;
 }
 
-/* ---- JSON output ------------------------------------------------------------ */
+/* ---- JSON output --------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at @s, or 0 (as the stats file). */
 static int utf8_len(const unsigned char *s)
@@ -481,7 +487,7 @@ static void put_err(int err)
 	}
 }
 
-/* ---- tracks ------------------------------------------------------------------ */
+/* ---- tracks -------------------------------------------------------------- */
 
 static size_t fam_hash(enum fam_kind kind, uint64_t tag, unsigned stream)
 {
@@ -562,23 +568,36 @@ static int lane_pick(struct fam *f, uint64_t t0, uint64_t t1)
 	unsigned i;
 
 	for (i = 0; i < f->nlanes; i++)
-		if (f->lane_end[i] <= t0 ||
-		    (t1 == t0 && f->lane_start[i] <= t0))
+		if (f->lanes[i].end <= t0 ||
+		    (t1 == t0 && f->lanes[i].start <= t0))
 			break;
 	if (i == f->nlanes) {
 		if (f->nlanes == MAX_LANES) {
 			tr.lane_dropped++;
 			return -1;
 		}
-		f->lane_tid[i] = ++tr.next_tid;
+		if (f->nlanes == f->cap) {
+			unsigned cap = f->cap ? f->cap * 2 : 2;
+			struct lane *n = realloc(f->lanes,
+						 cap * sizeof(*n));
+
+			if (!n) {
+				tr.nomem_dropped++;
+				return -1;
+			}
+			f->lanes = n;
+			f->cap = cap;
+		}
+		memset(&f->lanes[i], 0, sizeof(f->lanes[i]));
+		f->lanes[i].tid = ++tr.next_tid;
 		f->nlanes++;
 	}
 	/* the hits gathered on this lane end before this event */
 	if (f->run.on && f->run.lane == i)
 		run_flush(f);
-	f->lane_start[i] = t0;
-	if (t1 > f->lane_end[i])
-		f->lane_end[i] = t1;
+	f->lanes[i].start = t0;
+	if (t1 > f->lanes[i].end)
+		f->lanes[i].end = t1;
 	return (int)i;
 }
 
@@ -594,7 +613,7 @@ static void run_flush(struct fam *f)
 	}
 	tr.hit_events++;
 	ev_head(r->reads > 1 ? "hits" : "hit", "read", "X",
-		f->lane_tid[r->lane], r->t0);
+		f->lanes[r->lane].tid, r->t0);
 	put_dur(r->t0, r->t1);
 	fprintf(tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
@@ -602,7 +621,7 @@ static void run_flush(struct fam *f)
 		r->off, r->end - r->off, r->reads);
 }
 
-/* ---- events ------------------------------------------------------------------ */
+/* ---- events -------------------------------------------------------------- */
 
 static void do_hit(struct fam *f, const struct tev *ev)
 {
@@ -614,7 +633,7 @@ static void do_hit(struct fam *f, const struct tev *ev)
 		r->t1 = ev->t1;
 		r->end += ev->b;
 		r->reads++;
-		f->lane_end[r->lane] = r->t1;
+		f->lanes[r->lane].end = r->t1;
 		return;
 	}
 	lane = lane_pick(f, ev->t0, ev->t1);
@@ -651,7 +670,7 @@ static void do_read(const struct tev *ev)
 	if (lane < 0)
 		return;
 	ev_head(ev->err ? "read error" : "wait", "read", "X",
-		f->lane_tid[lane], ev->t0);
+		f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
 	fprintf(tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
@@ -674,7 +693,7 @@ static void do_fetch(const struct tev *ev)
 	if (lane < 0)
 		return;
 	ev_head((ev->flags & F_PREFETCH) ? "read-ahead" : "demand", "fetch",
-		"X", f->lane_tid[lane], ev->t0);
+		"X", f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
 	fprintf(tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
@@ -698,7 +717,7 @@ static void do_plan(const struct tev *ev)
 	lane = lane_pick(f, ev->t0, ev->t0);
 	if (lane < 0)
 		return;
-	ev_head("refill", "plan", "i", f->lane_tid[lane], ev->t0);
+	ev_head("refill", "plan", "i", f->lanes[lane].tid, ev->t0);
 	fprintf(tr.out,
 		",\"s\":\"t\",\"args\":{\"pattern\":\"%s\",\"next_offset\":%"
 		PRIu64 ",\"batch\":%" PRIu64 ",\"window\":%" PRIu64
@@ -722,7 +741,7 @@ static void do_push(const struct tev *ev)
 	lane = lane_pick(f, ev->t0, ev->t1);
 	if (lane < 0)
 		return;
-	ev_head("push", "push", "X", f->lane_tid[lane], ev->t0);
+	ev_head("push", "push", "X", f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
 	fputs(",\"args\":{\"file\":", tr.out);
 	if (name)
@@ -783,7 +802,7 @@ static void handle(struct tev *ev)
 	}
 }
 
-/* ---- the writer -------------------------------------------------------------- */
+/* ---- the writer ---------------------------------------------------------- */
 
 /* Move what the producers published from the ring to tr.pend. */
 static void drain(void)
@@ -895,10 +914,10 @@ static void write_names(void)
 			if (i)
 				snprintf(name + len, sizeof(name) - (size_t)len,
 					 " #%u", i + 1);
-			thread_meta("thread_name", f->lane_tid[i], "name");
+			thread_meta("thread_name", f->lanes[i].tid, "name");
 			json_str(tr.out, name);
 			fputs("}}", tr.out);
-			thread_meta("thread_sort_index", f->lane_tid[i],
+			thread_meta("thread_sort_index", f->lanes[i].tid,
 				    "sort_index");
 			fprintf(tr.out, "%u}}",
 				f->pair * 256 +
@@ -989,12 +1008,15 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* ---- set-up ------------------------------------------------------------------ */
+/* ---- set-up -------------------------------------------------------------- */
 
 static void release(void)
 {
-	for (size_t s = 0; s < tr.fslots; s++)
+	for (size_t s = 0; s < tr.fslots; s++) {
+		if (tr.fams[s])
+			free(tr.fams[s]->lanes);
 		free(tr.fams[s]);
+	}
 	free(tr.fams);
 	for (size_t s = 0; s < tr.nslots; s++)
 		free(tr.names[s].path);
