@@ -852,6 +852,8 @@ static void process(uint64_t horizon)
 {
 	size_t i;
 
+	if (!tr.npend)
+		return;
 	qsort(tr.pend, tr.npend, sizeof(*tr.pend), tev_cmp);
 	for (i = 0; i < tr.npend && tr.pend[i].t0 <= horizon; i++)
 		handle(&tr.pend[i]);
@@ -863,7 +865,7 @@ static void thread_meta(const char *what, unsigned tid, const char *key)
 {
 	fprintf(tr.out,
 		",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-		"\"args\":{\"%s\":",
+		"\"ts\":0,\"args\":{\"%s\":",
 		what, tr.pid, tid, key);
 }
 
