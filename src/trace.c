@@ -969,6 +969,8 @@ static void writer_quiesce(void)
 		sched_yield();
 }
 
+static void free_tables(void);
+
 static void *writer_main(void *arg)
 {
 	bool stop = false;
@@ -1007,12 +1009,15 @@ static void *writer_main(void *arg)
 	drain();
 	process(UINT64_MAX);
 	finish();
+	/* a mount that goes on for days does not keep them */
+	free_tables();
 	return NULL;
 }
 
 /* ---- set-up -------------------------------------------------------------- */
 
-static void release(void)
+/* The tables and buffers; once the file is finished nothing uses them. */
+static void free_tables(void)
 {
 	for (size_t s = 0; s < tr.fslots; s++) {
 		if (tr.fams[s])
@@ -1025,20 +1030,25 @@ static void release(void)
 	free(tr.names);
 	free(tr.pend);
 	free(tr.ring);
-	free(tr.path);
-	free(tr.title);
 	tr.fams = NULL;
 	tr.names = NULL;
 	tr.pend = NULL;
 	tr.ring = NULL;
-	tr.path = NULL;
-	tr.title = NULL;
 	tr.fslots = 0;
 	tr.nfams = 0;
 	tr.nslots = 0;
 	tr.nnames = 0;
 	tr.npend = 0;
 	tr.pcap = 0;
+}
+
+static void release(void)
+{
+	free_tables();
+	free(tr.path);
+	free(tr.title);
+	tr.path = NULL;
+	tr.title = NULL;
 	tr.opened = false;
 }
 
