@@ -234,7 +234,6 @@ static void push_enqueue(struct pf_engine *e, struct fetch *ft);
 static void plan_file(struct pf_engine *e, struct pf_efile *f,
 		      struct todo *td);
 /* tracing (-o trace): see the end of the file */
-struct sslot;
 static void trace_counters(struct pf_engine *e, uint64_t now);
 static void trace_read(struct pf_efile *f, const struct pread *p,
 		       uint64_t now);
