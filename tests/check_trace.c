@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,6 +471,67 @@ START_TEST(test_drops_counted)
 }
 END_TEST
 
+#define PRODUCERS 4
+#define PER_PRODUCER 50000
+
+static void *producer(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg;
+
+	for (int i = 0; i < PER_PRODUCER; i++) {
+		struct pf_trace_fetch f = {
+			.tag = 9, .stream = id, .prefetch = true,
+			.off = (uint64_t)i * 4096, .len = 4096, .res = 4096,
+			.t0 = T0 + (uint64_t)i * 10 * US,
+			.t1 = T0 + (uint64_t)i * 10 * US + 5 * US,
+		};
+
+		pf_trace_fetch(&f);
+	}
+	return NULL;
+}
+
+START_TEST(test_many_producers)
+{
+	struct pf_json *root;
+	const struct pf_json *ev;
+	pthread_t th[PRODUCERS];
+	static unsigned char seen[PRODUCERS + 1][PER_PRODUCER];
+	int n = 0;
+
+	/* a small ring, wrapped many times while the writer drains it */
+	start(30, 4096);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, producer,
+						(void *)(uintptr_t)(i + 1)), 0);
+	for (unsigned i = 0; i < PRODUCERS; i++)
+		pthread_join(th[i], NULL);
+	pf_trace_stop();
+
+	root = load(&ev);
+	/* every event whole: its stream's offsets, each once */
+	for (const struct pf_json *e = ev->child; e; e = e->next) {
+		double off;
+		double stream;
+
+		if (strcmp(pf_json_str(e, "name", ""), "read-ahead") != 0)
+			continue;
+		off = arg(e, "offset");
+		stream = arg(e, "stream");
+		ck_assert(stream >= 1 && stream <= PRODUCERS);
+		ck_assert(off >= 0 && off < PER_PRODUCER * 4096.0);
+		ck_assert(pf_json_num(e, "ts", 0) ==
+			  off / 4096 * 10);
+		ck_assert_int_eq(seen[(int)stream][(int)(off / 4096)], 0);
+		seen[(int)stream][(int)(off / 4096)] = 1;
+		n++;
+	}
+	ck_assert_int_eq(n + (int)other(root, "events_dropped"),
+			 PRODUCERS * PER_PRODUCER);
+	pf_json_free(root);
+}
+END_TEST
+
 START_TEST(test_time_limit)
 {
 	struct pf_json *root;
@@ -603,6 +665,7 @@ int main(void)
 	tcase_add_test(tc, test_hits_gathered);
 	tcase_add_test(tc, test_hits_sampled);
 	tcase_add_test(tc, test_drops_counted);
+	tcase_add_test(tc, test_many_producers);
 	tcase_add_test(tc, test_time_limit);
 	tcase_add_test(tc, test_never_started);
 	tcase_add_test(tc, test_bad_path);
