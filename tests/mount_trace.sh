@@ -7,6 +7,8 @@
 #    events, refills, counters, tracks named after the streams, every
 #    track's events in time order and not overlapping, and the READs and
 #    waits the stats file counted;
+#  - four readers at once (two per file): the same, and the READs in the
+#    trace are the ones the stats counted;
 #  - a bad trace path (a missing directory, a directory): the mount fails
 #    with one "prefetchfs:" line, nothing is mounted;
 #  - trace_seconds=1: after a second the file is finished while the mount
@@ -140,6 +142,33 @@ if pf_mount "$SLOW" "$M" -o "trace=$T"; then
 	python3 "$WORK/tcheck.py" "$T" "$S" 'print("  (%d events: %d fetches, %d READs in %d events, %d waits, %d refills, %d pushes; %d tracks; %d bytes)" % (len(ev), len(fetches), nreads, len(reads), len(waits), len(refills), len(pushes), len(names), len(open(sys.argv[1]).read()))) or True'
 else
 	fail "traced mount"
+fi
+
+# ---- several readers at once ------------------------------------------------------
+M5=$WORK/mnt-many
+T5=$WORK/many.json
+if pf_mount "$SLOW" "$M5" -o "trace=$T5"; then
+	pids=()
+	for f in $F0 $F1 $F0 $F1; do
+		guard "$M5" 60 cmp "$DATA/$f" "$M5/$f" >"$WORK/many.$f.$RANDOM" 2>&1 &
+		pids+=($!)
+	done
+	bad=0
+	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+	check "four readers: every one read its file byte-exact ($bad did not)" test $bad -eq 0
+	cat "$M5/.prefetchfs/stats" >"$WORK/many-stats.json" || fail "stats readable"
+	pf_umount "$M5" || fail "unmount"
+	S=$WORK/many-stats.json
+	tcheck "four readers: the trace parses, with fetches and READs" "$T5" - \
+		'len(fetches) > 0 and len(reads) > 0 and other["events_dropped"] == 0'
+	tcheck "four readers: timestamps in order, no overlap on a track" "$T5" - \
+		'order_ok and overlap_ok'
+	tcheck "four readers: READs and waits as the stats counted" "$T5" "$S" \
+		't["reads"] <= nreads <= t["reads"] + 16 and t["waits"] <= len(waits) <= t["waits"] + 16'
+	tcheck "four readers: stream tracks for both files" "$T5" - \
+		'all(any(n.startswith("stream ") and (" %s " % f) in n for n in names.values()) for f in ("'$F0'", "'$F1'"))'
+else
+	fail "four readers mount"
 fi
 
 # ---- a bad trace path ------------------------------------------------------------
