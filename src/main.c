@@ -520,6 +520,8 @@ int main(int argc, char **argv)
 				"%s\n", strerror(-ret));
 			goto out_unmount;
 		}
+		pf_info("tracing the first %g s to %s", o.trace_seconds,
+			o.trace);
 	}
 	rc.fs = &fs;
 	rc.se = se;

@@ -959,6 +959,7 @@ static void finish(void)
 			strerror(errno));
 	tr.out = NULL;
 	atomic_store(&tr.finished, true);
+	pf_info("trace %s finished (%s)", tr.path, tr.stopped_by);
 }
 
 /* Tracing off; returns once no producer can still write to the ring. */

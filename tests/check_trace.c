@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "pf_json.h"
+#include "pf_log.h"
 #include "pf_opts.h"
 #include "pf_pattern.h"
 #include "pf_trace.h"
@@ -657,6 +658,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	pf_log_set_level(PF_LOG_WARN);	/* "trace ... finished" */
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_events_to_json);
