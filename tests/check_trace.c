@@ -240,6 +240,13 @@ START_TEST(test_events_to_json)
 	pf_trace_push(7, 2 * MiB + 4096, MiB - 4096, T0 + 4500 * US,
 		      T0 + 4600 * US, 0);
 	pf_trace_counters(T0 + 2 * MS, 1, 0, 2 * MiB);
+	/* prefetch=off: no stream, a track per file */
+	read_ev(0, 0, 4096, T0 + 7 * MS, T0 + 8 * MS, true);
+	ra.stream = 0;
+	ra.prefetch = false;
+	ra.t0 = T0 + 7 * MS;
+	ra.t1 = T0 + 8 * MS;
+	pf_trace_fetch(&ra);
 	pf_trace_stop();
 	ck_assert(!pf_trace_on());
 
@@ -298,6 +305,10 @@ START_TEST(test_events_to_json)
 	e = find(ev, "C", "memory");
 	ck_assert_ptr_nonnull(e);
 	ck_assert(arg(e, "used_MiB") == 2.0);
+
+	ck_assert_int_ge(track(ev, "reads a.bin"), 1);
+	ck_assert_int_ge(track(ev, "fetches a.bin"), 1);
+	ck_assert_int_eq(count(ev, "X", "demand"), 2);
 
 	ck_assert_int_eq(count(ev, "M", "process_name"), 1);
 	ck_assert_ptr_nonnull(find(ev, "i", "trace end"));
