@@ -44,6 +44,8 @@ struct pf_opts {
 	unsigned connect_timeout; /* seconds */
 	unsigned timeout;	/* seconds without a byte */
 	unsigned retries;
+	char trace[1024];	/* -o trace=FILE: Chrome trace JSON; "" none */
+	double trace_seconds;	/* trace the first this many seconds */
 	int fetch_size_set;	/* -o fetch_size given */
 	int min_window_set;	/* -o min_window given */
 	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */

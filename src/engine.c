@@ -42,6 +42,7 @@
 #include "pf_engine.h"
 #include "pf_log.h"
 #include "pf_pool.h"
+#include "pf_trace.h"
 
 #define PAGE_BYTES 4096u
 #define MAX_EXTENTS 512
@@ -117,6 +118,7 @@ struct pread {
 	uint64_t t0;
 	struct pread *wnext;
 	struct block *parked;	/* whose waiter list holds it; NULL: memwait */
+	uint64_t wait_off;	/* offset of the block it last parked on */
 	unsigned cap;		/* room in blk[] */
 	int err;
 	bool waited;
@@ -145,6 +147,7 @@ struct fetch {
 	bool trip;		/* its last page is a tripwire, not pushed */
 	unsigned stream;
 	unsigned nblk;
+	uint64_t t0;		/* issued (only while tracing) */
 	struct fetch *qnext;
 	struct block **blk;
 	uint32_t *flo;
@@ -255,6 +258,15 @@ static void ghost_release(struct pf_engine *e, struct pf_efile *f);
 static int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
 static void next_stop(struct pf_engine *e);
 static void *next_main(void *arg);
+/* tracing (-o trace): see the end of the file */
+static void trace_counters(struct pf_engine *e, uint64_t now);
+static void trace_read(struct pf_efile *f, const struct pread *p,
+		       uint64_t now);
+static void trace_fetch(struct pf_engine *e, const struct fetch *ft,
+			int64_t res);
+static void trace_plan(struct pf_engine *e, struct pf_efile *f,
+		       const struct pf_stream *st, const struct sslot *s,
+		       uint64_t issued);
 
 void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 {
@@ -532,6 +544,10 @@ static void run_close(struct pf_engine *e, struct run *run, struct todo *td)
 		e->queue_tail = ft;
 		e->queued++;
 	}
+	if (pf_trace_on()) {
+		ft->t0 = pf_now_ns();
+		trace_counters(e, ft->t0);
+	}
 }
 
 /*
@@ -725,6 +741,7 @@ static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
 	if (wait_on) {
 		p->waited = true;
 		p->parked = wait_on;
+		p->wait_off = wait_on->idx << e->bshift;
 		p->wnext = wait_on->waiters;
 		wait_on->waiters = p;
 		return false;
@@ -862,6 +879,8 @@ static void pread_finish(struct pf_engine *e, struct pread *p,
 		s->bytes_served += served;
 	if (f->tracker && p->stream)
 		pf_tracker_done(f->tracker, p->stream, now);
+	if (pf_trace_on())
+		trace_read(f, p, now);
 	for (unsigned i = 0; i < p->nblk; i++) {
 		struct block *b = p->blk[i];
 
@@ -1003,6 +1022,8 @@ static void fetch_done(struct pf_bio *bio, int64_t res)
 		q->qnext = td.submit;
 		td.submit = q;
 	}
+	if (pf_trace_on())
+		trace_fetch(e, ft, err ? -(int64_t)err : res);
 	if (f->opens)
 		plan_file(e, f, &td);
 	if (e->nghosts)
@@ -1240,6 +1261,7 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 {
 	struct pf_extent ext[MAX_EXTENTS];
 	struct sslot *s = slot_get(f, st->id);
+	uint64_t issued = e->tot.bytes_prefetched;
 	struct run run = { 0 };
 	struct pf_plan_cfg pc;
 	uint64_t horizon;
@@ -1361,6 +1383,8 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	}
 out:
 	run_close(e, &run, td);
+	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
+		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
 }
 
 static void plan_file(struct pf_engine *e, struct pf_efile *f,
@@ -1578,6 +1602,8 @@ static int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 	f->cur = r;
 	f->opens = 1;
 	f->next_asked = false;
+	if (pf_trace_on() && f->tag)
+		pf_trace_file(f->tag, f->path);
 	pthread_mutex_unlock(&e->lock);
 	return changed;
 }
@@ -2287,4 +2313,75 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		return NULL;
 	}
 	return sb.s;
+}
+
+/* ---- tracing (-o trace, see pf_trace.h); all under the lock -------------- */
+
+static void trace_counters(struct pf_engine *e, uint64_t now)
+{
+	pf_trace_counters(now, e->inflight, e->queued,
+			  (uint64_t)pf_pool_in_use(e->pool) * e->bs);
+}
+
+static void trace_read(struct pf_efile *f, const struct pread *p,
+		       uint64_t now)
+{
+	const struct pf_stream *st = f->tracker && p->stream ?
+		pf_tracker_find(f->tracker, p->stream) : NULL;
+	struct pf_trace_read r = {
+		.tag = f->tag,
+		.stream = p->stream,
+		.pattern = st ? (int)st->pattern : PF_PAT_UNKNOWN,
+		.off = p->off,
+		.size = p->size,
+		.t0 = p->t0,
+		.t1 = now,
+		.waited = p->waited,
+		.missed = p->missed,
+		.wait_off = p->wait_off,
+		.err = p->err,
+	};
+
+	pf_trace_read(&r);
+}
+
+static void trace_fetch(struct pf_engine *e, const struct fetch *ft,
+			int64_t res)
+{
+	uint64_t now = pf_now_ns();
+	struct pf_trace_fetch t = {
+		.tag = ft->file->tag,
+		.stream = ft->stream,
+		.prefetch = ft->prefetch,
+		.off = ft->off,
+		.len = ft->len,
+		.res = res,
+		.t0 = ft->t0 ? ft->t0 : now,
+		.t1 = now,
+	};
+
+	pf_trace_fetch(&t);
+	trace_counters(e, now);
+}
+
+static void trace_plan(struct pf_engine *e, struct pf_efile *f,
+		       const struct pf_stream *st, const struct sslot *s,
+		       uint64_t issued)
+{
+	struct pf_plan_cfg pc = stream_plan(e, s);
+	struct pf_trace_plan t = {
+		.tag = f->tag,
+		.stream = st->id,
+		.pattern = (int)st->pattern,
+		.t = pf_now_ns(),
+		.next_off = st->next_off,
+		.batch = st->batch,
+		.window = pf_plan_window(st, &pc),
+		.depth = pc.windows,
+		.ahead = s->planned_upto > st->next_off ?
+				 s->planned_upto - st->next_off : 0,
+		.issued = issued,
+	};
+
+	pf_trace_plan(&t);
 }

@@ -28,8 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_clock.h"
 #include "pf_fuse.h"
 #include "pf_log.h"
+#include "pf_trace.h"
 
 static struct pf_fs *fs_of(fuse_req_t req)
 {
@@ -709,6 +711,7 @@ void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 {
 	struct fuse_session *se = arg;
 	struct fuse_bufvec *bv;
+	uint64_t t0 = pf_trace_on() ? pf_now_ns() : 0;
 	int ret;
 
 	bv = malloc(sizeof(*bv) + (size_t)iovcnt * sizeof(bv->buf[0]));
@@ -724,6 +727,9 @@ void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 	}
 	/* -ENOENT: the kernel forgot the inode; nothing to do */
 	ret = fuse_lowlevel_notify_store(se, ino, (off_t)off, bv, 0);
+	if (pf_trace_on())
+		pf_trace_push(ino, off, fuse_buf_size(bv), t0, pf_now_ns(),
+			      ret < 0 ? -ret : 0);
 	if (ret < 0 && ret != -ENOENT)
 		pf_debug("pushing %" PRIu64 "+%zu of inode %" PRIu64
 			 " to the page cache: %s",

@@ -29,6 +29,7 @@
 #include "pf_fuse.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
+#include "pf_trace.h"
 
 #ifndef PF_VERSION
 #define PF_VERSION "0.1.0"
@@ -441,6 +442,16 @@ int main(int argc, char **argv)
 	/* before any thread exists: see pf_fuse_block_signals() */
 	pf_fuse_block_signals();
 	raise_nofile();
+	if (o.trace[0]) {
+		struct pf_trace_cfg tc = { .path = o.trace,
+					   .seconds = o.trace_seconds };
+
+		/* before detach(), which changes to / */
+		if (pf_trace_open(&tc, err, sizeof(err)) < 0) {
+			fprintf(stderr, "prefetchfs: %s\n", err);
+			goto out;
+		}
+	}
 
 	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
 	if (ret < 0)
@@ -497,6 +508,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefetchfs: cannot start a thread: %s\n",
 			strerror(-ret));
 		goto out_unmount;
+	}
+	if (o.trace[0]) {
+		char title[sizeof(desc) + PATH_MAX + 16];
+
+		snprintf(title, sizeof(title), "prefetchfs %s on %s", desc,
+			 mnt);
+		ret = pf_trace_start(title);
+		if (ret < 0) {
+			fprintf(stderr, "prefetchfs: cannot start tracing: "
+				"%s\n", strerror(-ret));
+			goto out_unmount;
+		}
+		pf_info("tracing the first %g s to %s", o.trace_seconds,
+			o.trace);
 	}
 	rc.fs = &fs;
 	rc.se = se;
@@ -568,6 +593,8 @@ out_engine:
 out_be:
 	be->ops->destroy(be);
 out:
+	/* finishes the trace file, whichever way we leave */
+	pf_trace_stop();
 	fuse_opt_free_args(&args);
 	if (rc.notify_fd >= 0) {
 		char bad = 1;

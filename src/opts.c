@@ -27,6 +27,7 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->connect_timeout = 10;
 	o->timeout = 30;
 	o->retries = 5;
+	o->trace_seconds = 30;
 }
 
 int pf_parse_size(const char *s, uint64_t *out)
@@ -151,7 +152,7 @@ static const char *const own[] = {
 	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
 	"log_level", "endpoint", "region", "profile", "addressing",
 	"no_sign", "manifest", "cacert", "insecure", "connect_timeout",
-	"timeout", "retries", NULL,
+	"timeout", "retries", "trace", "trace_seconds", NULL,
 };
 
 /* Options whose value is kept as a string in struct pf_opts. */
@@ -164,7 +165,7 @@ struct str_opt {
 		     sizeof(((struct pf_opts *)0)->f) }
 static const struct str_opt str_opts[] = {
 	STR_OPT(endpoint), STR_OPT(region), STR_OPT(profile),
-	STR_OPT(manifest), STR_OPT(cacert), { NULL, 0, 0 },
+	STR_OPT(manifest), STR_OPT(cacert), STR_OPT(trace), { NULL, 0, 0 },
 };
 
 static bool known(const char *opt)
@@ -287,6 +288,13 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 			o->connect_timeout = u;
 		else
 			o->timeout = u;
+		return 0;
+	}
+	if (strcmp(opt, "trace_seconds") == 0) {
+		if (parse_seconds(val, &d) < 0 || d <= 0)
+			BAD("bad value for trace_seconds: '%s' (seconds, more "
+			    "than 0)", val);
+		o->trace_seconds = d;
 		return 0;
 	}
 	if (strcmp(opt, "retries") == 0) {
@@ -546,6 +554,12 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "io_uring, pread if unavailable)\n"
 	       "    -o log_level=LEVEL     err, warn, info or debug "
 	       "(default info)\n"
+	       "    -o trace=FILE          write a trace of reads, fetches "
+	       "and refills to FILE\n"
+	       "                           (Chrome JSON, for ui.perfetto.dev;"
+	       " default none)\n"
+	       "    -o trace_seconds=S     trace the first S seconds of the "
+	       "mount (default %.0f)\n"
 	       "\n"
 	       "object storage options (http://, https://, s3://):\n"
 	       "    -o endpoint=URL        S3 endpoint, e.g. "
@@ -596,6 +610,7 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       (double)d.engine.pattern.gap_ns / 1e6,
 	       d.engine.pattern.max_streams, d.entry_timeout,
 	       d.entry_timeout, d.attr_timeout, d.readahead_kb,
-	       d.max_threads, d.connect_timeout, d.timeout, d.retries,
+	       d.max_threads, d.trace_seconds, d.connect_timeout, d.timeout,
+	       d.retries,
 	       ".prefetchfs", "stats");
 }
