@@ -889,7 +889,11 @@ static void write_names(void)
 		if (!f)
 			continue;
 		file = name_of(f->tag);
-		if (!file) {
+		if (!file && f->tag == 0) {
+			/* no inode yet: opened by the engine ahead of its
+			 * reader (next_file) */
+			file = "next files, opened ahead";
+		} else if (!file) {
 			snprintf(inode, sizeof(inode), "inode %" PRIu64,
 				 f->tag);
 			file = inode;
