@@ -17,7 +17,8 @@
 #    --compute-ms of compute): the object's local copy (nginx's file, in
 #    the page cache: the floor, what the read() copies alone cost),
 #    prefetchfs -o prefetch=off, prefetchfs; data wait % = (wall -
-#    compute) / wall.
+#    compute) / wall; p50 ms: the median time to read a batch; 1st ms:
+#    from the open to the first whole batch.
 # Each prefetchfs row also gives the CPU seconds the daemon and the proxy
 # used during it (utime + stime), what limits a 2-core machine.
 #
@@ -92,9 +93,10 @@ train() { # label mnt file (mnt "" : the local copy)
 	[ -n "$2" ] && cpu_start "$2"
 	out=$(bench/trainer --batch "$BATCH" --compute-ms "$COMPUTE" "${2:-$WORK/www}/$3")
 	[ -n "$2" ] && cols=$(cpu_cols)
-	printf '| %-34s | %8s | %9s | %9s | %s |\n' "$1" \
+	printf '| %-34s | %8s | %9s | %9s | %9s | %s |\n' "$1" \
 		"$(field data_wait_pct "$out")" "$(field mb_s "$out")" \
-		"$(field batch_wait_p50_ms "$out")" "$cols"
+		"$(field batch_wait_p50_ms "$out")" \
+		"$(field first_batch_ms "$out")" "$cols"
 }
 
 # the single-connection rate: one ranged GET of 256 MiB through the proxy
@@ -123,8 +125,8 @@ pf_umount "$WORK/on"
 echo
 echo "### Trainer-like load: batches of $BATCH, ${COMPUTE} ms of compute after each"
 echo
-printf '| %-34s | %8s | %9s | %9s | %8s | %8s |\n' "reader" "wait %" "MB/s" "p50 ms" "daemon s" "proxy s"
-printf '|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------" "----------" "----------"
+printf '| %-34s | %8s | %9s | %9s | %9s | %8s | %8s |\n' "reader" "wait %" "MB/s" "p50 ms" "1st ms" "daemon s" "proxy s"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------" "-----------" "----------" "----------"
 train "local copy (page cache, no FUSE)" "" "$FILE"
 mount_pf "$WORK/off2" prefetch=off
 train "prefetchfs -o prefetch=off" "$WORK/off2" "$FILE"
