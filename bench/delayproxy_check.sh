@@ -10,11 +10,16 @@
 #    the proxy's CPU time per GiB carried.
 # 2. -b 64M: one connection, 64 MiB: the rate after the first byte.
 # 3. -b 16M and -b 64M: 16 connections at once: per-connection rates and
-#    the aggregate (on 2 cores the machine, not the cap, may be the limit).
+#    the aggregate (on 2 cores the machine, not the cap, may be the limit);
+#    -b 64M also with -u (user-space pacing only), and the proxy's CPU time
+#    per GiB with each pacer.
 # 4. -L 50: 20 small ranged GETs one after the other on one keep-alive
 #    connection: time to first byte of each (every request must wait).
 # 5. -L 50 -b 64M: one 1 MiB GET: first byte ~50 ms, last ~65.6 ms.
 # 6. -L 50: 64 keep-alive connections, 4 small GETs each, all at once.
+# 7. -L 50 -b 64M, kernel and -u pacing: 3 GETs (8, 16, 16 MiB) on one
+#    keep-alive connection, timed by a client: the most bytes received in
+#    any 10 ms and 100 ms window (receiver jitter inflates the 10 ms one).
 #
 # Prints one "ok ..." or "FAIL: ..." line per check (tolerances are loose:
 # other load on the machine shows as lateness, never as earliness), then
@@ -88,6 +93,7 @@ proxy() {
 	"$DP" "$@" -p "$W/$name.port" "$UP" 2>"$W/$name.err" &
 	DPPID=$!
 	PIDS+=($DPPID)
+	echo "$DPPID" >"$W/$name.pid"
 	for _ in $(seq 50); do
 		[ -s "$W/$name.port" ] && break
 		sleep 0.05
@@ -142,8 +148,15 @@ proxy b16 -b 16M
 read -r agg mean min < <(par "$PORT" 16 32)
 if within "$min" 13.6 16.8; then ok "-b 16M x16: per connection mean $mean min $min MiB/s, aggregate $agg MiB/s (ideal 256)"
 else fail "-b 16M x16: per connection mean $mean min $min MiB/s (want 16, >= 85%), aggregate $agg"; fi
+c0=$(cpu_ticks "$(cat "$W/b64.pid")")
 read -r agg mean min < <(par "$(cat "$W/b64.port")" 16 64)
-ok "-b 64M x16: per connection mean $mean min $min MiB/s, aggregate $agg MiB/s (ideal 1024; no cap: $via)"
+c1=$(cpu_ticks "$(cat "$W/b64.pid")")
+ok "-b 64M x16: per connection mean $mean min $min MiB/s, aggregate $agg MiB/s (ideal 1024; no cap: $via); proxy CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms per GiB"
+proxy b64u -b 64M -u >/dev/null
+c0=$(cpu_ticks "$DPPID")
+read -r agg mean min < <(par "$PORT" 16 64)
+c1=$(cpu_ticks "$DPPID")
+ok "-b 64M -u x16: per connection mean $mean min $min MiB/s, aggregate $agg MiB/s; proxy CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms per GiB"
 
 echo "== 4. -L 50: 20 requests on one connection"
 proxy lat -L 50
@@ -192,6 +205,54 @@ if [ "$n206" = 256 ] && within "$rmin" 50 60; then
 else
 	fail "$n206 of 256 answers; on reused connections ($reused) first byte after min $rmin mean $rmean max $rmax ms"
 fi
+
+echo "== 7. -L 50 -b 64M: the most bytes in any 10 ms / 100 ms window"
+# win PORT: 3 GETs on one connection; per response "first_ms rate max10
+# max100" (MiB/s; rate from first byte to last)
+win() {
+	python3 - "$1" <<'PY'
+import bisect, socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+off = 0
+for n in (8 << 20, 16 << 20, 16 << 20):
+    # before the send: on loopback the sender may run the receive side
+    t0 = time.monotonic()
+    s.sendall(b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=%d-%d\r\n\r\n"
+              % (off, off + n - 1))
+    off += n
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(1 << 20)
+    t1 = time.monotonic()
+    ts, cum = [t1], [0, len(buf.split(b"\r\n\r\n", 1)[1])]
+    while cum[-1] < n:
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        ts.append(time.monotonic())
+        cum.append(cum[-1] + len(d))
+    best = []
+    for w in (0.01, 0.1):
+        b = max(cum[bisect.bisect_right(ts, t + w)] - cum[i]
+                for i, t in enumerate(ts))
+        best.append(b / w / 2**20)
+    print("%.1f %.1f %.1f %.1f" % ((t1 - t0) * 1e3,
+          (cum[-1] - cum[1]) / (ts[-1] - t1) / 2**20, best[0], best[1]))
+PY
+}
+for m in kernel user; do
+	if [ $m = kernel ]; then proxy win -L 50 -b 64M >/dev/null
+	else proxy winu -L 50 -b 64M -u >/dev/null; fi
+	i=0
+	while read -r first rate m10 m100; do
+		i=$((i + 1))
+		if within "$m100" 0 70.4 && within "$rate" 60.8 67.2; then
+			ok "$m pacing, GET $i: first byte $first ms, $rate MiB/s, at most $m10 MiB/s over 10 ms, $m100 over 100 ms"
+		else
+			fail "$m pacing, GET $i: first byte $first ms, $rate MiB/s, at most $m10 MiB/s over 10 ms, $m100 over 100 ms (want 64 +-5%, <= 70.4 over 100 ms)"
+		fi
+	done < <(win "$PORT")
+done
 
 for p in "${PIDS[@]:1}"; do kill "$p" 2>/dev/null; done
 sleep 0.3

@@ -14,8 +14,13 @@
 #    1 MiB read()s): one ranged GET stream on a single connection (curl,
 #    the single-connection rate), prefetchfs -o prefetch=off, prefetchfs.
 # 2. Trainer-like load (batches of --batch read with 1 MiB read()s, then
-#    --compute-ms of compute): prefetchfs -o prefetch=off, prefetchfs;
-#    data wait % = (wall - compute) / wall.
+#    --compute-ms of compute): the object's local copy (nginx's file, in
+#    the page cache: the floor, what the read() copies alone cost),
+#    prefetchfs -o prefetch=off, prefetchfs; data wait % = (wall -
+#    compute) / wall; p50 ms: the median time to read a batch; 1st ms:
+#    from the open to the first whole batch.
+# Each prefetchfs row also gives the CPU seconds the daemon and the proxy
+# used during it (utime + stime), what limits a 2-core machine.
 #
 # Results are printed and written to bench/results/objstore.md.
 set -euo pipefail
@@ -32,7 +37,7 @@ while [ $# -gt 0 ]; do
 	--bw) BW=$2; shift 2 ;;
 	--batch) BATCH=$2; shift 2 ;;
 	--compute-ms) COMPUTE=$2; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,/^# Results are printed/p' "$0"; exit 0 ;;
 	*) echo "bench/objstore.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -61,22 +66,37 @@ CLEANUP_HOOKS+=("kill $PROXY_PID")
 for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
 URL="http://127.0.0.1:$(cat "$WORK/proxy.port")/"
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cpu_s PID TICKS0: CPU seconds PID used since TICKS0
+cpu_s() { python3 -c "print('%.2f' % (($(cpu_ticks "$1") - $2) / $(getconf CLK_TCK)))"; }
 
 mount_pf() { # mnt opts
 	pf_mount "$URL" "$1" -o "$2" || { echo "mount failed" >&2; exit 1; }
 }
-scan() { # label path
-	local out
-	out=$(bench/trainer --scan "$2")
-	printf '| %-34s | %9s | %8s |\n' "$1" "$(field mb_s "$out")" \
-		"$(python3 -c "print('%.1f' % ($(field mb_s "$out") / $SINGLE))")"
+# cpu_start MNT / cpu_cols: the daemon's and the proxy's CPU seconds
+cpu_start() {
+	DPID=$(pf_pid "$1")
+	D0=$(cpu_ticks "$DPID")
+	P0=$(cpu_ticks "$PROXY_PID")
 }
-train() { # label path
+cpu_cols() { printf '%8s | %8s' "$(cpu_s "$DPID" "$D0")" "$(cpu_s "$PROXY_PID" "$P0")"; }
+scan() { # label mnt file
 	local out
-	out=$(bench/trainer --batch "$BATCH" --compute-ms "$COMPUTE" "$2")
-	printf '| %-34s | %8s | %9s | %9s |\n' "$1" \
+	cpu_start "$2"
+	out=$(bench/trainer --scan "$2/$3")
+	printf '| %-34s | %9s | %8s | %s |\n' "$1" "$(field mb_s "$out")" \
+		"$(python3 -c "print('%.1f' % ($(field mb_s "$out") / $SINGLE))")" \
+		"$(cpu_cols)"
+}
+train() { # label mnt file (mnt "" : the local copy)
+	local out cols="       - |        -"
+	[ -n "$2" ] && cpu_start "$2"
+	out=$(bench/trainer --batch "$BATCH" --compute-ms "$COMPUTE" "${2:-$WORK/www}/$3")
+	[ -n "$2" ] && cols=$(cpu_cols)
+	printf '| %-34s | %8s | %9s | %9s | %9s | %s |\n' "$1" \
 		"$(field data_wait_pct "$out")" "$(field mb_s "$out")" \
-		"$(field batch_wait_p50_ms "$out")"
+		"$(field batch_wait_p50_ms "$out")" \
+		"$(field first_batch_ms "$out")" "$cols"
 }
 
 # the single-connection rate: one ranged GET of 256 MiB through the proxy
@@ -92,26 +112,27 @@ echo "per connection. Object: $((BYTES >> 20)) MiB."
 echo
 echo "### Sequential read (1 MiB read()s, no compute)"
 echo
-printf '| %-34s | %9s | %8s |\n' "reader" "MB/s" "x single"
-printf '|%s|%s|%s|\n' "------------------------------------" "-----------" "----------"
-printf '| %-34s | %9s | %8s |\n' "one connection (curl, one GET)" "$SINGLE" "1.0"
+printf '| %-34s | %9s | %8s | %8s | %8s |\n' "reader" "MB/s" "x single" "daemon s" "proxy s"
+printf '|%s|%s|%s|%s|%s|\n' "------------------------------------" "-----------" "----------" "----------" "----------"
+printf '| %-34s | %9s | %8s | %8s | %8s |\n' "one connection (curl, one GET)" "$SINGLE" "1.0" "-" "-"
 mount_pf "$WORK/off" prefetch=off
-scan "prefetchfs -o prefetch=off" "$WORK/off/$FILE"
+scan "prefetchfs -o prefetch=off" "$WORK/off" "$FILE"
 pf_umount "$WORK/off"
 mount_pf "$WORK/on" max_memory=2G
-scan "prefetchfs" "$WORK/on/$FILE"
+scan "prefetchfs" "$WORK/on" "$FILE"
 cp "$WORK/on/.prefetchfs/stats" "$WORK/scan.json"
 pf_umount "$WORK/on"
 echo
 echo "### Trainer-like load: batches of $BATCH, ${COMPUTE} ms of compute after each"
 echo
-printf '| %-34s | %8s | %9s | %9s |\n' "reader" "wait %" "MB/s" "p50 ms"
-printf '|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------"
+printf '| %-34s | %8s | %9s | %9s | %9s | %8s | %8s |\n' "reader" "wait %" "MB/s" "p50 ms" "1st ms" "daemon s" "proxy s"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------" "-----------" "----------" "----------"
+train "local copy (page cache, no FUSE)" "" "$FILE"
 mount_pf "$WORK/off2" prefetch=off
-train "prefetchfs -o prefetch=off" "$WORK/off2/$FILE"
+train "prefetchfs -o prefetch=off" "$WORK/off2" "$FILE"
 pf_umount "$WORK/off2"
 mount_pf "$WORK/on2" max_memory=2G
-train "prefetchfs" "$WORK/on2/$FILE"
+train "prefetchfs" "$WORK/on2" "$FILE"
 cp "$WORK/on2/.prefetchfs/stats" "$WORK/train.json"
 pf_umount "$WORK/on2"
 echo

@@ -4,10 +4,11 @@
  *
  * A request (struct pf_creq) is a GET of a byte range into the submitter's
  * iovec, a HEAD, or a GET of a whole small document (a listing) into a
- * buffer the loop grows.  The loop owns the CURLM and every easy handle;
- * other threads queue requests and wake it (curl_multi_wakeup).  It
- * reuses connections, multiplexes over HTTP/2 where the server offers it,
- * and keeps at most max_conns connections.
+ * buffer the loop grows.  The loop owns the CURLM, every easy handle and
+ * an epoll set (curl_multi_socket_action: only ready sockets are worked
+ * on); other threads queue requests and wake it (an eventfd).  It reuses
+ * connections, multiplexes over HTTP/2 where the server offers it, and
+ * keeps at most max_conns connections.
  *
  * Ranged GETs are checked before a byte reaches the iovec: a 206 must carry
  * a Content-Range that starts where we asked and whose total is the size
@@ -87,6 +88,8 @@ struct pf_creq {
 
 	/* the loop's */
 	uint64_t got;			/* RANGE bytes in iov so far */
+	int iov_i;			/* got is at iov[iov_i] + iov_pos */
+	size_t iov_pos;
 	uint64_t got_start;		/* got when this try started */
 	unsigned tries;
 	int64_t due_ns;			/* retry time */

@@ -3,16 +3,22 @@
  * transport of the object-storage backends (see pf_curl.h).
  *
  * DESIGN
- * One thread owns the CURLM and every easy handle.  Submitters append to
- * c->queue under c->lock and call curl_multi_wakeup(); the loop moves the
- * queue into the multi, drives it with curl_multi_poll(), and drains
- * finished transfers with curl_multi_info_read().  A finished request is
- * judged (done, resumed, retried later, failed) on the loop thread; a
- * request waiting for its retry sits in c->delayed (loop-private, sorted by
- * due time) and bounds the poll timeout.  Easy handles are kept in a free
- * list and reused, so steady state makes no allocations but the request
- * headers.  c->lock guards the queue, the stopping flag and the totals;
- * it is never held across a curl call or done().
+ * One thread owns the CURLM, every easy handle and an epoll set.
+ * Submitters append to c->queue under c->lock and, when the queue was
+ * empty, write c->evfd (an eventfd in the epoll set); the loop moves the
+ * queue into the multi and sleeps in epoll_wait().  curl tells the loop
+ * which sockets to watch (CURLMOPT_SOCKETFUNCTION: epoll_ctl) and when it
+ * next needs a timeout run (CURLMOPT_TIMERFUNCTION: c->timer_ns); the loop
+ * hands curl only the sockets that are ready (curl_multi_socket_action),
+ * so a wake-up for one paced chunk costs one transfer's work, not a walk
+ * over every transfer as curl_multi_perform() does.  Finished transfers
+ * are drained with curl_multi_info_read().  A finished request is judged
+ * (done, resumed, retried later, failed) on the loop thread; a request
+ * waiting for its retry sits in c->delayed (loop-private, sorted by due
+ * time) and bounds the epoll timeout.  Easy handles are kept in a free list
+ * and reused, so steady state makes no allocations but the request
+ * headers.  c->lock guards the queue, the stopping flag and the totals; it
+ * is never held across a curl call or done().
  *
  * Response checking happens in the header callback: when the blank line
  * ending a final response's headers arrives, the status, Content-Range and
@@ -30,7 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pf_curl.h"
 #include "pf_listing.h"
@@ -46,6 +55,8 @@ enum {
 };
 
 #define ERRBODY_MAX 4096
+#define MAX_EVENTS 64
+#define IDLE_MS 1000		/* epoll timeout with nothing due */
 
 struct pf_curl {
 	struct pf_curl_cfg cfg;
@@ -54,6 +65,8 @@ struct pf_curl {
 	char *userpwd;
 	char *token_hdr;
 	CURLM *multi;
+	int epfd;			/* the loop's epoll set */
+	int evfd;			/* eventfd: the queue has requests */
 	pthread_t thread;
 	bool started;
 
@@ -65,6 +78,7 @@ struct pf_curl {
 
 	/* loop thread only */
 	struct pf_creq *delayed;	/* sorted by due_ns */
+	int64_t timer_ns;		/* curl's next timeout run, -1 none */
 	CURL **free_easy;
 	unsigned nfree;
 	unsigned capfree;
@@ -327,25 +341,24 @@ static int buf_append(struct pf_creq *r, const char *p, size_t n, size_t max)
 	return 0;
 }
 
-/* Copy @n bytes into the request's iovec at offset r->got. */
+/* Copy @n bytes into the request's iovec at offset r->got, which is
+ * iov[r->iov_i] + r->iov_pos (a fetch has dozens of block iovecs). */
 static void iov_put(struct pf_creq *r, const char *p, size_t n)
 {
-	uint64_t pos = r->got;
+	while (n && r->iov_i < r->iovcnt) {
+		const struct iovec *v = &r->iov[r->iov_i];
+		size_t k = v->iov_len - r->iov_pos < n ?
+				   v->iov_len - r->iov_pos : n;
 
-	for (int i = 0; i < r->iovcnt && n; i++) {
-		size_t l = r->iov[i].iov_len;
-
-		if (pos >= l) {
-			pos -= l;
-			continue;
-		}
-		size_t k = l - pos < n ? l - pos : n;
-
-		memcpy((char *)r->iov[i].iov_base + pos, p, k);
+		memcpy((char *)v->iov_base + r->iov_pos, p, k);
 		p += k;
 		n -= k;
 		r->got += k;
-		pos = 0;
+		r->iov_pos += k;
+		if (r->iov_pos == v->iov_len) {
+			r->iov_i++;
+			r->iov_pos = 0;
+		}
 	}
 }
 
@@ -752,17 +765,92 @@ static void launch(struct pf_curl *c, struct pf_creq *r,
 	}
 }
 
+/* Wake the loop (any thread). */
+static void wake(struct pf_curl *c)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	do {
+		n = write(c->evfd, &one, sizeof(one));
+	} while (n < 0 && errno == EINTR);
+	/* EAGAIN: the counter is full, so the loop is woken anyway */
+}
+
+/*
+ * CURLMOPT_SOCKETFUNCTION, on the loop thread (inside curl calls): watch
+ * @s for what curl waits for.  The fd is the epoll key; a socket curl has
+ * closed and a new one with its number are told apart by MOD failing
+ * with ENOENT (a closed fd leaves the epoll set).
+ */
+static int on_socket(CURL *e, curl_socket_t s, int what, void *arg,
+		     void *sockp)
+{
+	struct pf_curl *c = arg;
+	struct epoll_event ev = { .data.fd = s };
+
+	(void)e;
+	(void)sockp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
+		return 0;
+	}
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (epoll_ctl(c->epfd, EPOLL_CTL_MOD, s, &ev) < 0 &&
+	    (errno != ENOENT ||
+	     epoll_ctl(c->epfd, EPOLL_CTL_ADD, s, &ev) < 0)) {
+		pf_err("curl loop: cannot watch socket %d: %s", (int)s,
+		       strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION, on the loop thread: curl wants a timeout run
+ * in @ms (-1: no timer).  The loop makes it; curl may not be called
+ * from here. */
+static int on_timer(CURLM *m, long ms, void *arg)
+{
+	struct pf_curl *c = arg;
+
+	(void)m;
+	c->timer_ns = ms < 0 ? -1 : now_ns() + (int64_t)ms * 1000000;
+	return 0;
+}
+
+/* epoll_wait timeout in ms: until curl's timer or the first retry. */
+static int wait_ms(const struct pf_curl *c)
+{
+	int64_t due = c->timer_ns;
+	int64_t d;
+
+	if (c->delayed && (due < 0 || c->delayed->due_ns < due))
+		due = c->delayed->due_ns;
+	if (due < 0)
+		return IDLE_MS;
+	d = due - now_ns();
+	if (d <= 0)
+		return 0;
+	/* round up: waking before the time only loops once more */
+	d = (d + 999999) / 1000000;
+	return d < IDLE_MS ? (int)d : IDLE_MS;
+}
+
 static void *loop_main(void *arg)
 {
 	struct pf_curl *c = arg;
 	struct pf_creq *active = NULL;
+	struct epoll_event evs[MAX_EVENTS];
+	int still;
 
 	for (;;) {
 		struct pf_creq *q;
 		bool stop;
-		int still;
-		int timeout = 1000;
 		int64_t now;
+		int n;
 
 		pthread_mutex_lock(&c->lock);
 		q = c->queue;
@@ -773,18 +861,18 @@ static void *loop_main(void *arg)
 		if (stop) {
 			/* put back what was taken, cancel everything */
 			while (q) {
-				struct pf_creq *n = q->next;
+				struct pf_creq *nx = q->next;
 
 				complete(c, q, -ECANCELED);
-				q = n;
+				q = nx;
 			}
 			break;
 		}
 		while (q) {
-			struct pf_creq *n = q->next;
+			struct pf_creq *nx = q->next;
 
 			launch(c, q, &active);
-			q = n;
+			q = nx;
 		}
 		now = now_ns();
 		while (c->delayed && c->delayed->due_ns <= now) {
@@ -793,15 +881,38 @@ static void *loop_main(void *arg)
 			c->delayed = r->next;
 			launch(c, r, &active);
 		}
-		curl_multi_perform(c->multi, &still);
-		drain(c, &active);
-		if (c->delayed) {
-			int64_t ms = (c->delayed->due_ns - now_ns()) / 1000000;
-
-			if (ms < timeout)
-				timeout = ms < 0 ? 0 : (int)ms + 1;
+		n = epoll_wait(c->epfd, evs, MAX_EVENTS, wait_ms(c));
+		if (n < 0 && errno != EINTR) {
+			pf_err("curl loop: epoll_wait: %s", strerror(errno));
+			n = 0;
 		}
-		curl_multi_poll(c->multi, NULL, 0, timeout, NULL);
+		for (int i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+			int how = 0;
+
+			if (fd == c->evfd) {
+				uint64_t v;
+
+				if (read(c->evfd, &v, sizeof(v)) < 0 &&
+				    errno != EAGAIN)
+					pf_err("curl loop: eventfd: %s",
+					       strerror(errno));
+				continue;
+			}
+			if (evs[i].events & (EPOLLIN | EPOLLHUP))
+				how |= CURL_CSELECT_IN;
+			if (evs[i].events & EPOLLOUT)
+				how |= CURL_CSELECT_OUT;
+			if (evs[i].events & EPOLLERR)
+				how |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(c->multi, fd, how, &still);
+		}
+		if (c->timer_ns >= 0 && c->timer_ns <= now_ns()) {
+			c->timer_ns = -1;
+			curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT,
+						 0, &still);
+		}
+		drain(c, &active);
 	}
 	cancel_all(c, &active);
 	return NULL;
@@ -810,6 +921,7 @@ static void *loop_main(void *arg)
 int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 {
 	struct pf_curl *c = calloc(1, sizeof(*c));
+	struct epoll_event ev = { .events = EPOLLIN };
 	int ret = -ENOMEM;
 
 	if (!c)
@@ -847,9 +959,26 @@ int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 	c->cfg.session_token = NULL;
 	pthread_mutex_init(&c->lock, NULL);
 	c->queue_tail = &c->queue;
+	c->timer_ns = -1;
+	c->epfd = epoll_create1(EPOLL_CLOEXEC);
+	c->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->epfd < 0 || c->evfd < 0) {
+		ret = -errno;
+		goto out_fds;
+	}
+	ev.data.fd = c->evfd;
+	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->evfd, &ev) < 0) {
+		ret = -errno;
+		goto out_fds;
+	}
+	ret = -ENOMEM;
 	c->multi = curl_multi_init();
 	if (!c->multi)
-		goto out_lock;
+		goto out_fds;
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
 	curl_multi_setopt(c->multi, CURLMOPT_PIPELINING,
 			  (long)CURLPIPE_MULTIPLEX);
 	curl_multi_setopt(c->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
@@ -867,7 +996,11 @@ int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 
 out_multi:
 	curl_multi_cleanup(c->multi);
-out_lock:
+out_fds:
+	if (c->evfd >= 0)
+		close(c->evfd);
+	if (c->epfd >= 0)
+		close(c->epfd);
 	pthread_mutex_destroy(&c->lock);
 out:
 	free(c->cacert);
@@ -887,7 +1020,7 @@ void pf_curl_stop(struct pf_curl *c)
 	pthread_mutex_lock(&c->lock);
 	c->stopping = true;
 	pthread_mutex_unlock(&c->lock);
-	curl_multi_wakeup(c->multi);
+	wake(c);
 	if (c->started) {
 		pthread_join(c->thread, NULL);
 		c->started = false;
@@ -902,7 +1035,10 @@ void pf_curl_free(struct pf_curl *c)
 	for (unsigned i = 0; i < c->nfree; i++)
 		curl_easy_cleanup(c->free_easy[i]);
 	free(c->free_easy);
+	/* after the multi: its cleanup may still tell on_socket() */
 	curl_multi_cleanup(c->multi);
+	close(c->evfd);
+	close(c->epfd);
 	pthread_mutex_destroy(&c->lock);
 	free(c->cacert);
 	free(c->sigv4);
@@ -917,9 +1053,13 @@ void pf_curl_free(struct pf_curl *c)
 
 int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 {
+	bool was_empty;
+
 	r->next = NULL;
 	r->prev = NULL;
 	r->got = 0;
+	r->iov_i = 0;
+	r->iov_pos = 0;
 	r->tries = 0;
 	r->buf = NULL;
 	r->buflen = 0;
@@ -936,11 +1076,14 @@ int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 		pthread_mutex_unlock(&c->lock);
 		return -ESHUTDOWN;
 	}
+	/* a queue with requests already has a wake-up pending */
+	was_empty = !c->queue;
 	*c->queue_tail = r;
 	c->queue_tail = &r->next;
 	c->tot.requests++;
 	pthread_mutex_unlock(&c->lock);
-	curl_multi_wakeup(c->multi);
+	if (was_empty)
+		wake(c);
 	return 0;
 }
 
