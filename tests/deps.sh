@@ -9,7 +9,7 @@ set -eu
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
 libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
 clang-14 libclang-rt-14-dev nginx curl"
-[ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
+[ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox rclone s3fs"
 missing=()
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
