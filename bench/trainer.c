@@ -27,6 +27,9 @@
  * with pread(), as many per file as a sequential pass has chunks (fewer
  * with --batches): a reader with no pattern to learn.
  *
+ * --time-limit S stops at the first batch boundary after S seconds of wall
+ * time (the output then says limited=1): a bounded run of a slow reader.
+ *
  * --scan: no compute; read whole files in --read-size chunks (batch =
  * one chunk), for hot-data throughput.
  *
@@ -42,8 +45,9 @@
  * open drops the file's cached pages, ~0.1 s per GiB), first_batch_ms (from
  * start to the first full batch, including open), batch_wait_{p50,p90,p99,
  * max}_ms (data time per batch; the first batch of each file includes its
- * open), and check=ok with --check.  MB = 10^6 bytes.  Sizes accept K, M,
- * G, T suffixes (binary multiples).
+ * open), limited (1 if --time-limit ended the run), and check=ok with
+ * --check.  MB = 10^6 bytes.  Sizes accept K, M, G, T suffixes (binary
+ * multiples).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +82,7 @@ struct cfg {
 	uint64_t offset;
 	int random;
 	uint64_t seed;
+	double time_limit_s;	/* 0: no limit */
 };
 
 struct stats {
@@ -88,6 +93,7 @@ struct stats {
 	uint64_t open_ns;
 	uint64_t start_ns;
 	uint64_t first_batch_ns;
+	int limited;		/* stopped by --time-limit */
 	uint64_t *waits;	/* data time of each batch */
 	size_t nwaits, cap;
 };
@@ -172,6 +178,7 @@ static void usage(FILE *f)
 "  --offset O         ... starting at O (default 0)\n"
 "  --random SEED      --read-size chunks at random aligned offsets, as\n"
 "                     many as the file has chunks\n"
+"  --time-limit S     stop at a batch boundary after S seconds\n"
 "  --check REF        compare the data with REF (a file, or a directory\n"
 "                     holding files of the same basename); exit 1 on a\n"
 "                     mismatch\n"
@@ -451,6 +458,13 @@ static int run_file(const char *path, const struct cfg *c, struct stats *st,
 			ret = 1;
 			break;
 		}
+		if (c->time_limit_s > 0 &&
+		    (double)(now_ns() - st->start_ns - st->check_ns) / 1e9 >=
+		    c->time_limit_s) {
+			st->limited = 1;
+			ret = 1;
+			break;
+		}
 		n = fill_batch(&in, c, st, buf, &eof);
 		if (n < 0)
 			goto fail;
@@ -482,7 +496,7 @@ int main(int argc, char *argv[])
 {
 	enum { O_BATCH = 256, O_COMPUTE, O_READSIZE, O_MODE, O_BATCHES,
 	       O_PASSES, O_SCAN, O_CHECK, O_STRIDE, O_RECORD, O_OFFSET,
-	       O_RANDOM };
+	       O_RANDOM, O_TIMELIMIT };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "compute-ms", required_argument, NULL, O_COMPUTE },
@@ -496,6 +510,7 @@ int main(int argc, char *argv[])
 		{ "record", required_argument, NULL, O_RECORD },
 		{ "offset", required_argument, NULL, O_OFFSET },
 		{ "random", required_argument, NULL, O_RANDOM },
+		{ "time-limit", required_argument, NULL, O_TIMELIMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -562,6 +577,12 @@ int main(int argc, char *argv[])
 			bad = parse_uint(optarg, &c.seed);
 			/* xorshift needs a non-zero state */
 			c.seed = c.seed * 0x9E3779B97F4A7C15ULL + 1;
+			break;
+		case O_TIMELIMIT:
+			errno = 0;
+			c.time_limit_s = strtod(optarg, &end);
+			bad = errno || *end || end == optarg ||
+			      !(c.time_limit_s >= 0);
 			break;
 		case 'h':
 			usage(stdout);
@@ -642,7 +663,7 @@ done:
 	       "wait_s=%.3f data_wait_pct=%.1f mb_s=%.1f read_mb_s=%.1f "
 	       "open_s=%.3f first_batch_ms=%.2f batch_wait_p50_ms=%.2f "
 	       "batch_wait_p90_ms=%.2f batch_wait_p99_ms=%.2f "
-	       "batch_wait_max_ms=%.2f%s\n",
+	       "batch_wait_max_ms=%.2f limited=%d%s\n",
 	       c.use_mmap ? "mmap" : "read", c.scan, argc - optind,
 	       (unsigned long long)c.passes, (unsigned long long)c.batch,
 	       (unsigned long long)st.bytes, (unsigned long long)st.batches,
@@ -652,7 +673,7 @@ done:
 	       (double)st.open_ns / 1e9,
 	       (double)st.first_batch_ns / 1e6, pct_ms(&st, 50),
 	       pct_ms(&st, 90), pct_ms(&st, 99), pct_ms(&st, 100),
-	       c.check ? " check=ok" : "");
+	       st.limited, c.check ? " check=ok" : "");
 	free(st.waits);
 	free(buf);
 	free(cbuf);
