@@ -40,12 +40,13 @@
 #
 # Options:
 #   --quick           ~3 minutes: 64M files, 3 s runs, fewer values
-#   --smoke           well under a minute: 16M files, seq workload only
+#   --smoke           about a minute: 16M files, seq workload only, and
+#                     the next row starts while a daemon still exits
 #   --size SIZE       bytes per workload file (default 256M)
 #   --latencies "L.." first-byte / per-READ latencies in ms (default "5 50")
 #   --bw RATE         delayproxy per-connection bandwidth (default 64M)
 #   --slowfs-bw MIB   slowfs bandwidth per READ in MiB/s (default 100)
-#   --time-limit S    seconds per run at most (default 8)
+#   --time-limit S    seconds per run at most (default 6)
 #   --stores "..."    subset of "slowfs http s3"
 #   --systems "..."   subset of "direct prefetchfs rclone rclone-tuned s3fs"
 #   --workloads "..." subset of "seq mmap stride workers scan random"
@@ -59,7 +60,8 @@ SIZE=256M
 LATS="5 50"
 BW=64M
 SLOW_BW=100
-TLIMIT=8
+TLIMIT=6
+UMOUNT_WAIT=1
 STORES="slowfs http s3"
 SYSTEMS="direct prefetchfs rclone rclone-tuned s3fs"
 WORKLOADS="seq mmap stride workers scan random"
@@ -75,7 +77,7 @@ while [ $# -gt 0 ]; do
 	--quick) PRESET=quick; SIZE=64M; TLIMIT=3; INFLIGHT="1 4 16"
 		RAND_BATCHES=10; shift ;;
 	--smoke) PRESET=smoke; SIZE=16M; TLIMIT=2; INFLIGHT="1 8"
-		WORKLOADS=seq; RAND_BATCHES=5; shift ;;
+		WORKLOADS=seq; RAND_BATCHES=5; UMOUNT_WAIT=0; shift ;;
 	--size) need_arg "$@"; SIZE=$2; shift 2 ;;
 	--latencies) need_arg "$@"; LATS=$2; shift 2 ;;
 	--bw) need_arg "$@"; BW=$2; shift 2 ;;
@@ -356,6 +358,7 @@ sys_umount() { # MNT
 	mountpoint -q "$1" || return 0
 	if [ -n "$DPID" ]; then p=$DPID; else p=$(mount_daemon_pid "$1"); fi
 	fusermount3 -u "$1" 2>/dev/null || { sleep 0.5; fusermount3 -u "$1"; } || return 1
+	[ "$UMOUNT_WAIT" = 1 ] || return 0
 	if [ -n "$p" ] && ! wait_gone "$p" 100; then
 		ours "$p" && kill -9 "$p" 2>/dev/null
 	fi
@@ -433,6 +436,8 @@ for k in $STORES; do
 	for s in $SYSTEMS; do
 		for w in $WORKLOADS; do NROWS=$((NROWS + $(echo $LATS | wc -w))); done
 	done
+	[ "$k" != slowfs ] && [[ " $SYSTEMS " == *" prefetchfs "* ]] &&
+		NROWS=$((NROWS + $(echo $INFLIGHT | wc -w)))
 done
 ROW=0
 row() { # SYS WL [prefetchfs options]: mount, run, measure, unmount
@@ -493,7 +498,6 @@ for KIND in $STORES; do
 		   [[ " $SYSTEMS " == *" prefetchfs "* ]]; then
 			ROWTSV=$WORK/inflight.rows
 			for n in $INFLIGHT; do
-				NROWS=$((NROWS + 1))
 				row prefetchfs scan "max_inflight=$n"
 			done
 		fi
