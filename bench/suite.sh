@@ -39,9 +39,10 @@
 # OUT/suite-inflight.png (OUT: --out, default bench/results).
 #
 # Options:
-#   --quick           ~3 minutes: 64M files, 3 s runs, fewer values
-#   --smoke           about a minute: 16M files, seq workload only, and
-#                     the next row starts while a daemon still exits
+#   --quick           ~3 minutes: 64M files, 3 s runs, workloads seq, scan
+#                     and random, fewer max_inflight values
+#   --smoke           about a minute: 16M files, seq workload only
+#   (--quick and --smoke start the next row while a daemon still exits)
 #   --size SIZE       bytes per workload file (default 256M)
 #   --latencies "L.." first-byte / per-READ latencies in ms (default "5 50")
 #   --bw RATE         delayproxy per-connection bandwidth (default 64M)
@@ -75,7 +76,8 @@ need_arg() { [ $# -ge 2 ] || usage_err "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) PRESET=quick; SIZE=64M; TLIMIT=3; INFLIGHT="1 4 16"
-		RAND_BATCHES=10; shift ;;
+		WORKLOADS="seq scan random"; RAND_BATCHES=10; UMOUNT_WAIT=0
+		shift ;;
 	--smoke) PRESET=smoke; SIZE=16M; TLIMIT=2; INFLIGHT="1 8"
 		WORKLOADS=seq; RAND_BATCHES=5; UMOUNT_WAIT=0; shift ;;
 	--size) need_arg "$@"; SIZE=$2; shift 2 ;;
@@ -261,6 +263,8 @@ store_bytes() {
 }
 
 # ---- systems ---------------------------------------------------------------
+RCLONE_TUNED="--vfs-cache-mode full --vfs-read-ahead 256M --buffer-size 64M --vfs-read-chunk-size 8M --vfs-read-chunk-size-limit 256M --max-read-ahead 1M"
+S3FS_TUNED="parallel_count=8,multipart_size=8"
 # sys_mount SYS MNT [extra prefetchfs options]: mount SYS over the current
 # store on MNT; sets DPID (the FUSE daemon; empty for direct slowfs) and
 # RMNT (where the files are).  On failure returns 1 with WHY set.
@@ -299,9 +303,7 @@ sys_mount() {
 			args+=(--s3-provider Other --s3-endpoint "$SRC" --s3-region us-east-1
 				--s3-access-key-id "$S3_KEY" --s3-secret-access-key "$S3_SECRET") ;;
 		esac
-		[ "$sys" = rclone-tuned ] && args+=(--vfs-cache-mode full
-			--vfs-read-ahead 256M --buffer-size 64M --vfs-read-chunk-size 8M
-			--vfs-read-chunk-size-limit 256M --max-read-ahead 1M)
+		[ "$sys" = rclone-tuned ] && args+=($RCLONE_TUNED)
 		MOUNTS+=("$mnt")
 		# (AWS_CA_BUNDLE, which some machines set, makes rclone's S3
 		# client refuse its own HTTP transport)
@@ -315,7 +317,7 @@ sys_mount() {
 		fi
 		MOUNTS+=("$mnt")
 		pid=$(spawn "$WORK/pid.$(basename "$mnt")" "$log" s3fs bkt:/ds "$mnt" -f \
-			-o "url=$SRC,use_path_request_style,passwd_file=$WORK/s3fs.passwd,ro,endpoint=us-east-1,parallel_count=8,multipart_size=8,dbglevel=err")
+			-o "url=$SRC,use_path_request_style,passwd_file=$WORK/s3fs.passwd,ro,endpoint=us-east-1,$S3FS_TUNED,dbglevel=err")
 		;;
 	esac
 	DAEMON_PIDS+=("$pid")
@@ -537,12 +539,18 @@ o.append("Workloads (bench/trainer): seq = batches of 8 MiB read with 1 MiB read
          "4 processes each on its own shard, batches of 2 MiB, 40 ms; scan = 1 MiB read()s, no "
          "compute; random = 256 KiB preads at random offsets, 4 per batch, 10 ms compute.")
 o.append("")
+o.append("Systems: direct = the store without prefetching: slowfs read directly (read_ahead_kb=1024), "
+         "or prefetchfs -o prefetch=off for HTTP/S3; prefetchfs = its defaults; rclone = "
+         "\`rclone mount --read-only\` of the slowfs path, an :http: remote or an :s3: remote "
+         "(provider Other), $(rclone version 2>/dev/null | head -1 | sed 's/^rclone //'); "
+         "rclone-tuned = the same with \`$RCLONE_TUNED\`; s3fs = "
+         "\`s3fs -o use_path_request_style,ro,$S3FS_TUNED\` ($(s3fs --version 2>/dev/null | head -1 | sed 's/^Amazon Simple Storage Service File System //')).")
+o.append("")
 o.append("wait % = time waiting for data / wall (mean over processes); MB/s = bytes read by all "
          "processes / longest wall; amp = bytes the store served during the run (slowfs READ bytes; "
          "delayproxy response bytes, headers included) / bytes read, so read-ahead still in flight "
          "when a time-limited run stops counts; CPU s = utime+stime of the FUSE daemon at the end of "
-         "the run (from its mount); RSS = its peak (VmHWM). direct = slowfs read directly "
-         "(read_ahead_kb=1024), or prefetchfs -o prefetch=off for HTTP/S3.")
+         "the run (from its mount); RSS = its peak (VmHWM).")
 for k, lat, desc in stores:
     o.append("")
     o.append("## %s, %s ms" % (names[k], lat))
@@ -568,6 +576,12 @@ if inf:
             m = [r for r in inf if r[0] == k and r[1] == n]
             cells.append("%s (%s)" % (m[0][2], m[0][3]) if m else "-")
         o.append("| %s | %s |" % (n, " | ".join(cells)))
+if any(r[2] == "s3fs" and "SignatureDoesNotMatch" in r[12] for r in rows):
+    o.append("")
+    o.append("s3fs against the S3 test server: s3rver answers s3fs's bucket requests (GET /bkt/, the "
+             "mount's check and its listings) with 403 SignatureDoesNotMatch: s3rver signs the "
+             "canonical URI of a bucket request as /bkt, s3fs as /bkt/ (its log, dbglevel=err, shows "
+             "both string-to-signs). rclone and prefetchfs work against it.")
 o.append("")
 o.append("Plots: suite-wait-latency.png (data wait of the seq workload against the store latency, "
          "one line per system), suite-inflight.png (prefetchfs scan MB/s against -o max_inflight).")
