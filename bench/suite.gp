@@ -4,10 +4,12 @@
 #
 # Reads DIR/wait-STORE.dat (one block per system: a title line, then
 # "latency_ms data_wait_pct" lines; blocks separated by two blank lines)
-# and DIR/inflight.dat (one block per store: "max_inflight mb_s").
+# and DIR/inflight.dat (one block per store: "max_inflight mb_s"); DIR/blocks.gp
+# sets nb_STORE and nb_inflight, the number of blocks of each file.
 # Writes OUT/suite-wait-latency.png (one panel per store) and
 # OUT/suite-inflight.png.
 
+load plotdir . "/blocks.gp"
 set terminal pngcairo size 1500,480 font ",10" noenhanced
 set output out . "/suite-wait-latency.png"
 n = words(stores)
@@ -22,8 +24,7 @@ do for [i = 1:n] {
 	s = word(stores, i)
 	f = plotdir . "/wait-" . s . ".dat"
 	set title (s eq "slowfs" ? "slow directory (bench/slowfs)" : (s eq "http" ? "HTTP (nginx + delayproxy)" : "S3 (s3rver + delayproxy)"))
-	stats f using 1 nooutput
-	blocks = STATS_blocks
+	blocks = value("nb_" . s)
 	plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)
 }
 unset multiplot
@@ -37,6 +38,5 @@ set logscale x 2
 set yrange [0:*]
 set key top left
 f = plotdir . "/inflight.dat"
-stats f using 1 nooutput
-blocks = STATS_blocks
+blocks = nb_inflight
 plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)

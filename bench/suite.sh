@@ -550,7 +550,9 @@ o.append("wait % = time waiting for data / wall (mean over processes); MB/s = by
          "processes / longest wall; amp = bytes the store served during the run (slowfs READ bytes; "
          "delayproxy response bytes, headers included) / bytes read, so read-ahead still in flight "
          "when a time-limited run stops counts; CPU s = utime+stime of the FUSE daemon at the end of "
-         "the run (from its mount); RSS = its peak (VmHWM).")
+         "the run (from its mount); RSS = its peak (VmHWM). An amp below 1: a chunk read twice "
+         "(random reads are drawn with replacement) came from the kernel's page cache the second time. "
+         "Rows of one run were measured on the same machine minutes apart; compare within a run only.")
 for k, lat, desc in stores:
     o.append("")
     o.append("## %s, %s ms" % (names[k], lat))
@@ -598,12 +600,22 @@ for k in dict.fromkeys(r[0] for r in rows):
             for x, y in sorted(pts):
                 f.write("%g %s\n" % (x, y))
             f.write("\n\n")
+nb = {}
+for k in dict.fromkeys(r[0] for r in rows):
+    nb[k] = len([s for s in dict.fromkeys(r[2] for r in rows if r[0] == k)
+                 if any(r[0] == k and r[2] == s and r[3] == "seq" and r[4] != "-" for r in rows)])
+nb["inflight"] = len(set(r[0] for r in inf if r[2] != "-"))
+with open(os.path.join(plot, "blocks.gp"), "w") as f:
+    for k, v in nb.items():
+        f.write("nb_%s = %d\n" % (k, v))
 with open(os.path.join(plot, "inflight.dat"), "w") as f:
     for k in dict.fromkeys(r[0] for r in inf):
+        pts = [r for r in inf if r[0] == k and r[2] != "-"]
+        if not pts:
+            continue
         f.write('"%s, %s ms" "x"\n' % (names[k], "$MAXLAT"))
-        for r in inf:
-            if r[0] == k and r[2] != "-":
-                f.write("%s %s\n" % (r[1], r[2]))
+        for r in pts:
+            f.write("%s %s\n" % (r[1], r[2]))
         f.write("\n\n")
 PY
 gnuplot -e "plotdir='$WORK/plot'; out='$OUT'; stores='$STORES'" bench/suite.gp ||
