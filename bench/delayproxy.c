@@ -20,7 +20,9 @@
  *   delayproxy: 127.0.0.1:41234 -> 127.0.0.1:8080, first-byte latency
  *   50 ms, 64 MiB/s per connection
  * (on one line), and runs until SIGTERM or SIGINT, then prints its totals
- * (connections, responses, bytes each way) and exits 0.
+ * (connections, responses, bytes each way) and exits 0.  SIGUSR1 prints
+ * the same totals line (counted since the start) and keeps running, so a
+ * benchmark can take the bytes of one run as the difference of two lines.
  *
  * Timing model.  Request boundaries are found from the traffic alone (no
  * HTTP parsing, so it works for any request/response protocol without
@@ -508,7 +510,8 @@ static void usage(FILE *f)
 "TCP proxy on 127.0.0.1 that delays the first byte of every response by\n"
 "LATENCY_MS (from the arrival of the request's last byte) and paces each\n"
 "connection's server->client bytes to BYTES_PER_SEC (64M = 64 MiB/s,\n"
-"0 = no cap).  Runs until SIGTERM or SIGINT.\n"
+"0 = no cap).  Runs until SIGTERM or SIGINT; SIGUSR1\n"
+"prints the byte totals so far.\n"
 "\n"
 "    -l PORT     listen port (default 0: chosen by the kernel)\n"
 "    -L MS       first-byte latency in ms (default 0)\n"
@@ -679,6 +682,7 @@ int main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	/* Pacing sleeps are short: the default 50 us slack would show. */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
@@ -719,14 +723,20 @@ int main(int argc, char **argv)
 		}
 	}
 
-	do {
+	for (;;) {
 		c = sigwait(&sigs, &sig);
-	} while (c != 0);
-	fprintf(stderr, "delayproxy: %lu connections (%lu upstream failures), "
-		"%lu responses, %lu bytes to the server, %lu bytes to "
-		"clients\n", atomic_load(&dp.conns),
-		atomic_load(&dp.conn_errors), atomic_load(&dp.responses),
-		atomic_load(&dp.bytes_up), atomic_load(&dp.bytes_down));
+		if (c != 0)
+			continue;
+		fprintf(stderr, "delayproxy: %lu connections (%lu upstream "
+			"failures), %lu responses, %lu bytes to the server, "
+			"%lu bytes to clients\n", atomic_load(&dp.conns),
+			atomic_load(&dp.conn_errors),
+			atomic_load(&dp.responses), atomic_load(&dp.bytes_up),
+			atomic_load(&dp.bytes_down));
+		fflush(stderr);
+		if (sig != SIGUSR1)
+			break;
+	}
 	freeaddrinfo(dp.up);
 	return 0;
 }

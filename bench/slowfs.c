@@ -30,6 +30,9 @@
  * mount.  With -f it stays in the foreground, writes the line
  * "slowfs: mounted ..." to stderr once mounted (scripts may instead poll
  * `mountpoint -q MOUNTPOINT`), and on unmount prints request statistics.
+ * SIGUSR1 prints the line "slowfs: totals: reads=N bytes=N" (counted since
+ * the mount) to stderr and keeps serving: a benchmark takes the bytes one
+ * run fetched as the difference of two such lines.
  * Unmount with fusermount3 -u MOUNTPOINT (or SIGINT/SIGTERM with -f).
  *
  * By default the session uses up to 256 worker threads (64 kept idle) and
@@ -47,6 +50,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -497,6 +501,26 @@ static void sf_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &sv);
 }
 
+/*
+ * The SIGUSR1 thread: SIGUSR1 is blocked in every other thread, so it is
+ * taken only here, by sigwait(); each one prints the totals.  Runs until
+ * the process exits.
+ */
+static void *totals_main(void *arg)
+{
+	sigset_t *sigs = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(sigs, &sig) != 0)
+			continue;
+		fprintf(stderr, "slowfs: totals: reads=%lu bytes=%lu\n",
+			atomic_load(&sf.n_reads), atomic_load(&sf.read_bytes));
+		fflush(stderr);
+	}
+	return NULL;
+}
+
 static const struct fuse_lowlevel_ops sf_ops = {
 	.init = sf_init,
 	.lookup = sf_lookup,
@@ -572,6 +596,8 @@ static int run(struct fuse_args *args, const char *prog)
 	struct fuse_cmdline_opts cmd;
 	struct fuse_loop_config *cfg;
 	struct fuse_session *se;
+	pthread_t totals;
+	static sigset_t usr1;	/* read by totals_main() */
 	char *src_real;
 	double ra_ms;
 	int ret = 1;
@@ -647,6 +673,16 @@ static int run(struct fuse_args *args, const char *prog)
 	 * READ.  Worker threads inherit the slack of the thread creating them.
 	 */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+
+	/* Before the workers start: they inherit the blocked SIGUSR1. */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	if (pthread_create(&totals, NULL, totals_main, &usr1) != 0) {
+		fprintf(stderr, "%s: cannot start a thread\n", prog);
+		goto out_unmount;
+	}
+	pthread_detach(totals);
 
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)

@@ -22,6 +22,14 @@
  * at most --read-size bytes; a batch holds whole records and is complete
  * once it has at least --batch bytes.
  *
+ * --random SEED reads chunks of --read-size at random chunk-aligned offsets
+ * (uniform over the file, with replacement; xorshift64* seeded with SEED),
+ * with pread(), as many per file as a sequential pass has chunks (fewer
+ * with --batches): a reader with no pattern to learn.
+ *
+ * --time-limit S stops at the first batch boundary after S seconds of wall
+ * time (the output then says limited=1): a bounded run of a slow reader.
+ *
  * --scan: no compute; read whole files in --read-size chunks (batch =
  * one chunk), for hot-data throughput.
  *
@@ -37,8 +45,9 @@
  * open drops the file's cached pages, ~0.1 s per GiB), first_batch_ms (from
  * start to the first full batch, including open), batch_wait_{p50,p90,p99,
  * max}_ms (data time per batch; the first batch of each file includes its
- * open), and check=ok with --check.  MB = 10^6 bytes.  Sizes accept K, M,
- * G, T suffixes (binary multiples).
+ * open), limited (1 if --time-limit ended the run), and check=ok with
+ * --check.  MB = 10^6 bytes.  Sizes accept K, M, G, T suffixes (binary
+ * multiples).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +80,9 @@ struct cfg {
 	uint64_t stride;	/* 0: sequential */
 	uint64_t record;
 	uint64_t offset;
+	int random;
+	uint64_t seed;
+	double time_limit_s;	/* 0: no limit */
 };
 
 struct stats {
@@ -81,6 +93,7 @@ struct stats {
 	uint64_t open_ns;
 	uint64_t start_ns;
 	uint64_t first_batch_ns;
+	int limited;		/* stopped by --time-limit */
 	uint64_t *waits;	/* data time of each batch */
 	size_t nwaits, cap;
 };
@@ -94,7 +107,8 @@ struct input {
 	const unsigned char *map;
 	unsigned char *cbuf;	/* --check buffer, read_size bytes */
 	uint64_t pos;		/* sequential: next offset */
-	uint64_t rec;		/* stride: next record */
+	uint64_t rec;		/* stride: next record; random: reads done */
+	uint64_t rng;		/* random: xorshift64* state */
 };
 
 static const char *prog = "trainer";
@@ -133,6 +147,15 @@ static int parse_uint(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* xorshift64*: fast, and the same sequence for a seed everywhere. */
+static uint64_t next_rand(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 2685821657736338717ULL;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -153,6 +176,9 @@ static void usage(FILE *f)
 "  --stride S         strided records: record i at OFFSET + i*S ...\n"
 "  --record L         ... of L bytes (needs --stride)\n"
 "  --offset O         ... starting at O (default 0)\n"
+"  --random SEED      --read-size chunks at random aligned offsets, as\n"
+"                     many as the file has chunks\n"
+"  --time-limit S     stop at a batch boundary after S seconds\n"
 "  --check REF        compare the data with REF (a file, or a directory\n"
 "                     holding files of the same basename); exit 1 on a\n"
 "                     mismatch\n"
@@ -281,7 +307,20 @@ static ssize_t fill_batch(struct input *in, const struct cfg *c,
 		size_t len;
 		ssize_t n;
 
-		if (c->stride) {
+		if (c->random) {
+			uint64_t nchunks = (in->size + c->read_size - 1) /
+					   c->read_size;
+
+			if (in->rec >= nchunks) {
+				*eof = 1;
+				break;
+			}
+			off = next_rand(&in->rng) % nchunks * c->read_size;
+			len = (size_t)c->read_size;
+			if (len > in->size - off)
+				len = (size_t)(in->size - off);
+			in->rec++;
+		} else if (c->stride) {
 			off = c->offset + in->rec * c->stride;
 			if (c->offset >= in->size ||
 			    in->rec > (in->size - c->offset - 1) / c->stride) {
@@ -308,7 +347,7 @@ static ssize_t fill_batch(struct input *in, const struct cfg *c,
 				len = (size_t)(in->size - off);
 			memcpy(buf + filled, in->map + off, len);
 			n = (ssize_t)len;
-		} else if (c->stride) {
+		} else if (c->stride || c->random) {
 			n = pread_full(in, buf + filled, len, off,
 				       c->read_size);
 		} else {
@@ -331,7 +370,7 @@ static ssize_t fill_batch(struct input *in, const struct cfg *c,
 					    (size_t)n))
 			return -1;
 		filled += (size_t)n;
-		if (!c->stride)
+		if (!c->stride && !c->random)
 			in->pos += (uint64_t)n;
 	}
 	return (ssize_t)filled;
@@ -404,7 +443,7 @@ static int run_file(const char *path, const struct cfg *c, struct stats *st,
 		    unsigned char *buf, unsigned char *cbuf)
 {
 	struct input in = { .path = path, .fd = -1, .ref_fd = -1,
-			    .cbuf = cbuf };
+			    .cbuf = cbuf, .rng = c->seed };
 	uint64_t t0 = now_ns();
 	int eof = 0, ret = 0;
 
@@ -416,6 +455,13 @@ static int run_file(const char *path, const struct cfg *c, struct stats *st,
 		ssize_t n;
 
 		if (c->max_batches && st->batches >= c->max_batches) {
+			ret = 1;
+			break;
+		}
+		if (c->time_limit_s > 0 &&
+		    (double)(now_ns() - st->start_ns - st->check_ns) / 1e9 >=
+		    c->time_limit_s) {
+			st->limited = 1;
 			ret = 1;
 			break;
 		}
@@ -449,7 +495,8 @@ fail:
 int main(int argc, char *argv[])
 {
 	enum { O_BATCH = 256, O_COMPUTE, O_READSIZE, O_MODE, O_BATCHES,
-	       O_PASSES, O_SCAN, O_CHECK, O_STRIDE, O_RECORD, O_OFFSET };
+	       O_PASSES, O_SCAN, O_CHECK, O_STRIDE, O_RECORD, O_OFFSET,
+	       O_RANDOM, O_TIMELIMIT };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "compute-ms", required_argument, NULL, O_COMPUTE },
@@ -462,6 +509,8 @@ int main(int argc, char *argv[])
 		{ "stride", required_argument, NULL, O_STRIDE },
 		{ "record", required_argument, NULL, O_RECORD },
 		{ "offset", required_argument, NULL, O_OFFSET },
+		{ "random", required_argument, NULL, O_RANDOM },
+		{ "time-limit", required_argument, NULL, O_TIMELIMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -523,6 +572,18 @@ int main(int argc, char *argv[])
 		case O_OFFSET:
 			bad = parse_size(optarg, &c.offset);
 			break;
+		case O_RANDOM:
+			c.random = 1;
+			bad = parse_uint(optarg, &c.seed);
+			/* xorshift needs a non-zero state */
+			c.seed = c.seed * 0x9E3779B97F4A7C15ULL + 1;
+			break;
+		case O_TIMELIMIT:
+			errno = 0;
+			c.time_limit_s = strtod(optarg, &end);
+			bad = errno || *end || end == optarg ||
+			      !(c.time_limit_s >= 0);
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -546,6 +607,11 @@ int main(int argc, char *argv[])
 			prog);
 		return 2;
 	}
+	if (c.random && (c.stride || c.use_mmap)) {
+		fprintf(stderr, "%s: --random goes with neither --stride nor "
+			"--mode mmap\n", prog);
+		return 2;
+	}
 	if (c.stride && c.record > c.stride) {
 		fprintf(stderr, "%s: --record must not exceed --stride\n",
 			prog);
@@ -553,7 +619,7 @@ int main(int argc, char *argv[])
 	}
 	if (c.scan) {
 		c.compute_ms = 0;
-		c.batch = c.stride ? 1 : c.read_size;
+		c.batch = c.stride || c.random ? 1 : c.read_size;
 	}
 	if (c.check) {
 		struct stat sb;
@@ -570,7 +636,8 @@ int main(int argc, char *argv[])
 			return 1;
 		}
 	}
-	bufsize = c.batch + (c.stride ? c.record : 0);
+	bufsize = c.batch + (c.stride ? c.record : 0) +
+		  (c.random ? c.read_size : 0);
 	buf = malloc(bufsize);
 	if (!buf) {
 		fprintf(stderr, "%s: cannot allocate a %llu-byte batch\n", prog,
@@ -596,7 +663,7 @@ done:
 	       "wait_s=%.3f data_wait_pct=%.1f mb_s=%.1f read_mb_s=%.1f "
 	       "open_s=%.3f first_batch_ms=%.2f batch_wait_p50_ms=%.2f "
 	       "batch_wait_p90_ms=%.2f batch_wait_p99_ms=%.2f "
-	       "batch_wait_max_ms=%.2f%s\n",
+	       "batch_wait_max_ms=%.2f limited=%d%s\n",
 	       c.use_mmap ? "mmap" : "read", c.scan, argc - optind,
 	       (unsigned long long)c.passes, (unsigned long long)c.batch,
 	       (unsigned long long)st.bytes, (unsigned long long)st.batches,
@@ -606,7 +673,7 @@ done:
 	       (double)st.open_ns / 1e9,
 	       (double)st.first_batch_ns / 1e6, pct_ms(&st, 50),
 	       pct_ms(&st, 90), pct_ms(&st, 99), pct_ms(&st, 100),
-	       c.check ? " check=ok" : "");
+	       st.limited, c.check ? " check=ok" : "");
 	free(st.waits);
 	free(buf);
 	free(cbuf);

@@ -5,11 +5,15 @@ set -eu
 # nginx, curl: the HTTP(S) server and client of the object-storage mount
 # tests (tests/servers.sh); clang-14 and libclang-rt-14-dev: the listing
 # parsers' fuzzers (make fuzz-run); node and npm for their S3 server come from the
-# machine image, or tests/s3/install.sh installs Debian's
+# machine image, or tests/s3/install.sh installs Debian's; python3-torch,
+# python3-numpy, fio: the example trainers (tests/mount_examples.sh);
+# gnuplot-nox, rclone, s3fs: bench/suite.sh and its smoke test
+# (tests/mount_suite.sh).  --bench is accepted for older callers: the list
+# is the same.
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
 libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
-clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio"
-[ "${1:-}" = "--bench" ] && PKGS="$PKGS gnuplot-nox"
+clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio
+gnuplot-nox rclone s3fs"
 missing=()
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
