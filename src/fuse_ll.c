@@ -710,31 +710,38 @@ void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 		  const struct iovec *iov, int iovcnt)
 {
 	struct fuse_session *se = arg;
-	struct fuse_bufvec *bv;
 	uint64_t t0 = pf_trace_on() ? pf_now_ns() : 0;
-	int ret;
+	uint64_t start = off;
+	int ret = 0;
 
-	bv = malloc(sizeof(*bv) + (size_t)iovcnt * sizeof(bv->buf[0]));
-	if (!bv)
-		return;
-	memset(bv, 0, sizeof(*bv));
-	bv->count = (size_t)iovcnt;
-	for (int i = 0; i < iovcnt; i++) {
-		memset(&bv->buf[i], 0, sizeof(bv->buf[i]));
-		bv->buf[i].mem = iov[i].iov_base;
-		bv->buf[i].size = iov[i].iov_len;
-		bv->buf[i].fd = -1;
+	/*
+	 * One store per run of adjacent buffers: libfuse writes a one-buffer
+	 * vector straight from it, where a longer one is first copied into
+	 * a buffer it allocates (and faults in) on every call.
+	 */
+	for (int i = 0; i < iovcnt;) {
+		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(iov[i].iov_len);
+		char *base = iov[i].iov_base;
+		size_t len = iov[i].iov_len;
+
+		for (i++; i < iovcnt && (char *)iov[i].iov_base == base + len;
+		     i++)
+			len += iov[i].iov_len;
+		bv.buf[0].mem = base;
+		bv.buf[0].size = len;
+		ret = fuse_lowlevel_notify_store(se, ino, (off_t)off, &bv, 0);
+		/* -ENOENT: the kernel forgot the inode; nothing to do */
+		if (ret < 0 && ret != -ENOENT)
+			pf_debug("pushing %" PRIu64 "+%zu of inode %" PRIu64
+				 " to the page cache: %s",
+				 off, len, ino, strerror(-ret));
+		if (ret < 0)
+			break;
+		off += len;
 	}
-	/* -ENOENT: the kernel forgot the inode; nothing to do */
-	ret = fuse_lowlevel_notify_store(se, ino, (off_t)off, bv, 0);
 	if (pf_trace_on())
-		pf_trace_push(ino, off, fuse_buf_size(bv), t0, pf_now_ns(),
+		pf_trace_push(ino, start, off - start, t0, pf_now_ns(),
 			      ret < 0 ? -ret : 0);
-	if (ret < 0 && ret != -ENOENT)
-		pf_debug("pushing %" PRIu64 "+%zu of inode %" PRIu64
-			 " to the page cache: %s",
-			 off, fuse_buf_size(bv), ino, strerror(-ret));
-	free(bv);
 }
 
 /* ---- session ----------------------------------------------------------- */
