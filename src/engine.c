@@ -1453,22 +1453,31 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 
 /* ---- files ----------------------------------------------------------- */
 
-struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
-			      uint64_t tag)
+/* A new file with one reference, not yet on e->files; takes @path. */
+static struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
+				    uint64_t tag)
 {
-	struct pf_efile *f = calloc(1, sizeof(*f));
+	struct pf_efile *f = path ? calloc(1, sizeof(*f)) : NULL;
 
-	if (!f)
-		return NULL;
-	f->path = strdup(path);
-	if (!f->path) {
-		free(f);
+	if (!f) {
+		free(path);
 		return NULL;
 	}
+	f->path = path;
 	f->e = e;
 	f->tag = tag;
 	f->refs = 1;
 	list_init(&f->blocks);
+	return f;
+}
+
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
+			      uint64_t tag)
+{
+	struct pf_efile *f = efile_alloc(e, strdup(path), tag);
+
+	if (!f)
+		return NULL;
 	pthread_mutex_lock(&e->lock);
 	/* a file the engine opened ahead of its reader: that one */
 	for (struct list *l = e->files.next; e->nghosts && l != &e->files;
@@ -1805,15 +1814,9 @@ static struct pf_efile *ghost_get(struct pf_engine *e, char *path)
 			return NULL;
 		f->refs++;
 	} else {
-		f = calloc(1, sizeof(*f));
-		if (!f) {
-			free(path);
+		f = efile_alloc(e, path, 0);
+		if (!f)
 			return NULL;
-		}
-		f->path = path;
-		f->e = e;
-		f->refs = 1;
-		list_init(&f->blocks);
 		list_add_tail(&e->files, &f->node);
 	}
 	f->ghost = GHOST_OPENING;
