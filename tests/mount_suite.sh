@@ -67,9 +67,10 @@ for store in ["slowfs", "http", "s3"]:
                     print("row without its reason:", m[0]); bad += 1
                 continue
             if num(r["wait_pct"]) is None:
-                # only s3fs may fail, and then with the reason
-                if s != "s3fs" or not r["note"].startswith("mount failed: ") or len(r["note"]) < 20:
-                    print("no numbers:", m[0]); bad += 1
+                # every system reads every store it supports (s3fs too:
+                # tests/s3/s3server.js fixes s3rver's check of its
+                # signatures)
+                print("no numbers:", m[0]); bad += 1
                 continue
             w, mb, amp = num(r["wait_pct"]), num(r["mb_s"]), num(r["amplification"])
             ok = 0 <= w <= 100 and mb and mb > 0 and amp is not None and amp >= 0.95

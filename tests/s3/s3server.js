@@ -26,7 +26,10 @@
  *     s3rver ignores both;
  *   - ranges: "bytes=0-0" gets the whole object (an end of 0 is taken as
  *     "no end"), "bytes=-N" (the last N) gets bytes 0..N, any range of an
- *     empty object gets a broken response (0 bytes, Content-Length 1).
+ *     empty object gets a broken response (0 bytes, Content-Length 1);
+ *   - signatures of bucket requests sent as "/bucket/" (s3fs lists so):
+ *     s3rver checks them against the path "/bucket", so every one fails
+ *     with SignatureDoesNotMatch; S3 signs the path as sent.
  */
 const fs = require('fs');
 const path = require('path');
@@ -138,6 +141,33 @@ try {
 } catch (err) {
 	console.error('s3server: no DES cipher (' + err.message + '): run node with --openssl-legacy-provider');
 	process.exit(1);
+}
+
+if (!raw) {
+	/*
+	 * The signature check builds the path it signs from the route's
+	 * bucket and key, which loses the "/" of "GET /bucket/".  Its source
+	 * gets that "/" back before s3rver loads it (it has no hook for it).
+	 */
+	const Module = require('module');
+	const file = path.join(S3RVER, 'lib/middleware/authentication.js');
+	const key = "      if (ctx.params.key) {\n" +
+		"        canonicalizedResource += '/' + ctx.params.key;\n" +
+		'      }';
+	let src = fs.readFileSync(file, 'utf8');
+	if (!src.includes(key)) {
+		console.error('s3server: ' + file + ' is not the one this launcher patches');
+		process.exit(1);
+	}
+	src = src.replace(key, key + " else if (!ctx.state.vhost && ctx.path.endsWith('/')) {\n" +
+		"        canonicalizedResource += '/';\n" +
+		'      }');
+	const m = new Module(file, module);
+	m.filename = file;
+	m.paths = Module._nodeModulePaths(path.dirname(file));
+	m._compile(src, file);
+	m.loaded = true;
+	require.cache[file] = m;
 }
 
 const S3rver = require(S3RVER);
