@@ -68,7 +68,7 @@ for store in ["slowfs", "http", "s3"]:
                 continue
             if num(r["wait_pct"]) is None:
                 # every system reads every store it supports (s3fs too:
-                # tests/s3/s3server.js fixes s3rver's check of its
+                # tests/s3/s3server.js fixes how s3rver checks its
                 # signatures)
                 print("no numbers:", m[0]); bad += 1
                 continue
