@@ -1272,12 +1272,18 @@ static void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	pc = stream_plan(e, s);
 	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	if (st->pattern == PF_PAT_SEQUENTIAL && !f->next_asked) {
-		/* once the windows reach past the end, the stream's depth of
-		 * read-ahead goes on in the next file */
-		uint64_t depth = pc.windows * pf_plan_window(st, &pc);
+		/*
+		 * Once the windows reach past the end, read ahead in the next
+		 * file: one window, at most two of the smallest, enough to
+		 * cover the new stream's first batch until it is learned (a
+		 * next file that is not read costs no more than that).
+		 */
+		uint64_t win = pf_plan_window(st, &pc);
+		uint64_t want = win < 2 * pc.min_window ? win :
+							  2 * pc.min_window;
 
-		if (st->next_off + depth > f->size)
-			next_ask(e, f, depth);
+		if (st->next_off + pc.windows * win > f->size)
+			next_ask(e, f, want);
 	}
 	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
 	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
