@@ -1,5 +1,6 @@
 /*
- * pf_json.h - a small JSON reader: text in, a tree of nodes out.
+ * pf_json.h - a small JSON reader: text in, a tree of nodes out; and the
+ * one string quoting the daemon's JSON writers (stats file, trace) share.
  *
  * For the tools that read the daemon's stats file (prefetchfs-stat), so
  * small documents; it is not a streaming parser.  The input is untrusted
@@ -54,5 +55,15 @@ double pf_json_num(const struct pf_json *obj, const char *key, double dflt);
 /* Member @key as a string, else @dflt. */
 const char *pf_json_str(const struct pf_json *obj, const char *key,
 			const char *dflt);
+
+/*
+ * Writes @str as a quoted JSON string through @put, which gets the output
+ * in order, piece by piece (@n bytes at @s, not NUL-terminated).  Strings
+ * are bytes (file names): a byte that is not part of valid UTF-8 is written
+ * as the code point of the same value (as Latin-1 would), so the output is
+ * always valid JSON.  Any thread.
+ */
+typedef void (*pf_json_put_fn)(void *arg, const char *s, size_t n);
+void pf_json_quote(const char *str, pf_json_put_fn put, void *arg);
 
 #endif

@@ -40,6 +40,7 @@
 
 #include "pf_clock.h"
 #include "pf_engine.h"
+#include "pf_json.h"
 #include "pf_log.h"
 #include "pf_pool.h"
 #include "pf_trace.h"
@@ -2144,55 +2145,15 @@ static void sb_printf(struct sbuf *sb, const char *fmt, ...)
 	}
 }
 
-/* Length of the valid UTF-8 sequence at @s, or 0. */
-static int utf8_len(const unsigned char *s)
+static void sb_put(void *arg, const char *s, size_t n)
 {
-	int n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* overlong 3- and 4-byte forms, surrogates, past U+10FFFF */
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
+	sb_printf(arg, "%.*s", (int)n, s);
 }
 
-/*
- * A file name as a JSON string.  Names are bytes, JSON is Unicode: a byte
- * that is not part of valid UTF-8 is shown as the code point of the same
- * value (as Latin-1 would), so the output is always valid JSON.
- */
+/* A file name as a JSON string (see pf_json_quote()). */
 static void sb_json_str(struct sbuf *sb, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	sb_printf(sb, "\"");
-	while (*s) {
-		int n = utf8_len(s);
-
-		if (*s == '"' || *s == '\\')
-			sb_printf(sb, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f)
-			sb_printf(sb, "\\u%04x", *s);
-		else if (n == 0)
-			sb_printf(sb, "\\u%04x", *s);
-		else
-			sb_printf(sb, "%.*s", n, (const char *)s);
-		s += n ? n : 1;
-	}
-	sb_printf(sb, "\"");
+	pf_json_quote(str, sb_put, sb);
 }
 
 /* Bytes of @st's plan that are in memory, in order, up to the first gap. */

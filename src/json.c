@@ -5,11 +5,13 @@
  * Numbers become doubles (exact up to 2^53, which covers the byte counters
  * of the stats file); strings are decoded, \u escapes and surrogate pairs
  * included.  Depth is bounded so that hostile input cannot exhaust the
- * stack.
+ * stack.  pf_json_quote() is the writers' side: the string quoting of the
+ * stats file and the trace.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,4 +348,55 @@ const char *pf_json_str(const struct pf_json *obj, const char *key,
 	const struct pf_json *v = pf_json_get(obj, key);
 
 	return v && v->type == PF_JSON_STR ? v->str : dflt;
+}
+
+/* ---- writing --------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at @s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+	int n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	/* overlong 3- and 4-byte forms, surrogates, past U+10FFFF */
+	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+void pf_json_quote(const char *str, pf_json_put_fn put, void *arg)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	char esc[8];
+
+	put(arg, "\"", 1);
+	while (*s) {
+		int n = utf8_len(s);
+
+		if (*s == '"' || *s == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*s;
+			put(arg, esc, 2);
+		} else if (*s < 0x20 || *s == 0x7f || n == 0) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *s);
+			put(arg, esc, 6);
+		} else {
+			put(arg, (const char *)s, (size_t)n);
+		}
+		s += n ? n : 1;
+	}
+	put(arg, "\"", 1);
 }

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "pf_clock.h"
+#include "pf_json.h"
 #include "pf_log.h"
 #include "pf_pattern.h"
 #include "pf_trace.h"
@@ -405,52 +406,15 @@ static const char *name_of(uint64_t tag)
 
 /* ---- JSON output --------------------------------------------------------- */
 
-/* Length of the valid UTF-8 sequence at @s, or 0 (as the stats file). */
-static int utf8_len(const unsigned char *s)
+static void fp_put(void *arg, const char *s, size_t n)
 {
-	int n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
-	    (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return n;
+	fwrite(s, 1, n, arg);
 }
 
-/*
- * @str as a JSON string.  File names are bytes: one that is not part of
- * valid UTF-8 becomes the code point of the same value (as Latin-1), the
- * same rule as the stats file, so the output is always valid JSON.
- */
+/* @str as a JSON string, by the stats file's rule (pf_json_quote()). */
 static void json_str(FILE *fp, const char *str)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', fp);
-	while (*s) {
-		int n = utf8_len(s);
-
-		if (*s == '"' || *s == '\\')
-			fprintf(fp, "\\%c", *s);
-		else if (*s < 0x20 || *s == 0x7f || n == 0)
-			fprintf(fp, "\\u%04x", *s);
-		else
-			fwrite(s, 1, (size_t)n, fp);
-		s += n ? n : 1;
-	}
-	fputc('"', fp);
+	pf_json_quote(str, fp_put, fp);
 }
 
 /* Microseconds with nanosecond digits: the format's unit. */
