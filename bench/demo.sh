@@ -59,14 +59,10 @@ cat "$WORK"/www/* >/dev/null	# only the simulated network should count
 
 nginx_start "$WORK/www" >/dev/null || { echo "bench/demo.sh: nginx did not start" >&2; exit 1; }
 UP=${NGINX_URL#http://}
-UP=${UP%/}
-bench/delayproxy -L "$LAT" -b "$BW" -p "$WORK/proxy.port" "$UP" 2>"$WORK/proxy.log" &
-CLEANUP_HOOKS+=("kill $! 2>/dev/null")
-for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
-[ -s "$WORK/proxy.port" ] || { echo "bench/demo.sh: delayproxy did not start:" >&2; cat "$WORK/proxy.log" >&2; exit 1; }
-URL="http://127.0.0.1:$(cat "$WORK/proxy.port")/"
+delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/demo.sh: delayproxy did not start" >&2; exit 1; }
+URL=$DELAY_URL/
 echo "== object store: nginx behind bench/delayproxy at $URL"
-echo "   $(head -1 "$WORK/proxy.log" | sed 's/^delayproxy: [^,]*, //')"
+echo "   $DELAY_DESC"
 
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 row() {

@@ -59,12 +59,8 @@ cat "$WORK/www/$FILE" >/dev/null
 BYTES=$(stat -c %s "$WORK/www/$FILE")
 nginx_start "$WORK/www" >/dev/null
 UP=${NGINX_URL#http://}
-UP=${UP%/}
-bench/delayproxy -L "$LAT" -b "$BW" -p "$WORK/proxy.port" "$UP" 2>"$WORK/proxy.log" &
-PROXY_PID=$!
-CLEANUP_HOOKS+=("kill $PROXY_PID")
-for _ in $(seq 100); do [ -s "$WORK/proxy.port" ] && break; sleep 0.05; done
-URL="http://127.0.0.1:$(cat "$WORK/proxy.port")/"
+delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/objstore.sh: delayproxy did not start" >&2; exit 1; }
+URL=$DELAY_URL/
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # cpu_s PID TICKS0: CPU seconds PID used since TICKS0
@@ -77,9 +73,9 @@ mount_pf() { # mnt opts
 cpu_start() {
 	DPID=$(pf_pid "$1")
 	D0=$(cpu_ticks "$DPID")
-	P0=$(cpu_ticks "$PROXY_PID")
+	P0=$(cpu_ticks "$DELAY_PID")
 }
-cpu_cols() { printf '%8s | %8s' "$(cpu_s "$DPID" "$D0")" "$(cpu_s "$PROXY_PID" "$P0")"; }
+cpu_cols() { printf '%8s | %8s' "$(cpu_s "$DPID" "$D0")" "$(cpu_s "$DELAY_PID" "$P0")"; }
 scan() { # label mnt file
 	local out
 	cpu_start "$2"
@@ -105,7 +101,7 @@ SINGLE=$(curl -s -o /dev/null -r "0-$((ONE - 1))" -w '%{speed_download}' "$URL$F
 	python3 -c 'import sys; print("%.1f" % (float(sys.stdin.read()) / 1e6))')
 
 {
-echo "## Object store: $(head -1 "$WORK/proxy.log" | sed 's/^delayproxy: //')"
+echo "## Object store: $(head -1 "$DELAY_DIR/log" | sed 's/^delayproxy: //')"
 echo
 echo "nginx behind bench/delayproxy: ${LAT} ms before the first byte of every response, $BW/s"
 echo "per connection. Object: $((BYTES >> 20)) MiB."

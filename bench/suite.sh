@@ -213,25 +213,17 @@ store_up() {
 		;;
 	http|s3)
 		[ "$kind" = http ] && up=$NGINX_UP || up=$S3_UP
-		CLOG=$WORK/proxy.$kind.$lat.log
-		rm -f "$WORK/proxy.$kind.$lat.port"
-		CPID=$(spawn "$WORK/proxy.$kind.$lat.pid" "$CLOG" bench/delayproxy \
-			-L "$lat" -b "$BW" -p "$WORK/proxy.$kind.$lat.port" "$up")
-		CLEANUP_HOOKS+=("kill $CPID 2>/dev/null")
-		for _ in $(seq 100); do
-			[ -s "$WORK/proxy.$kind.$lat.port" ] && break
-			sleep 0.05
-		done
-		[ -s "$WORK/proxy.$kind.$lat.port" ] || { cat "$CLOG"; return 1; }
-		PPORT=$(cat "$WORK/proxy.$kind.$lat.port")
+		delayproxy_start "$up" "$lat" "$BW" >/dev/null || return 1
+		CPID=$DELAY_PID
+		CLOG=$DELAY_DIR/log
 		if [ "$kind" = http ]; then
-			SRC=http://127.0.0.1:$PPORT/
+			SRC=$DELAY_URL/
 			STORE_DESC="nginx"
 		else
-			SRC=http://127.0.0.1:$PPORT
+			SRC=$DELAY_URL
 			STORE_DESC="s3rver"
 		fi
-		STORE_DESC="$STORE_DESC behind $(head -1 "$CLOG" | sed 's/^delayproxy: [^,]*, //')"
+		STORE_DESC="$STORE_DESC behind $DELAY_DESC"
 		;;
 	esac
 }

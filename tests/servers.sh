@@ -29,6 +29,12 @@
 #       curl signing with S3_KEY/S3_SECRET (SigV4, unsigned payload)
 #   s3_url BUCKET [KEY]
 #       $S3_ENDPOINT/BUCKET/KEY with KEY percent-encoded
+#   delayproxy_start HOST:PORT LATENCY_MS BYTES_PER_SEC
+#       bench/delayproxy in front of the server at HOST:PORT (a store far
+#       away: first-byte latency, a bandwidth cap per connection).  Sets
+#       DELAY_URL (http://127.0.0.1:PORT), DELAY_PID, DELAY_DIR (its log:
+#       the first line says what it simulates, SIGUSR1 adds byte totals)
+#       and DELAY_DESC (that line without the addresses); prints DELAY_URL.
 #   nginx_stop / s3_stop
 #       stop the last nginx / S3 server started (to test a dead server);
 #       server_stop DIR stops the one whose NGINX_DIR or S3_DIR is DIR
@@ -148,6 +154,31 @@ servers_stop_all() {
 		[ -f "$d/pid" ] && server_stop "${d%/}"
 	done
 	return 0
+}
+
+# ---- delayproxy ---------------------------------------------------------
+
+delayproxy_start() {
+	[ $# -eq 3 ] || { echo "usage: delayproxy_start HOST:PORT LATENCY_MS BYTES_PER_SEC" >&2; return 2; }
+	local dir pid i
+	dir=$(_srv_dir delayproxy)
+	pid=$(_srv_spawn "$dir" "$TOP/bench/delayproxy" -L "$2" -b "$3" -p "$dir/port" "$1")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$dir/port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ ! -s "$dir/port" ]; then
+		echo "delayproxy in $dir did not start; its log:"
+		cat "$dir/log"
+		server_stop "$dir"
+		return 1
+	fi
+	DELAY_URL=http://127.0.0.1:$(cat "$dir/port")
+	DELAY_PID=$pid
+	DELAY_DIR=$dir
+	DELAY_DESC=$(head -1 "$dir/log" | sed 's/^delayproxy: [^,]*, //')
+	echo "$DELAY_URL"
 }
 
 # ---- nginx --------------------------------------------------------------
