@@ -1883,9 +1883,12 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 		return;
 
 	pthread_mutex_lock(&e->lock);
-	f = e->stopping || e->next_stop ? NULL : ghost_get(e, path);
-	if (!f && (e->stopping || e->next_stop))
+	if (e->stopping || e->next_stop) {
 		free(path);
+		f = NULL;
+	} else {
+		f = ghost_get(e, path);
+	}
 	pthread_mutex_unlock(&e->lock);
 	if (!f)
 		return;
