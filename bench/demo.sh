@@ -46,20 +46,44 @@ done
 command -v nginx >/dev/null || { echo "bench/demo.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
 
 # temporary directories, mounts and servers that are always cleaned up,
-# on Ctrl-C too
+# on Ctrl-C and on a failed step too (lib.sh's cleanup, which finds the
+# mounts made inside $(train ...) through $WORK/mounts)
 . tests/lib.sh
 . tests/servers.sh
 set +u
-trap 'echo; echo "interrupted: unmounting and stopping the servers"; exit 130' INT TERM
 
+# step WHAT: what the demo does now, for the line printed when it fails
+# (a file: train runs in a subshell)
+step() { echo "$1" >"$WORK/step"; }
+demo_exit() {
+	local rc=$? what
+	set +e
+	trap '' INT TERM HUP
+	what=$(cat "$WORK/step" 2>/dev/null)
+	if [ $rc -eq 130 ] || [ $rc -eq 143 ]; then
+		echo "bench/demo.sh: interrupted while ${what:-starting}: unmounting and stopping the servers" >&2
+	elif [ $rc -ne 0 ]; then
+		echo "bench/demo.sh: failed while ${what:-starting} (exit $rc)" >&2
+	fi
+	cleanup
+	exit $rc
+}
+trap demo_exit EXIT
+trap 'echo; exit 130' INT
+trap 'exit 143' TERM
+
+step "making the dataset"
 mkdir -p "$WORK/www"
 echo "== dataset: $SHARDS shards of $SHARD_SIZE in $WORK/www"
 bench/mkdata "$WORK/www" "$SHARDS" "$SHARD_SIZE" >/dev/null
 cat "$WORK"/www/* >/dev/null	# only the simulated network should count
 
-nginx_start "$WORK/www" >/dev/null || { echo "bench/demo.sh: nginx did not start" >&2; exit 1; }
+# (the *_start functions print the server's log when it does not start)
+step "starting nginx"
+nginx_start "$WORK/www" >"$WORK/start.out" || { cat "$WORK/start.out" >&2; exit 1; }
 UP=${NGINX_URL#http://}
-delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/demo.sh: delayproxy did not start" >&2; exit 1; }
+step "starting bench/delayproxy"
+delayproxy_start "${UP%/}" "$LAT" "$BW" >"$WORK/start.out" || { cat "$WORK/start.out" >&2; exit 1; }
 URL=$DELAY_URL/
 echo "== object store: nginx behind bench/delayproxy at $URL"
 echo "   $DELAY_DESC"
@@ -69,14 +93,21 @@ row() {
 	printf '%-30s %10s %10s %8s\n' "$1" "$(field data_wait_pct "$2")" \
 		"$(field samples_s "$2")" "$(field mb_s "$2")"
 }
-train() { # label mnt opts
+# train LABEL MNT OPTS: mount, run the trainer, keep the stats, unmount;
+# prints the trainer's line.  (A subshell: errexit does not reach here,
+# every step is checked.)
+train() {
 	local out
 	echo "== $1: mounting $URL on $2 (-o $3), running the trainer" >&2
+	step "mounting $2 ($1)"
 	pf_mount "$URL" "$2" -o "$3" >&2 || exit 1
+	step "running the trainer on $2 ($1)"
 	out=$(python3 examples/simple_trainer.py --batch "$BATCH" \
-		--compute-ms "$COMPUTE" "$2")
-	cp "$2/.prefetchfs/stats" "$WORK/$(basename "$2").json"
-	pf_umount "$2"
+		--compute-ms "$COMPUTE" "$2") || exit 1
+	step "reading $2/.prefetchfs/stats ($1)"
+	cp "$2/.prefetchfs/stats" "$WORK/$(basename "$2").json" || exit 1
+	step "unmounting $2 ($1)"
+	pf_umount "$2" || exit 1
 	echo "$out"
 }
 
@@ -84,6 +115,7 @@ echo "== trainer: examples/simple_trainer.py, $BATCH batches, $COMPUTE ms comput
 off=$(train "prefetchfs -o prefetch=off" "$WORK/off" prefetch=off)
 on=$(train "prefetchfs" "$WORK/on" max_memory=2G)
 
+step "printing the report"
 echo
 printf '%-30s %10s %10s %8s\n' "reading the dataset" "data wait%" "samples/s" "MB/s"
 row "prefetchfs -o prefetch=off" "$off"
@@ -105,4 +137,5 @@ print("  fetched %d MiB in %d ranged GETs, pushed to the page cache %d MiB, memo
 EOF
 echo
 echo "data wait % = share of the run the trainer waited for data instead of computing"
-finish >/dev/null
+step "stopping the mounts"
+finish

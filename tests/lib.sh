@@ -27,38 +27,89 @@ FAILS=0
 export ASAN_OPTIONS="log_path=$WORK/sanitizer:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="log_path=$WORK/sanitizer:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 
+# Every mount and daemon is also written to $WORK/mounts and $WORK/pids:
+# a mount made inside $(...) or ( ) changes no array of this shell, and
+# cleanup must still find it.
+track_mount() {
+	MOUNTS+=("$1")
+	echo "$1" >>"$WORK/mounts"
+}
+track_pid() {
+	DAEMON_PIDS+=("$1")
+	echo "$1" >>"$WORK/pids"
+}
+
+# is_mounted MNT: MNT is a mount point (from the mount table: never stats
+# MNT, which would block on a hung daemon)
+is_mounted() {
+	awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+# all_mounts: every mount of this test, one a line, newest first: the
+# file's (in the order made) then the ones tests added to MOUNTS
+# themselves, each once
+all_mounts() {
+	{
+		cat "$WORK/mounts" 2>/dev/null
+		printf '%s\n' "${MOUNTS[@]}"
+	} | awk 'NF && !seen[$0]++' | tac
+}
+
+all_pids() {
+	{
+		cat "$WORK/pids" 2>/dev/null
+		printf '%s\n' "${DAEMON_PIDS[@]}"
+	} | awk 'NF && !seen[$0]++'
+}
+
+# cleanup (the EXIT trap) must run to its end whatever fails in it and
+# whatever the caller set (errexit, nounset), and a second Ctrl-C must not
+# cut it short: every step is bounded in time.
 cleanup() {
-	local m i p
+	set +eu +o pipefail
+	trap '' INT TERM HUP
+	if [ -n "${PF_CLEANED:-}" ]; then
+		return 0
+	fi
+	PF_CLEANED=1
+	local m p pass mounts=() pids=()
 	# background jobs of the test (readers, samplers) first: they may
 	# hold files of the mounts open
 	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	mapfile -t mounts < <(all_mounts)
 	# newest mount first: a mount stacked on another (prefetchfs over
-	# slowfs) must go before the one it reads from
-	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-		m=${MOUNTS[i]}
-		if mountpoint -q "$m" 2>/dev/null; then
+	# slowfs) must go before the one it reads from; a second pass for a
+	# lower mount that was still busy
+	for pass in 1 2; do
+		for m in "${mounts[@]}"; do
+			is_mounted "$m" || continue
 			p=$(mount_daemon_pid "$m")
-			fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
-			[ -n "$p" ] && wait_gone "$p" 50
-		fi
+			fusermount3 -u "$m" 2>/dev/null ||
+				{ [ $pass -eq 2 ] && { fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }; }
+			[ -n "$p" ] && ! is_mounted "$m" && wait_gone "$p" 50
+		done
 	done
 	# give daemons a moment to exit, then make sure none is left
 	sleep 0.2
 	pkill -f "$(pf_daemons_re)" 2>/dev/null
 	# a daemon that still runs is stuck: kill it, which also aborts its
 	# FUSE connection and so frees readers blocked on it
-	for p in "${DAEMON_PIDS[@]}"; do
+	mapfile -t pids < <(all_pids)
+	for p in "${pids[@]}"; do
 		wait_gone "$p" 20 || { ours "$p" && kill -9 "$p" 2>/dev/null; }
 	done
-	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-		mountpoint -q "${MOUNTS[i]}" 2>/dev/null && fusermount3 -uz "${MOUNTS[i]}" 2>/dev/null
+	for m in "${mounts[@]}"; do
+		is_mounted "$m" && fusermount3 -uz "$m" 2>/dev/null
 	done
 	# servers the daemons read from go last, before their files
 	for p in "${CLEANUP_HOOKS[@]}"; do eval "$p"; done
-	rm -rf "$WORK"
+	# (never into a mount that would not go)
+	rm -rf --one-file-system "$WORK"
+	return 0
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 need_fuse() {
 	if [ ! -c /dev/fuse ]; then
@@ -79,11 +130,11 @@ check() { # check "what" command...
 }
 # Unmount everything and wait until the daemons have exited.
 unmount_all() {
-	local m i p
+	local m p mounts=()
 	# newest first (see cleanup)
-	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-		m=${MOUNTS[i]}
-		mountpoint -q "$m" 2>/dev/null || continue
+	mapfile -t mounts < <(all_mounts)
+	for m in "${mounts[@]}"; do
+		is_mounted "$m" || continue
 		# the daemon must be gone before the mount below it goes
 		p=$(mount_daemon_pid "$m")
 		fusermount3 -u "$m" || fail "unmount of $m"
@@ -91,7 +142,7 @@ unmount_all() {
 			fail "the daemon of $m (pid $p) did not exit after unmount"
 		fi
 	done
-	for i in $(seq 100); do
+	for p in $(seq 100); do
 		pgrep -f "$(pf_daemons_re)" >/dev/null || return 0
 		sleep 0.1
 	done
@@ -115,7 +166,7 @@ pf_mount() {
 	shift 2
 	mkdir -p "$mnt"
 	local log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
+	track_mount "$mnt"
 	DAEMON_LOGS+=("$log")
 	"$PF" "$@" "$src" "$mnt" >"$log" 2>&1
 	local rc=$?
@@ -126,14 +177,14 @@ pf_mount() {
 	fi
 	local pid
 	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
+	[ -n "$pid" ] && track_pid "$pid"
 	return 0
 }
 
 # pf_umount MNT: unmount and wait (up to 10 s) for the daemon to exit.
 pf_umount() {
 	local p rc
-	mountpoint -q "$1" || return 0
+	is_mounted "$1" || return 0
 	p=$(mount_daemon_pid "$1")
 	fusermount3 -u "$1"
 	rc=$?
@@ -151,7 +202,8 @@ check_daemon_logs() {
 		fail "sanitizer report from the daemon: $l"
 		cat "$l"
 	done
-	for l in "${DAEMON_LOGS[@]}"; do
+	# (the logs of mounts made in subshells too)
+	for l in $(printf '%s\n' "${DAEMON_LOGS[@]}" "$WORK"/daemon.*.log | sort -u); do
 		[ -f "$l" ] || continue
 		if grep -qE 'AddressSanitizer|UndefinedBehaviorSanitizer|runtime error:|LeakSanitizer' "$l"; then
 			fail "sanitizer report in $l"
@@ -238,7 +290,7 @@ slowfs_mount() {
 	local src=$1 mnt=$2 pid
 	shift 2
 	mkdir -p "$mnt"
-	MOUNTS+=("$mnt")
+	track_mount "$mnt"
 	local log="$WORK/slowfs.$(basename "$mnt").log"
 	if ! "$SLOWFS" "$@" "$src" "$mnt" >"$log" 2>&1 || ! mountpoint -q "$mnt"; then
 		echo "slowfs mount of $src on $mnt failed:"
@@ -246,7 +298,7 @@ slowfs_mount() {
 		return 1
 	fi
 	pid=$(daemon_pid "$SLOWFS" "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
+	[ -n "$pid" ] && track_pid "$pid"
 	return 0
 }
 
