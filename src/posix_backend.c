@@ -2,10 +2,12 @@
  * posix_backend.c - the dataset is a directory of the local system (a local
  * disk, or NFS, Lustre, ... mounted here).
  *
- * Metadata (getattr, readdir, readlink, statfs, open) is served by plain
- * *at() system calls relative to one O_PATH descriptor of the root, on the
- * caller's thread.  Data reads are asynchronous: submit() only queues the
- * bio, and an engine thread reads it and calls bio->done():
+ * Metadata (getattr, readdir, readlink, statfs, open) is served by *at()
+ * system calls relative to one O_PATH descriptor of the root, on the
+ * caller's thread, and never resolves a path out of the root (see
+ * "Resolution beneath the root" below).  Data reads are asynchronous:
+ * submit() only queues the bio, and an engine thread reads it and calls
+ * bio->done():
  *
  *  - io_uring: one ring of queue_depth reads, owned by one thread;
  *  - pread: when io_uring cannot be set up (old kernel, seccomp, the
@@ -121,6 +123,9 @@ struct pr_worker {
 struct posix_backend {
 	struct pf_backend be;	/* first: ops see a struct pf_backend */
 	int rootfd;
+	/* openat2() works here; cleared for good the first time it fails
+	 * with ENOSYS */
+	atomic_bool has_openat2;
 	bool uring;		/* engine: io_uring, else pread */
 	unsigned depth;
 
@@ -175,24 +180,215 @@ static int check_path(const char *path)
 	return 0;
 }
 
+/*
+ * Resolution beneath the root.  A path names entries the kernel looked up
+ * as directories, but the source may change between that lookup and the
+ * call: a directory on the path replaced by a symlink to /etc or to ..
+ * must not take the daemon (often root, often serving other users with
+ * allow_other) out of the source.  So no call here resolves a path with
+ * plain *at(): the directory part is opened with openat2(RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS), which fails with EXDEV rather than leave the
+ * root (a symlink that stays inside is harmless and followed), and the last
+ * component is never followed (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, readlinkat
+ * on the parent): a symlink of the dataset is served as a symlink, as
+ * lstat() shows it, whatever it points to.  Where openat2() does not exist
+ * (Linux < 5.6, or a seccomp filter that refuses it) the directory part is
+ * walked one component at a time with O_NOFOLLOW, so that no symlink on it
+ * is followed at all.
+ */
+
 /* *at() calls name the directory fd itself with "." rather than "" */
 static const char *rel(const char *path)
 {
 	return path[0] ? path : ".";
 }
 
+/* openat2(RESOLVE_BENEATH) tells a path that leaves the root by EXDEV */
+static int beneath_err(int err)
+{
+	return err == EXDEV ? -ELOOP : -err;
+}
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef RESOLVE_BENEATH
+#define RESOLVE_NO_MAGICLINKS	0x02
+#define RESOLVE_BENEATH		0x08
+#endif
+
+/* struct open_how of <linux/openat2.h> (not in every libc's headers) */
+struct pf_open_how {
+	uint64_t flags;
+	uint64_t mode;
+	uint64_t resolve;
+};
+
+/* openat2() beneath @dirfd; -ENOSYS where the kernel has none. */
+static int openat2_beneath(int dirfd, const char *path, int flags)
+{
+	struct pf_open_how how = {
+		.flags = (uint64_t)(unsigned)flags,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	/* EAGAIN: a rename raced with a ".." on the way; try again */
+	for (int tries = 0; tries < 64; tries++) {
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return (int)fd;
+		if (errno != EAGAIN && errno != EINTR)
+			break;
+	}
+	return beneath_err(errno);
+}
+
+/*
+ * Whether openat2() resolves beneath @rootfd here: a seccomp filter may
+ * refuse it with EPERM rather than ENOSYS, and an old kernel may not know
+ * a resolve flag (EINVAL, E2BIG); opening "." itself can fail for none of
+ * the ordinary reasons.
+ */
+static bool openat2_works(int rootfd)
+{
+	int fd = openat2_beneath(rootfd, ".", O_PATH | O_DIRECTORY |
+				 O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
+ * The fallback: @path (relative, no "..") from @dirfd one component at a
+ * time; every component but the last must be a directory and no symlink.
+ * The last is opened with @flags | O_NOFOLLOW.
+ */
+static int walk_beneath(int dirfd, const char *path, int flags)
+{
+	int dfd = dirfd;
+	const char *p = path;
+	char name[NAME_MAX + 1];
+	int fd;
+
+	for (;;) {
+		const char *slash = strchr(p, '/');
+		size_t len;
+
+		if (!slash)
+			break;
+		len = (size_t)(slash - p);
+		if (len > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+			goto out;
+		}
+		if (len > 0) {	/* "a//b" */
+			memcpy(name, p, len);
+			name[len] = '\0';
+			fd = openat(dfd, name, O_PATH | O_DIRECTORY |
+				    O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0) {
+				fd = -errno;
+				goto out;
+			}
+			if (dfd != dirfd)
+				close(dfd);
+			dfd = fd;
+		}
+		p = slash + 1;
+	}
+	fd = openat(dfd, *p ? p : ".", flags | O_NOFOLLOW);
+	if (fd < 0)
+		fd = -errno;
+out:
+	if (dfd != dirfd)
+		close(dfd);
+	return fd;
+}
+
+/*
+ * Opens @path beneath the root with @flags (O_NOFOLLOW is added: the last
+ * component is never a symlink followed).  Returns the fd or -errno.
+ */
+static int open_beneath(struct posix_backend *pb, const char *path, int flags)
+{
+	int fd;
+
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+	/* one component: nothing on the way to follow */
+	if (!strchr(path, '/')) {
+		fd = openat(pb->rootfd, rel(path), flags);
+		return fd < 0 ? -errno : fd;
+	}
+	if (atomic_load_explicit(&pb->has_openat2, memory_order_relaxed)) {
+		fd = openat2_beneath(pb->rootfd, path, flags);
+		if (fd != -ENOSYS)
+			return fd;
+		/* a seccomp filter may refuse it only later: remember */
+		atomic_store(&pb->has_openat2, false);
+	}
+	return walk_beneath(pb->rootfd, path, flags);
+}
+
+/*
+ * The directory that holds the last component of @path, opened beneath
+ * the root (O_PATH), and that component.  *dfd is pb->rootfd (not to be
+ * closed) for a path of one component.  @path is not "".
+ */
+static int open_parent(struct posix_backend *pb, const char *path, int *dfd,
+		       const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd;
+
+	if (!slash) {
+		*dfd = pb->rootfd;
+		*name = path;
+		return 0;
+	}
+	if (slash[1] == '\0')	/* "a/": no name to look at */
+		return -EINVAL;
+	dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	fd = open_beneath(pb, dir, O_PATH | O_DIRECTORY);
+	free(dir);
+	if (fd < 0)
+		return fd;
+	*dfd = fd;
+	*name = slash + 1;
+	return 0;
+}
+
+static void close_parent(struct posix_backend *pb, int dfd)
+{
+	if (dfd != pb->rootfd)
+		close(dfd);
+}
+
 static int posix_getattr(struct pf_backend *be, const char *path,
 			 struct stat *st)
 {
 	struct posix_backend *pb = to_pb(be);
+	const char *name;
+	int dfd;
 	int ret;
 
 	ret = check_path(path);
 	if (ret < 0)
 		return ret;
-	if (fstatat(pb->rootfd, rel(path), st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	return 0;
+	if (!path[0])
+		return fstat(pb->rootfd, st) < 0 ? -errno : 0;
+	ret = open_parent(pb, path, &dfd, &name);
+	if (ret < 0)
+		return ret;
+	if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+		ret = -errno;
+	close_parent(pb, dfd);
+	return ret;
 }
 
 static int posix_readdir(struct pf_backend *be, const char *path,
@@ -206,10 +402,10 @@ static int posix_readdir(struct pf_backend *be, const char *path,
 	ret = check_path(path);
 	if (ret < 0)
 		goto out;
-	fd = openat(pb->rootfd, rel(path),
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open_beneath(pb, path, O_RDONLY | O_DIRECTORY);
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
+		fd = -1;
 		goto out;
 	}
 	dir = fdopendir(fd);
@@ -257,7 +453,9 @@ static int posix_readlink(struct pf_backend *be, const char *path,
 			  char *buf, size_t size)
 {
 	struct posix_backend *pb = to_pb(be);
+	const char *name;
 	ssize_t n;
+	int dfd;
 	int ret;
 
 	ret = check_path(path);
@@ -265,9 +463,17 @@ static int posix_readlink(struct pf_backend *be, const char *path,
 		return ret;
 	if (size == 0)
 		return -ENAMETOOLONG;
-	n = readlinkat(pb->rootfd, rel(path), buf, size);
+	if (!path[0])
+		return -EINVAL;		/* the root is a directory */
+	ret = open_parent(pb, path, &dfd, &name);
+	if (ret < 0)
+		return ret;
+	n = readlinkat(dfd, name, buf, size);
 	if (n < 0)
-		return -errno;
+		ret = -errno;
+	close_parent(pb, dfd);
+	if (ret < 0)
+		return ret;
 	/* readlinkat() truncates silently: a full buffer may be a cut */
 	if ((size_t)n >= size)
 		return -ENAMETOOLONG;
@@ -304,10 +510,10 @@ static int posix_open(struct pf_backend *be, const char *path,
 	 * O_NONBLOCK file that miss the page cache with -EAGAIN instead of
 	 * waiting for the disk.
 	 */
-	fd = openat(pb->rootfd, rel(path),
-		    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	fd = open_beneath(pb, path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
+		fd = -1;
 		goto out;
 	}
 	if (fstat(fd, st) < 0) {
@@ -1054,6 +1260,10 @@ int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
 		ret = -errno;
 		goto out;
 	}
+	atomic_init(&pb->has_openat2, openat2_works(pb->rootfd));
+	if (!atomic_load(&pb->has_openat2))
+		pf_info("openat2 unavailable: paths in %s are resolved one component at a time, through no symlink",
+			root);
 	ret = -pthread_mutex_init(&pb->lock, NULL);
 	if (ret < 0)
 		goto out;

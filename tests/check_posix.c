@@ -1387,14 +1387,14 @@ START_TEST(test_destroy_inflight)
 }
 END_TEST
 
-/* Makes io_uring_setup() fail with ENOSYS in this process, for good. */
-static void deny_io_uring(void)
+/* Makes system call @nr fail with @err in this process, for good. */
+static void deny_syscall(unsigned nr, unsigned err)
 {
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 			 offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | err),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {
@@ -1405,6 +1405,12 @@ static void deny_io_uring(void)
 	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
 	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog),
 			 0);
+}
+
+/* Makes io_uring_setup() fail with ENOSYS in this process, for good. */
+static void deny_io_uring(void)
+{
+	deny_syscall(__NR_io_uring_setup, ENOSYS);
 }
 
 /* io_uring refused by the system: the pread pool takes over, and says so. */
@@ -1459,6 +1465,266 @@ START_TEST(test_uring_unavailable)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------------ */
+/* confinement: nothing outside the root is ever resolved */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+#define OUT_CANARY "OUTSIDE-CANARY root:x:0:0\n"
+#define UP_CANARY "PARENT-CANARY root:x:0:0\n"
+#define IN_BYTES "inside the source\n"
+
+static void put(const char *rel, const char *text)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	path_of(path, sizeof(path), rel);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * tmpdir holds the canaries (secret, outside/secret, outside/only-outside)
+ * and the source, src/, whose symlinks lead out in every way.
+ */
+static void make_escapes(void)
+{
+	char path[PATH_MAX];
+
+	put("secret", UP_CANARY);
+	make_dir("outside");
+	put("outside/secret", OUT_CANARY);
+	put("outside/only-outside", OUT_CANARY);
+	make_dir("src");
+	make_dir("src/dir");
+	put("src/dir/secret", IN_BYTES);
+	make_dir("src/a");
+	make_dir("src/a/b");
+	put("src/a/b/passwd", IN_BYTES);
+	make_link("../outside", "src/rel");
+	path_of(path, sizeof(path), "outside");
+	make_link(path, "src/abs");
+	make_link("/etc", "src/etc");
+	make_link("..", "src/up");
+	make_link("../outside/secret", "src/fileout");
+	make_link("dir", "src/inlink");
+}
+
+static struct pf_backend *new_backend_at(const char *rel)
+{
+	struct pf_backend *be = NULL;
+	char root[PATH_MAX];
+
+	path_of(root, sizeof(root), rel);
+	ck_assert_int_eq(pf_posix_backend_new(root, NULL, &be), 0);
+	ck_assert_ptr_nonnull(be);
+	return be;
+}
+
+static int count_names(void *arg, const char *name, const struct stat *st)
+{
+	(void)name;
+	(void)st;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+/* Every way to reach @path through @be fails, and opens nothing. */
+static void refused(struct pf_backend *be, const char *path)
+{
+	struct pf_bfile *f = (struct pf_bfile *)&f;
+	unsigned listed = 0;
+	struct stat st;
+	char buf[256];
+	int ret;
+
+	ret = be->ops->open(be, path, &f, &st);
+	ck_assert_msg(ret < 0, "open(%s) = %d: left the source", path, ret);
+	ck_assert_ptr_null(f);
+	ret = be->ops->getattr(be, path, &st);
+	ck_assert_msg(ret < 0, "getattr(%s) = %d: left the source", path, ret);
+	ret = be->ops->readdir(be, path, count_names, &listed);
+	ck_assert_msg(ret < 0 && listed == 0,
+		      "readdir(%s) = %d, %u names: left the source", path, ret,
+		      listed);
+	ret = be->ops->readlink(be, path, buf, sizeof(buf));
+	ck_assert_msg(ret < 0, "readlink(%s) = %d: left the source", path,
+		      ret);
+}
+
+/* @path is a symlink of the source, shown as one: lstat, its text. */
+static void is_link(struct pf_backend *be, const char *path,
+		    const char *target)
+{
+	struct pf_bfile *f = (struct pf_bfile *)&f;
+	struct stat st;
+	char buf[PATH_MAX];
+
+	ck_assert_int_eq(be->ops->getattr(be, path, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(st.st_size, (off_t)strlen(target));
+	ck_assert_int_eq(be->ops->readlink(be, path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, target);
+	/* and never opened as what it points to */
+	ck_assert_int_eq(be->ops->open(be, path, &f, &st), -ELOOP);
+	ck_assert_ptr_null(f);
+}
+
+/*
+ * The loop: 0 with openat2(), 1 and 2 with openat2() refused by a seccomp
+ * filter (ENOSYS as an old kernel, EPERM as some container runtimes): the
+ * component walk.
+ */
+static const unsigned openat2_denied[] = { 0, ENOSYS, EPERM };
+#define NRESOLVE (sizeof(openat2_denied) / sizeof(openat2_denied[0]))
+
+static bool deny_openat2(int mode)
+{
+	const char *fork_mode = getenv("CK_FORK");
+
+	if (!openat2_denied[mode])
+		return true;
+	/* the filter cannot be undone: only in a test's own process */
+	if (fork_mode && strcmp(fork_mode, "no") == 0)
+		return false;
+	deny_syscall(SYS_openat2, openat2_denied[mode]);
+	errno = 0;
+	ck_assert_int_lt(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0), 0);
+	ck_assert_int_eq(errno, (int)openat2_denied[mode]);
+	return true;
+}
+
+START_TEST(test_confined)
+{
+	static const char *const escapes[] = {
+		"rel/secret", "abs/secret", "etc/passwd", "up/secret",
+		"rel/only-outside", "rel/", "abs/", "etc/", "up/",
+		"up/src/dir/secret", "rel/../secret", "dir/../../secret",
+	};
+	struct pf_bfile *f = (struct pf_bfile *)&f;
+	struct pf_backend *be;
+	struct stat want;
+	struct stat st;
+	unsigned fds;
+	int ret;
+
+	if (!deny_openat2(_i))
+		return;
+	make_escapes();
+	be = new_backend_at("src");
+	fds = count_fds();
+
+	/* the symlinks are there, as symlinks */
+	is_link(be, "rel", "../outside");
+	is_link(be, "etc", "/etc");
+	is_link(be, "up", "..");
+	is_link(be, "fileout", "../outside/secret");
+	is_link(be, "inlink", "dir");
+	for (unsigned i = 0; i < sizeof(escapes) / sizeof(escapes[0]); i++)
+		refused(be, escapes[i]);
+
+	/*
+	 * A symlink that stays inside, in the middle of a path: openat2()
+	 * follows it (harmless), the walk follows no symlink at all.
+	 */
+	ret = be->ops->open(be, "inlink/secret", &f, &st);
+	if (openat2_denied[_i]) {
+		ck_assert_int_eq(ret, -ENOTDIR);
+	} else {
+		ck_assert_int_eq(ret, 0);
+		lstat_rel("src/dir/secret", &want);
+		ck_assert_int_eq(st.st_ino, want.st_ino);
+		be->ops->close(be, f);
+	}
+	ck_assert_uint_eq(count_fds(), fds);
+	be->ops->destroy(be);
+}
+END_TEST
+
+/*
+ * The race the checks above stand for: a directory of the source is
+ * looked up, then replaced by a symlink to outside; the calls that follow
+ * with its path stay inside (and fail).
+ */
+START_TEST(test_swapped_dir)
+{
+	static const struct {
+		const char *dir;	/* replaced */
+		const char *target;	/* by a symlink to this */
+		const char *name;	/* a name in both */
+	} swaps[] = {
+		{ "dir", "../outside", "secret" },
+		{ "dir", "/etc", "passwd" },
+		{ "dir", "..", "secret" },
+		{ "a/b", "/etc", "passwd" },
+		{ "a", "../outside", "secret" },
+	};
+	struct pf_backend *be;
+	unsigned fds;
+
+	if (!deny_openat2(_i))
+		return;
+	make_escapes();
+	put("src/dir/passwd", IN_BYTES);
+	put("src/a/secret", IN_BYTES);
+	be = new_backend_at("src");
+	fds = count_fds();
+
+	for (unsigned i = 0; i < sizeof(swaps) / sizeof(swaps[0]); i++) {
+		struct pf_bfile *f = (struct pf_bfile *)&f;
+		char path[PATH_MAX];
+		char from[PATH_MAX];
+		char to[PATH_MAX];
+		char rel[PATH_MAX];
+		unsigned listed = 0;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", swaps[i].dir,
+			 swaps[i].name);
+		/* looked up and opened while it is a directory */
+		ck_assert_int_eq(be->ops->getattr(be, swaps[i].dir, &st), 0);
+		ck_assert(S_ISDIR(st.st_mode));
+		ck_assert_int_eq(be->ops->open(be, path, &f, &st), 0);
+		ck_assert_int_eq(st.st_size, (off_t)strlen(IN_BYTES));
+		be->ops->close(be, f);
+
+		snprintf(rel, sizeof(rel), "src/%s", swaps[i].dir);
+		path_of(from, sizeof(from), rel);
+		snprintf(rel, sizeof(rel), "src/%s.old", swaps[i].dir);
+		path_of(to, sizeof(to), rel);
+		ck_assert_int_eq(rename(from, to), 0);
+		ck_assert_int_eq(symlink(swaps[i].target, from), 0);
+
+		f = (struct pf_bfile *)&f;
+		ck_assert_int_lt(be->ops->open(be, path, &f, &st), 0);
+		ck_assert_ptr_null(f);
+		ck_assert_int_lt(be->ops->getattr(be, path, &st), 0);
+		snprintf(path, sizeof(path), "%s/only-outside", swaps[i].dir);
+		ck_assert_int_lt(be->ops->getattr(be, path, &st), 0);
+		ck_assert_int_lt(be->ops->readdir(be, swaps[i].dir,
+						  count_names, &listed), 0);
+		ck_assert_uint_eq(listed, 0);
+		snprintf(path, sizeof(path), "%s/", swaps[i].dir);
+		ck_assert_int_lt(be->ops->readdir(be, path, count_names,
+						  &listed), 0);
+		ck_assert_uint_eq(listed, 0);
+		/* the entry itself is the symlink now */
+		is_link(be, swaps[i].dir, swaps[i].target);
+
+		ck_assert_int_eq(unlink(from), 0);
+		ck_assert_int_eq(rename(to, from), 0);
+	}
+	ck_assert_uint_eq(count_fds(), fds);
+	be->ops->destroy(be);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static Suite *posix_suite(void)
@@ -1493,6 +1759,14 @@ static Suite *posix_suite(void)
 	tcase_add_loop_test(tc, test_submit_invalid, 0, NENGINES);
 	tcase_add_loop_test(tc, test_destroy_inflight, 0, NENGINES);
 	tcase_add_test(tc, test_uring_unavailable);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("confinement");
+	tcase_add_unchecked_fixture(tc, case_setup, case_teardown);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_loop_test(tc, test_confined, 0, NRESOLVE);
+	tcase_add_loop_test(tc, test_swapped_dir, 0, NRESOLVE);
 	suite_add_tcase(s, tc);
 	return s;
 }
