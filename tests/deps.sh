@@ -26,8 +26,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	fi
 	echo "installing: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq "${missing[@]}" >/dev/null
+	# another apt (unattended-upgrades on a fresh machine) may hold the
+	# lock for a while: wait for it rather than fail
+	apt-get -o DPkg::Lock::Timeout=600 update -qq
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 fi
 # the S3 server of the mount tests (npm ci; instant when installed)
 "$(dirname "$0")/s3/install.sh"

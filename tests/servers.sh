@@ -115,12 +115,25 @@ _srv_spawn() {
 	echo "$pid"
 }
 
-# _srv_wait DIR PID URL [CURL-ARGS...]: wait (at most 10 s) until URL
-# answers with any HTTP status; fail at once if PID exits.
+# How long a server may take to come up: generous, as a busy machine
+# (a parallel build, other tests) can take seconds to start node; it
+# costs nothing when the server is quick.
+SRV_START_SECS=${SRV_START_SECS:-30}
+
+# _srv_until SECS: true until SECS seconds have passed since it was
+# first called with a fresh _SRV_T0 (the caller unsets _SRV_T0)
+_srv_until() {
+	[ -n "${_SRV_T0:-}" ] || _SRV_T0=$(date +%s%N)
+	[ $(( ($(date +%s%N) - _SRV_T0) / 1000000000 )) -lt "$1" ]
+}
+
+# _srv_wait DIR PID URL [CURL-ARGS...]: wait (at most SRV_START_SECS)
+# until URL answers with any HTTP status; fail at once if PID exits.
 _srv_wait() {
-	local dir=$1 pid=$2 url=$3 i code
+	local dir=$1 pid=$2 url=$3 code
 	shift 3
-	for ((i = 0; i < 200; i++)); do
+	_SRV_T0=
+	while _srv_until "$SRV_START_SECS"; do
 		if ! kill -0 "$pid" 2>/dev/null; then
 			echo "server in $dir exited; its log:"
 			cat "$dir/log" "$dir/error.log" 2>/dev/null | tail -20
@@ -130,7 +143,7 @@ _srv_wait() {
 		[ "$code" != 000 ] && return 0
 		sleep 0.05
 	done
-	echo "server in $dir does not answer at $url after 10 s; its log:"
+	echo "server in $dir does not answer at $url after $SRV_START_SECS s; its log:"
 	cat "$dir/log" "$dir/error.log" 2>/dev/null | tail -20
 	server_stop "$dir"
 	return 1
@@ -163,7 +176,8 @@ delayproxy_start() {
 	local dir pid i
 	dir=$(_srv_dir delayproxy)
 	pid=$(_srv_spawn "$dir" "$TOP/bench/delayproxy" -L "$2" -b "$3" -p "$dir/port" "$1")
-	for ((i = 0; i < 200; i++)); do
+	_SRV_T0=
+	while _srv_until "$SRV_START_SECS"; do
 		[ -s "$dir/port" ] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
@@ -318,7 +332,8 @@ s3_start() {
 	# has only in its legacy provider)
 	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log} ${S3_RAW:+--raw})
 	# the server picks its port and writes it once it listens
-	for ((i = 0; i < 200; i++)); do
+	_SRV_T0=
+	while _srv_until "$SRV_START_SECS"; do
 		[ -s "$dir/port" ] && break
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
