@@ -64,27 +64,29 @@ check "failing trainer: the last line names the step" \
 check "failing trainer: no table" bash -c '! grep -q "^reading the dataset" "$1"' _ "$out"
 [ -n "$d" ] && check "failing trainer: nothing left behind" nothing_left "$d"
 
-# --- 3. Ctrl-C while the trainer reads through the second mount ------------
+# --- 3. Ctrl-C while the trainer reads through a mount ---------------------
 # (in a session of its own, so that SIGINT goes to the demo's process group
 # as the terminal's Ctrl-C does, and with SIGINT at its default: a shell
-# starts "&" commands with it ignored; slow compute so that the trainer is
-# still running)
+# starts "&" commands with it ignored; 5 s of compute per batch, so that
+# the trainer is surely still running when SIGINT comes, however busy the
+# machine)
 out=$WORK/int.out
 python3 -c 'import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
 os.setsid()
-os.execv(sys.argv[1], sys.argv[1:])' "$DEMO" "${TINY[@]}" --compute-ms 300 >"$out" 2>&1 &
+os.execv(sys.argv[1], sys.argv[1:])' "$DEMO" "${TINY[@]}" --compute-ms 5000 >"$out" 2>&1 &
 dpid=$!
 d=""
 for ((i = 0; i < 600; i++)); do
 	[ -z "$d" ] && d=$(demo_work "$out")
-	[ -n "$d" ] && grep -q '^running the trainer on .*/on ' "$d/step" 2>/dev/null && break
+	[ -n "$d" ] && grep -q '^running the trainer on .*/off ' "$d/step" 2>/dev/null && break
 	kill -0 "$dpid" 2>/dev/null || break
 	sleep 0.1
 done
-check "Ctrl-C: the demo reached the second trainer run" \
-	grep -q '^running the trainer on .*/on ' "$d/step"
-check "Ctrl-C: its mount is up" grep -qF " $d/on " /proc/self/mountinfo
+check "Ctrl-C: the demo is running the trainer" \
+	grep -q '^running the trainer on .*/off ' "$d/step"
+check "Ctrl-C: its mount (made in a subshell) is up" \
+	grep -qF " $d/off " /proc/self/mountinfo
 kill -INT -- "-$dpid" 2>/dev/null
 for ((i = 0; i < 300; i++)); do
 	kill -0 "$dpid" 2>/dev/null || break
@@ -98,7 +100,7 @@ wait "$dpid"
 rc=$?
 check "Ctrl-C: exit 130 ($rc)" test "$rc" -eq 130
 check "Ctrl-C: says so, naming the step" \
-	bash -c 'tail -1 "$1" | grep -q "^bench/demo.sh: interrupted while running the trainer on .*/on "' _ "$out"
+	bash -c 'tail -1 "$1" | grep -q "^bench/demo.sh: interrupted while running the trainer on .*/off "' _ "$out"
 [ -n "$d" ] && check "Ctrl-C: nothing left behind" nothing_left "$d"
 
 finish
