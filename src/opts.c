@@ -389,7 +389,8 @@ const struct pf_opt pf_opt_table[] = {
 		  "5xx, 429 or SlowDown; backoff from 100 ms doubling" },
 	{ .name = "url", .arg = "URL", .type = PF_OT_STR,
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
-	  .help = "s3fs's name for endpoint" },
+	  .help = "s3fs's name for endpoint: the same option, the same "
+		  "default" },
 	/* FUSE's own */
 	{ .name = "allow_other", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
 	  NOFIELD, .help = "let other users read the mount; implies "
