@@ -22,6 +22,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,12 +179,22 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 				 int nonempty)
 {
 	char type[64] = "";
+	struct statfs sfs;
 	unsigned maj;
 	unsigned min;
 	DIR *d;
 	struct dirent *de;
 	unsigned n = 0;
 
+	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
+	    strncmp(type, "fuse", 4) == 0 && statfs(mnt, &sfs) < 0 &&
+	    errno == ENOTCONN) {
+		/* the kernel answers stat() from its cache, statfs() asks */
+		fprintf(stderr, "prefetchfs: mountpoint '%s': the daemon of "
+			"the mount there is gone: run fusermount3 -u %s (or "
+			"mount with -o auto_unmount)\n", shown, shown);
+		return -1;
+	}
 	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
 	    strncmp(type, "fuse", 4) == 0) {
 		fprintf(stderr, "prefetchfs: mountpoint '%s' is already a "

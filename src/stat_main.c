@@ -268,9 +268,9 @@ static const char *short_pattern(const char *p)
 	return strcmp(p, "sequential") == 0 ? "seq" : p;
 }
 
-/* The stream table but FILE takes 64 columns; FILE gets the rest. */
-#define STREAM_COLS 64
-#define FILE_MIN 16
+/* The stream table but FILE takes 67 columns; FILE gets the rest. */
+#define STREAM_COLS 67
+#define FILE_MIN 12
 
 static void print_frame(const char *mnt, const struct snapshot *cur,
 			const struct snapshot *prev, bool tty)
@@ -346,7 +346,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	     fmt_size(b, sizeof(b), pf_json_num(t, "bytes_unused", 0)));
 	line("%s", "");
 
-	line("%-*s %3s %-7s %6s %6s %5s %6s %5s %7s %6s %7s", fw, "FILE", "STR",
+	line("%-*s %3s %-7s %6s %6s %5s %6s %4s %7s %6s %7s", fw, "FILE", "STR",
 	     "PATTERN", "BATCH", "WINDOW", "AHEAD", "MEM", "HIT%", "WAIT ms",
 	     "MB/s", "FETCH/s");
 	if (streams && streams->type == PF_JSON_ARR)
@@ -375,7 +375,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 			sw = pf_json_num(st, "wait_ms", 0);
 		}
 		nstreams++;
-		line("%-*s %3.0f %-7s %6s %6s %5.1f %6s %5s %7.1f %6s %7s", fw,
+		line("%-*s %3.0f %-7s %6s %6s %5.1f %6s %4s %7.1f %6s %7s", fw,
 		     tail_of(pf_json_str(st, "file", "?"), (size_t)fw),
 		     pf_json_num(st, "stream", 0),
 		     short_pattern(pf_json_str(st, "pattern", "?")),
