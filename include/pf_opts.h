@@ -31,7 +31,7 @@ struct pf_opts {
 	unsigned max_threads;	/* FUSE worker threads */
 	int io_engine;		/* 0 auto (io_uring, else pread), 1 pread */
 	int keep_cache;		/* keep a file's page cache across opens */
-	int nonempty;		/* -o nonempty: allow a non-empty mountpoint */
+	int nonempty;		/* -o nonempty: a mountpoint with files */
 	int foreground;
 	int debug;
 	int help;		/* 1 --help, 2 --help-table */
@@ -90,14 +90,15 @@ struct pf_opt {
 	enum pf_opt_group group;
 	size_t off;		/* of the field in struct pf_opts */
 	size_t size;		/* of that field */
-	size_t given;		/* offset of an int set when given; 0 none */
+	size_t given;		/* of an int set when given; 0: none */
 	double lo, hi;		/* bounds; hi 0: none above */
 	unsigned flags;		/* PF_OF_* */
 	const char *def;	/* default as text; NULL: from the field */
 	const char *choices;	/* PF_OT_FN: the values, for errors */
 	const char *alias;	/* another tool's name for this option */
 	const char *help;	/* one sentence, no default, no range */
-	int (*set)(struct pf_opts *o, const char *val);	/* -EINVAL if bad */
+	/* PF_OT_FN: -EINVAL if @val is bad */
+	int (*set)(struct pf_opts *o, const char *val);
 	void (*get)(const struct pf_opts *o, char *buf, size_t len);
 };
 

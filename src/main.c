@@ -211,7 +211,8 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 		return -1;
 	}
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
 			n++;
 	closedir(d);
 	if (n) {

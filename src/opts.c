@@ -159,7 +159,7 @@ void pf_format_size(uint64_t v, char *buf, size_t len)
 		snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
 }
 
-/* ---- options with their own syntax ---------------------------------------- */
+/* ---- options with their own syntax ----------------------------------- */
 
 static int set_io(struct pf_opts *o, const char *val)
 {
@@ -234,7 +234,7 @@ static void get_cache_timeout(const struct pf_opts *o, char *buf, size_t len)
 	snprintf(buf, len, "%g", o->entry_timeout);
 }
 
-/* ---- the table ------------------------------------------------------------ */
+/* ---- the table ------------------------------------------------------- */
 
 #define F(field) offsetof(struct pf_opts, field), \
 		 sizeof(((struct pf_opts *)0)->field)
@@ -788,7 +788,7 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 	return 0;
 }
 
-/* ---- --help and --help-table ---------------------------------------------- */
+/* ---- --help and --help-table ----------------------------------------- */
 
 static const char *const group_title[PF_OG_N] = {
 	[PF_OG_PREFETCH] = "prefetch options (sizes take K, M, G suffixes):",

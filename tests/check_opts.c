@@ -194,8 +194,10 @@ START_TEST(test_help_table)
 	for (const char *p = buf; (p = strstr(p, "\n| `-o ")); p++)
 		rows++;
 	ck_assert_uint_eq(rows, opts);
-	ck_assert_ptr_nonnull(strstr(buf, "| `-o fetch_size=SIZE` | 1M | 4K to 64M |"));
-	ck_assert_ptr_nonnull(strstr(buf, "| `-o max_threads=N` | 16 | 1 to 1024 |"));
+	ck_assert_ptr_nonnull(
+		strstr(buf, "| `-o fetch_size=SIZE` | 1M | 4K to 64M |"));
+	ck_assert_ptr_nonnull(
+		strstr(buf, "| `-o max_threads=N` | 16 | 1 to 1024 |"));
 	free(buf);
 }
 END_TEST
