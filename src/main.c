@@ -495,6 +495,12 @@ static int mount_session(struct fuse_session *se, const char *mnt,
 				snprintf(msg + n, sizeof(msg) - n, "%s%s",
 					 n ? "; " : "", l);
 		}
+		/* the usual reason a user cannot mount, and its fix */
+		if (geteuid() != 0 && strstr(msg, "/dev/fuse") &&
+		    strstr(msg, "Permission denied") &&
+		    strlen(msg) + 80 < sizeof(msg))
+			strcat(msg, " (this user needs read and write access "
+				    "to /dev/fuse: mode 0666, as Debian has it)");
 		fprintf(stderr, "prefetchfs: cannot mount on '%s'%s%s\n", shown,
 			msg[0] ? ": " : "", msg);
 	} else if (ret < 0) {

@@ -691,8 +691,8 @@ static int check_source_url(const char *src, char *err, size_t errlen)
 	if (memchr(host, '@', n))
 		BAD("the source URL must not hold credentials (user:password@"
 		    "): give S3 keys in AWS_ACCESS_KEY_ID and "
-		    "AWS_SECRET_ACCESS_KEY or -o profile=NAME, HTTP ones in "
-		    "~/.netrc");
+		    "AWS_SECRET_ACCESS_KEY or with -o profile=NAME (http:// "
+		    "and https:// sources are read without credentials)");
 	return 0;
 }
 
