@@ -83,18 +83,21 @@ def make(path, nbytes):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("file", nargs="?")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("file", nargs="?", help="the token file (uint16)")
     ap.add_argument("--make", nargs=2, metavar=("FILE", "SIZE"),
                     help="write a sample token file of SIZE bytes and exit")
-    ap.add_argument("--mode", choices=("sequential", "random"), default="sequential")
+    ap.add_argument("--mode", choices=("sequential", "random"), default="sequential",
+                    help="read rows in order or at random offsets")
     ap.add_argument("--block-size", type=int, default=1024,
-                    help="tokens per row (default 1024)")
-    ap.add_argument("--batch", type=int, default=12, help="rows per step (default 12)")
+                    help="tokens per row")
+    ap.add_argument("--batch", type=int, default=12, help="rows per step")
     ap.add_argument("--compute-ms", type=float, default=40.0,
-                    help="simulated compute per step (default 40)")
+                    help="simulated compute per step, ms")
     ap.add_argument("--steps", type=int, default=0,
-                    help="steps to run (default 0: one pass over the file)")
+                    help="steps to run; 0: one pass over the file")
     ap.add_argument("--seed", type=int, default=1337, help="random mode's seed")
     ap.add_argument("--check", metavar="SOURCE",
                     help="compare every row with the same tokens of SOURCE")

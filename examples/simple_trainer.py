@@ -41,13 +41,18 @@ def files_of(paths):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--batch", type=size, default=8 << 20)
-    ap.add_argument("--compute-ms", type=float, default=40.0)
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--record", type=size, default=64 << 10,
-                    help="bytes per sample, for samples/s (default 64K)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("paths", nargs="+", help="files to read, in order")
+    ap.add_argument("--batch", type=size, default="8M",
+                    help="bytes read per step")
+    ap.add_argument("--compute-ms", type=float, default=40.0,
+                    help="simulated compute per step, ms")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="passes over the files")
+    ap.add_argument("--record", type=size, default="64K",
+                    help="bytes per sample, for samples/s")
     a = ap.parse_args()
 
     nbytes = batches = 0

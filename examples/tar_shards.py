@@ -132,20 +132,23 @@ class _Bytes:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="*")
-    ap.add_argument("--batch", type=int, default=32, help="samples per batch (default 32)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("paths", nargs="*", help="tar shards to stream")
+    ap.add_argument("--batch", type=int, default=32, help="samples per batch")
     ap.add_argument("--compute-ms", type=float, default=40.0,
-                    help="simulated compute per batch (default 40)")
-    ap.add_argument("--epochs", type=int, default=1)
+                    help="simulated compute per batch, ms")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="passes over the shards")
     ap.add_argument("--checksum", action="store_true",
                     help="print sha256= over the samples in order")
     ap.add_argument("--make", metavar="DIR", help="write sample shards into DIR and exit")
-    ap.add_argument("--shards", type=int, default=8, help="--make: shards (default 8)")
+    ap.add_argument("--shards", type=int, default=8, help="--make: shards")
     ap.add_argument("--samples", type=int, default=256,
-                    help="--make: samples per shard (default 256)")
-    ap.add_argument("--sample-size", type=size, default=64 << 10,
-                    help="--make: bytes of each sample's .bin (default 64K)")
+                    help="--make: samples per shard")
+    ap.add_argument("--sample-size", type=size, default="64K",
+                    help="--make: bytes of each sample's .bin")
     a = ap.parse_args()
 
     if a.make:

@@ -143,18 +143,21 @@ class ShardRecords(Dataset):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("paths", nargs="+")
-    ap.add_argument("--record", type=size, default=64 << 10,
-                    help="bytes per sample (default 64K)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("paths", nargs="+", help="shards of fixed-size records")
+    ap.add_argument("--record", type=size, default="64K",
+                    help="bytes per sample")
     ap.add_argument("--batch", type=int, default=64,
-                    help="samples per batch (default 64)")
+                    help="samples per batch")
     ap.add_argument("--workers", type=int, default=min(4, len(os.sched_getaffinity(0))),
-                    help="DataLoader worker processes (default 4, or the CPUs if fewer;"
-                    " 0 reads in the loop)")
+                    help="DataLoader worker processes: 4, or the CPUs if fewer;"
+                    " 0 reads in the loop")
     ap.add_argument("--compute-ms", type=float, default=40.0,
-                    help="simulated compute per batch (default 40)")
-    ap.add_argument("--epochs", type=int, default=1)
+                    help="simulated compute per batch, ms")
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="passes over the shards")
     ap.add_argument("--shuffle", action="store_true",
                     help="random record order (random reads)")
     ap.add_argument("--seed", type=int, default=0, help="shuffle seed")

@@ -10,8 +10,9 @@
  * travel as -errno and become fuse_reply_err() only here.
  *
  * The virtual directory /.prefetchfs holds the stats file; it is found by
- * lookup but not listed by readdir, and shadows a source entry of the same
- * name.
+ * lookup but not listed by readdir.  A source entry of that name at the
+ * root is neither found nor listed (see hide_meta_name()).  Statics are
+ * lo_*, as in libfuse's passthrough_ll.c; pf_* names are public.
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -40,19 +41,45 @@ static struct pf_fs *fs_of(fuse_req_t req)
 
 /* ---- the virtual stats entries --------------------------------------- */
 
-static void meta_attr(fuse_ino_t ino, struct stat *st)
+/*
+ * The stats name files and readers: only the mount's owner reads them,
+ * unless the mount is shared (allow_other, which brings
+ * default_permissions, so these modes are what the kernel checks).
+ */
+static bool shared(const struct pf_fs *fs)
 {
+	const char *p = strstr(fs->opts->fuse_opts, "allow_other");
+
+	return p && (p == fs->opts->fuse_opts || p[-1] == ',') &&
+	       (p[11] == ',' || p[11] == '\0');
+}
+
+/*
+ * Attributes of the virtual entries.  The stats file gets the size and
+ * time of a snapshot taken now (an open takes its own: it is served with
+ * direct_io, so readers read until EOF whatever the size said).
+ */
+static void meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	mode_t others = shared(fs) ? 0055 : 0;
+
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
 	st->st_uid = getuid();
 	st->st_gid = getgid();
+	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
 	if (ino == PF_META_DIR_INO) {
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | 0500 | others;
 		st->st_nlink = 2;
 	} else {
-		/* served with direct_io: readers read until EOF, not size */
-		st->st_mode = S_IFREG | 0444;
+		char *buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
+
+		st->st_mode = S_IFREG | 0400 | (others & 0044);
 		st->st_nlink = 1;
+		st->st_size = buf ? (off_t)strlen(buf) : 0;
+		free(buf);
 	}
 }
 
@@ -81,7 +108,7 @@ static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 	fuse_reply_entry(req, &e);
 }
 
-static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct pf_fs *fs = fs_of(req);
 	struct pf_inode *in;
@@ -89,7 +116,7 @@ static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	if (parent == PF_ROOT_INO && strcmp(name, PF_META_DIR_NAME) == 0) {
-		meta_attr(PF_META_DIR_INO, &st);
+		meta_attr(fs, PF_META_DIR_INO, &st);
 		reply_entry(req, fs->opts, PF_META_DIR_INO, &st);
 		return;
 	}
@@ -103,7 +130,7 @@ static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		/* timeouts 0: the kernel asks again each time */
 		memset(&e, 0, sizeof(e));
 		e.ino = PF_META_STATS_INO;
-		meta_attr(PF_META_STATS_INO, &e.attr);
+		meta_attr(fs, PF_META_STATS_INO, &e.attr);
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -125,13 +152,13 @@ static void pf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	reply_entry(req, fs->opts, in->ino, &st);
 }
 
-static void pf_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+static void lo_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	pf_itable_forget(fs_of(req)->itable, ino, nlookup);
 	fuse_reply_none(req);
 }
 
-static void pf_forget_multi(fuse_req_t req, size_t count,
+static void lo_forget_multi(fuse_req_t req, size_t count,
 			    struct fuse_forget_data *forgets)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -142,7 +169,7 @@ static void pf_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-static void pf_getattr(fuse_req_t req, fuse_ino_t ino,
+static void lo_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -152,7 +179,7 @@ static void pf_getattr(fuse_req_t req, fuse_ino_t ino,
 
 	(void)fi;
 	if (is_meta(ino)) {
-		meta_attr(ino, &st);
+		meta_attr(fs, ino, &st);
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
@@ -169,7 +196,7 @@ static void pf_getattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_attr(req, &st, fs->opts->attr_timeout);
 }
 
-static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
+static void lo_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	struct pf_fs *fs = fs_of(req);
 	struct pf_inode *in = pf_itable_get(fs->itable, ino);
@@ -188,7 +215,7 @@ static void pf_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-static void pf_statfs(fuse_req_t req, fuse_ino_t ino)
+static void lo_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	struct pf_fs *fs = fs_of(req);
 	struct statvfs sv;
@@ -248,7 +275,32 @@ static void dir_free(struct dir_fh *d)
 	free(d);
 }
 
-static void pf_opendir(fuse_req_t req, fuse_ino_t ino,
+/*
+ * A source entry named like the stats directory at the root would be
+ * listed, and readdirplus would hand the kernel a dentry for it that
+ * takes the stats directory's place: the stats directory wins, the
+ * source's entry is not shown (and said so once).
+ */
+static void hide_meta_name(struct dir_fh *d)
+{
+	static atomic_bool told;
+
+	for (size_t i = 0; i < d->n; i++) {
+		if (strcmp(d->ents[i].name, PF_META_DIR_NAME) != 0)
+			continue;
+		if (!atomic_exchange(&told, true))
+			pf_warn("the source has an entry '%s' at its root: "
+				"hidden by the statistics directory of that "
+				"name", PF_META_DIR_NAME);
+		free(d->ents[i].name);
+		memmove(&d->ents[i], &d->ents[i + 1],
+			(d->n - i - 1) * sizeof(d->ents[0]));
+		d->n--;
+		break;
+	}
+}
+
+static void lo_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -265,7 +317,7 @@ static void pf_opendir(fuse_req_t req, fuse_ino_t ino,
 	if (ino == PF_META_DIR_INO) {
 		struct stat st;
 
-		meta_attr(PF_META_STATS_INO, &st);
+		meta_attr(fs, PF_META_STATS_INO, &st);
 		ret = dir_collect(d, PF_META_STATS_NAME, &st);
 		if (ret < 0)
 			goto err;
@@ -281,6 +333,8 @@ static void pf_opendir(fuse_req_t req, fuse_ino_t ino,
 	ret = fs->be->ops->readdir(fs->be, in->path, dir_collect, d);
 	if (ret < 0)
 		goto err;
+	if (ino == PF_ROOT_INO)
+		hide_meta_name(d);
 	/* the listing is read once: the kernel may keep it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
@@ -358,19 +412,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	free(buf);
 }
 
-static void pf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+static void lo_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, fi, false);
 }
 
-static void pf_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+static void lo_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
 	do_readdir(req, ino, size, off, fi, true);
 }
 
-static void pf_releasedir(fuse_req_t req, fuse_ino_t ino,
+static void lo_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -380,7 +434,51 @@ static void pf_releasedir(fuse_req_t req, fuse_ino_t ino,
 
 /* ---- files ------------------------------------------------------------- */
 
-static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/*
+ * The engine gives every open handle of a file the one version it pinned
+ * when the first was opened.  The kernel sends RELEASE without waiting for
+ * it, so a RELEASE may still be in another worker's hands when the OPEN
+ * that followed it arrives: that open would find the old handle, get the
+ * old version and not see that the file changed (nor make the kernel
+ * forget the old size).  When the source says the file is no longer the
+ * version pinned, give such a handle a moment to go, then open again.
+ * Only for a source whose getattr sees the file as it is now (a
+ * directory; object stores answer from their listing).
+ */
+#define SETTLE_TRIES 50
+#define SETTLE_NS (2 * 1000 * 1000)
+
+static bool same_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static int open_current(struct pf_fs *fs, struct pf_inode *in,
+			struct pf_efile *ef, struct stat *st)
+{
+	const struct timespec pause = { .tv_nsec = SETTLE_NS };
+	struct stat now;
+	int ret = pf_efile_open(ef, st);
+
+	if (ret != 0 || strcmp(fs->be->ops->name, "posix") != 0)
+		return ret;
+	for (int i = 0; i < SETTLE_TRIES; i++) {
+		if (fs->be->ops->getattr(fs->be, in->path, &now) < 0 ||
+		    !S_ISREG(now.st_mode) || same_version(&now, st))
+			return 0;
+		pf_efile_close(ef);
+		nanosleep(&pause, NULL);
+		ret = pf_efile_open(ef, st);
+		if (ret != 0)
+			return ret;
+	}
+	/* a reader holds the old version open: share it, as ever */
+	return 0;
+}
+
+static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
 	struct pf_inode *in;
@@ -423,7 +521,7 @@ static void pf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = pf_efile_open(ef, &st);
+	ret = open_current(fs, in, ef, &st);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -460,7 +558,7 @@ static void reply_read(void *req, const struct iovec *iov, int iovcnt,
 		fuse_reply_iov(req, iov, iovcnt);
 }
 
-static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	if (ino == PF_META_STATS_INO) {
@@ -475,7 +573,7 @@ static void pf_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       size, reply_read, req);
 }
 
-static void pf_release(fuse_req_t req, fuse_ino_t ino,
+static void lo_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	if (ino == PF_META_STATS_INO) {
@@ -491,7 +589,7 @@ static void pf_release(fuse_req_t req, fuse_ino_t ino,
 
 /* ---- everything that would change the tree ----------------------------- */
 
-static void pf_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
+static void lo_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
 			     struct stat *attr, int to_set,
 			     struct fuse_file_info *fi)
 {
@@ -502,7 +600,7 @@ static void pf_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_mknod(fuse_req_t req, fuse_ino_t parent,
+static void lo_erofs_mknod(fuse_req_t req, fuse_ino_t parent,
 			   const char *name, mode_t mode, dev_t rdev)
 {
 	(void)parent;
@@ -512,7 +610,7 @@ static void pf_erofs_mknod(fuse_req_t req, fuse_ino_t parent,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_mkdir(fuse_req_t req, fuse_ino_t parent,
+static void lo_erofs_mkdir(fuse_req_t req, fuse_ino_t parent,
 			   const char *name, mode_t mode)
 {
 	(void)parent;
@@ -521,7 +619,7 @@ static void pf_erofs_mkdir(fuse_req_t req, fuse_ino_t parent,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_unlink(fuse_req_t req, fuse_ino_t parent,
+static void lo_erofs_unlink(fuse_req_t req, fuse_ino_t parent,
 			    const char *name)
 {
 	(void)parent;
@@ -529,7 +627,7 @@ static void pf_erofs_unlink(fuse_req_t req, fuse_ino_t parent,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_symlink(fuse_req_t req, const char *link,
+static void lo_erofs_symlink(fuse_req_t req, const char *link,
 			     fuse_ino_t parent, const char *name)
 {
 	(void)link;
@@ -538,7 +636,7 @@ static void pf_erofs_symlink(fuse_req_t req, const char *link,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_rename(fuse_req_t req, fuse_ino_t parent,
+static void lo_erofs_rename(fuse_req_t req, fuse_ino_t parent,
 			    const char *name, fuse_ino_t newparent,
 			    const char *newname, unsigned int flags)
 {
@@ -550,7 +648,7 @@ static void pf_erofs_rename(fuse_req_t req, fuse_ino_t parent,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_link(fuse_req_t req, fuse_ino_t ino,
+static void lo_erofs_link(fuse_req_t req, fuse_ino_t ino,
 			  fuse_ino_t newparent, const char *newname)
 {
 	(void)ino;
@@ -559,7 +657,7 @@ static void pf_erofs_link(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+static void lo_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 			   size_t size, off_t off, struct fuse_file_info *fi)
 {
 	(void)ino;
@@ -570,7 +668,7 @@ static void pf_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_create(fuse_req_t req, fuse_ino_t parent,
+static void lo_erofs_create(fuse_req_t req, fuse_ino_t parent,
 			    const char *name, mode_t mode,
 			    struct fuse_file_info *fi)
 {
@@ -581,7 +679,7 @@ static void pf_erofs_create(fuse_req_t req, fuse_ino_t parent,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_setxattr(fuse_req_t req, fuse_ino_t ino,
+static void lo_erofs_setxattr(fuse_req_t req, fuse_ino_t ino,
 			      const char *name, const char *value,
 			      size_t size, int flags)
 {
@@ -593,7 +691,7 @@ static void pf_erofs_setxattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_removexattr(fuse_req_t req, fuse_ino_t ino,
+static void lo_erofs_removexattr(fuse_req_t req, fuse_ino_t ino,
 				 const char *name)
 {
 	(void)ino;
@@ -601,7 +699,7 @@ static void pf_erofs_removexattr(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, EROFS);
 }
 
-static void pf_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+static void lo_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 			       off_t offset, off_t length,
 			       struct fuse_file_info *fi)
 {
@@ -746,7 +844,7 @@ void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 
 /* ---- session ----------------------------------------------------------- */
 
-static void pf_init(void *userdata, struct fuse_conn_info *conn)
+static void lo_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct pf_fs *fs = userdata;
 
@@ -771,31 +869,31 @@ static void pf_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 const struct fuse_lowlevel_ops pf_fuse_ops = {
-	.init = pf_init,
-	.lookup = pf_lookup,
-	.forget = pf_forget,
-	.forget_multi = pf_forget_multi,
-	.getattr = pf_getattr,
-	.readlink = pf_readlink,
-	.statfs = pf_statfs,
-	.opendir = pf_opendir,
-	.readdir = pf_readdir,
-	.readdirplus = pf_readdirplus,
-	.releasedir = pf_releasedir,
-	.open = pf_open,
-	.read = pf_read,
-	.release = pf_release,
-	.setattr = pf_erofs_setattr,
-	.mknod = pf_erofs_mknod,
-	.mkdir = pf_erofs_mkdir,
-	.unlink = pf_erofs_unlink,
-	.rmdir = pf_erofs_unlink,
-	.symlink = pf_erofs_symlink,
-	.rename = pf_erofs_rename,
-	.link = pf_erofs_link,
-	.write = pf_erofs_write,
-	.create = pf_erofs_create,
-	.setxattr = pf_erofs_setxattr,
-	.removexattr = pf_erofs_removexattr,
-	.fallocate = pf_erofs_fallocate,
+	.init = lo_init,
+	.lookup = lo_lookup,
+	.forget = lo_forget,
+	.forget_multi = lo_forget_multi,
+	.getattr = lo_getattr,
+	.readlink = lo_readlink,
+	.statfs = lo_statfs,
+	.opendir = lo_opendir,
+	.readdir = lo_readdir,
+	.readdirplus = lo_readdirplus,
+	.releasedir = lo_releasedir,
+	.open = lo_open,
+	.read = lo_read,
+	.release = lo_release,
+	.setattr = lo_erofs_setattr,
+	.mknod = lo_erofs_mknod,
+	.mkdir = lo_erofs_mkdir,
+	.unlink = lo_erofs_unlink,
+	.rmdir = lo_erofs_unlink,
+	.symlink = lo_erofs_symlink,
+	.rename = lo_erofs_rename,
+	.link = lo_erofs_link,
+	.write = lo_erofs_write,
+	.create = lo_erofs_create,
+	.setxattr = lo_erofs_setxattr,
+	.removexattr = lo_erofs_removexattr,
+	.fallocate = lo_erofs_fallocate,
 };

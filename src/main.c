@@ -22,9 +22,11 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "pf_fuse.h"
 #include "pf_log.h"
@@ -97,6 +99,14 @@ static int check_mountpoint(const char *mnt)
 	struct stat st;
 
 	if (stat(mnt, &st) < 0) {
+		if (errno == ENOTCONN) {
+			/* a FUSE mount whose daemon died (kill -9) */
+			fprintf(stderr, "prefetchfs: mountpoint '%s': the "
+				"daemon of the mount there is gone: run "
+				"fusermount3 -u %s (or mount with -o "
+				"auto_unmount)\n", mnt, mnt);
+			return -1;
+		}
 		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n", mnt,
 			strerror(errno));
 		return -1;
@@ -104,6 +114,111 @@ static int check_mountpoint(const char *mnt)
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr,
 			"prefetchfs: mountpoint '%s': not a directory\n", mnt);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Reads /proc/self/mountinfo for the mount on top of @mnt (an absolute,
+ * resolved path): its device number and file system type.  Mount points
+ * are octal-escaped there.  -ENOENT if nothing is mounted on @mnt.
+ */
+static int find_mount(const char *mnt, unsigned *maj, unsigned *min,
+		      char *type, size_t typelen)
+{
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	char line[2 * PATH_MAX + 512];
+	int found = -ENOENT;
+
+	if (!fp)
+		return -errno;
+	while (fgets(line, sizeof(line), fp)) {
+		char point[PATH_MAX + 1];
+		char unesc[PATH_MAX + 1];
+		const char *sep;
+		unsigned a;
+		unsigned b;
+		size_t o = 0;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4096s", &a, &b, point) != 3)
+			continue;
+		for (char *p = point; *p && o < PATH_MAX; p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
+			    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+			    p[3] <= '7') {
+				unesc[o++] = (char)((p[1] - '0') * 64 +
+						    (p[2] - '0') * 8 + (p[3] - '0'));
+				p += 3;
+			} else {
+				unesc[o++] = *p;
+			}
+		}
+		unesc[o] = '\0';
+		sep = strstr(line, " - ");
+		if (strcmp(unesc, mnt) != 0 || !sep)
+			continue;
+		/* the last one listed is the one on top */
+		*maj = a;
+		*min = b;
+		if (type)
+			snprintf(type, typelen, "%.*s",
+				 (int)strcspn(sep + 3, " "), sep + 3);
+		found = 0;
+	}
+	fclose(fp);
+	return found;
+}
+
+/*
+ * Refuse what would hide or stack: a FUSE mount already on @mnt (a second
+ * daemon on top of the first, or one whose daemon died) and, unless
+ * @nonempty, a directory with files (they would be hidden).
+ */
+static int check_mountpoint_free(const char *mnt, const char *shown,
+				 int nonempty)
+{
+	char type[64] = "";
+	struct statfs sfs;
+	unsigned maj;
+	unsigned min;
+	DIR *d;
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
+	    strncmp(type, "fuse", 4) == 0 && statfs(mnt, &sfs) < 0 &&
+	    errno == ENOTCONN) {
+		/* the kernel answers stat() from its cache, statfs() asks */
+		fprintf(stderr, "prefetchfs: mountpoint '%s': the daemon of "
+			"the mount there is gone: run fusermount3 -u %s (or "
+			"mount with -o auto_unmount)\n", shown, shown);
+		return -1;
+	}
+	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
+	    strncmp(type, "fuse", 4) == 0) {
+		fprintf(stderr, "prefetchfs: mountpoint '%s' is already a "
+			"mount point (%s): unmount it first (fusermount3 -u "
+			"%s)\n", shown, type, shown);
+		return -1;
+	}
+	if (nonempty)
+		return 0;
+	d = opendir(mnt);
+	if (!d) {
+		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n", shown,
+			strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	if (n) {
+		fprintf(stderr, "prefetchfs: mountpoint '%s' is not empty (%u "
+			"entries would be hidden): give -o nonempty to mount "
+			"over them\n", shown, n);
 		return -1;
 	}
 	return 0;
@@ -209,46 +324,16 @@ struct ready_ctx {
  * The mount's device number from /proc/self/mountinfo, not from stat():
  * a stat of our own mount would be a request to ourselves, and under
  * valgrind (which does not let other threads run during a stat) one that
- * is never answered.  Mount points are octal-escaped there.
+ * is never answered.
  */
 static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 {
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char line[2 * PATH_MAX + 512];
-	int found = -ENOENT;
+	char type[64];
+	int ret = find_mount(mnt, maj, min, type, sizeof(type));
 
-	if (!fp)
-		return -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		char point[PATH_MAX + 1];
-		char unesc[PATH_MAX + 1];
-		unsigned a;
-		unsigned b;
-		size_t o = 0;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4096s", &a, &b, point) != 3)
-			continue;
-		for (char *p = point; *p && o < PATH_MAX; p++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
-			    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-			    p[3] <= '7') {
-				unesc[o++] = (char)((p[1] - '0') * 64 +
-						    (p[2] - '0') * 8 + (p[3] - '0'));
-				p += 3;
-			} else {
-				unesc[o++] = *p;
-			}
-		}
-		unesc[o] = '\0';
-		if (strcmp(unesc, mnt) == 0 && strstr(line, " - fuse.prefetchfs ")) {
-			/* the last one listed is the one on top */
-			*maj = a;
-			*min = b;
-			found = 0;
-		}
-	}
-	fclose(fp);
-	return found;
+	if (ret == 0 && strncmp(type, "fuse", 4) != 0)
+		ret = -ENOENT;
+	return ret;
 }
 
 /*
@@ -320,7 +405,8 @@ static void *ready_thread(void *arg)
 }
 
 /* The parent: wait for the child's verdict. */
-static int wait_child(pid_t pid, int fd)
+static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
+		      const char *mnt)
 {
 	char c;
 	ssize_t n;
@@ -330,8 +416,19 @@ static int wait_child(pid_t pid, int fd)
 		n = read(fd, &c, 1);
 	} while (n < 0 && errno == EINTR);
 	close(fd);
+	if (n == 1 && c == 0) {
+		/* the one thing said on success: where to look later */
+		if (o->log_file[0])
+			fprintf(stderr, "prefetchfs: mounted on %s; the log "
+				"goes to %s\n", mnt, o->log_file);
+		else
+			fprintf(stderr, "prefetchfs: mounted on %s; the log "
+				"goes to syslog (journalctl -t prefetchfs)\n",
+				mnt);
+		return 0;
+	}
 	if (n == 1)
-		return c == 0 ? 0 : 1;
+		return 1;
 	/* the child died before it was ready; its errors are printed */
 	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 	    WEXITSTATUS(status))
@@ -339,7 +436,8 @@ static int wait_child(pid_t pid, int fd)
 	return 1;
 }
 
-static void detach(void)
+/* Into the background; stderr (the log) goes to @logfd if >= 0. */
+static void detach(int logfd)
 {
 	int fd = open("/dev/null", O_RDWR);
 
@@ -350,10 +448,67 @@ static void detach(void)
 	if (fd >= 0) {
 		dup2(fd, 0);
 		dup2(fd, 1);
-		dup2(fd, 2);
+		dup2(logfd >= 0 ? logfd : fd, 2);
 		if (fd > 2)
 			close(fd);
 	}
+}
+
+/*
+ * fuse_session_mount(), with what libfuse and fusermount3 print (one or
+ * more lines, "fuse: ..." or "fusermount3: ...") caught and given as one
+ * line naming the mountpoint.
+ */
+static int mount_session(struct fuse_session *se, const char *mnt,
+			 const char *shown)
+{
+	FILE *cap = tmpfile();
+	char msg[1024] = "";
+	char line[512];
+	int saved = -1;
+	int ret;
+
+	if (cap) {
+		fflush(stderr);
+		saved = dup(2);
+		if (saved >= 0)
+			dup2(fileno(cap), 2);
+	}
+	ret = fuse_session_mount(se, mnt);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+	}
+	if (ret < 0 && cap) {
+		rewind(cap);
+		while (fgets(line, sizeof(line), cap)) {
+			char *l = line;
+			size_t n = strlen(msg);
+
+			line[strcspn(line, "\n")] = '\0';
+			if (strncmp(l, "fuse: ", 6) == 0)
+				l += 6;
+			else if (strncmp(l, "fusermount3: ", 13) == 0)
+				l += 13;
+			if (*l && n + 3 < sizeof(msg))
+				snprintf(msg + n, sizeof(msg) - n, "%s%s",
+					 n ? "; " : "", l);
+		}
+		/* the usual reason a user cannot mount, and its fix */
+		if (geteuid() != 0 && strstr(msg, "/dev/fuse") &&
+		    strstr(msg, "Permission denied") &&
+		    strlen(msg) + 80 < sizeof(msg))
+			strcat(msg, " (this user needs read and write access "
+				    "to /dev/fuse: mode 0666, as Debian has it)");
+		fprintf(stderr, "prefetchfs: cannot mount on '%s'%s%s\n", shown,
+			msg[0] ? ": " : "", msg);
+	} else if (ret < 0) {
+		fprintf(stderr, "prefetchfs: cannot mount on '%s'\n", shown);
+	}
+	if (cap)
+		fclose(cap);
+	return ret;
 }
 
 int main(int argc, char **argv)
@@ -376,6 +531,7 @@ int main(int argc, char **argv)
 	enum src_kind kind;
 	char err[512];
 	int pipefd[2] = { -1, -1 };
+	int logfd = -1;
 	int status = 1;
 	int ret;
 
@@ -383,6 +539,10 @@ int main(int argc, char **argv)
 	if (pf_opts_parse(&o, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "prefetchfs: %s\n", err);
 		return 2;
+	}
+	if (o.help == 2) {
+		pf_opts_help_table(stdout);
+		return 0;
 	}
 	if (o.help) {
 		pf_opts_usage("prefetchfs", ram_bytes());
@@ -405,6 +565,10 @@ int main(int argc, char **argv)
 		strcpy(src, o.source);
 		if (!o.fetch_size_set)
 			o.engine.fetch_size = OBJ_FETCH_SIZE;
+		/* a fetch is one vectored read (see pf_opts_max_fetch) */
+		while (!o.fetch_size_set && o.engine.fetch_size >
+			pf_opts_max_fetch(o.engine.block_size))
+			o.engine.fetch_size /= 2;
 		if (!o.min_window_set && o.engine.max_window >= OBJ_MIN_WINDOW)
 			o.engine.min_window = OBJ_MIN_WINDOW;
 	} else if (!realpath(o.source, src)) {
@@ -416,6 +580,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n",
 			o.mountpoint, strerror(errno));
 		return 1;
+	}
+	if (check_mountpoint_free(mnt, o.mountpoint, o.nonempty) < 0)
+		return 1;
+	if (o.log_file[0]) {
+		/* before the fork, so that a bad path is said here */
+		logfd = open(o.log_file, O_WRONLY | O_APPEND | O_CREAT |
+					 O_CLOEXEC, 0600);
+		if (logfd < 0) {
+			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
+				o.log_file, strerror(errno));
+			return 1;
+		}
 	}
 
 	if (!o.foreground) {
@@ -434,7 +610,7 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0) {
 			close(pipefd[1]);
-			return wait_child(pid, pipefd[0]);
+			return wait_child(pid, pipefd[0], &o, o.mountpoint);
 		}
 		close(pipefd[0]);
 		rc.notify_fd = pipefd[1];
@@ -458,8 +634,9 @@ int main(int argc, char **argv)
 		goto out;
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {
-		fprintf(stderr, "prefetchfs: cannot set up the cache: %s\n",
-			strerror(-ret));
+		fprintf(stderr, "prefetchfs: cannot set up the cache of "
+			"max_memory=%" PRIu64 "M: %s\n",
+			o.engine.max_memory >> 20, strerror(-ret));
 		goto out_be;
 	}
 	ret = pf_itable_new(be, engine, &itable);
@@ -497,11 +674,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefetchfs: cannot set signal handlers\n");
 		goto out_session;
 	}
-	if (fuse_session_mount(se, mnt) < 0) {
-		fprintf(stderr, "prefetchfs: cannot mount on '%s'\n",
-			o.mountpoint);
+	if (mount_session(se, mnt, o.mountpoint) < 0)
 		goto out_signals;
-	}
 
 	ret = pf_engine_start_push(engine, pf_fuse_push, se);
 	if (ret < 0) {
@@ -532,8 +706,12 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	if (!o.foreground) {
-		pf_log_use_syslog(1);
-		detach();
+		if (logfd < 0)
+			pf_log_use_syslog(1);
+		detach(logfd);
+	} else if (logfd >= 0) {
+		fprintf(stderr, "prefetchfs: the log goes to %s\n", o.log_file);
+		dup2(logfd, 2);
 	}
 	pf_info("mounted %s on %s (max_memory %" PRIu64 "M, prefetch %s, "
 		"fetch_size %" PRIu64 "K)",

@@ -901,8 +901,13 @@ static int check_root(struct obj *o, const char *source, char *err,
 				       " (anonymous: give credentials, or "
 				       "check the bucket policy)" :
 				       " (check the credentials and region)";
+		else if (strstr(why, "certificate"))
+			hint = ": give the server's CA with -o cacert=FILE, or "
+			       "-o insecure not to verify it";
+		/* a network error says more than "Input/output error" */
 		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
-			 strerror(-ret), why[0] ? ": " : "", why, hint);
+			 ret == -EIO && why[0] ? "" : strerror(-ret),
+			 why[0] && ret != -EIO ? ": " : "", why, hint);
 		ents_free(l.ents, l.n);
 		return ret;
 	}

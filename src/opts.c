@@ -1,23 +1,36 @@
 /*
  * opts.c - command line of the daemon: sizes with K/M/G suffixes, one
  * clear line for every bad value, and a --help listing every option with
- * its default.
+ * its default and range.
+ *
+ * DESIGN: every -o option is one row of pf_opt_table[] (name, type, the
+ * field it sets by offsetof, bounds, default, help), in the manner of
+ * libfuse's passthrough_ll.c lo_opts[].  The parser, --help and
+ * --help-table (the README's table, which tests/mount_install.sh also
+ * compares with the man page) all read that table, so they cannot
+ * disagree.  Defaults are printed from the values pf_opts_default() sets,
+ * not written out, except where they depend on the machine.  No threads,
+ * no state.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "pf_inode.h"
 #include "pf_opts.h"
 
 void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 {
 	memset(o, 0, sizeof(*o));
 	pf_engine_cfg_default(&o->engine, ram_bytes);
+	o->ram_bytes = ram_bytes;
 	o->entry_timeout = 3600;
 	o->attr_timeout = 3600;
 	o->readahead_kb = 1024;
@@ -77,7 +90,7 @@ int pf_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
+static int parse_uint(const char *s, double lo, double hi, unsigned *out)
 {
 	char *end;
 	unsigned long v;
@@ -86,7 +99,8 @@ static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
+	if (errno || *end || (double)v < lo || (hi > 0 && (double)v > hi) ||
+	    v > 0xffffffffu)
 		return -EINVAL;
 	*out = (unsigned)v;
 	return 0;
@@ -122,12 +136,290 @@ static int parse_bool(const char *s, int *out)
 	return -EINVAL;
 }
 
-/* Options FUSE handles itself; passed through to fuse_session_new. */
-static const char *const fuse_flags[] = {
-	"allow_other", "allow_root", "auto_unmount", "default_permissions",
-	NULL,
+uint64_t pf_opts_max_fetch(size_t block_size)
+{
+	/* a fetch is one vectored read (preadv, readv) of up to 2 more
+	 * blocks than it spans whole, and a vector holds IOV_MAX */
+	return (uint64_t)block_size * (IOV_MAX - 2);
+}
+
+/* "64K", "1M", "3G": the largest unit that divides @v exactly. */
+void pf_format_size(uint64_t v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (v && u < 3 && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(buf, len, "%" PRIu64, v);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
+}
+
+/* ---- options with their own syntax ----------------------------------- */
+
+static int set_io(struct pf_opts *o, const char *val)
+{
+	if (strcmp(val, "auto") == 0 || strcmp(val, "io_uring") == 0)
+		o->io_engine = 0;
+	else if (strcmp(val, "pread") == 0)
+		o->io_engine = 1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static void get_io(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->io_engine ? "pread" : "io_uring");
+}
+
+static int set_log_level(struct pf_opts *o, const char *val)
+{
+	return pf_log_parse_level(val, &o->log_level);
+}
+
+static void get_log_level(const struct pf_opts *o, char *buf, size_t len)
+{
+	static const char *const names[] = { "err", "warn", "info", "debug" };
+
+	snprintf(buf, len, "%s", names[o->log_level]);
+}
+
+static int set_addressing(struct pf_opts *o, const char *val)
+{
+	if (strcmp(val, "path") != 0 && strcmp(val, "virtual") != 0 &&
+	    strcmp(val, "auto") != 0)
+		return -EINVAL;
+	snprintf(o->addressing, sizeof(o->addressing), "%s", val);
+	return 0;
+}
+
+static void get_addressing(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->addressing[0] ? o->addressing : "auto");
+}
+
+static int set_gap_ms(struct pf_opts *o, const char *val)
+{
+	double d;
+
+	if (parse_seconds(val, &d) < 0 || d > 60000)
+		return -EINVAL;
+	o->engine.pattern.gap_ns = (uint64_t)(d * 1e6);
+	return 0;
+}
+
+static void get_gap_ms(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%g", (double)o->engine.pattern.gap_ns / 1e6);
+}
+
+static int set_cache_timeout(struct pf_opts *o, const char *val)
+{
+	double d;
+
+	if (parse_seconds(val, &d) < 0)
+		return -EINVAL;
+	o->entry_timeout = d;
+	o->attr_timeout = d;
+	return 0;
+}
+
+static void get_cache_timeout(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%g", o->entry_timeout);
+}
+
+/* ---- the table ------------------------------------------------------- */
+
+#define F(field) offsetof(struct pf_opts, field), \
+		 sizeof(((struct pf_opts *)0)->field)
+#define NOFIELD 0, 0
+
+const struct pf_opt pf_opt_table[] = {
+	/* prefetch */
+	{ .name = "max_memory", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.max_memory), .lo = 16 << 20,
+	  .given = offsetof(struct pf_opts, max_memory_set),
+	  .flags = PF_OF_MACHINE,
+	  .def = "a quarter of RAM, 256M to 16G",
+	  .help = "memory for cached data; a hard budget for every reader "
+		  "together, at most the machine's RAM" },
+	{ .name = "prefetch", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_PREFETCH, F(engine.prefetch),
+	  .help = "learn patterns and read ahead; off serves demand reads "
+		  "only, for comparisons" },
+	{ .name = "push", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_PREFETCH, F(engine.push),
+	  .help = "hand the read-ahead of sequential readers to the kernel's "
+		  "page cache, so their reads never wait" },
+	{ .name = "next_file", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_PREFETCH, F(engine.next_file),
+	  .help = "at the end of a file read ahead into the next file of its "
+		  "directory, by name" },
+	{ .name = "prefetch_batches", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.prefetch_batches), .lo = 2,
+	  .hi = 64, .help = "batch-sized windows kept filled ahead of each "
+			    "reader" },
+	{ .name = "batch_size", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.pattern.batch_override),
+	  .def = "0", .help = "use this batch instead of the learned one; "
+			      "0 learns it" },
+	{ .name = "fetch_size", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.fetch_size),
+	  .given = offsetof(struct pf_opts, fetch_size_set), .lo = 4096,
+	  .hi = 64 << 20, .help = "bytes per read of the source, at least "
+				  "block_size; 4M for object storage" },
+	{ .name = "max_inflight", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.max_inflight), .lo = 1,
+	  .hi = 1024, .help = "reads of the source in flight at most, "
+			      "demand reads first" },
+	{ .name = "block_size", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.block_size), .lo = 4096,
+	  .hi = 16 << 20, .flags = PF_OF_POW2, .help = "cache block" },
+	{ .name = "min_window", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.min_window),
+	  .given = offsetof(struct pf_opts, min_window_set), .lo = 64 << 10,
+	  .help = "window while no batch is known; 16M for object storage" },
+	{ .name = "max_window", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(engine.max_window), .lo = 64 << 10,
+	  .help = "largest window" },
+	{ .name = "gap_ms", .arg = "MS", .type = PF_OT_FN,
+	  .group = PF_OG_PREFETCH, NOFIELD, .lo = 0, .hi = 60000,
+	  .set = set_gap_ms, .get = get_gap_ms,
+	  .help = "idle milliseconds that end a burst of reads (a batch)" },
+	{ .name = "max_streams", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.pattern.max_streams), .lo = 1,
+	  .hi = 1024, .help = "reader streams tracked per file" },
+	/* mount */
+	{ .name = "cache_timeout", .arg = "S", .type = PF_OT_FN,
+	  .group = PF_OG_MOUNT, NOFIELD, .set = set_cache_timeout,
+	  .get = get_cache_timeout,
+	  .help = "seconds the kernel may cache names and attributes: "
+		  "entry_timeout and attr_timeout together" },
+	{ .name = "entry_timeout", .arg = "S", .type = PF_OT_SECS,
+	  .group = PF_OG_MOUNT, F(entry_timeout),
+	  .help = "seconds the kernel may cache names" },
+	{ .name = "attr_timeout", .arg = "S", .type = PF_OT_SECS,
+	  .group = PF_OG_MOUNT, F(attr_timeout),
+	  .help = "seconds the kernel may cache attributes" },
+	{ .name = "keep_cache", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_MOUNT, F(keep_cache),
+	  .help = "keep a file's page cache across opens; it is dropped "
+		  "anyway when the file changed" },
+	{ .name = "readahead_kb", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_MOUNT, F(readahead_kb), .lo = 0, .hi = 1 << 20,
+	  .help = "the mount's kernel read-ahead in KiB, which sets the READ "
+		  "size; 0 keeps the kernel's 128, needs root" },
+	{ .name = "max_threads", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_MOUNT, F(max_threads), .lo = 1, .hi = 1024,
+	  .help = "FUSE worker threads" },
+	{ .name = "io", .arg = "io_uring|pread", .type = PF_OT_FN,
+	  .group = PF_OG_MOUNT, NOFIELD, .set = set_io, .get = get_io,
+	  .choices = "io_uring or pread",
+	  .help = "how a directory source is read; pread threads where "
+		  "io_uring is not available" },
+	{ .name = "nonempty", .arg = NULL, .type = PF_OT_BOOL,
+	  .group = PF_OG_MOUNT, F(nonempty),
+	  .help = "allow a MOUNTPOINT that is not empty, hiding its "
+		  "files while mounted" },
+	/* logs and traces */
+	{ .name = "log_level", .arg = "LEVEL", .type = PF_OT_FN,
+	  .group = PF_OG_LOG, NOFIELD, .set = set_log_level,
+	  .get = get_log_level, .choices = "err, warn, info or debug",
+	  .help = "err, warn, info or debug" },
+	{ .name = "log_file", .arg = "FILE", .type = PF_OT_STR,
+	  .group = PF_OG_LOG, F(log_file), .def = "syslog",
+	  .help = "append the log to FILE instead of syslog, for "
+		  "containers without one" },
+	{ .name = "trace", .arg = "FILE", .type = PF_OT_STR,
+	  .group = PF_OG_LOG, F(trace), .def = "none",
+	  .help = "write a trace of reads, fetches and refills to FILE: "
+		  "Chrome JSON for ui.perfetto.dev" },
+	{ .name = "trace_seconds", .arg = "S", .type = PF_OT_SECS,
+	  .group = PF_OG_LOG, F(trace_seconds), .flags = PF_OF_GT0,
+	  .help = "trace the first S seconds of the mount" },
+	/* object storage */
+	{ .name = "endpoint", .arg = "URL", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(endpoint),
+	  .def = "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS",
+	  .help = "S3 endpoint, http[s]://HOST[:PORT]" },
+	{ .name = "region", .arg = "NAME", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(region),
+	  .def = "AWS_REGION, AWS_DEFAULT_REGION, the profile's, else "
+		 "us-east-1",
+	  .help = "S3 region, for signing" },
+	{ .name = "profile", .arg = "NAME", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(profile),
+	  .def = "AWS_ACCESS_KEY_ID of the environment, else AWS_PROFILE, "
+		 "else default",
+	  .help = "take the S3 credentials from this profile of "
+		  "~/.aws/credentials or ~/.aws/config" },
+	{ .name = "addressing", .arg = "path|virtual|auto", .type = PF_OT_FN,
+	  .group = PF_OG_OBJECT, NOFIELD, .set = set_addressing,
+	  .get = get_addressing, .choices = "path, virtual or auto",
+	  .help = "S3 URL style; auto: virtual-hosted on AWS for buckets "
+		  "without dots, path-style elsewhere" },
+	{ .name = "no_sign", .arg = NULL, .type = PF_OT_BOOL,
+	  .group = PF_OG_OBJECT, F(no_sign),
+	  .help = "anonymous S3 requests, for public buckets" },
+	{ .name = "manifest", .arg = "URL", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(manifest), .def = "the server's index",
+	  .help = "HTTP: the file list, one 'PATH SIZE' a line; a name "
+		  "is relative to SOURCE" },
+	{ .name = "cacert", .arg = "FILE", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(cacert), .def = "the system's",
+	  .help = "CA certificates for https, e.g. a private CA" },
+	{ .name = "insecure", .arg = NULL, .type = PF_OT_BOOL,
+	  .group = PF_OG_OBJECT, F(insecure),
+	  .help = "do not verify TLS certificates" },
+	{ .name = "connect_timeout", .arg = "S", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(connect_timeout), .lo = 1, .hi = 3600,
+	  .help = "connect timeout in seconds" },
+	{ .name = "timeout", .arg = "S", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(timeout), .lo = 1, .hi = 3600,
+	  .help = "a request that receives nothing for S seconds fails" },
+	{ .name = "retries", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(retries), .lo = 0, .hi = 100,
+	  .help = "retries of a request failing with a connection error, "
+		  "5xx, 429 or SlowDown; backoff from 100 ms doubling" },
+	{ .name = "url", .arg = "URL", .type = PF_OT_STR,
+	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
+	  .help = "s3fs's name for endpoint: the same option, the same "
+		  "default" },
+	/* FUSE's own */
+	{ .name = "allow_other", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
+	  NOFIELD, .help = "let other users read the mount; implies "
+			   "default_permissions, so the source's owners and "
+			   "modes apply" },
+	{ .name = "allow_root", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
+	  NOFIELD, .help = "let root read the mount too" },
+	{ .name = "auto_unmount", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
+	  NOFIELD, .help = "unmount when the daemon dies, even by SIGKILL" },
+	{ .name = "default_permissions", .type = PF_OT_FUSE,
+	  .group = PF_OG_FUSE, NOFIELD,
+	  .help = "the kernel checks owners and modes" },
+	{ .name = "fsname", .arg = "NAME", .type = PF_OT_FUSE,
+	  .group = PF_OG_FUSE, NOFIELD, .def = "SOURCE",
+	  .help = "the name /proc/mounts shows" },
+	{ .name = "subtype", .arg = "NAME", .type = PF_OT_FUSE,
+	  .group = PF_OG_FUSE, NOFIELD, .def = "prefetchfs",
+	  .help = "the type /proc/mounts shows after 'fuse.'" },
+	{ .name = NULL },
 };
-static const char *const fuse_valued[] = { "fsname", "subtype", NULL };
+
+const struct pf_opt *pf_opt_find(const char *name)
+{
+	for (const struct pf_opt *d = pf_opt_table; d->name; d++)
+		if (strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
+
 /* Meaningful to mount(8), fstab or systemd, not to the daemon. */
 static const char *const ignored[] = {
 	"ro", "_netdev", "nofail", "noauto", "auto", "user", "users",
@@ -143,34 +435,76 @@ static bool in_list(const char *const *list, const char *s)
 	return false;
 }
 
-/* The daemon's own options, with or without a value. */
-static const char *const own[] = {
-	"prefetch", "push", "next_file", "keep_cache", "max_memory",
-	"block_size",
-	"fetch_size", "max_inflight", "prefetch_batches", "batch_size",
-	"gap_ms", "max_streams", "max_window", "min_window", "cache_timeout",
-	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
-	"log_level", "endpoint", "region", "profile", "addressing",
-	"no_sign", "manifest", "cacert", "insecure", "connect_timeout",
-	"timeout", "retries", "trace", "trace_seconds", NULL,
-};
-
-/* Options whose value is kept as a string in struct pf_opts. */
-struct str_opt {
-	const char *name;
-	size_t off;
-	size_t cap;
-};
-#define STR_OPT(f) { #f, offsetof(struct pf_opts, f), \
-		     sizeof(((struct pf_opts *)0)->f) }
-static const struct str_opt str_opts[] = {
-	STR_OPT(endpoint), STR_OPT(region), STR_OPT(profile),
-	STR_OPT(manifest), STR_OPT(cacert), STR_OPT(trace), { NULL, 0, 0 },
-};
-
-static bool known(const char *opt)
+void pf_opt_range_text(const struct pf_opt *d, char *buf, size_t len)
 {
-	return in_list(own, opt);
+	char lo[32];
+	char hi[32];
+
+	buf[0] = '\0';
+	if (d->choices) {
+		snprintf(buf, len, "%s", d->choices);
+		return;
+	}
+	if (d->flags & PF_OF_GT0) {
+		snprintf(buf, len, "more than 0");
+		return;
+	}
+	switch (d->type) {
+	case PF_OT_SIZE:
+		pf_format_size((uint64_t)d->lo, lo, sizeof(lo));
+		pf_format_size((uint64_t)d->hi, hi, sizeof(hi));
+		if (d->flags & PF_OF_POW2)
+			snprintf(buf, len, "a power of two from %s to %s", lo,
+				 hi);
+		else if (d->hi > 0)
+			snprintf(buf, len, "%s to %s", lo, hi);
+		else if (d->lo > 0)
+			snprintf(buf, len, "at least %s", lo);
+		break;
+	case PF_OT_UINT:
+	case PF_OT_FN:
+		if (d->hi > 0)
+			snprintf(buf, len, "%.0f to %.0f", d->lo, d->hi);
+		break;
+	default:
+		break;
+	}
+}
+
+void pf_opt_default_text(const struct pf_opt *d, const struct pf_opts *o,
+			 char *buf, size_t len)
+{
+	const char *p = (const char *)o + d->off;
+	uint64_t v;
+
+	buf[0] = '\0';
+	if (d->def) {
+		snprintf(buf, len, "%s", d->def);
+		return;
+	}
+	switch (d->type) {
+	case PF_OT_BOOL:
+		snprintf(buf, len, "%s", *(const int *)p ? "on" : "off");
+		break;
+	case PF_OT_SIZE:
+		if (d->size == sizeof(uint64_t))
+			memcpy(&v, p, sizeof(v));
+		else
+			v = *(const size_t *)p;
+		pf_format_size(v, buf, len);
+		break;
+	case PF_OT_UINT:
+		snprintf(buf, len, "%u", *(const unsigned *)p);
+		break;
+	case PF_OT_SECS:
+		snprintf(buf, len, "%g", *(const double *)p);
+		break;
+	case PF_OT_FN:
+		d->get(o, buf, len);
+		break;
+	default:
+		break;
+	}
 }
 
 static int add_fuse_opt(struct pf_opts *o, const char *opt, char *err,
@@ -187,215 +521,120 @@ static int add_fuse_opt(struct pf_opts *o, const char *opt, char *err,
 	return 0;
 }
 
+static bool has_fuse_opt(const struct pf_opts *o, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = o->fuse_opts; p && *p;) {
+		if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
 #define BAD(...)                                                   \
 	do {                                                       \
 		snprintf(err, errlen, __VA_ARGS__);                \
 		return -EINVAL;                                    \
 	} while (0)
 
+/* Sets the field of @d from @val; -EINVAL if @val is out of range. */
+static int set_value(struct pf_opts *o, const struct pf_opt *d,
+		     const char *val)
+{
+	char *p = (char *)o + d->off;
+	uint64_t sz;
+	unsigned u;
+	double s;
+	int b;
+
+	switch (d->type) {
+	case PF_OT_BOOL:
+		if (parse_bool(val, &b) < 0)
+			return -EINVAL;
+		*(int *)p = b;
+		return 0;
+	case PF_OT_SIZE:
+		if (pf_parse_size(val, &sz) < 0 || (double)sz < d->lo ||
+		    (d->hi > 0 && (double)sz > d->hi) ||
+		    ((d->flags & PF_OF_POW2) && (sz & (sz - 1))))
+			return -EINVAL;
+		if (d->size == sizeof(uint64_t))
+			memcpy(p, &sz, sizeof(sz));
+		else
+			*(size_t *)p = (size_t)sz;
+		return 0;
+	case PF_OT_UINT:
+		if (parse_uint(val, d->lo, d->hi, &u) < 0)
+			return -EINVAL;
+		*(unsigned *)p = u;
+		return 0;
+	case PF_OT_SECS:
+		if (parse_seconds(val, &s) < 0 ||
+		    ((d->flags & PF_OF_GT0) && s <= 0))
+			return -EINVAL;
+		*(double *)p = s;
+		return 0;
+	case PF_OT_STR:
+		if (!*val || strlen(val) >= d->size)
+			return -EINVAL;
+		memcpy(p, val, strlen(val) + 1);
+		return 0;
+	case PF_OT_FN:
+		return d->set(o, val);
+	default:
+		return -EINVAL;
+	}
+}
+
 /* One "name[=value]" of a -o list. */
 static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 {
-	struct pf_engine_cfg *c = &o->engine;
+	const struct pf_opt *d;
 	char *val = strchr(opt, '=');
-	uint64_t sz;
-	unsigned u;
-	double d;
-	int b;
+	char range[96];
 
 	if (val)
 		*val++ = '\0';
 	if (in_list(ignored, opt) || strncmp(opt, "x-", 2) == 0 ||
-	    strncmp(opt, "comment=", 8) == 0)
+	    strcmp(opt, "comment") == 0)
 		return 0;
-	if (in_list(fuse_flags, opt) && !val)
-		return add_fuse_opt(o, opt, err, errlen);
-	if (in_list(fuse_valued, opt) && val) {
+	if (strcmp(opt, "rw") == 0)
+		BAD("prefetchfs mounts are read-only: option 'rw' is not "
+		    "supported");
+	d = pf_opt_find(opt);
+	if (!d)
+		BAD("unknown option '%s' (see --help)", opt);
+	if (d->type == PF_OT_FUSE) {
 		char buf[512];
 
-		if (strchr(val, ','))
+		if (!d->arg && !val)
+			return add_fuse_opt(o, opt, err, errlen);
+		if (!d->arg)
+			BAD("option '%s' takes no value", opt);
+		if (!val)
+			BAD("option '%s' needs a value (%s=...)", opt, opt);
+		if (!*val || strchr(val, ','))
 			BAD("bad value for %s: '%s'", opt, val);
 		snprintf(buf, sizeof(buf), "%s=%s", opt, val);
 		return add_fuse_opt(o, buf, err, errlen);
 	}
-	if (strcmp(opt, "rw") == 0)
-		BAD("prefetchfs mounts are read-only: option 'rw' is not "
-		    "supported");
-	if (strcmp(opt, "prefetch") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for prefetch: '%s' (on or off)", val);
-		c->prefetch = b;
-		return 0;
-	}
-	if (!known(opt))
-		BAD("unknown option '%s' (see --help)", opt);
-	if (strcmp(opt, "push") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for push: '%s' (on or off)", val);
-		c->push = b;
-		return 0;
-	}
-	if (strcmp(opt, "next_file") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for next_file: '%s' (on or off)", val);
-		c->next_file = b;
-		return 0;
-	}
-	if (strcmp(opt, "keep_cache") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for keep_cache: '%s' (on or off)", val);
-		o->keep_cache = b;
-		return 0;
-	}
-	if (strcmp(opt, "no_sign") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for no_sign: '%s' (on or off)", val);
-		o->no_sign = b;
-		return 0;
-	}
-	if (strcmp(opt, "insecure") == 0) {
-		if (parse_bool(val, &b) < 0)
-			BAD("bad value for insecure: '%s' (on or off)", val);
-		o->insecure = b;
-		return 0;
-	}
-	if (!val)
+	if (!val && d->type != PF_OT_BOOL)
 		BAD("option '%s' needs a value (%s=...)", opt, opt);
-	for (const struct str_opt *so = str_opts; so->name; so++) {
-		char *dst = (char *)o + so->off;
-
-		if (strcmp(opt, so->name) != 0)
-			continue;
-		if (!*val || strlen(val) >= so->cap)
-			BAD("bad value for %s: '%s'", opt, val);
-		memcpy(dst, val, strlen(val) + 1);
-		return 0;
+	if (set_value(o, d, val) < 0) {
+		pf_opt_range_text(d, range, sizeof(range));
+		if (d->type == PF_OT_BOOL)
+			snprintf(range, sizeof(range), "on or off");
+		if (d->type == PF_OT_SIZE && !range[0])
+			snprintf(range, sizeof(range), "a size, e.g. 8M");
+		BAD("bad value for %s: '%s'%s%s%s", opt, val ? val : "",
+		    range[0] ? " (" : "", range, range[0] ? ")" : "");
 	}
-	if (strcmp(opt, "addressing") == 0) {
-		if (strcmp(val, "path") != 0 && strcmp(val, "virtual") != 0 &&
-		    strcmp(val, "auto") != 0)
-			BAD("bad value for addressing: '%s' (path, virtual or "
-			    "auto)", val);
-		snprintf(o->addressing, sizeof(o->addressing), "%s", val);
-		return 0;
-	}
-	if (strcmp(opt, "connect_timeout") == 0 ||
-	    strcmp(opt, "timeout") == 0) {
-		if (parse_uint(val, 1, 3600, &u) < 0)
-			BAD("bad value for %s: '%s' (seconds, 1 to 3600)", opt,
-			    val);
-		if (opt[0] == 'c')
-			o->connect_timeout = u;
-		else
-			o->timeout = u;
-		return 0;
-	}
-	if (strcmp(opt, "trace_seconds") == 0) {
-		if (parse_seconds(val, &d) < 0 || d <= 0)
-			BAD("bad value for trace_seconds: '%s' (seconds, more "
-			    "than 0)", val);
-		o->trace_seconds = d;
-		return 0;
-	}
-	if (strcmp(opt, "retries") == 0) {
-		if (parse_uint(val, 0, 100, &u) < 0)
-			BAD("bad value for retries: '%s' (0 to 100)", val);
-		o->retries = u;
-		return 0;
-	}
-
-	if (strcmp(opt, "max_memory") == 0) {
-		if (pf_parse_size(val, &sz) < 0 || sz < (16u << 20))
-			BAD("bad value for max_memory: '%s' (a size of at "
-			    "least 16M, e.g. 4G)", val);
-		c->max_memory = sz;
-	} else if (strcmp(opt, "block_size") == 0) {
-		if (pf_parse_size(val, &sz) < 0 || sz < 4096 ||
-		    sz > (16u << 20) || (sz & (sz - 1)))
-			BAD("bad value for block_size: '%s' (a power of two "
-			    "from 4K to 16M)", val);
-		c->block_size = sz;
-	} else if (strcmp(opt, "fetch_size") == 0) {
-		if (pf_parse_size(val, &sz) < 0 || sz < 4096 ||
-		    sz > (64u << 20))
-			BAD("bad value for fetch_size: '%s' (a size from 4K "
-			    "to 64M)", val);
-		c->fetch_size = sz;
-		o->fetch_size_set = 1;
-	} else if (strcmp(opt, "max_inflight") == 0) {
-		if (parse_uint(val, 1, 1024, &u) < 0)
-			BAD("bad value for max_inflight: '%s' (1 to 1024)",
-			    val);
-		c->max_inflight = u;
-	} else if (strcmp(opt, "prefetch_batches") == 0) {
-		if (parse_uint(val, 2, 64, &u) < 0)
-			BAD("bad value for prefetch_batches: '%s' (2 to 64)",
-			    val);
-		c->prefetch_batches = u;
-	} else if (strcmp(opt, "batch_size") == 0) {
-		if (pf_parse_size(val, &sz) < 0)
-			BAD("bad value for batch_size: '%s' (a size, e.g. "
-			    "8M; 0 learns it)", val);
-		c->pattern.batch_override = sz;
-	} else if (strcmp(opt, "gap_ms") == 0) {
-		if (parse_seconds(val, &d) < 0 || d > 60000)
-			BAD("bad value for gap_ms: '%s' (milliseconds)", val);
-		c->pattern.gap_ns = (uint64_t)(d * 1e6);
-	} else if (strcmp(opt, "max_streams") == 0) {
-		if (parse_uint(val, 1, 1024, &u) < 0)
-			BAD("bad value for max_streams: '%s' (1 to 1024)",
-			    val);
-		c->pattern.max_streams = u;
-	} else if (strcmp(opt, "max_window") == 0) {
-		if (pf_parse_size(val, &sz) < 0 || sz < (64u << 10))
-			BAD("bad value for max_window: '%s' (a size of at "
-			    "least 64K)", val);
-		c->max_window = sz;
-	} else if (strcmp(opt, "min_window") == 0) {
-		if (pf_parse_size(val, &sz) < 0 || sz < (64u << 10))
-			BAD("bad value for min_window: '%s' (a size of at "
-			    "least 64K)", val);
-		c->min_window = sz;
-		o->min_window_set = 1;
-	} else if (strcmp(opt, "cache_timeout") == 0) {
-		if (parse_seconds(val, &d) < 0)
-			BAD("bad value for cache_timeout: '%s' (seconds)",
-			    val);
-		o->entry_timeout = d;
-		o->attr_timeout = d;
-	} else if (strcmp(opt, "entry_timeout") == 0) {
-		if (parse_seconds(val, &d) < 0)
-			BAD("bad value for entry_timeout: '%s' (seconds)",
-			    val);
-		o->entry_timeout = d;
-	} else if (strcmp(opt, "attr_timeout") == 0) {
-		if (parse_seconds(val, &d) < 0)
-			BAD("bad value for attr_timeout: '%s' (seconds)", val);
-		o->attr_timeout = d;
-	} else if (strcmp(opt, "readahead_kb") == 0) {
-		if (parse_uint(val, 0, 1u << 20, &u) < 0)
-			BAD("bad value for readahead_kb: '%s' (KiB, 0 keeps "
-			    "the kernel's)", val);
-		o->readahead_kb = u;
-	} else if (strcmp(opt, "max_threads") == 0) {
-		if (parse_uint(val, 1, 1024, &u) < 0)
-			BAD("bad value for max_threads: '%s' (1 to 1024)",
-			    val);
-		o->max_threads = u;
-	} else if (strcmp(opt, "io") == 0) {
-		if (strcmp(val, "auto") == 0 || strcmp(val, "io_uring") == 0)
-			o->io_engine = 0;
-		else if (strcmp(val, "pread") == 0)
-			o->io_engine = 1;
-		else
-			BAD("bad value for io: '%s' (io_uring or pread)", val);
-	} else if (strcmp(opt, "log_level") == 0) {
-		if (pf_log_parse_level(val, &o->log_level) < 0)
-			BAD("bad value for log_level: '%s' (err, warn, info "
-			    "or debug)", val);
-	} else {
-		BAD("unknown option '%s' (see --help)", opt);
-	}
+	if (d->given)
+		*(int *)((char *)o + d->given) = 1;
 	return 0;
 }
 
@@ -417,10 +656,52 @@ static int parse_list(struct pf_opts *o, const char *list, char *err,
 	return ret;
 }
 
+/*
+ * SOURCE: a directory, or a URL of a scheme we speak.  A URL never
+ * carries credentials: they would show in /proc/mounts, the log and the
+ * stats file.  The message does not repeat the URL for that reason.
+ */
+static int check_source_url(const char *src, char *err, size_t errlen)
+{
+	static const char *const schemes[] = { "http", "https", "s3", NULL };
+	const char *colon = strstr(src, "://");
+	const char *host;
+	size_t n;
+	bool known = false;
+
+	if (!colon)
+		return 0;
+	n = (size_t)(colon - src);
+	for (size_t i = 0; i < n; i++)
+		if (!(src[i] >= 'a' && src[i] <= 'z') &&
+		    !(src[i] >= 'A' && src[i] <= 'Z') &&
+		    !(i > 0 && ((src[i] >= '0' && src[i] <= '9') ||
+				src[i] == '+' || src[i] == '-' ||
+				src[i] == '.')))
+			return 0;	/* a path with "://" in it */
+	for (const char *const *s = schemes; *s; s++)
+		if (strlen(*s) == n && strncasecmp(src, *s, n) == 0)
+			known = true;
+	if (!known)
+		BAD("source scheme '%.*s://' is not supported: SOURCE is a "
+		    "directory, http://, https:// or s3://", (int)(n > 16 ?
+		    16 : n), src);
+	host = colon + 3;
+	n = strcspn(host, "/?#");
+	if (memchr(host, '@', n))
+		BAD("the source URL must not hold credentials (user:password@"
+		    "): give S3 keys in AWS_ACCESS_KEY_ID and "
+		    "AWS_SECRET_ACCESS_KEY or with -o profile=NAME (http:// "
+		    "and https:// sources are read without credentials)");
+	return 0;
+}
+
 int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 		  size_t errlen)
 {
 	const char *pos[2];
+	char have[32];
+	char want[32];
 	int npos = 0;
 	int ret;
 
@@ -429,12 +710,15 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			o->help = 1;
+		} else if (strcmp(a, "--help-table") == 0) {
+			o->help = 2;
 		} else if (strcmp(a, "-V") == 0 ||
 			   strcmp(a, "--version") == 0) {
 			o->version = 1;
-		} else if (strcmp(a, "-f") == 0) {
+		} else if (strcmp(a, "-f") == 0 ||
+			   strcmp(a, "--foreground") == 0) {
 			o->foreground = 1;
-		} else if (strcmp(a, "-d") == 0) {
+		} else if (strcmp(a, "-d") == 0 || strcmp(a, "--debug") == 0) {
 			o->debug = 1;
 			o->foreground = 1;
 			o->log_level = PF_LOG_DEBUG;
@@ -465,22 +749,124 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 						"MOUNTPOINT");
 	o->source = pos[0];
 	o->mountpoint = pos[1];
+	ret = check_source_url(o->source, err, errlen);
+	if (ret < 0)
+		return ret;
 	if (o->engine.fetch_size < o->engine.block_size)
 		BAD("fetch_size (%" PRIu64 ") must be at least block_size "
 		    "(%zu)", o->engine.fetch_size, o->engine.block_size);
+	if (o->engine.fetch_size > pf_opts_max_fetch(o->engine.block_size)) {
+		pf_format_size(o->engine.fetch_size, have, sizeof(have));
+		/* suggest a round size: the largest power of two that fits */
+		pf_format_size(1ull << (63 - __builtin_clzll(pf_opts_max_fetch(
+					    o->engine.block_size))),
+			       want, sizeof(want));
+		BAD("fetch_size=%s is too many blocks of block_size for one "
+		    "read (at most %d): give fetch_size=%s or less, or a "
+		    "larger block_size", have, IOV_MAX, want);
+	}
 	if (o->engine.max_memory <
 	    4 * o->engine.fetch_size + 4 * o->engine.block_size)
 		BAD("max_memory (%" PRIu64 ") is too small for fetch_size "
 		    "%" PRIu64 ": give at least 4 fetches' worth",
 		    o->engine.max_memory, o->engine.fetch_size);
+	if (o->max_memory_set && o->ram_bytes &&
+	    o->engine.max_memory > o->ram_bytes) {
+		pf_format_size(o->engine.max_memory, have, sizeof(have));
+		BAD("max_memory=%s is more than this machine's memory (%.1fG)",
+		    have, (double)o->ram_bytes / (1 << 30));
+	}
 	if (o->engine.min_window > o->engine.max_window)
 		BAD("min_window is larger than max_window");
+	/* otherwise any user reads files that are 0600 in the source */
+	if (has_fuse_opt(o, "allow_other") &&
+	    !has_fuse_opt(o, "default_permissions")) {
+		ret = add_fuse_opt(o, "default_permissions", err, errlen);
+		if (ret < 0)
+			return ret;
+	}
 	return 0;
+}
+
+/* ---- --help and --help-table ----------------------------------------- */
+
+static const char *const group_title[PF_OG_N] = {
+	[PF_OG_PREFETCH] = "prefetch options (sizes take K, M, G suffixes):",
+	[PF_OG_MOUNT] = "mount options:",
+	[PF_OG_LOG] = "log and trace options:",
+	[PF_OG_OBJECT] = "object storage options (http://, https://, s3://):",
+	[PF_OG_FUSE] = "FUSE options:",
+};
+
+/* "-o name=ARG" or "-o name" */
+static void opt_label(const struct pf_opt *d, char *buf, size_t len)
+{
+	snprintf(buf, len, "-o %s%s%s", d->name, d->arg ? "=" : "",
+		 d->arg ? d->arg : "");
+}
+
+/* The help text of @d with its default and range, as --help shows it. */
+static void opt_text(const struct pf_opt *d, const struct pf_opts *def,
+		     char *buf, size_t len)
+{
+	char dflt[128];
+	char range[96];
+	char here[32];
+	size_t n;
+
+	snprintf(buf, len, "%s", d->help);
+	if (d->alias)
+		return;
+	pf_opt_default_text(d, def, dflt, sizeof(dflt));
+	pf_opt_range_text(d, range, sizeof(range));
+	if (d->choices)
+		range[0] = '\0';	/* the help names them */
+	if (!dflt[0] && !range[0])
+		return;
+	n = strlen(buf);
+	snprintf(buf + n, len - n, " (%s%s", dflt[0] ? "default " : "", dflt);
+	if (d->flags & PF_OF_MACHINE) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)def + d->off, sizeof(v));
+		snprintf(here, sizeof(here), "%" PRIu64 "M", v >> 20);
+		n = strlen(buf);
+		snprintf(buf + n, len - n, ": %s here", here);
+	}
+	n = strlen(buf);
+	snprintf(buf + n, len - n, "%s%s)", dflt[0] && range[0] ? "; " : "",
+		 range);
+}
+
+/* Prints @text from column @col, wrapped at 79, continuing at @col. */
+static void print_wrapped(FILE *fp, const char *text, int col, int at)
+{
+	const char *p = text;
+
+	while (*p) {
+		int room = 79 - col;
+		int n = (int)strlen(p);
+
+		if (n > room) {
+			n = room;
+			while (n > 0 && p[n] != ' ')
+				n--;
+			if (n == 0)
+				n = (int)strcspn(p, " ");
+		}
+		fprintf(fp, "%*s%.*s\n", at, "", n, p);
+		p += n;
+		while (*p == ' ')
+			p++;
+		at = col;
+	}
 }
 
 void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 {
 	struct pf_opts d;
+	char label[64];
+	char text[512];
 
 	pf_opts_default(&d, ram_bytes);
 	printf("usage: %s [options] SOURCE MOUNTPOINT\n"
@@ -497,120 +883,73 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "general options:\n"
 	       "    -h, --help             print this help and exit\n"
 	       "    -V, --version          print the version and exit\n"
-	       "    -f                     stay in the foreground, log to "
+	       "    -f, --foreground       stay in the foreground, log to "
 	       "stderr\n"
-	       "    -d                     debug: foreground, FUSE request "
-	       "log, log_level=debug\n"
+	       "    -d, --debug            foreground, FUSE request log, "
+	       "log_level=debug\n"
 	       "    -o OPT[,OPT...]        options below\n"
-	       "\n"
-	       "prefetch options (sizes take K, M, G suffixes):\n"
-	       "    -o max_memory=SIZE     memory for cached data (default "
-	       "%" PRIu64 "M, a quarter of RAM)\n"
-	       "    -o prefetch=on|off     learn patterns and read ahead "
-	       "(default on)\n"
-	       "    -o push=on|off         put read-ahead of sequential "
-	       "readers into the kernel's\n"
-	       "                           page cache, so their reads never "
-	       "wait (default on)\n"
-	       "    -o next_file=on|off    at the end of a file read ahead "
-	       "into the next file of\n"
-	       "                           its directory, by name (default "
-	       "on)\n"
-	       "    -o prefetch_batches=N  batch windows kept ahead of each "
-	       "reader (default %u, min 2)\n"
-	       "    -o batch_size=SIZE     use this batch instead of the "
-	       "learned one (default 0: learn)\n"
-	       "    -o fetch_size=SIZE     bytes per backend read (default "
-	       "%" PRIu64 "K)\n"
-	       "    -o max_inflight=N      backend reads in flight at most "
-	       "(default %u)\n"
-	       "    -o block_size=SIZE     cache block size (default %zuK)\n"
-	       "    -o min_window=SIZE     window while no batch is known "
-	       "(default %" PRIu64 "M)\n"
-	       "    -o max_window=SIZE     largest window (default %" PRIu64
-	       "M)\n"
-	       "    -o gap_ms=MS           idle time that ends a batch "
-	       "burst (default %.1f ms)\n"
-	       "    -o max_streams=N       reader streams tracked per file "
-	       "(default %u)\n"
-	       "\n"
-	       "mount options:\n"
-	       "    -o cache_timeout=S     entry and attribute cache time "
-	       "(default %.0f s)\n"
-	       "    -o entry_timeout=S     name cache time (default %.0f s)\n"
-	       "    -o attr_timeout=S      attribute cache time (default "
-	       "%.0f s)\n"
-	       "    -o keep_cache=on|off   keep a file's page cache across "
-	       "opens (default on;\n"
-	       "                           dropped anyway when the file "
-	       "changed)\n"
-	       "    -o readahead_kb=N      the mount's kernel read-ahead, "
-	       "sets the READ size\n"
-	       "                           (default %u KiB; 0 keeps the "
-	       "kernel's; needs root)\n"
-	       "    -o max_threads=N       FUSE worker threads (default "
-	       "%u)\n"
-	       "    -o io=io_uring|pread   POSIX read engine (default "
-	       "io_uring, pread if unavailable)\n"
-	       "    -o log_level=LEVEL     err, warn, info or debug "
-	       "(default info)\n"
-	       "    -o trace=FILE          write a trace of reads, fetches "
-	       "and refills to FILE\n"
-	       "                           (Chrome JSON, for ui.perfetto.dev;"
-	       " default none)\n"
-	       "    -o trace_seconds=S     trace the first S seconds of the "
-	       "mount (default %.0f)\n"
-	       "\n"
-	       "object storage options (http://, https://, s3://):\n"
-	       "    -o endpoint=URL        S3 endpoint, e.g. "
-	       "http://127.0.0.1:9000 (default\n"
-	       "                           AWS_ENDPOINT_URL_S3, "
-	       "AWS_ENDPOINT_URL, else AWS)\n"
-	       "    -o region=NAME         S3 region (default AWS_REGION, "
-	       "AWS_DEFAULT_REGION, the\n"
-	       "                           profile's, else us-east-1)\n"
-	       "    -o profile=NAME        credentials of this profile in "
-	       "~/.aws/credentials\n"
-	       "                           (default: AWS_ACCESS_KEY_ID/..."
-	       " of the environment,\n"
-	       "                           else profile AWS_PROFILE, else "
-	       "default)\n"
-	       "    -o addressing=MODE     path, virtual or auto (default "
-	       "auto)\n"
-	       "    -o no_sign             anonymous S3 requests (public "
-	       "buckets)\n"
-	       "    -o manifest=URL        HTTP: the file list, one 'PATH SIZE' "
-	       "a line (a name is\n"
-	       "                           relative to SOURCE; default: the "
-	       "server's index)\n"
-	       "    -o cacert=FILE         CA bundle for https (default the "
-	       "system's)\n"
-	       "    -o insecure            do not verify TLS certificates\n"
-	       "    -o connect_timeout=S   connect timeout (default %u s)\n"
-	       "    -o timeout=S           a request that receives nothing "
-	       "this long fails\n"
-	       "                           (default %u s)\n"
-	       "    -o retries=N           retries of a failed request, with "
-	       "backoff (default %u)\n"
-	       "    fetch_size defaults to 4M and min_window to 16M for object "
-	       "storage.\n"
-	       "\n"
-	       "    -o allow_other, auto_unmount, default_permissions, "
-	       "fsname=NAME, subtype=NAME\n"
-	       "                           passed to FUSE\n"
-	       "    -o ro, _netdev, nofail, noauto, x-*   accepted and "
-	       "ignored (fstab)\n"
+	       "    --help-table           the options as a Markdown table\n",
+	       prog);
+	for (int g = 0; g < PF_OG_N; g++) {
+		printf("\n%s\n", group_title[g]);
+		for (const struct pf_opt *o = pf_opt_table; o->name; o++) {
+			if ((int)o->group != g)
+				continue;
+			opt_label(o, label, sizeof(label));
+			opt_text(o, &d, text, sizeof(text));
+			printf("    %-22s", label);
+			if (strlen(label) > 22) {
+				printf("\n");
+				print_wrapped(stdout, text, 27, 27);
+			} else {
+				print_wrapped(stdout, text, 27, 1);
+			}
+		}
+	}
+	printf("    -o ro, _netdev, nofail, noauto, x-*, ...\n"
+	       "                           accepted and ignored (fstab, "
+	       "systemd)\n"
 	       "\n"
 	       "The mount is read-only.  Statistics: MOUNTPOINT/%s/%s "
 	       "(JSON).\n",
-	       prog, d.engine.max_memory >> 20, d.engine.prefetch_batches,
-	       d.engine.fetch_size >> 10, d.engine.max_inflight,
-	       d.engine.block_size >> 10, d.engine.min_window >> 20,
-	       d.engine.max_window >> 20,
-	       (double)d.engine.pattern.gap_ns / 1e6,
-	       d.engine.pattern.max_streams, d.entry_timeout,
-	       d.entry_timeout, d.attr_timeout, d.readahead_kb,
-	       d.max_threads, d.trace_seconds, d.connect_timeout, d.timeout,
-	       d.retries,
-	       ".prefetchfs", "stats");
+	       PF_META_DIR_NAME, PF_META_STATS_NAME);
+}
+
+/* "|" inside a Markdown table cell */
+static void md_cell(FILE *fp, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			fputc('\\', fp);
+		fputc(*s, fp);
+	}
+}
+
+void pf_opts_help_table(FILE *fp)
+{
+	struct pf_opts d;
+	char label[64];
+	char dflt[128];
+	char range[96];
+
+	/* a fixed machine: the table must not depend on this one */
+	pf_opts_default(&d, 16ull << 30);
+	fprintf(fp, "| option | default | range | meaning |\n"
+		    "| --- | --- | --- | --- |\n");
+	for (const struct pf_opt *o = pf_opt_table; o->name; o++) {
+		opt_label(o, label, sizeof(label));
+		pf_opt_default_text(o, &d, dflt, sizeof(dflt));
+		pf_opt_range_text(o, range, sizeof(range));
+		if (o->alias)
+			dflt[0] = '\0';
+		fputs("| `", fp);
+		md_cell(fp, label);
+		fputs("` | ", fp);
+		md_cell(fp, dflt);
+		fputs(" | ", fp);
+		md_cell(fp, o->choices ? "" : range);
+		fputs(" | ", fp);
+		md_cell(fp, o->help);
+		fputs(" |\n", fp);
+	}
 }

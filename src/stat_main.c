@@ -20,11 +20,13 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "pf_json.h"
@@ -225,6 +227,51 @@ static const char *tail_of(const char *s, size_t width)
 	return buf;
 }
 
+/* Columns of the screen: every line is cut there, as top does. */
+static int screen_width(bool tty)
+{
+	struct winsize ws;
+	const char *env = getenv("COLUMNS");
+
+	if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (env && atoi(env) > 0)
+		return atoi(env);
+	return 80;
+}
+
+static int width = 80;
+
+/* printf() of one line, cut at the screen's width. */
+__attribute__((format(printf, 1, 2)))
+static void line(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n >= (int)sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	if (n > width)
+		n = width;
+	printf("%.*s\n", n, buf);
+}
+
+/* "seq", "strided", "random": PATTERN in 7 columns */
+static const char *short_pattern(const char *p)
+{
+	return strcmp(p, "sequential") == 0 ? "seq" : p;
+}
+
+/* The stream table but FILE takes 67 columns; FILE gets the rest. */
+#define STREAM_COLS 67
+#define FILE_MIN 12
+
 static void print_frame(const char *mnt, const struct snapshot *cur,
 			const struct snapshot *prev, bool tty)
 {
@@ -241,65 +288,67 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	time_t wall = time(NULL);
 	struct tm tm;
 	unsigned nstreams = 0;
+	int fw;
 
+	width = screen_width(tty);
+	fw = width - STREAM_COLS > FILE_MIN ? width - STREAM_COLS : FILE_MIN;
+	if (fw > 200)
+		fw = 200;
 	localtime_r(&wall, &tm);
 	strftime(clock, sizeof(clock), "%H:%M:%S", &tm);
 	if (tty)
 		fputs("\033[H\033[2J", stdout);
-	printf("prefetchfs-stat %s  %s  prefetch %s, push %s  %s\n", mnt,
-	       pf_json_str(cur->root, "backend", "?"),
-	       pf_json_num(cur->root, "prefetch", 0) ? "on" : "off",
-	       pf_json_num(cur->root, "push", 0) ? "on" : "off", clock);
-	printf("memory %s of %s (%.0f%%)   fetches in flight %.0f   "
-	       "fetch errors %.0f\n",
-	       fmt_size(a, sizeof(a), pf_json_num(t, "memory_used", 0)),
-	       fmt_size(b, sizeof(b), pf_json_num(t, "memory_max", 0)),
-	       pf_json_num(t, "memory_max", 0) > 0 ?
-		       100.0 * pf_json_num(t, "memory_used", 0) /
-			       pf_json_num(t, "memory_max", 1) :
-		       0.0,
-	       pf_json_num(t, "inflight", 0), pf_json_num(t, "fetch_errors",
-							  0));
-	printf("%-13s %9s %6s %7s %10s %7s %11s %12s %11s\n", "", "reads",
-	       "hit%", "waits", "wait ms", "wait%", "served MB/s",
-	       "fetched MB/s", "pushed MB/s");
+	/* what matters first: a cut line loses the backend's name */
+	line("prefetchfs-stat %s  %s  prefetch %s, push %s  %s", clock, mnt,
+	     pf_json_num(cur->root, "prefetch", 0) ? "on" : "off",
+	     pf_json_num(cur->root, "push", 0) ? "on" : "off",
+	     pf_json_str(cur->root, "backend", "?"));
+	line("memory %s of %s (%.0f%%)   fetches in flight %.0f   "
+	     "fetch errors %.0f",
+	     fmt_size(a, sizeof(a), pf_json_num(t, "memory_used", 0)),
+	     fmt_size(b, sizeof(b), pf_json_num(t, "memory_max", 0)),
+	     pf_json_num(t, "memory_max", 0) > 0 ?
+		     100.0 * pf_json_num(t, "memory_used", 0) /
+			     pf_json_num(t, "memory_max", 1) :
+		     0.0,
+	     pf_json_num(t, "inflight", 0), pf_json_num(t, "fetch_errors", 0));
+	/* 79 columns; the interval's bytes are MB/s, the total's bytes */
+	line("%-10s %8s %6s %6s %8s %6s %9s %9s %9s", "", "reads", "hit%",
+	     "waits", "wait ms", "wait%", "served", "fetched", "pushed");
 	if (prev && dt > 0) {
 		char label[32];
 
-		snprintf(label, sizeof(label), "last %.1fs", dt);
-		printf("%-13s %9.0f %6s %7.0f %10.1f %7s %11s %12s %11s\n",
-		       label, delta(t, pt, "reads"),
-		       fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses),
-			       1),
-		       delta(t, pt, "waits"), delta(t, pt, "wait_ms"),
-		       fmt_num(b, sizeof(b),
-			       ratio_pct(delta(t, pt, "wait_ms"), dt * 1000),
-			       1),
-		       fmt_num(c, sizeof(c),
-			       delta(t, pt, "bytes_served") / dt / 1048576, 1),
-		       fmt_num(d, sizeof(d),
-			       delta(t, pt, "bytes_fetched") / dt / 1048576,
-			       1),
-		       fmt_num(e, sizeof(e),
-			       delta(t, pt, "bytes_pushed") / dt / 1048576,
-			       1));
+		snprintf(label, sizeof(label), "MB/s %.1fs", dt);
+		line("%-10s %8.0f %6s %6.0f %8.1f %6s %9s %9s %9s", label,
+		     delta(t, pt, "reads"),
+		     fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses), 1),
+		     delta(t, pt, "waits"), delta(t, pt, "wait_ms"),
+		     fmt_num(b, sizeof(b),
+			     ratio_pct(delta(t, pt, "wait_ms"), dt * 1000), 1),
+		     fmt_num(c, sizeof(c),
+			     delta(t, pt, "bytes_served") / dt / 1048576, 1),
+		     fmt_num(d, sizeof(d),
+			     delta(t, pt, "bytes_fetched") / dt / 1048576, 1),
+		     fmt_num(e, sizeof(e),
+			     delta(t, pt, "bytes_pushed") / dt / 1048576, 1));
 	}
 	hits = pf_json_num(t, "hits", 0);
 	misses = pf_json_num(t, "misses", 0);
-	printf("%-13s %9.0f %6s %7.0f %10.1f %7s %11s %12s %11s\n", "total",
-	       pf_json_num(t, "reads", 0),
-	       fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses), 1),
-	       pf_json_num(t, "waits", 0), pf_json_num(t, "wait_ms", 0), "-",
-	       fmt_size(b, sizeof(b), pf_json_num(t, "bytes_served", 0)),
-	       fmt_size(c, sizeof(c), pf_json_num(t, "bytes_fetched", 0)),
-	       fmt_size(d, sizeof(d), pf_json_num(t, "bytes_pushed", 0)));
-	printf("prefetched %s   fetched but never read %s\n\n",
-	       fmt_size(a, sizeof(a), pf_json_num(t, "bytes_prefetched", 0)),
-	       fmt_size(b, sizeof(b), pf_json_num(t, "bytes_unused", 0)));
+	line("%-10s %8.0f %6s %6.0f %8.1f %6s %9s %9s %9s", "total",
+	     pf_json_num(t, "reads", 0),
+	     fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses), 1),
+	     pf_json_num(t, "waits", 0), pf_json_num(t, "wait_ms", 0), "-",
+	     fmt_size(b, sizeof(b), pf_json_num(t, "bytes_served", 0)),
+	     fmt_size(c, sizeof(c), pf_json_num(t, "bytes_fetched", 0)),
+	     fmt_size(d, sizeof(d), pf_json_num(t, "bytes_pushed", 0)));
+	line("prefetched %s   fetched but never read %s",
+	     fmt_size(a, sizeof(a), pf_json_num(t, "bytes_prefetched", 0)),
+	     fmt_size(b, sizeof(b), pf_json_num(t, "bytes_unused", 0)));
+	line("%s", "");
 
-	printf("%-28s %3s %-10s %7s %7s %5s %7s %6s %8s %7s %7s\n", "FILE",
-	       "STR", "PATTERN", "BATCH", "WINDOW", "AHEAD", "MEM", "HIT%",
-	       "WAIT ms", "MB/s", "FETCH/s");
+	line("%-*s %3s %-7s %6s %6s %5s %6s %4s %7s %6s %7s", fw, "FILE", "STR",
+	     "PATTERN", "BATCH", "WINDOW", "AHEAD", "MEM", "HIT%", "WAIT ms",
+	     "MB/s", "FETCH/s");
 	if (streams && streams->type == PF_JSON_ARR)
 		st = streams->child;
 	for (; st; st = st->next) {
@@ -326,24 +375,22 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 			sw = pf_json_num(st, "wait_ms", 0);
 		}
 		nstreams++;
-		printf("%-28s %3.0f %-10s %7s %7s %5.2f %7s %6s %8.1f %7s "
-		       "%7s\n",
-		       tail_of(pf_json_str(st, "file", "?"), 28),
-		       pf_json_num(st, "stream", 0),
-		       pf_json_str(st, "pattern", "?"),
-		       pf_json_num(st, "batch", 0) > 0 ?
-			       fmt_size(a, sizeof(a),
-					pf_json_num(st, "batch", 0)) :
-			       "-",
-		       fmt_size(b, sizeof(b), win), ahead,
-		       fmt_size(c, sizeof(c), win * ahead),
-		       fmt_num(d, sizeof(d), ratio_pct(sh, sh + sm), 1), sw,
-		       fmt_num(e, sizeof(e), served, 1),
-		       fmt_num(f, sizeof(f), fetched, 1));
+		line("%-*s %3.0f %-7s %6s %6s %5.1f %6s %4s %7.1f %6s %7s", fw,
+		     tail_of(pf_json_str(st, "file", "?"), (size_t)fw),
+		     pf_json_num(st, "stream", 0),
+		     short_pattern(pf_json_str(st, "pattern", "?")),
+		     pf_json_num(st, "batch", 0) > 0 ?
+			     fmt_size(a, sizeof(a),
+				      pf_json_num(st, "batch", 0)) :
+			     "-",
+		     fmt_size(b, sizeof(b), win), ahead,
+		     fmt_size(c, sizeof(c), win * ahead),
+		     fmt_num(d, sizeof(d), ratio_pct(sh, sh + sm), 0), sw,
+		     fmt_num(e, sizeof(e), served, 1),
+		     fmt_num(f, sizeof(f), fetched, 1));
 	}
 	if (!nstreams)
-		printf("(no reader streams: no file read in the last minute)"
-		       "\n");
+		line("(no reader streams: no file read in the last minute)");
 	fflush(stdout);
 }
 

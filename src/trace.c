@@ -37,12 +37,14 @@
  * at pf_trace_stop(), whichever comes first.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1024,6 +1026,7 @@ static void release(void)
 int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
 {
 	size_t cells = cfg->ring_events ? cfg->ring_events : DEFAULT_RING;
+	int fd;
 	int ret;
 
 	if (tr.opened || (cells & (cells - 1)) || cells < 2 ||
@@ -1052,9 +1055,14 @@ int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
 	tr.clock_arg = cfg->clock_arg;
 	tr.limit_ns = cfg->seconds >= 1e9 ? UINT64_MAX / 2 :
 					    (uint64_t)(cfg->seconds * 1e9);
-	tr.out = fopen(cfg->path, "we");
+	/* what was read, by name: for the mount's owner only */
+	fd = open(cfg->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0 && fchmod(fd, 0600) == 0)
+		tr.out = fdopen(fd, "w");
 	if (!tr.out) {
 		ret = -errno;
+		if (fd >= 0)
+			close(fd);
 		goto out;
 	}
 	/* the document's head: a file that exists is a trace being written */

@@ -111,7 +111,156 @@ START_TEST(test_fuse_and_fstab)
 			       "allow_other,fsname=data,auto_unmount",
 			       "/s", "/m"),
 			 0);
-	ck_assert_str_eq(o.fuse_opts, "allow_other,fsname=data,auto_unmount");
+	/* allow_other brings default_permissions: without it any user
+	 * reads files that are 0600 in the source */
+	ck_assert_str_eq(o.fuse_opts, "allow_other,fsname=data,auto_unmount,"
+				      "default_permissions");
+	ck_assert_int_eq(parse(&o, err, "-o",
+			       "default_permissions,allow_other", "/s", "/m"),
+			 0);
+	ck_assert_str_eq(o.fuse_opts, "default_permissions,allow_other");
+	ck_assert_int_eq(parse(&o, err, "-o", "auto_unmount", "/s", "/m"), 0);
+	ck_assert_str_eq(o.fuse_opts, "auto_unmount");
+}
+END_TEST
+
+/* Each default --help prints parses back to the value it came from. */
+START_TEST(test_table_defaults)
+{
+	struct pf_opts d;
+	struct pf_opts o;
+	char err[256];
+	char text[160];
+	char arg[256];
+	unsigned n = 0;
+
+	pf_opts_default(&d, RAM);
+	for (const struct pf_opt *t = pf_opt_table; t->name; t++) {
+		ck_assert_msg(t->help && *t->help, "%s: no help", t->name);
+		pf_opt_default_text(t, &d, text, sizeof(text));
+		if (t->type == PF_OT_FUSE || t->type == PF_OT_STR ||
+		    (t->flags & PF_OF_MACHINE) || t->alias)
+			continue;
+		ck_assert_msg(text[0], "%s: no default", t->name);
+		snprintf(arg, sizeof(arg), "%s=%s", t->name, text);
+		ck_assert_msg(parse(&o, err, "-o", arg, "/s", "/m") == 0,
+			      "%s: %s", arg, err);
+		o.fetch_size_set = 0;
+		o.min_window_set = 0;
+		o.max_memory_set = 0;
+		ck_assert_msg(memcmp(&o.engine, &d.engine, sizeof(d.engine)) ==
+				      0 && o.entry_timeout == d.entry_timeout &&
+				      o.attr_timeout == d.attr_timeout &&
+				      o.io_engine == d.io_engine &&
+				      o.log_level == d.log_level &&
+				      o.keep_cache == d.keep_cache &&
+				      o.readahead_kb == d.readahead_kb &&
+				      o.max_threads == d.max_threads &&
+				      o.connect_timeout == d.connect_timeout &&
+				      o.timeout == d.timeout &&
+				      o.retries == d.retries &&
+				      o.trace_seconds == d.trace_seconds &&
+				      o.nonempty == d.nonempty,
+			      "--help says %s is the default, but it is not",
+			      arg);
+		n++;
+	}
+	ck_assert_uint_ge(n, 25);
+	/* the documented default is the real one */
+	pf_opt_default_text(pf_opt_find("fetch_size"), &d, text, sizeof(text));
+	ck_assert_str_eq(text, "1M");
+}
+END_TEST
+
+START_TEST(test_help_table)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+	unsigned rows = 0;
+	unsigned opts = 0;
+
+	ck_assert_ptr_nonnull(fp);
+	pf_opts_help_table(fp);
+	fclose(fp);
+	for (const struct pf_opt *t = pf_opt_table; t->name; t++) {
+		char cell[80];
+
+		snprintf(cell, sizeof(cell), "| `-o %s%s", t->name,
+			 t->arg ? "=" : "`");
+		ck_assert_msg(strstr(buf, cell), "no row for %s", t->name);
+		opts++;
+	}
+	for (const char *p = buf; (p = strstr(p, "\n| `-o ")); p++)
+		rows++;
+	ck_assert_uint_eq(rows, opts);
+	ck_assert_ptr_nonnull(
+		strstr(buf, "| `-o fetch_size=SIZE` | 1M | 4K to 64M |"));
+	ck_assert_ptr_nonnull(
+		strstr(buf, "| `-o max_threads=N` | 16 | 1 to 1024 |"));
+	free(buf);
+}
+END_TEST
+
+START_TEST(test_source_and_peers)
+{
+	struct pf_opts o;
+	char err[256];
+
+	/* an unsupported scheme is not taken for a path */
+	ck_assert_int_eq(parse(&o, err, "ftp://host/data", "/m", NULL, NULL),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, "'ftp://' is not supported") &&
+		      strstr(err, "s3://") && strstr(err, "https://"), "%s",
+		      err);
+	ck_assert_int_eq(parse(&o, err, "HTTPS://h/p/", "/m", NULL, NULL), 0);
+	ck_assert_int_eq(parse(&o, err, "./odd://dir", "/m", NULL, NULL), 0);
+	/* credentials in the URL: refused, and never repeated */
+	ck_assert_int_eq(parse(&o, err, "https://bob:s3cret@h/p/", "/m", NULL,
+			       NULL), -EINVAL);
+	ck_assert_msg(!strstr(err, "s3cret") && !strstr(err, "bob"), "%s", err);
+	ck_assert_ptr_nonnull(strstr(err, "AWS_ACCESS_KEY_ID"));
+	ck_assert_int_eq(parse(&o, err, "s3://KEY:hunter2@bucket/p", "/m", NULL,
+			       NULL), -EINVAL);
+	ck_assert_ptr_null(strstr(err, "hunter2"));
+	/* an @ in the path is not userinfo */
+	ck_assert_int_eq(parse(&o, err, "https://h/p/a@b/", "/m", NULL, NULL),
+			 0);
+	/* mountpoint-s3's --foreground, s3fs's url= */
+	ck_assert_int_eq(parse(&o, err, "--foreground", "s3://b", "/m", NULL),
+			 0);
+	ck_assert_int_eq(o.foreground, 1);
+	ck_assert_int_eq(parse(&o, err, "-o", "url=http://127.0.0.1:9000",
+			       "s3://b", "/m"), 0);
+	ck_assert_str_eq(o.endpoint, "http://127.0.0.1:9000");
+	ck_assert_int_eq(parse(&o, err, "-o", "nonempty,log_file=/tmp/l",
+			       "/s", "/m"), 0);
+	ck_assert_int_eq(o.nonempty, 1);
+	ck_assert_str_eq(o.log_file, "/tmp/l");
+}
+END_TEST
+
+START_TEST(test_limits)
+{
+	struct pf_opts o;
+	char err[256];
+
+	/* more memory than the machine has: the option and what there is */
+	ck_assert_int_eq(parse(&o, err, "-o", "max_memory=100T", "/s", "/m"),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, "max_memory=100T") && strstr(err, "24.0G"),
+		      "%s", err);
+	/* a fetch is one vectored read: at most IOV_MAX blocks */
+	ck_assert_int_eq(parse(&o, err, "-o", "block_size=4K,fetch_size=8M",
+			       "/s", "/m"), -EINVAL);
+	ck_assert_msg(strstr(err, "fetch_size=8M") && strstr(err, "block_size"),
+		      "%s", err);
+	ck_assert_int_eq(parse(&o, err, "-o", "block_size=4K,fetch_size=2M",
+			       "/s", "/m"), 0);
+	ck_assert_int_eq(parse(&o, err, "-o", "block_size=1M,fetch_size=64M",
+			       "/s", "/m"), 0);
+	ck_assert_uint_ge(pf_opts_max_fetch(4096), 2u << 20);
+	ck_assert_uint_lt(pf_opts_max_fetch(4096), 4u << 20);
 }
 END_TEST
 
@@ -225,6 +374,10 @@ int main(void)
 	tcase_add_test(tc, test_values);
 	tcase_add_test(tc, test_fuse_and_fstab);
 	tcase_add_test(tc, test_bad);
+	tcase_add_test(tc, test_table_defaults);
+	tcase_add_test(tc, test_help_table);
+	tcase_add_test(tc, test_source_and_peers);
+	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_object_storage);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

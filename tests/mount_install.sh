@@ -95,6 +95,77 @@ nodefault=$(awk '/^    -o [a-z_]+=/ { if (e != "" && e !~ /default/) print n; n 
 	/^                    / { if (e != "") e = e $0; next }
 	{ if (e != "" && e !~ /default/) print n; e = "" }' "$WORK/help.txt")
 check "--help gives every option with a value its default${nodefault:+ (not: $nodefault)}" test -z "$nodefault"
+# One table of options feeds the parser, --help and --help-table; the man
+# page's entries and the README's table are checked against it, in the
+# same words, so that none of them can drift (fetch_size was 1024K in
+# --help, 1M in the man page).
+"$TOP/prefetchfs" --help-table >"$WORK/table.md"
+if python3 - "$WORK/table.md" "$TOP/mount/prefetchfs.man" "$TOP/README.md" >"$WORK/doc.out" 2>&1 <<'PY'
+import re, sys
+table, man, readme = sys.argv[1:4]
+rows = []
+for line in open(table):
+    m = re.match(r'^\| `-o ([a-z_]+)[^`]*` \| (.*?) \| (.*?) \| (.*) \|$', line.rstrip("\n"))
+    if m:
+        rows.append((m.group(1), m.group(2).replace("\\|", "|"), m.group(3)))
+if len(rows) < 30:
+    sys.exit("only %d rows in --help-table" % len(rows))
+entries = {}
+cur = None
+for line in open(man):
+    line = line.rstrip("\n")
+    if line.startswith("%page "):
+        if cur: entries.setdefault(cur[0], []).append(cur[1])
+        cur = None
+        if line.split()[1] != "prefetchfs":
+            break
+        continue
+    if line.startswith("@ "):
+        if cur: entries.setdefault(cur[0], []).append(cur[1])
+        tag = line[2:]
+        cur = [tag, ""]
+        continue
+    if cur is not None:
+        if not line.strip() or line.startswith("#"):
+            entries.setdefault(cur[0], []).append(cur[1])
+            cur = None
+        else:
+            cur[1] += " " + line
+bad = []
+for name, dflt, rng in rows:
+    texts = [re.sub(r"\*\*|__", "", t) for tag, ts in entries.items()
+             if re.search(r"\*\*%s(\*\*|=)" % re.escape(name), tag) for t in ts]
+    if not texts:
+        bad.append("%s: no entry in the man page" % name)
+        continue
+    t = re.sub(r"\s+", " ", " ".join(texts))
+    if dflt and "default %s" % dflt not in t:
+        bad.append("%s: the man page does not say 'default %s'" % (name, dflt))
+    if rng and rng not in t:
+        bad.append("%s: the man page does not give the range '%s'" % (name, rng))
+tab = open(table).read()
+rd = open(readme).read()
+if tab not in rd:
+    bad.append("the README's options table is not `prefetchfs --help-table`")
+for b in bad:
+    print(b)
+sys.exit(1 if bad else 0)
+PY
+then
+	ok "the man page gives every option of --help-table its default and range, the README has the table"
+else
+	fail "the documentation disagrees with the options table:"
+	cat "$WORK/doc.out"
+fi
+for o in $(awk -F'`' '/^\| `-o / { print $2 }' "$WORK/table.md" | sed 's/^-o \([a-z_]*\).*/\1/'); do
+	grep -qE -- "-o $o(=|[ ,]|$)" "$WORK/help.txt" || nohelp="${nohelp:-} $o"
+done
+check "--help lists every option of the table${nohelp:+ (not:$nohelp)}" test -z "${nohelp:-}"
+# the front end's static functions are lo_* (libfuse's passthrough_ll.c):
+# pf_* names are the public ones
+statics=$(nm "$TOP/src/fuse_ll.o" 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ { print $3 }' | tr '\n' ' ')
+check "fuse_ll.c has no static pf_* function${statics:+ (has: $statics)}" \
+	bash -c 'nm "$1" | grep -q " T pf_fuse_push" && [ -z "$2" ]' _ "$TOP/src/fuse_ll.o" "$statics"
 
 # ---- systemd units --------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then
@@ -164,7 +235,10 @@ if "$HELPER" "$SRC" "$M1" -o rw,max_memory=64M,log_level=warn,_netdev,nofail,noa
 	check "the mount is fuse.prefetchfs, read-only" \
 		bash -c 'grep -E " $1 .* - fuse.prefetchfs " /proc/self/mountinfo | grep -qE "( |,)ro(,| )"' _ "$M1"
 	byte_exact "$M1" "helper mount"
-	check "the helper printed nothing" test ! -s "$WORK/helper.err" -a ! -s "$WORK/helper.out"
+	check "the helper printed one line, where the log goes: $(cat "$WORK/helper.err")" \
+		bash -c '[ ! -s "$1" ] && one_line() { [ "$(wc -l <"$2")" -eq 1 ]; } && one_line x "$2" &&
+			grep -q "^prefetchfs: mounted on .*; the log goes to syslog (journalctl -t prefetchfs)$" "$2"' \
+		_ "$WORK/helper.out" "$WORK/helper.err"
 
 	# prefetchfs-stat on the live mount
 	timeout 10 "$STAT" --json "$M1" >"$WORK/stat.json"
@@ -175,7 +249,7 @@ if "$HELPER" "$SRC" "$M1" -o rw,max_memory=64M,log_level=warn,_netdev,nofail,noa
 	check "prefetchfs-stat -n 3 -i 0.2 exits 0" test $? -eq 0
 	check "prefetchfs-stat -n 3: three screens" test "$(grep -c '^prefetchfs-stat ' "$WORK/stat.txt")" -eq 3
 	check "prefetchfs-stat: hit rate, waits, throughput, memory, streams" \
-		bash -c 'grep -q "hit%" "$1" && grep -q "wait ms" "$1" && grep -q "served MB/s" "$1" && grep -q "^memory " "$1" && grep -q "^FILE .*PATTERN .*BATCH" "$1" && grep -q "^last 0\.[0-9]s " "$1"' _ "$WORK/stat.txt"
+		bash -c 'grep -q "hit%" "$1" && grep -q "wait ms" "$1" && grep -q "served .*fetched .*pushed" "$1" && grep -q "^memory " "$1" && grep -q "^FILE .*PATTERN .*BATCH" "$1" && grep -q "^MB/s 0\.[0-9]s " "$1"' _ "$WORK/stat.txt"
 	check "prefetchfs-stat: a stream of a.bin" grep -qE '^a\.bin +[0-9]+ +[a-z]+ ' "$WORK/stat.txt"
 	# the mount goes away under a running prefetchfs-stat
 	"$STAT" -i 0.1 "$M1" >/dev/null 2>"$WORK/stat.err" &
