@@ -1,0 +1,287 @@
+/*
+ * read.c - the READ path: pf_engine_read(), parked READs and replies.
+ *
+ * DESIGN
+ * A READ is "driven": every block it needs is checked; ready blocks are
+ * pinned, missing ones are allocated and fetched, and if anything is not
+ * ready the READ parks on one block's waiter list (holding no pins, so no
+ * READ waits while holding what another needs) and is driven again when
+ * that block's fetch ends or its last pin goes.  A READ that found no free
+ * buffer waits on e->memwait and is driven again when a block is unpinned
+ * or a fetch ends.  When everything is ready the reply is made from the
+ * block buffers with the lock released, then the blocks are unpinned.
+ *
+ * Threads: pf_engine_read() runs on FUSE worker threads; a parked READ is
+ * driven again and answered by whichever thread freed what it waited for
+ * (the backend's completion thread, the pusher, another READ's thread).
+ * e->lock is held while driving, never while replying.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_clock.h"
+#include "pf_log.h"
+#include "pf_trace.h"
+#include "engine_int.h"
+
+static uint64_t read_end(const struct pread *p)
+{
+	uint64_t end = p->off + p->size;
+
+	return end > p->file->size ? p->file->size : end;
+}
+
+/*
+ * Under the lock.  Returns true when @p can be answered now (its blocks are
+ * pinned, or p->err is set); false when it was parked.
+ */
+static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
+{
+	struct pf_efile *f = p->file;
+	uint64_t end = read_end(p);
+	uint64_t first;
+	uint64_t last;
+	struct block *wait_on = NULL;
+	bool nomem = false;
+	struct run run = { 0 };
+
+	p->nblk = 0;
+	if (p->err || p->off >= end)
+		return true;
+	first = p->off >> e->bshift;
+	last = (end - 1) >> e->bshift;
+	for (uint64_t idx = first; idx <= last; idx++) {
+		uint64_t bstart = idx << e->bshift;
+		uint32_t blen = block_len(e, f, idx);
+		uint32_t lo = idx == first ? (uint32_t)(p->off - bstart) : 0;
+		uint32_t hi = idx == last ? (uint32_t)(end - bstart) : blen;
+		struct block *b = block_find(e, f, idx);
+		uint32_t flo;
+		uint32_t fhi;
+
+		if (b && block_covers(b, lo, hi)) {
+			p->blk[p->nblk++] = b;
+			continue;
+		}
+		if (b && (b->busy || b->refs)) {
+			if (!wait_on)
+				wait_on = b;
+			continue;
+		}
+		if (!b) {
+			b = block_new(e, f, idx, true);
+			if (!b) {
+				nomem = true;
+				continue;
+			}
+		}
+		/* fetch whole pages: the kernel asks in pages anyway */
+		lo &= ~(PAGE_BYTES - 1);
+		hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+		if (hi > blen)
+			hi = blen;
+		fetch_range(b, lo, hi, &flo, &fhi);
+		if (!run_add(e, &run, f, b, flo, fhi, false, p->stream, td)) {
+			block_idle(e, b);
+			nomem = true;
+			continue;
+		}
+		p->missed = true;
+		if (!wait_on)
+			wait_on = b;
+	}
+	run_close(e, &run, td);
+	if (wait_on) {
+		p->waited = true;
+		p->parked = wait_on;
+		p->wait_off = wait_on->idx << e->bshift;
+		p->wnext = wait_on->waiters;
+		wait_on->waiters = p;
+		return false;
+	}
+	if (nomem) {
+		p->waited = true;
+		p->parked = NULL;
+		p->wnext = e->memwait;
+		e->memwait = p;
+		return false;
+	}
+	for (unsigned i = 0; i < p->nblk; i++) {
+		lru_remove(p->blk[i]);
+		p->blk[i]->refs++;
+	}
+	return true;
+}
+
+/*
+ * A READ parked by drive() still lives on the caller's stack: move it to
+ * the heap, where it stays until it is answered.  It is at the head of the
+ * list it was parked on.
+ */
+static struct pread *pread_park(struct pf_engine *e, struct pread *p)
+{
+	struct pread *h = malloc(sizeof(*p) + p->cap * sizeof(p->blk[0]));
+
+	if (!h)
+		return NULL;
+	memcpy(h, p, sizeof(*p) + p->cap * sizeof(p->blk[0]));
+	h->heap = true;
+	if (p->parked)
+		p->parked->waiters = h;
+	else
+		e->memwait = h;
+	return h;
+}
+void pread_finish(struct pf_engine *e, struct pread *p,
+		  struct todo *td)
+{
+	struct iovec iov[MAX_READ_BLOCKS];
+	struct pf_efile *f = p->file;
+	uint64_t end = read_end(p);
+	uint64_t served = 0;
+	uint64_t now;
+	struct sslot *s;
+	int cnt = 0;
+
+	if (!p->err) {
+		for (unsigned i = 0; i < p->nblk; i++) {
+			struct block *b = p->blk[i];
+			uint64_t bstart = b->idx << e->bshift;
+			uint64_t lo = p->off > bstart ? p->off - bstart : 0;
+			uint64_t hi = end - bstart < e->bs ? end - bstart :
+							      e->bs;
+
+			iov[cnt].iov_base = b->buf + lo;
+			iov[cnt].iov_len = hi - lo;
+			served += hi - lo;
+			cnt++;
+		}
+		p->reply(p->req, iov, cnt, 0);
+	} else {
+		p->reply(p->req, NULL, 0, p->err);
+	}
+	now = pf_now_ns();
+
+	pthread_mutex_lock(&e->lock);
+	e->tot.reads++;
+	e->tot.bytes_served += served;
+	s = slot_find(f, p->stream);
+	if (p->waited) {
+		e->tot.waits++;
+		e->tot.wait_ns += now - p->t0;
+		if (s) {
+			s->waits++;
+			s->wait_ns += now - p->t0;
+			if (!p->missed && e->cfg.prefetch && f->tracker)
+				deepen(e, f, s);
+		}
+	} else {
+		e->tot.hits++;
+		if (s)
+			s->hits++;
+	}
+	if (p->missed) {
+		e->tot.misses++;
+		if (s)
+			s->misses++;
+	}
+	if (s)
+		s->bytes_served += served;
+	if (f->tracker && p->stream)
+		pf_tracker_done(f->tracker, p->stream, now);
+	if (pf_trace_on())
+		trace_read(f, p, now);
+	for (unsigned i = 0; i < p->nblk; i++) {
+		struct block *b = p->blk[i];
+
+		b->read_seen = true;
+		if (--b->refs == 0) {
+			struct pread *w = b->waiters;
+
+			b->waiters = NULL;
+			block_idle(e, b);
+			drive_list(e, w, td);
+		}
+	}
+	if (e->memwait) {
+		struct pread *w = e->memwait;
+
+		e->memwait = NULL;
+		drive_list(e, w, td);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (p->heap)
+		free(p);
+}
+
+/* Drive each READ of @list again; the ready ones go to td->reply. */
+void drive_list(struct pf_engine *e, struct pread *list,
+		struct todo *td)
+{
+	while (list) {
+		struct pread *p = list;
+
+		list = p->wnext;
+		p->wnext = NULL;
+		if (drive(e, p, td)) {
+			p->wnext = td->reply;
+			td->reply = p;
+		}
+	}
+}
+
+/* Submit and answer what was collected under the lock, until nothing is
+ * left (answering a READ can make more work). */
+void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
+		    pf_reply_fn reply, void *req)
+{
+	struct pf_engine *e = f->e;
+	struct {
+		struct pread p;
+		struct block *blk[MAX_READ_BLOCKS];
+	} st;
+	struct pread *p = &st.p;
+	struct todo td = { 0 };
+	const struct pf_stream *stream = NULL;
+	uint64_t now = pf_now_ns();
+
+	if (size > (uint64_t)MAX_READ_BLOCKS << e->bshift) {
+		reply(req, NULL, 0, EINVAL);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->file = f;
+	p->off = off;
+	p->size = size;
+	p->reply = reply;
+	p->req = req;
+	p->t0 = now;
+	p->cap = MAX_READ_BLOCKS;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->tracker) {
+		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
+
+		stream = pf_tracker_observe(f->tracker, from,
+					    off + size - from, now);
+		p->stream = stream->id;
+		slot_get(f, stream->id);
+	}
+	if (!drive(e, p, &td)) {
+		if (!pread_park(e, p)) {
+			pf_err("out of memory parking a read");
+			abort();
+		}
+		p = NULL;
+	}
+	if (stream && !e->stopping)
+		plan_stream(e, f, stream, &td);
+	pthread_mutex_unlock(&e->lock);
+	if (p) {
+		p->wnext = td.reply;
+		td.reply = p;
+	}
+	todo_run(e, &td);
+}

@@ -1,0 +1,214 @@
+/*
+ * readahead.c - planning the read-ahead windows of each stream.
+ *
+ * DESIGN
+ * After every READ and every completed fetch, the planner turns each
+ * stream's learned pattern (pf_plan() in the pattern module) into fetches
+ * of the ranges not in memory yet, so a stream's windows keep filling while
+ * its reader computes.  Per stream it remembers how far it planned
+ * (planned_upto) and, once the batch is known, holds refills back until the
+ * reader consumed a batch.  A sequential stream whose READs keep waiting
+ * for read-ahead in flight gets deeper windows (deepen()).
+ *
+ * Threads: FUSE workers (after a READ), the backend's completion thread
+ * (after a fetch); always under e->lock.
+ */
+#include <pthread.h>
+
+#include "pf_trace.h"
+#include "engine_int.h"
+
+
+/*
+ * Depth.  prefetch_batches windows ahead suffice when a fetch takes less
+ * than the reader's batch period; against a store with a long first-byte
+ * latency it does not, and the reader catches up with read-ahead still in
+ * flight.  Each READ that waits for read-ahead (not for a demand fetch)
+ * adds a window to its sequential stream, up to MAX_DEPTH and a quarter of the
+ * memory, as the kernel's read-ahead grows on hits to pages in flight.
+ */
+
+struct pf_plan_cfg stream_plan(const struct pf_engine *e,
+			       const struct sslot *s)
+{
+	struct pf_plan_cfg pc = e->plan;
+
+	if (s && s->depth > pc.windows)
+		pc.windows = s->depth;
+	return pc;
+}
+
+void deepen(struct pf_engine *e, const struct pf_efile *f,
+	    struct sslot *s)
+{
+	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
+	uint64_t win;
+	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
+
+	/* sequential only: a strided stream's record may still be settling
+	 * (the kernel's read-ahead can lengthen a record's READs), and more
+	 * windows of a wrong record would multiply what is fetched unread */
+	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH)
+		return;
+	win = pf_plan_window(st, &e->plan);
+	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
+		return;
+	s->depth = d + 1;
+}
+
+/*
+ * Answer a READ whose blocks are pinned, then unpin them.  Work that the
+ * unpinning makes possible is added to @td.
+ */
+/* ---- read-ahead ------------------------------------------------------ */
+
+
+/* Fetch the planner's ranges for stream @st that are not in memory yet. */
+void plan_stream(struct pf_engine *e, struct pf_efile *f,
+		 const struct pf_stream *st, struct todo *td)
+{
+	struct pf_extent ext[MAX_EXTENTS];
+	struct sslot *s = slot_get(f, st->id);
+	uint64_t issued = e->tot.bytes_prefetched;
+	struct run run = { 0 };
+	struct pf_plan_cfg pc;
+	uint64_t horizon;
+	unsigned n;
+
+	if (!s)
+		return;
+	pc = stream_plan(e, s);
+	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
+	if (st->pattern == PF_PAT_SEQUENTIAL && !f->next_asked) {
+		/*
+		 * Once the windows reach past the end, read ahead in the next
+		 * file: one window, at most two of the smallest, enough to
+		 * cover the new stream's first batch until it is learned (a
+		 * next file that is not read costs no more than that).
+		 */
+		uint64_t win = pf_plan_window(st, &pc);
+		uint64_t want = win < 2 * pc.min_window ? win :
+							  2 * pc.min_window;
+
+		if (st->next_off + pc.windows * win > f->size)
+			next_ask(e, f, want);
+	}
+	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
+	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
+	    st->next_off < f->size) {
+		/*
+		 * A reader that started at the beginning of the file and has
+		 * read it contiguously so far is almost always reading it
+		 * through: one window ahead before the tracker is sure, so
+		 * the first batch of every file does not wait READ by READ.
+		 */
+		ext[0].off = st->next_off;
+		ext[0].len = e->plan.min_window;
+		if (ext[0].len > f->size - ext[0].off)
+			ext[0].len = f->size - ext[0].off;
+		n = 1;
+	}
+	if (n == 0)
+		return;
+	run.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
+	if (st->pattern == PF_PAT_SEQUENTIAL) {
+		/* whole blocks: the reader's frontier may sit mid-block */
+		uint64_t start = ext[0].off & ~(uint64_t)(e->bs - 1);
+		uint64_t end = ext[0].off + ext[0].len;
+
+		end = (end + e->bs - 1) & ~(uint64_t)(e->bs - 1);
+		if (end > f->size)
+			end = f->size;
+		ext[0].off = start;
+		ext[0].len = end - start;
+	}
+	horizon = ext[n - 1].off + ext[n - 1].len;
+	/* what was planned before and is still ahead need not be looked at */
+	if (s->planned_upto < st->next_off || s->planned_upto > horizon)
+		s->planned_upto = st->next_off;
+	/*
+	 * Once the batch is known, windows are refilled when the reader has
+	 * consumed a batch, i.e. as its compute starts, so that the backend
+	 * I/O overlaps the compute rather than the reading of the next batch
+	 * (on a small machine the two compete for the CPUs).  Less than one
+	 * window planned ahead refills at once.
+	 */
+	if (st->batch && st->bursts > 0) {
+		uint64_t win = pf_plan_window(st, &e->plan);
+
+		if (st->burst_bytes >= st->batch ||
+		    s->planned_upto < st->next_off + win)
+			s->refill_until = horizon;
+		if (s->refill_until < horizon)
+			horizon = s->refill_until;
+	}
+	if (st->pattern == PF_PAT_SEQUENTIAL) {
+		/* a window ends at a block boundary: no partial blocks */
+		horizon = (horizon + e->bs - 1) & ~(uint64_t)(e->bs - 1);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ext[i].off;
+		uint64_t end = ext[i].off + ext[i].len;
+
+		if (end > horizon)
+			end = horizon;
+		if (end <= s->planned_upto)
+			continue;
+		if (off < s->planned_upto)
+			off = s->planned_upto;
+		while (off < end) {
+			uint64_t idx = off >> e->bshift;
+			uint64_t bstart = idx << e->bshift;
+			uint32_t lo = (uint32_t)(off - bstart);
+			uint32_t hi = end - bstart < e->bs ?
+					      (uint32_t)(end - bstart) : e->bs;
+			struct block *b;
+			uint32_t flo;
+			uint32_t fhi;
+
+			if (!run.f && e->inflight + e->queued >=
+					      e->cfg.max_inflight)
+				goto out;
+			b = block_find(e, f, idx);
+			if (b && block_covers(b, lo, hi)) {
+				run_close(e, &run, td);
+				off = bstart + hi;
+				s->planned_upto = off;
+				continue;
+			}
+			/* a block being filled or read: look again later,
+			 * its fetch may not cover what is planned here */
+			if (b && (b->busy || b->refs))
+				goto out;
+			if (!b) {
+				b = block_new(e, f, idx, false);
+				if (!b)
+					goto out;
+			}
+			fetch_range(b, lo, hi, &flo, &fhi);
+			if (!run_add(e, &run, f, b, flo, fhi, true, st->id,
+				     td)) {
+				block_idle(e, b);
+				goto out;
+			}
+			off = bstart + hi;
+			s->planned_upto = off;
+		}
+	}
+out:
+	run_close(e, &run, td);
+	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
+		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
+}
+
+void plan_file(struct pf_engine *e, struct pf_efile *f,
+	       struct todo *td)
+{
+	unsigned n;
+
+	if (!e->cfg.prefetch || !f->tracker || !f->cur || e->stopping)
+		return;
+	n = pf_tracker_count(f->tracker);
+	for (unsigned i = 0; i < n; i++)
+		plan_stream(e, f, pf_tracker_stream(f->tracker, i), td);
+}
