@@ -8,13 +8,12 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "pf_clock.h"
-#include "pf_json.h"
 #include "pf_pool.h"
+#include "pf_strbuf.h"
 #include "engine_int.h"
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
@@ -27,57 +26,6 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 }
 
 /* ---- stats ----------------------------------------------------------- */
-
-struct sbuf {
-	char *s;
-	size_t len;
-	size_t cap;
-	bool oom;
-};
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (sb->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(sb->s + sb->len, sb->cap - sb->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			sb->oom = true;
-			return;
-		}
-		if ((size_t)n < sb->cap - sb->len) {
-			sb->len += (size_t)n;
-			return;
-		}
-		char *ns = realloc(sb->s, sb->cap * 2 + (size_t)n);
-
-		if (!ns) {
-			sb->oom = true;
-			return;
-		}
-		sb->s = ns;
-		sb->cap = sb->cap * 2 + (size_t)n;
-	}
-}
-
-static void sb_put(void *arg, const char *s, size_t n)
-{
-	sb_printf(arg, "%.*s", (int)n, s);
-}
-
-/* A file name as a JSON string (see pf_json_quote()). */
-static void sb_json_str(struct sbuf *sb, const char *str)
-{
-	pf_json_quote(str, sb_put, sb);
-}
 
 /* Bytes of @st's plan that are in memory, in order, up to the first gap. */
 static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
@@ -112,17 +60,17 @@ static bool recently_read(struct pf_efile *f, uint64_t now)
 	return false;
 }
 
-static void stats_stream(struct sbuf *sb, struct pf_engine *e,
+static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 			 struct pf_efile *f, const struct pf_stream *st,
 			 bool *first)
 {
 	struct sslot *s = slot_find(f, st->id);
 	uint64_t win = pf_plan_window(st, &e->plan);
 	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
-	sb_printf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
+	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
 	*first = false;
-	sb_json_str(sb, f->path);
-	sb_printf(sb,
+	pf_strbuf_add_json(sb, f->path);
+	pf_strbuf_addf(sb,
 		  ", \"stream\": %u, \"pattern\": \"%s\", "
 		  "\"next_offset\": %" PRIu64 ", \"stride\": %" PRIu64
 		  ", \"record\": %" PRIu64 ", \"batch\": %" PRIu64
@@ -143,25 +91,22 @@ static void stats_stream(struct sbuf *sb, struct pf_engine *e,
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 {
-	struct sbuf sb = { 0 };
+	struct pf_strbuf sb;
 	struct pf_engine_totals t;
 	bool first = true;
 	uint64_t now;
 
-	sb.cap = 4096;
-	sb.s = malloc(sb.cap);
-	if (!sb.s)
-		return NULL;
+	pf_strbuf_init(&sb, 4096);
 	pf_engine_totals(e, &t);
-	sb_printf(&sb, "{\n  \"backend\": ");
-	sb_json_str(&sb, backend_desc);
+	pf_strbuf_addf(&sb, "{\n  \"backend\": ");
+	pf_strbuf_add_json(&sb, backend_desc);
 	if (e->be->ops->stats_json) {
 		char bs[1024];
 
 		e->be->ops->stats_json(e->be, bs, sizeof(bs));
-		sb_printf(&sb, ",\n  \"transport\": %s", bs);
+		pf_strbuf_addf(&sb, ",\n  \"transport\": %s", bs);
 	}
-	sb_printf(&sb,
+	pf_strbuf_addf(&sb,
 		  ",\n  \"prefetch\": %s,\n  \"push\": %s,\n"
 		  "  \"block_size\": %u,\n"
 		  "  \"fetch_size\": %" PRIu64 ",\n  \"max_inflight\": %u,\n"
@@ -200,10 +145,6 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 				     &first);
 	}
 	pthread_mutex_unlock(&e->lock);
-	sb_printf(&sb, "\n  ]\n}\n");
-	if (sb.oom) {
-		free(sb.s);
-		return NULL;
-	}
-	return sb.s;
+	pf_strbuf_addf(&sb, "\n  ]\n}\n");
+	return pf_strbuf_detach(&sb, NULL);
 }
