@@ -27,27 +27,6 @@
 #include "pf_pool.h"
 #include "engine_int.h"
 
-static size_t hash_of(const struct pf_engine *e, const struct pf_efile *f,
-		      uint64_t idx)
-{
-	uint64_t h = (uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull;
-
-	h ^= idx + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
-	h *= 0xBF58476D1CE4E5B9ull;
-	h ^= h >> 31;
-	return (size_t)h & e->hmask;
-}
-
-struct block *block_find(struct pf_engine *e, struct pf_efile *f,
-			 uint64_t idx)
-{
-	struct block *b = e->hash[hash_of(e, f, idx)];
-
-	while (b && !(b->file == f && b->idx == idx))
-		b = b->hnext;
-	return b;
-}
-
 static void hash_remove(struct pf_engine *e, struct block *b)
 {
 	struct block **pp = &e->hash[hash_of(e, b->file, b->idx)];
@@ -56,17 +35,6 @@ static void hash_remove(struct pf_engine *e, struct block *b)
 		pp = &(*pp)->hnext;
 	*pp = b->hnext;
 	b->hnext = NULL;
-}
-
-/* Bytes of the file that fall in block @idx. */
-uint32_t block_len(const struct pf_engine *e,
-		   const struct pf_efile *f, uint64_t idx)
-{
-	uint64_t start = idx << e->bshift;
-
-	if (start >= f->size)
-		return 0;
-	return f->size - start < e->bs ? (uint32_t)(f->size - start) : e->bs;
 }
 
 void lru_remove(struct block *b)
@@ -171,11 +139,6 @@ void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
 		list_del(&b->fnode);
 		b->file = NULL;
 	}
-}
-
-bool block_covers(const struct block *b, uint32_t lo, uint32_t hi)
-{
-	return !b->busy && b->vlo <= lo && hi <= b->vhi;
 }
 
 /*

@@ -286,16 +286,11 @@ struct todo {
 /* ---- functions, by file; all but todo_run() under e->lock ------------ */
 
 /* cache.c */
-struct block *block_find(struct pf_engine *e, struct pf_efile *f,
-			 uint64_t idx);
-uint32_t block_len(const struct pf_engine *e, const struct pf_efile *f,
-		   uint64_t idx);
 void lru_remove(struct block *b);
 void block_idle(struct pf_engine *e, struct block *b);
 struct block *block_new(struct pf_engine *e, struct pf_efile *f,
 			uint64_t idx, bool demand);
 void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
-bool block_covers(const struct block *b, uint32_t lo, uint32_t hi);
 uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
 
@@ -353,5 +348,45 @@ void trace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
 void trace_plan(struct pf_engine *e, struct pf_efile *f,
 		const struct pf_stream *st, const struct sslot *s,
 		uint64_t issued);
+
+/* ---- small helpers, inline ---------------------------------------- */
+
+static inline size_t hash_of(const struct pf_engine *e,
+			     const struct pf_efile *f, uint64_t idx)
+{
+	uint64_t h = (uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull;
+
+	h ^= idx + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+	h *= 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 31;
+	return (size_t)h & e->hmask;
+}
+
+static inline struct block *block_find(struct pf_engine *e, struct pf_efile *f,
+				       uint64_t idx)
+{
+	struct block *b = e->hash[hash_of(e, f, idx)];
+
+	while (b && !(b->file == f && b->idx == idx))
+		b = b->hnext;
+	return b;
+}
+
+/* Bytes of the file that fall in block @idx. */
+static inline uint32_t block_len(const struct pf_engine *e,
+				 const struct pf_efile *f, uint64_t idx)
+{
+	uint64_t start = idx << e->bshift;
+
+	if (start >= f->size)
+		return 0;
+	return f->size - start < e->bs ? (uint32_t)(f->size - start) : e->bs;
+}
+
+static inline bool block_covers(const struct block *b, uint32_t lo,
+				uint32_t hi)
+{
+	return !b->busy && b->vlo <= lo && hi <= b->vhi;
+}
 
 #endif

@@ -18,7 +18,6 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-
 /*
  * Depth.  prefetch_batches windows ahead suffice when a fetch takes less
  * than the reader's batch period; against a store with a long first-byte
@@ -61,7 +60,6 @@ void deepen(struct pf_engine *e, const struct pf_efile *f,
  * unpinning makes possible is added to @td.
  */
 /* ---- read-ahead ------------------------------------------------------ */
-
 
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
