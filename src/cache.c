@@ -54,8 +54,8 @@ static void block_destroy(struct pf_engine *e, struct block *b)
 	}
 	if (b->prefetched && !b->read_seen) {
 		uint64_t unused = b->vhi - b->vlo;
-		struct sslot *s = b->file ? slot_find(b->file, b->stream) :
-					    NULL;
+		struct engine_stream *s =
+			b->file ? engine_stream_find(b->file, b->stream) : NULL;
 
 		e->tot.bytes_unused += unused;
 		if (s)

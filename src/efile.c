@@ -1,13 +1,13 @@
 /*
  * efile.c - the engine's files: references, open generations, versions and
- * the per-stream accounting slots.
+ * the engine's state of each stream (struct engine_stream).
  *
  * DESIGN
  * A struct pf_efile lives while it has owners (refs), opens or fetches in
  * flight.  The first open of a generation opens the file at the backend
  * (with e->lock released: it may block) and pins its version; a version
  * that changed since the file was last cached drops its blocks and its
- * tracker.  Each fetch pins the generation's backend handle (struct bref),
+ * tracker.  Each fetch pins the generation's backend handle (struct bfile_ref),
  * so a close never pulls the handle from under a read in flight.  A file
  * the next-file thread opened ahead ("ghost", nextfile.c) is handed to its
  * reader's pf_efile_new() and taken over by its pf_efile_open().
@@ -24,25 +24,26 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-struct sslot *slot_find(struct pf_efile *f, unsigned id)
+struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id)
 {
 	if (id == 0)
 		return NULL;
-	for (unsigned i = 0; i < f->nslots; i++)
-		if (f->slots[i].id == id)
-			return &f->slots[i];
+	for (unsigned i = 0; i < f->nestreams; i++)
+		if (f->estreams[i].id == id)
+			return &f->estreams[i];
 	return NULL;
 }
 
-/* Slot for stream @id, reusing one whose stream the tracker recycled. */
-struct sslot *slot_get(struct pf_efile *f, unsigned id)
+/* The engine's state of stream @id, reusing the entry of a stream the
+ * tracker recycled. */
+struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id)
 {
-	struct sslot *s = slot_find(f, id);
+	struct engine_stream *s = engine_stream_find(f, id);
 
 	if (s)
 		return s;
-	for (unsigned i = 0; i < f->nslots; i++) {
-		s = &f->slots[i];
+	for (unsigned i = 0; i < f->nestreams; i++) {
+		s = &f->estreams[i];
 		if (s->id == 0 || !pf_tracker_find(f->tracker, s->id)) {
 			memset(s, 0, sizeof(*s));
 			s->id = id;
@@ -107,7 +108,7 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 	file_drop_blocks(e, f);
 	list_del(&f->node);
 	pf_tracker_free(f->tracker);
-	free(f->slots);
+	free(f->estreams);
 	free(f->path);
 	free(f);
 }
@@ -131,7 +132,7 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 {
 	struct pf_engine *e = f->e;
 	struct pf_bfile *bf = NULL;
-	struct bref *r;
+	struct bfile_ref *r;
 	int changed = 0;
 	int ret;
 
@@ -176,7 +177,7 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		st->st_size = (off_t)f->size;
 		st->st_mtim = f->mtime;
 		pthread_mutex_unlock(&e->lock);
-		bref_put(r);
+		bfile_ref_put(r);
 		return 0;
 	}
 	if (f->have_version && (f->size != (uint64_t)st->st_size ||
@@ -198,15 +199,15 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 	f->have_version = true;
 	if (!f->tracker && e->cfg.prefetch) {
 		f->tracker = pf_tracker_new(&e->cfg.pattern);
-		free(f->slots);
-		f->nslots = e->cfg.pattern.max_streams;
-		f->slots = calloc(f->nslots, sizeof(*f->slots));
-		if (!f->tracker || !f->slots) {
+		free(f->estreams);
+		f->nestreams = e->cfg.pattern.max_streams;
+		f->estreams = calloc(f->nestreams, sizeof(*f->estreams));
+		if (!f->tracker || !f->estreams) {
 			pf_tracker_free(f->tracker);
 			f->tracker = NULL;
-			free(f->slots);
-			f->slots = NULL;
-			f->nslots = 0;
+			free(f->estreams);
+			f->estreams = NULL;
+			f->nestreams = 0;
 		}
 	}
 	f->cur = r;
@@ -221,13 +222,13 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 void pf_efile_close(struct pf_efile *f)
 {
 	struct pf_engine *e = f->e;
-	struct bref *r = NULL;
+	struct bfile_ref *r = NULL;
 
 	pthread_mutex_lock(&e->lock);
 	if (--f->opens == 0) {
 		r = f->cur;
 		f->cur = NULL;
-		bref_put(r);
+		bfile_ref_put(r);
 	}
 	efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);

@@ -148,7 +148,7 @@ void pf_engine_free(struct pf_engine *e)
 		f->refs = 0;
 		f->opens = 0;
 		if (f->cur) {
-			bref_put(f->cur);
+			bfile_ref_put(f->cur);
 			f->cur = NULL;
 		}
 		f->fetches = 0;

@@ -23,7 +23,7 @@
  * thread (nextfile.c).  Each takes e->lock for its bookkeeping and releases
  * it before it calls out: the backend's submit and open, the reply
  * function, the push function.  Work found under the lock is collected in a
- * struct todo and done after unlocking (todo_run()).
+ * struct deferred and done after unlocking (deferred_run()).
  */
 #ifndef PF_ENGINE_INT_H
 #define PF_ENGINE_INT_H
@@ -46,7 +46,7 @@
 /* files opened ahead of their readers (the next file of a directory) */
 #define MAX_GHOSTS 4
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
-/* windows kept ahead of a sequential stream at most (see deepen()) */
+/* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16
 
 /* ---- lists ----------------------------------------------------------- */
@@ -88,7 +88,7 @@ static inline bool list_empty(const struct list *l)
 
 /* ---- structures ------------------------------------------------------ */
 
-struct pread;
+struct parked_read;
 
 /*
  * A block_size piece of a file (cache.c).  Every field is protected by
@@ -112,15 +112,16 @@ struct block {
 	bool in_lru;
 	bool pushed;		/* its bytes went to the page cache */
 	unsigned stream;	/* stream that prefetched it */
-	struct pread *waiters;
+	struct parked_read *waiters;
 };
 
 /*
- * A READ that could not be answered at once (read.c).  Owned by the thread
- * that drives it; while parked, by the list it waits on (protected by
- * e->lock).  Lives on pf_engine_read()'s stack until it first parks.
+ * A READ being answered (read.c).  Lives on pf_engine_read()'s stack until
+ * it first parks, then on the heap (read_move_to_heap()).  Owned by the
+ * thread that tries it; while parked, by the list it waits on (protected
+ * by e->lock).
  */
-struct pread {
+struct parked_read {
 	struct pf_efile *file;
 	uint64_t off;
 	size_t size;
@@ -128,7 +129,7 @@ struct pread {
 	void *req;
 	unsigned stream;
 	uint64_t t0;
-	struct pread *wnext;
+	struct parked_read *wnext;
 	struct block *parked;	/* whose waiter list holds it; NULL: memwait */
 	uint64_t wait_off;	/* offset of the block it last parked on */
 	unsigned cap;		/* room in blk[] */
@@ -142,7 +143,7 @@ struct pread {
 
 /* The backend file handle of one open generation; fetches pin it.
  * refs is protected by e->lock. */
-struct bref {
+struct bfile_ref {
 	struct pf_backend *be;
 	struct pf_bfile *bf;
 	unsigned refs;
@@ -150,7 +151,8 @@ struct bref {
 
 /*
  * One backend read over contiguous parts of blocks (fetch.c).  Built under
- * e->lock by a run; read-only from run_close() on, while the backend owns
+ * e->lock by a struct fetch_builder; read-only from fetch_builder_flush()
+ * on, while the backend owns
  * it; then fetch_done() (backend thread) and, for pushed fetches, the
  * pusher finish it.
  */
@@ -158,7 +160,7 @@ struct fetch {
 	struct pf_bio bio;
 	struct pf_engine *e;
 	struct pf_efile *file;
-	struct bref *bref;
+	struct bfile_ref *bfref;
 	uint64_t off;
 	uint64_t len;
 	bool prefetch;
@@ -175,7 +177,7 @@ struct fetch {
 
 /* A fetch being assembled from contiguous block parts (on the stack of
  * whoever plans, under e->lock). */
-struct run {
+struct fetch_builder {
 	struct fetch *f;
 	unsigned cap;
 	bool pushable;		/* for the fetches it makes */
@@ -183,7 +185,7 @@ struct run {
 
 /* The engine's per-stream accounting beside the tracker's learned state.
  * Protected by e->lock. */
-struct sslot {
+struct engine_stream {
 	unsigned id;		/* 0 = free */
 	uint64_t hits;
 	uint64_t misses;
@@ -208,17 +210,17 @@ struct pf_efile {
 				 * e->lock, as is everything below */
 	unsigned opens;
 	unsigned fetches;	/* fetches not yet completed */
-	struct bref *cur;	/* while opens > 0 */
+	struct bfile_ref *cur; /* while opens > 0 */
 	uint64_t size;
 	struct timespec mtime;
 	bool have_version;
 	struct pf_tracker *tracker;
-	struct sslot *slots;
-	unsigned nslots;
+	struct engine_stream *estreams; /* one per tracker stream */
+	unsigned nestreams;
 	struct list blocks;
 	struct list node;	/* on e->files */
 	/* the next file: see nextfile.c */
-	bool next_asked;	/* this open generation asked for its successor */
+	bool next_asked; /* this open generation asked for its successor */
 	int ghost;		/* GHOST_*: opened by the engine itself (then
 				 * it holds a reference and an open), not
 				 * yet by a reader */
@@ -242,7 +244,7 @@ struct pf_engine {
 	struct list lru_unread;	/* protected by e->lock: idle prefetched
 				 * blocks not read yet */
 	struct list files;	/* protected by e->lock */
-	struct pread *memwait;	/* protected by e->lock: READs waiting for
+	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
 	struct fetch *queue;	/* protected by e->lock: demand fetches
 				 * waiting for a slot */
@@ -278,12 +280,12 @@ struct pf_engine {
 };
 
 /* Work collected under the lock and done after it is released. */
-struct todo {
+struct deferred {
 	struct fetch *submit;
-	struct pread *reply;
+	struct parked_read *reply;
 };
 
-/* ---- functions, by file; all but todo_run() under e->lock ------------ */
+/* ---- functions, by file; all but deferred_run() under e->lock ------- */
 
 /* cache.c */
 void lru_remove(struct block *b);
@@ -295,29 +297,34 @@ uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
 
 /* fetch.c */
-void bref_put(struct bref *r);
-void run_close(struct pf_engine *e, struct run *run, struct todo *td);
-bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
-	     struct block *b, uint32_t flo, uint32_t fhi, bool prefetch,
-	     unsigned stream, struct todo *td);
+void bfile_ref_put(struct bfile_ref *r);
+void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+			 struct deferred *later);
+bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+		       struct pf_efile *f, struct block *b, uint32_t flo,
+		       uint32_t fhi, bool prefetch, unsigned stream,
+		       struct deferred *later);
 void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
 		 uint32_t *fhi);
 void fetch_free(struct pf_engine *e, struct fetch *ft);
 void fetch_done(struct pf_bio *bio, int64_t res);
 /* lock not held */
-void todo_run(struct pf_engine *e, struct todo *td);
+void deferred_run(struct pf_engine *e, struct deferred *later);
 
 /* read.c */
-void pread_finish(struct pf_engine *e, struct pread *p, struct todo *td);
-void drive_list(struct pf_engine *e, struct pread *list, struct todo *td);
+void read_answer(struct pf_engine *e, struct parked_read *p,
+		 struct deferred *later);
+void retry_reads(struct pf_engine *e, struct parked_read *list,
+		 struct deferred *later);
 
 /* readahead.c */
-struct pf_plan_cfg stream_plan(const struct pf_engine *e,
-			       const struct sslot *s);
-void deepen(struct pf_engine *e, const struct pf_efile *f, struct sslot *s);
+struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+				   const struct engine_stream *s);
+void grow_depth(struct pf_engine *e, const struct pf_efile *f,
+		struct engine_stream *s);
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
-		 const struct pf_stream *st, struct todo *td);
-void plan_file(struct pf_engine *e, struct pf_efile *f, struct todo *td);
+		 const struct pf_stream *st, struct deferred *later);
+void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later);
 
 /* push.c */
 bool push_wanted(struct pf_engine *e, const struct fetch *ft, int err);
@@ -325,8 +332,8 @@ void push_enqueue(struct pf_engine *e, struct fetch *ft);
 uint64_t tripwire(struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
-struct sslot *slot_find(struct pf_efile *f, unsigned id);
-struct sslot *slot_get(struct pf_efile *f, unsigned id);
+struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
+struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
 struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
@@ -334,8 +341,9 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
 
 /* nextfile.c */
 void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
-void ghost_plan(struct pf_engine *e, struct pf_efile *f, struct todo *td);
-void ghosts_plan(struct pf_engine *e, struct todo *td);
+void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+		struct deferred *later);
+void ghosts_plan(struct pf_engine *e, struct deferred *later);
 void ghost_release(struct pf_engine *e, struct pf_efile *f);
 void *next_main(void *arg);
 /* lock not held */
@@ -343,10 +351,10 @@ void next_stop(struct pf_engine *e);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
 void trace_counters(struct pf_engine *e, uint64_t now);
-void trace_read(struct pf_efile *f, const struct pread *p, uint64_t now);
+void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now);
 void trace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
 void trace_plan(struct pf_engine *e, struct pf_efile *f,
-		const struct pf_stream *st, const struct sslot *s,
+		const struct pf_stream *st, const struct engine_stream *s,
 		uint64_t issued);
 
 /* ---- small helpers, inline ---------------------------------------- */

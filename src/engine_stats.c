@@ -32,7 +32,8 @@ static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
 			    const struct pf_stream *st)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	struct pf_plan_cfg pc = stream_plan(e, slot_find(f, st->id));
+	struct pf_plan_cfg pc =
+		stream_plan_cfg(e, engine_stream_find(f, st->id));
 	unsigned n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	uint64_t ready = 0;
 
@@ -64,7 +65,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 			 struct pf_efile *f, const struct pf_stream *st,
 			 bool *first)
 {
-	struct sslot *s = slot_find(f, st->id);
+	struct engine_stream *s = engine_stream_find(f, st->id);
 	uint64_t win = pf_plan_window(st, &e->plan);
 	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
 	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");

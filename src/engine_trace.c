@@ -19,8 +19,7 @@ void trace_counters(struct pf_engine *e, uint64_t now)
 			  (uint64_t)pf_pool_in_use(e->pool) * e->bs);
 }
 
-void trace_read(struct pf_efile *f, const struct pread *p,
-		uint64_t now)
+void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now)
 {
 	const struct pf_stream *st = f->tracker && p->stream ?
 		pf_tracker_find(f->tracker, p->stream) : NULL;
@@ -61,10 +60,10 @@ void trace_fetch(struct pf_engine *e, const struct fetch *ft,
 }
 
 void trace_plan(struct pf_engine *e, struct pf_efile *f,
-		const struct pf_stream *st, const struct sslot *s,
+		const struct pf_stream *st, const struct engine_stream *s,
 		uint64_t issued)
 {
-	struct pf_plan_cfg pc = stream_plan(e, s);
+	struct pf_plan_cfg pc = stream_plan_cfg(e, s);
 	struct pf_trace_plan t = {
 		.tag = f->tag,
 		.stream = st->id,

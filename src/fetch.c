@@ -1,20 +1,21 @@
 /*
- * fetch.c - backend reads: building them from runs of blocks, the queue of
- * demand fetches waiting for a slot, and their completion.
+ * fetch.c - backend reads: building them from contiguous block parts, the
+ * queue of demand fetches waiting for a slot, and their completion.
  *
  * DESIGN
  * Planning code (read.c, readahead.c, nextfile.c) walks blocks under
- * e->lock and adds the parts it wants to a struct run, which closes a fetch
- * whenever the next part does not continue it or fetch_size is reached.
+ * e->lock and adds the parts it wants to a struct fetch_builder, which
+ * closes a fetch whenever the next part does not continue it or fetch_size
+ * is reached.
  * Closed fetches go to the backend at most max_inflight at a time: those
  * past that wait in a FIFO (demand fetches only; read-ahead is simply not
  * planned then).  Submitting happens after the lock is released
- * (todo_run()).
+ * (deferred_run()).
  *
  * fetch_done() runs on the backend's completion thread (or on the
  * submitter's, when the submit fails): under e->lock it marks the blocks'
  * bytes valid, hands read-ahead of a sequential stream to the pusher,
- * drives the READs that waited on the blocks, sends the next queued fetch
+ * retries the READs that waited on the blocks, sends the next queued fetch
  * and plans more read-ahead; the replies and submissions it collected are
  * made after unlocking.
  */
@@ -49,7 +50,7 @@ static struct fetch *fetch_alloc(unsigned cap)
 	return ft;
 }
 
-void bref_put(struct bref *r)
+void bfile_ref_put(struct bfile_ref *r)
 {
 	if (--r->refs == 0) {
 		r->be->ops->close(r->be, r->bf);
@@ -57,34 +58,35 @@ void bref_put(struct bref *r)
 	}
 }
 
-/* Hand a finished run to the dispatcher (under the lock). */
-void run_close(struct pf_engine *e, struct run *run, struct todo *td)
+/* Hand the fetch being built to the dispatcher (under the lock). */
+void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+			 struct deferred *later)
 {
-	struct fetch *ft = run->f;
-	struct sslot *slot;
+	struct fetch *ft = fb->f;
+	struct engine_stream *es;
 
 	if (!ft)
 		return;
-	run->f = NULL;
+	fb->f = NULL;
 	ft->e = e;
-	ft->bio.file = ft->bref->bf;
+	ft->bio.file = ft->bfref->bf;
 	ft->bio.off = ft->off;
 	ft->bio.iov = ft->iov;
 	ft->bio.iovcnt = (int)ft->nblk;
 	ft->bio.done = fetch_done;
 	ft->bio.priv = ft;
 	ft->file->fetches++;
-	ft->bref->refs++;
-	slot = slot_find(ft->file, ft->stream);
-	if (slot)
-		slot->inflight++;
+	ft->bfref->refs++;
+	es = engine_stream_find(ft->file, ft->stream);
+	if (es)
+		es->inflight++;
 	e->tot.fetches++;
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
 	if (e->inflight < e->cfg.max_inflight) {
 		e->inflight++;
-		ft->qnext = td->submit;
-		td->submit = ft;
+		ft->qnext = later->submit;
+		later->submit = ft;
 	} else {
 		ft->qnext = NULL;
 		if (e->queue_tail)
@@ -101,38 +103,39 @@ void run_close(struct pf_engine *e, struct run *run, struct todo *td)
 }
 
 /*
- * Add bytes [flo, fhi) of idle block @b to the run, closing the current
+ * Add bytes [flo, fhi) of idle block @b to the builder, closing the current
  * fetch first if they do not continue it.  Marks @b busy.  Returns false if
  * no memory was left for a fetch (then @b is left untouched).
  */
-bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
-	     struct block *b, uint32_t flo, uint32_t fhi,
-	     bool prefetch, unsigned stream, struct todo *td)
+bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+		       struct pf_efile *f, struct block *b, uint32_t flo,
+		       uint32_t fhi, bool prefetch, unsigned stream,
+		       struct deferred *later)
 {
 	uint64_t foff = (b->idx << e->bshift) + flo;
-	struct fetch *ft = run->f;
+	struct fetch *ft = fb->f;
 
 	/* read-ahead fetches start at fetch_size boundaries where they can,
 	 * so each holds one tripwire page at most (see push_enqueue) */
-	if (ft && (ft->off + ft->len != foff || ft->nblk == run->cap ||
+	if (ft && (ft->off + ft->len != foff || ft->nblk == fb->cap ||
 		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
 		   ft->prefetch != prefetch ||
 		   (prefetch && foff % e->cfg.fetch_size == 0)))
-		run_close(e, run, td);
-	if (!run->f) {
-		run->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
-		ft = fetch_alloc(run->cap);
+		fetch_builder_flush(e, fb, later);
+	if (!fb->f) {
+		fb->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
+		ft = fetch_alloc(fb->cap);
 		if (!ft)
 			return false;
 		ft->file = f;
-		ft->bref = f->cur;
+		ft->bfref = f->cur;
 		ft->off = foff;
 		ft->prefetch = prefetch;
-		ft->pushable = prefetch && run->pushable;
+		ft->pushable = prefetch && fb->pushable;
 		ft->stream = stream;
-		run->f = ft;
+		fb->f = ft;
 	}
-	ft = run->f;
+	ft = fb->f;
 	ft->blk[ft->nblk] = b;
 	ft->flo[ft->nblk] = flo;
 	ft->iov[ft->nblk].iov_base = b->buf + flo;
@@ -146,7 +149,7 @@ bool run_add(struct pf_engine *e, struct run *run, struct pf_efile *f,
 		b->stream = stream;
 	}
 	if (fhi == block_len(e, f, b->idx) && fhi != e->bs)
-		run_close(e, run, td); /* end of file */
+		fetch_builder_flush(e, fb, later); /* end of file */
 	return true;
 }
 
@@ -185,28 +188,28 @@ void fetch_free(struct pf_engine *e, struct fetch *ft)
 	struct pf_efile *f = ft->file;
 
 	f->fetches--;
-	bref_put(ft->bref);
+	bfile_ref_put(ft->bfref);
 	free(ft);
 	efile_maybe_free(e, f);
 }
 
-void todo_run(struct pf_engine *e, struct todo *td)
+void deferred_run(struct pf_engine *e, struct deferred *later)
 {
-	while (td->submit || td->reply) {
-		if (td->submit) {
-			struct fetch *ft = td->submit;
+	while (later->submit || later->reply) {
+		if (later->submit) {
+			struct fetch *ft = later->submit;
 			int ret;
 
-			td->submit = ft->qnext;
+			later->submit = ft->qnext;
 			ret = pf_backend_submit(e->be, &ft->bio);
 			if (ret < 0)
 				fetch_done(&ft->bio, ret);
 			continue;
 		}
-		struct pread *r = td->reply;
+		struct parked_read *r = later->reply;
 
-		td->reply = r->wnext;
-		pread_finish(e, r, td);
+		later->reply = r->wnext;
+		read_answer(e, r, later);
 	}
 }
 
@@ -215,10 +218,10 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	struct fetch *ft = bio->priv;
 	struct pf_engine *e = ft->e;
 	struct pf_efile *f = ft->file;
-	struct todo td = { 0 };
+	struct deferred later = { 0 };
 	bool pushed;
 	int err = 0;
-	struct sslot *s;
+	struct engine_stream *s;
 
 	if (res < 0) {
 		err = (int)-res;
@@ -233,7 +236,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
 			 f->path, ft->off, ft->len, strerror(err));
 	}
-	s = slot_find(f, ft->stream);
+	s = engine_stream_find(f, ft->stream);
 	if (s) {
 		s->inflight--;
 		if (!err)
@@ -247,7 +250,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		struct block *b = ft->blk[i];
 		uint32_t flo = ft->flo[i];
 		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
-		struct pread *w = b->waiters;
+		struct parked_read *w = b->waiters;
 
 		b->busy = false;
 		b->waiters = NULL;
@@ -263,7 +266,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			b->read_seen = false;
 		}
 		/* waiters of a failed block get the error, not a refetch */
-		for (struct pread *p = w; err && p; p = p->wnext)
+		for (struct parked_read *p = w; err && p; p = p->wnext)
 			p->err = err;
 		if (pushed) {
 			/* pinned for the pusher; its bytes are consumed in
@@ -274,7 +277,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		} else {
 			block_idle(e, b);
 		}
-		drive_list(e, w, &td);
+		retry_reads(e, w, &later);
 	}
 	if (pushed)
 		push_enqueue(e, ft);
@@ -287,25 +290,25 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			e->queue_tail = NULL;
 		e->queued--;
 		e->inflight++;
-		q->qnext = td.submit;
-		td.submit = q;
+		q->qnext = later.submit;
+		later.submit = q;
 	}
 	if (pf_trace_on())
 		trace_fetch(e, ft, err ? -(int64_t)err : res);
 	if (f->opens)
-		plan_file(e, f, &td);
+		plan_file(e, f, &later);
 	if (e->nghosts)
-		ghosts_plan(e, &td);
+		ghosts_plan(e, &later);
 	if (!pushed)
 		fetch_free(e, ft);
 	if (e->memwait) {
-		struct pread *w = e->memwait;
+		struct parked_read *w = e->memwait;
 
 		e->memwait = NULL;
-		drive_list(e, w, &td);
+		retry_reads(e, w, &later);
 	}
 	if (e->inflight + e->queued == 0)
 		pthread_cond_broadcast(&e->idle_cond);
 	pthread_mutex_unlock(&e->lock);
-	todo_run(e, &td);
+	deferred_run(e, &later);
 }

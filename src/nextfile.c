@@ -68,10 +68,9 @@ void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
 }
 
 /* Under the lock: plan the read-ahead of ghost @f that is still missing. */
-void ghost_plan(struct pf_engine *e, struct pf_efile *f,
-		struct todo *td)
+void ghost_plan(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
 {
-	struct run run = { 0 };
+	struct fetch_builder fb = { 0 };
 	uint64_t off = f->ghost_upto;
 
 	while (off < f->ghost_want && !e->stopping) {
@@ -81,11 +80,11 @@ void ghost_plan(struct pf_engine *e, struct pf_efile *f,
 		uint32_t flo;
 		uint32_t fhi;
 
-		if (!run.f && e->inflight + e->queued >= e->cfg.max_inflight)
+		if (!fb.f && e->inflight + e->queued >= e->cfg.max_inflight)
 			break;
 		b = block_find(e, f, idx);
 		if (b && block_covers(b, 0, len)) {
-			run_close(e, &run, td);
+			fetch_builder_flush(e, &fb, later);
 			off = (idx + 1) << e->bshift;
 			continue;
 		}
@@ -97,23 +96,24 @@ void ghost_plan(struct pf_engine *e, struct pf_efile *f,
 				break;
 		}
 		fetch_range(b, 0, len, &flo, &fhi);
-		if (!run_add(e, &run, f, b, flo, fhi, true, 0, td)) {
+		if (!fetch_builder_add(e, &fb, f, b, flo, fhi, true, 0,
+				       later)) {
 			block_idle(e, b);
 			break;
 		}
 		off = (idx + 1) << e->bshift;
 	}
 	f->ghost_upto = off;
-	run_close(e, &run, td);
+	fetch_builder_flush(e, &fb, later);
 }
 
-void ghosts_plan(struct pf_engine *e, struct todo *td)
+void ghosts_plan(struct pf_engine *e, struct deferred *later)
 {
 	for (unsigned i = 0; i < e->nghosts; i++) {
 		struct pf_efile *g = e->ghosts[i];
 
 		if (g->ghost_upto < g->ghost_want)
-			ghost_plan(e, g, td);
+			ghost_plan(e, g, later);
 	}
 }
 
@@ -131,7 +131,7 @@ void ghost_release(struct pf_engine *e, struct pf_efile *f)
 	}
 	f->ghost = GHOST_NONE;
 	if (--f->opens == 0) {
-		bref_put(f->cur);
+		bfile_ref_put(f->cur);
 		f->cur = NULL;
 	}
 	f->refs--;
@@ -213,7 +213,7 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
 	const char *base = slash ? slash + 1 : r->path;
 	uint64_t now = pf_now_ns();
-	struct todo td = { 0 };
+	struct deferred later = { 0 };
 	struct pf_efile *f;
 	struct stat st;
 	char *path;
@@ -292,9 +292,9 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 	e->tot.next_files++;
 	pf_debug("next file: %s opened ahead, %" PRIu64 " bytes read ahead",
 		 f->path, f->ghost_want);
-	ghost_plan(e, f, &td);
+	ghost_plan(e, f, &later);
 	pthread_mutex_unlock(&e->lock);
-	todo_run(e, &td);
+	deferred_run(e, &later);
 }
 
 void *next_main(void *arg)

@@ -514,7 +514,7 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 		off = UINT64_MAX - 1;
 	end = sat_add(off, len ? len : 1);
 	t->seq++;
-	s = place(t, off, end, len, now_ns);
+	s = assign_read(t, off, end, len, now_ns);
 	/* a scatter left with nothing (its READs all went to streams) goes */
 	x = scatter_get(t);
 	if (x && x != s && x->pub.reads == 0 && x->pub.outstanding == 0 &&

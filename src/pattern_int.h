@@ -95,7 +95,7 @@ struct cluster {
 	unsigned owner;		/* stream id, 0 = nobody */
 	bool used;
 	bool done;
-	bool mark;		/* spin_off's working set */
+	bool mark;		/* scatter_start_stream()'s working set */
 };
 
 /* A completed burst: its bytes and the idle that ended it. */
@@ -225,8 +225,8 @@ void burst_prepend(const struct pf_tracker *t, struct stream *s,
 		   struct rec_info *r, unsigned n);
 
 /* pattern_match.c */
-struct stream *place(struct pf_tracker *t, uint64_t off, uint64_t end,
-		     uint64_t len, uint64_t now);
+struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
+			   uint64_t len, uint64_t now);
 
 /* pattern_stride.c */
 bool chain_find(const struct pf_tracker *t, const struct cluster *c,

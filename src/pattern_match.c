@@ -40,8 +40,8 @@ static uint64_t ahead_tol(const struct pf_tracker *t, const struct stream *s)
 }
 
 /* Where a READ lands relative to what the stream covered. */
-static void geo_match(const struct pf_tracker *t, const struct stream *s,
-		      uint64_t off, uint64_t end, struct match *m)
+static void match_segments(const struct pf_tracker *t, const struct stream *s,
+			   uint64_t off, uint64_t end, struct match *m)
 {
 	uint64_t lo;
 	uint64_t hi;
@@ -154,7 +154,7 @@ static void stream_match(const struct pf_tracker *t, const struct stream *s,
 	int64_t q;
 	int64_t pos;
 
-	geo_match(t, s, off, end, m);
+	match_segments(t, s, off, end, m);
 	if (s->pub.pattern != PF_PAT_STRIDED) {
 		/*
 		 * Only a stream shown to be sequential reaches over gaps: an
@@ -187,8 +187,8 @@ static void stream_match(const struct pf_tracker *t, const struct stream *s,
 	}
 }
 
-static bool better(const struct match *a, const struct stream *sa,
-		   const struct match *b, const struct stream *sb)
+static bool match_better(const struct match *a, const struct stream *sa,
+			 const struct match *b, const struct stream *sb)
 {
 	if (a->fit != b->fit)
 		return a->fit < b->fit;
@@ -213,7 +213,7 @@ static struct stream *find_best(const struct pf_tracker *t, uint64_t off,
 		stream_match(t, s, off, end, &m);
 		if (m.fit == FIT_NONE)
 			continue;
-		if (!bs || better(&m, s, best, bs)) {
+		if (!bs || match_better(&m, s, best, bs)) {
 			*best = m;
 			bs = s;
 		}
@@ -316,8 +316,9 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
  * scatter itself when they are all it holds (its id, outstanding count and
  * completions are then that reader's), else a new stream.
  */
-static struct stream *spin_off(struct pf_tracker *t, struct stream *x,
-			       uint64_t off, uint64_t end)
+static struct stream *scatter_start_stream(struct pf_tracker *t,
+					   struct stream *x, uint64_t off,
+					   uint64_t end)
 {
 	unsigned nin = 0;
 	bool again = true;
@@ -644,8 +645,8 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 }
 
 /* Where the READ [off, end) goes; see the DESIGN note at the top. */
-struct stream *place(struct pf_tracker *t, uint64_t off, uint64_t end,
-		     uint64_t len, uint64_t now)
+struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
+			   uint64_t len, uint64_t now)
 {
 	struct stream *s;
 	struct stream *x;
@@ -669,7 +670,7 @@ struct stream *place(struct pf_tracker *t, uint64_t off, uint64_t end,
 	 */
 	x = scatter_get(t);
 	if (x && m.fit >= FIT_AHEAD && scatter_touch(t, off, end) != FIT_NONE) {
-		struct stream *n = spin_off(t, x, off, end);
+		struct stream *n = scatter_start_stream(t, x, off, end);
 
 		if (n)
 			return stream_add(t, n, off, end, len, now);

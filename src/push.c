@@ -119,7 +119,7 @@ static void *pusher_main(void *arg)
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
-		struct todo td = { 0 };
+		struct deferred later = { 0 };
 		struct fetch *ft;
 		uint64_t bytes = 0;
 		bool stop;
@@ -137,7 +137,7 @@ static void *pusher_main(void *arg)
 		e->pushq_bytes -= ft->len;
 		/* only bytes of the version open now: a file that changed
 		 * since has had its page cache dropped, or soon will */
-		stop = e->push_stop || !iov || ft->bref != ft->file->cur;
+		stop = e->push_stop || !iov || ft->bfref != ft->file->cur;
 		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 
@@ -154,16 +154,16 @@ static void *pusher_main(void *arg)
 			struct block *b = ft->blk[i];
 
 			if (--b->refs == 0) {
-				struct pread *w = b->waiters;
+				struct parked_read *w = b->waiters;
 
 				b->waiters = NULL;
 				block_idle(e, b);
-				drive_list(e, w, &td);
+				retry_reads(e, w, &later);
 			}
 		}
 		fetch_free(e, ft);
 		pthread_mutex_unlock(&e->lock);
-		todo_run(e, &td);
+		deferred_run(e, &later);
 		pthread_mutex_lock(&e->lock);
 	}
 	pthread_mutex_unlock(&e->lock);

@@ -2,19 +2,19 @@
  * read.c - the READ path: pf_engine_read(), parked READs and replies.
  *
  * DESIGN
- * A READ is "driven": every block it needs is checked; ready blocks are
+ * read_pin_or_park(): every block a READ needs is checked; ready blocks are
  * pinned, missing ones are allocated and fetched, and if anything is not
  * ready the READ parks on one block's waiter list (holding no pins, so no
- * READ waits while holding what another needs) and is driven again when
+ * READ waits while holding what another needs) and is tried again when
  * that block's fetch ends or its last pin goes.  A READ that found no free
- * buffer waits on e->memwait and is driven again when a block is unpinned
+ * buffer waits on e->memwait and is tried again when a block is unpinned
  * or a fetch ends.  When everything is ready the reply is made from the
  * block buffers with the lock released, then the blocks are unpinned.
  *
  * Threads: pf_engine_read() runs on FUSE worker threads; a parked READ is
- * driven again and answered by whichever thread freed what it waited for
+ * tried again and answered by whichever thread freed what it waited for
  * (the backend's completion thread, the pusher, another READ's thread).
- * e->lock is held while driving, never while replying.
+ * e->lock is held while pinning and parking, never while replying.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,7 +26,7 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-static uint64_t read_end(const struct pread *p)
+static uint64_t read_end(const struct parked_read *p)
 {
 	uint64_t end = p->off + p->size;
 
@@ -37,7 +37,8 @@ static uint64_t read_end(const struct pread *p)
  * Under the lock.  Returns true when @p can be answered now (its blocks are
  * pinned, or p->err is set); false when it was parked.
  */
-static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
+static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
+			     struct deferred *later)
 {
 	struct pf_efile *f = p->file;
 	uint64_t end = read_end(p);
@@ -45,7 +46,7 @@ static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
 	uint64_t last;
 	struct block *wait_on = NULL;
 	bool nomem = false;
-	struct run run = { 0 };
+	struct fetch_builder fb = { 0 };
 
 	p->nblk = 0;
 	if (p->err || p->off >= end)
@@ -83,7 +84,8 @@ static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
 		if (hi > blen)
 			hi = blen;
 		fetch_range(b, lo, hi, &flo, &fhi);
-		if (!run_add(e, &run, f, b, flo, fhi, false, p->stream, td)) {
+		if (!fetch_builder_add(e, &fb, f, b, flo, fhi, false, p->stream,
+				       later)) {
 			block_idle(e, b);
 			nomem = true;
 			continue;
@@ -92,7 +94,7 @@ static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
 		if (!wait_on)
 			wait_on = b;
 	}
-	run_close(e, &run, td);
+	fetch_builder_flush(e, &fb, later);
 	if (wait_on) {
 		p->waited = true;
 		p->parked = wait_on;
@@ -116,13 +118,14 @@ static bool drive(struct pf_engine *e, struct pread *p, struct todo *td)
 }
 
 /*
- * A READ parked by drive() still lives on the caller's stack: move it to
- * the heap, where it stays until it is answered.  It is at the head of the
- * list it was parked on.
+ * A READ parked by read_pin_or_park() still lives on the caller's stack:
+ * move it to the heap, where it stays until it is answered.  It is at the
+ * head of the list it was parked on.
  */
-static struct pread *pread_park(struct pf_engine *e, struct pread *p)
+static struct parked_read *read_move_to_heap(struct pf_engine *e,
+					     struct parked_read *p)
 {
-	struct pread *h = malloc(sizeof(*p) + p->cap * sizeof(p->blk[0]));
+	struct parked_read *h = malloc(sizeof(*p) + p->cap * sizeof(p->blk[0]));
 
 	if (!h)
 		return NULL;
@@ -134,15 +137,20 @@ static struct pread *pread_park(struct pf_engine *e, struct pread *p)
 		e->memwait = h;
 	return h;
 }
-void pread_finish(struct pf_engine *e, struct pread *p,
-		  struct todo *td)
+
+/*
+ * Answer a READ whose blocks are pinned, then unpin them.  Work that the
+ * unpinning makes possible is added to @later.
+ */
+void read_answer(struct pf_engine *e, struct parked_read *p,
+		 struct deferred *later)
 {
 	struct iovec iov[MAX_READ_BLOCKS];
 	struct pf_efile *f = p->file;
 	uint64_t end = read_end(p);
 	uint64_t served = 0;
 	uint64_t now;
-	struct sslot *s;
+	struct engine_stream *s;
 	int cnt = 0;
 
 	if (!p->err) {
@@ -167,7 +175,7 @@ void pread_finish(struct pf_engine *e, struct pread *p,
 	pthread_mutex_lock(&e->lock);
 	e->tot.reads++;
 	e->tot.bytes_served += served;
-	s = slot_find(f, p->stream);
+	s = engine_stream_find(f, p->stream);
 	if (p->waited) {
 		e->tot.waits++;
 		e->tot.wait_ns += now - p->t0;
@@ -175,7 +183,7 @@ void pread_finish(struct pf_engine *e, struct pread *p,
 			s->waits++;
 			s->wait_ns += now - p->t0;
 			if (!p->missed && e->cfg.prefetch && f->tracker)
-				deepen(e, f, s);
+				grow_depth(e, f, s);
 		}
 	} else {
 		e->tot.hits++;
@@ -198,36 +206,37 @@ void pread_finish(struct pf_engine *e, struct pread *p,
 
 		b->read_seen = true;
 		if (--b->refs == 0) {
-			struct pread *w = b->waiters;
+			struct parked_read *w = b->waiters;
 
 			b->waiters = NULL;
 			block_idle(e, b);
-			drive_list(e, w, td);
+			retry_reads(e, w, later);
 		}
 	}
 	if (e->memwait) {
-		struct pread *w = e->memwait;
+		struct parked_read *w = e->memwait;
 
 		e->memwait = NULL;
-		drive_list(e, w, td);
+		retry_reads(e, w, later);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (p->heap)
 		free(p);
 }
 
-/* Drive each READ of @list again; the ready ones go to td->reply. */
-void drive_list(struct pf_engine *e, struct pread *list,
-		struct todo *td)
+/* Try each parked READ of @list again; the ready ones go to
+ * later->reply. */
+void retry_reads(struct pf_engine *e, struct parked_read *list,
+		 struct deferred *later)
 {
 	while (list) {
-		struct pread *p = list;
+		struct parked_read *p = list;
 
 		list = p->wnext;
 		p->wnext = NULL;
-		if (drive(e, p, td)) {
-			p->wnext = td->reply;
-			td->reply = p;
+		if (read_pin_or_park(e, p, later)) {
+			p->wnext = later->reply;
+			later->reply = p;
 		}
 	}
 }
@@ -239,11 +248,11 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 {
 	struct pf_engine *e = f->e;
 	struct {
-		struct pread p;
+		struct parked_read p;
 		struct block *blk[MAX_READ_BLOCKS];
 	} st;
-	struct pread *p = &st.p;
-	struct todo td = { 0 };
+	struct parked_read *p = &st.p;
+	struct deferred later = { 0 };
 	const struct pf_stream *stream = NULL;
 	uint64_t now = pf_now_ns();
 
@@ -267,21 +276,21 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		stream = pf_tracker_observe(f->tracker, from,
 					    off + size - from, now);
 		p->stream = stream->id;
-		slot_get(f, stream->id);
+		engine_stream_get(f, stream->id);
 	}
-	if (!drive(e, p, &td)) {
-		if (!pread_park(e, p)) {
+	if (!read_pin_or_park(e, p, &later)) {
+		if (!read_move_to_heap(e, p)) {
 			pf_err("out of memory parking a read");
 			abort();
 		}
 		p = NULL;
 	}
 	if (stream && !e->stopping)
-		plan_stream(e, f, stream, &td);
+		plan_stream(e, f, stream, &later);
 	pthread_mutex_unlock(&e->lock);
 	if (p) {
-		p->wnext = td.reply;
-		td.reply = p;
+		p->wnext = later.reply;
+		later.reply = p;
 	}
-	todo_run(e, &td);
+	deferred_run(e, &later);
 }

@@ -8,7 +8,7 @@
  * its reader computes.  Per stream it remembers how far it planned
  * (planned_upto) and, once the batch is known, holds refills back until the
  * reader consumed a batch.  A sequential stream whose READs keep waiting
- * for read-ahead in flight gets deeper windows (deepen()).
+ * for read-ahead in flight gets deeper windows (grow_depth()).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -27,8 +27,8 @@
  * memory, as the kernel's read-ahead grows on hits to pages in flight.
  */
 
-struct pf_plan_cfg stream_plan(const struct pf_engine *e,
-			       const struct sslot *s)
+struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+				   const struct engine_stream *s)
 {
 	struct pf_plan_cfg pc = e->plan;
 
@@ -37,8 +37,8 @@ struct pf_plan_cfg stream_plan(const struct pf_engine *e,
 	return pc;
 }
 
-void deepen(struct pf_engine *e, const struct pf_efile *f,
-	    struct sslot *s)
+void grow_depth(struct pf_engine *e, const struct pf_efile *f,
+		struct engine_stream *s)
 {
 	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
 	uint64_t win;
@@ -55,27 +55,23 @@ void deepen(struct pf_engine *e, const struct pf_efile *f,
 	s->depth = d + 1;
 }
 
-/*
- * Answer a READ whose blocks are pinned, then unpin them.  Work that the
- * unpinning makes possible is added to @td.
- */
 /* ---- read-ahead ------------------------------------------------------ */
 
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
-		 const struct pf_stream *st, struct todo *td)
+		 const struct pf_stream *st, struct deferred *later)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	struct sslot *s = slot_get(f, st->id);
+	struct engine_stream *s = engine_stream_get(f, st->id);
 	uint64_t issued = e->tot.bytes_prefetched;
-	struct run run = { 0 };
+	struct fetch_builder fb = { 0 };
 	struct pf_plan_cfg pc;
 	uint64_t horizon;
 	unsigned n;
 
 	if (!s)
 		return;
-	pc = stream_plan(e, s);
+	pc = stream_plan_cfg(e, s);
 	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	if (st->pattern == PF_PAT_SEQUENTIAL && !f->next_asked) {
 		/*
@@ -108,7 +104,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	}
 	if (n == 0)
 		return;
-	run.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
+	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
 	if (st->pattern == PF_PAT_SEQUENTIAL) {
 		/* whole blocks: the reader's frontier may sit mid-block */
 		uint64_t start = ext[0].off & ~(uint64_t)(e->bs - 1);
@@ -164,12 +160,12 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			uint32_t flo;
 			uint32_t fhi;
 
-			if (!run.f && e->inflight + e->queued >=
-					      e->cfg.max_inflight)
+			if (!fb.f &&
+			    e->inflight + e->queued >= e->cfg.max_inflight)
 				goto out;
 			b = block_find(e, f, idx);
 			if (b && block_covers(b, lo, hi)) {
-				run_close(e, &run, td);
+				fetch_builder_flush(e, &fb, later);
 				off = bstart + hi;
 				s->planned_upto = off;
 				continue;
@@ -184,8 +180,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 					goto out;
 			}
 			fetch_range(b, lo, hi, &flo, &fhi);
-			if (!run_add(e, &run, f, b, flo, fhi, true, st->id,
-				     td)) {
+			if (!fetch_builder_add(e, &fb, f, b, flo, fhi, true,
+					       st->id, later)) {
 				block_idle(e, b);
 				goto out;
 			}
@@ -194,13 +190,12 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		}
 	}
 out:
-	run_close(e, &run, td);
+	fetch_builder_flush(e, &fb, later);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
 		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
 }
 
-void plan_file(struct pf_engine *e, struct pf_efile *f,
-	       struct todo *td)
+void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
 {
 	unsigned n;
 
@@ -208,5 +203,5 @@ void plan_file(struct pf_engine *e, struct pf_efile *f,
 		return;
 	n = pf_tracker_count(f->tracker);
 	for (unsigned i = 0; i < n; i++)
-		plan_stream(e, f, pf_tracker_stream(f->tracker, i), td);
+		plan_stream(e, f, pf_tracker_stream(f->tracker, i), later);
 }
