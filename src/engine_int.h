@@ -279,6 +279,17 @@ struct pf_engine {
 	unsigned nghosts;	/* protected by e->lock */
 };
 
+/* What cover_range() is asked to do and what it found (on the caller's
+ * stack, under e->lock). */
+struct cover {
+	bool demand;		/* a READ's own blocks, else read-ahead */
+	unsigned stream;	/* for the fetches made */
+	struct parked_read *read; /* demand: pin blocks ready into its blk[] */
+	struct block *wait_on;	/* demand: first block to wait for */
+	bool nomem;		/* demand: a buffer or fetch was lacking */
+	bool missed;		/* demand: a fetch was made */
+};
+
 /* Work collected under the lock and done after it is released. */
 struct deferred {
 	struct fetch *submit;
@@ -318,6 +329,9 @@ void retry_reads(struct pf_engine *e, struct parked_read *list,
 		 struct deferred *later);
 
 /* readahead.c */
+uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+		     uint64_t end, struct cover *c, struct fetch_builder *fb,
+		     struct deferred *later);
 struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s);
 void grow_depth(struct pf_engine *e, const struct pf_efile *f,

@@ -68,42 +68,19 @@ void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
 }
 
 /* Under the lock: plan the read-ahead of ghost @f that is still missing. */
-void ghost_plan(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
+void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+		struct deferred *later)
 {
 	struct fetch_builder fb = { 0 };
-	uint64_t off = f->ghost_upto;
+	struct cover c = { 0 };
+	uint64_t end = (f->ghost_want + e->bs - 1) & ~(uint64_t)(e->bs - 1);
 
-	while (off < f->ghost_want && !e->stopping) {
-		uint64_t idx = off >> e->bshift;
-		uint32_t len = block_len(e, f, idx);
-		struct block *b;
-		uint32_t flo;
-		uint32_t fhi;
-
-		if (!fb.f && e->inflight + e->queued >= e->cfg.max_inflight)
-			break;
-		b = block_find(e, f, idx);
-		if (b && block_covers(b, 0, len)) {
-			fetch_builder_flush(e, &fb, later);
-			off = (idx + 1) << e->bshift;
-			continue;
-		}
-		if (b && (b->busy || b->refs))
-			break;
-		if (!b) {
-			b = block_new(e, f, idx, false);
-			if (!b)
-				break;
-		}
-		fetch_range(b, 0, len, &flo, &fhi);
-		if (!fetch_builder_add(e, &fb, f, b, flo, fhi, true, 0,
-				       later)) {
-			block_idle(e, b);
-			break;
-		}
-		off = (idx + 1) << e->bshift;
-	}
-	f->ghost_upto = off;
+	/* whole blocks */
+	if (end > f->size)
+		end = f->size;
+	if (e->stopping || f->ghost_upto >= f->ghost_want)
+		return;
+	f->ghost_upto = cover_range(e, f, f->ghost_upto, end, &c, &fb, later);
 	fetch_builder_flush(e, &fb, later);
 }
 

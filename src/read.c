@@ -40,61 +40,23 @@ static uint64_t read_end(const struct parked_read *p)
 static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 			     struct deferred *later)
 {
-	struct pf_efile *f = p->file;
-	uint64_t end = read_end(p);
-	uint64_t first;
-	uint64_t last;
-	struct block *wait_on = NULL;
-	bool nomem = false;
 	struct fetch_builder fb = { 0 };
+	struct cover c = {
+		.demand = true,
+		.stream = p->stream,
+		.read = p,
+	};
+	struct block *wait_on;
+	uint64_t end = read_end(p);
 
 	p->nblk = 0;
 	if (p->err || p->off >= end)
 		return true;
-	first = p->off >> e->bshift;
-	last = (end - 1) >> e->bshift;
-	for (uint64_t idx = first; idx <= last; idx++) {
-		uint64_t bstart = idx << e->bshift;
-		uint32_t blen = block_len(e, f, idx);
-		uint32_t lo = idx == first ? (uint32_t)(p->off - bstart) : 0;
-		uint32_t hi = idx == last ? (uint32_t)(end - bstart) : blen;
-		struct block *b = block_find(e, f, idx);
-		uint32_t flo;
-		uint32_t fhi;
-
-		if (b && block_covers(b, lo, hi)) {
-			p->blk[p->nblk++] = b;
-			continue;
-		}
-		if (b && (b->busy || b->refs)) {
-			if (!wait_on)
-				wait_on = b;
-			continue;
-		}
-		if (!b) {
-			b = block_new(e, f, idx, true);
-			if (!b) {
-				nomem = true;
-				continue;
-			}
-		}
-		/* fetch whole pages: the kernel asks in pages anyway */
-		lo &= ~(PAGE_BYTES - 1);
-		hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
-		if (hi > blen)
-			hi = blen;
-		fetch_range(b, lo, hi, &flo, &fhi);
-		if (!fetch_builder_add(e, &fb, f, b, flo, fhi, false, p->stream,
-				       later)) {
-			block_idle(e, b);
-			nomem = true;
-			continue;
-		}
-		p->missed = true;
-		if (!wait_on)
-			wait_on = b;
-	}
+	cover_range(e, p->file, p->off, end, &c, &fb, later);
 	fetch_builder_flush(e, &fb, later);
+	if (c.missed)
+		p->missed = true;
+	wait_on = c.wait_on;
 	if (wait_on) {
 		p->waited = true;
 		p->parked = wait_on;
@@ -103,7 +65,7 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 		wait_on->waiters = p;
 		return false;
 	}
-	if (nomem) {
+	if (c.nomem) {
 		p->waited = true;
 		p->parked = NULL;
 		p->wnext = e->memwait;

@@ -8,7 +8,9 @@
  * its reader computes.  Per stream it remembers how far it planned
  * (planned_upto) and, once the batch is known, holds refills back until the
  * reader consumed a batch.  A sequential stream whose READs keep waiting
- * for read-ahead in flight gets deeper windows (grow_depth()).
+ * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
+ * over the blocks of a range, cover_range(), is here too: the READ path
+ * (read.c) and the next file (nextfile.c) use it as well.
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -55,6 +57,94 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
 	s->depth = d + 1;
 }
 
+/*
+ * The one walk over the blocks of a range, for the READ path, read-ahead
+ * and the next file: under the lock, each block of [off, end) of @f that
+ * does not hold its part yet gets a fetch of what it lacks, added to @fb
+ * (closed fetches go to @later).  Read-ahead (!c->demand) stops at the
+ * first block it cannot fetch now (no fetch slot, no memory, a block being
+ * filled or read) and returns the offset reached; blocks that hold their
+ * part close the fetch being built, so each fetch counts against
+ * max_inflight.  A READ (c->demand) walks the whole range whatever the
+ * fetches in flight: blocks that hold their part are pinned into c->read's
+ * blk[] (pinned for real by the caller), the first block it must wait for
+ * is c->wait_on, c->nomem tells that a buffer or a fetch could not be had,
+ * and c->missed that a fetch was made.
+ */
+uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+		     uint64_t end, struct cover *c, struct fetch_builder *fb,
+		     struct deferred *later)
+{
+	while (off < end) {
+		uint64_t idx = off >> e->bshift;
+		uint64_t bstart = idx << e->bshift;
+		uint32_t blen = block_len(e, f, idx);
+		uint32_t lo = (uint32_t)(off - bstart);
+		uint32_t hi = end - bstart < e->bs ? (uint32_t)(end - bstart) :
+						     e->bs;
+		struct block *b;
+		uint32_t flo;
+		uint32_t fhi;
+
+		if (!c->demand && !fb->f &&
+		    e->inflight + e->queued >= e->cfg.max_inflight)
+			break;
+		b = block_find(e, f, idx);
+		if (b && block_covers(b, lo, hi)) {
+			if (c->demand)
+				c->read->blk[c->read->nblk++] = b;
+			else
+				fetch_builder_flush(e, fb, later);
+			off = bstart + hi;
+			continue;
+		}
+		/* a block being filled or read: read-ahead looks again later,
+		 * its fetch may not cover what is planned here */
+		if (b && (b->busy || b->refs)) {
+			if (!c->demand)
+				break;
+			if (!c->wait_on)
+				c->wait_on = b;
+			off = bstart + hi;
+			continue;
+		}
+		if (!b) {
+			b = block_new(e, f, idx, c->demand);
+			if (!b) {
+				if (!c->demand)
+					break;
+				c->nomem = true;
+				off = bstart + hi;
+				continue;
+			}
+		}
+		if (c->demand) {
+			/* fetch whole pages: the kernel asks in pages anyway */
+			lo &= ~(PAGE_BYTES - 1);
+			hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+			if (hi > blen)
+				hi = blen;
+		}
+		fetch_range(b, lo, hi, &flo, &fhi);
+		if (!fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
+				       c->stream, later)) {
+			block_idle(e, b);
+			if (!c->demand)
+				break;
+			c->nomem = true;
+			off = bstart + hi;
+			continue;
+		}
+		if (c->demand) {
+			c->missed = true;
+			if (!c->wait_on)
+				c->wait_on = b;
+		}
+		off = bstart + hi;
+	}
+	return off;
+}
+
 /* ---- read-ahead ------------------------------------------------------ */
 
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
@@ -65,8 +155,10 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	struct engine_stream *s = engine_stream_get(f, st->id);
 	uint64_t issued = e->tot.bytes_prefetched;
 	struct fetch_builder fb = { 0 };
+	struct cover c = { 0 };
 	struct pf_plan_cfg pc;
 	uint64_t horizon;
+	uint64_t reached;
 	unsigned n;
 
 	if (!s)
@@ -150,46 +242,13 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			continue;
 		if (off < s->planned_upto)
 			off = s->planned_upto;
-		while (off < end) {
-			uint64_t idx = off >> e->bshift;
-			uint64_t bstart = idx << e->bshift;
-			uint32_t lo = (uint32_t)(off - bstart);
-			uint32_t hi = end - bstart < e->bs ?
-					      (uint32_t)(end - bstart) : e->bs;
-			struct block *b;
-			uint32_t flo;
-			uint32_t fhi;
-
-			if (!fb.f &&
-			    e->inflight + e->queued >= e->cfg.max_inflight)
-				goto out;
-			b = block_find(e, f, idx);
-			if (b && block_covers(b, lo, hi)) {
-				fetch_builder_flush(e, &fb, later);
-				off = bstart + hi;
-				s->planned_upto = off;
-				continue;
-			}
-			/* a block being filled or read: look again later,
-			 * its fetch may not cover what is planned here */
-			if (b && (b->busy || b->refs))
-				goto out;
-			if (!b) {
-				b = block_new(e, f, idx, false);
-				if (!b)
-					goto out;
-			}
-			fetch_range(b, lo, hi, &flo, &fhi);
-			if (!fetch_builder_add(e, &fb, f, b, flo, fhi, true,
-					       st->id, later)) {
-				block_idle(e, b);
-				goto out;
-			}
-			off = bstart + hi;
-			s->planned_upto = off;
-		}
+		c.stream = st->id;
+		reached = cover_range(e, f, off, end, &c, &fb, later);
+		if (reached > off)
+			s->planned_upto = reached;
+		if (reached < end)
+			break;
 	}
-out:
 	fetch_builder_flush(e, &fb, later);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
 		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
