@@ -264,6 +264,15 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			}
 			/* new bytes nobody has read yet */
 			b->read_seen = false;
+		} else if (flo < b->vhi && b->vlo < fhi) {
+			/*
+			 * The failed read may have written into the valid
+			 * bytes it covered (fetch_range() covers them when
+			 * it extends them on both sides): bytes of another
+			 * version, or none, are valid no more.
+			 */
+			b->vlo = 0;
+			b->vhi = 0;
 		}
 		/* waiters of a failed block get the error, not a refetch */
 		for (struct parked_read *p = w; err && p; p = p->wnext)

@@ -34,6 +34,9 @@ struct tbackend {
 	uint64_t bytes;		/* requested by bios */
 	int fail_next;		/* complete the next bio with -this */
 	int shorten_next;	/* complete the next bio short */
+	int scribble_next;	/* fill the next bio with 0xee, then fail it
+				 * with -this (a read that wrote bytes of
+				 * another version before it failed) */
 	int autocomplete;	/* complete inside submit */
 };
 
@@ -76,6 +79,15 @@ static void complete(struct pf_bio *bio)
 	uint64_t off = bio->off;
 	int64_t done = 0;
 
+	if (tb.scribble_next) {
+		int e = tb.scribble_next;
+
+		tb.scribble_next = 0;
+		for (int i = 0; i < bio->iovcnt; i++)
+			memset(bio->iov[i].iov_base, 0xee, bio->iov[i].iov_len);
+		bio->done(bio, -e);
+		return;
+	}
 	if (tb.fail_next) {
 		int e = tb.fail_next;
 
@@ -411,6 +423,30 @@ START_TEST(test_short_backend_read_is_eio)
 	read_sync(rq, 0, 128 << 10);
 	ck_assert_int_eq(rq->err, EIO);
 	ck_assert_uint_eq(rq->len, 0);
+}
+END_TEST
+
+/*
+ * A fetch that extends a block's valid bytes on both sides covers them too;
+ * when it fails after the backend wrote into the buffer (bytes of another
+ * version, or garbage), the bytes that were valid are valid no more.
+ */
+START_TEST(test_failed_fetch_over_valid_bytes)
+{
+	read_sync(rq, 8192, 4096);
+	assert_bytes(rq, 8192, 4096);
+	ck_assert_uint_eq(tb.submits, 1);
+	/* one fetch of [4 KiB, 16 KiB) over the valid [8 KiB, 12 KiB) */
+	tb.scribble_next = EIO;
+	read_sync(rq, 4096, 12288);
+	ck_assert_int_eq(rq->err, EIO);
+	ck_assert_uint_eq(tb.submits, 2);
+	/* not answered from the scribbled buffer: fetched again */
+	read_sync(rq, 8192, 4096);
+	assert_bytes(rq, 8192, 4096);
+	ck_assert_uint_eq(tb.submits, 3);
+	read_sync(rq, 4096, 12288);
+	assert_bytes(rq, 4096, 12288);
 }
 END_TEST
 
@@ -758,6 +794,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, test_unaligned_and_eof);
 	tcase_add_test(tc, test_error_reaches_reader_then_retry);
 	tcase_add_test(tc, test_short_backend_read_is_eio);
+	tcase_add_test(tc, test_failed_fetch_over_valid_bytes);
 	tcase_add_test(tc, test_random_no_amplification);
 	tcase_add_test(tc, test_partial_block_extends);
 	tcase_add_test(tc, test_two_parts_of_one_block);
