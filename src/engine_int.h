@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "pf_backend.h"
+#include "pf_clock.h"
 #include "pf_engine.h"
 #include "pf_pattern.h"
 
@@ -372,6 +373,12 @@ void trace_plan(struct pf_engine *e, struct pf_efile *f,
 		uint64_t issued);
 
 /* ---- small helpers, inline ---------------------------------------- */
+
+/* The engine's clock (cfg.now_ns, else pf_now_ns()). */
+static inline uint64_t engine_now(const struct pf_engine *e)
+{
+	return e->cfg.now_ns ? e->cfg.now_ns(e->cfg.now_arg) : pf_now_ns();
+}
 
 static inline size_t hash_of(const struct pf_engine *e,
 			     const struct pf_efile *f, uint64_t idx)

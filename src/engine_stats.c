@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pf_clock.h"
 #include "pf_pool.h"
 #include "pf_strbuf.h"
 #include "engine_int.h"
@@ -130,7 +129,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
 		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
-	now = pf_now_ns();
+	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);

@@ -8,7 +8,6 @@
  */
 #include <pthread.h>
 
-#include "pf_clock.h"
 #include "pf_pool.h"
 #include "pf_trace.h"
 #include "engine_int.h"
@@ -43,7 +42,7 @@ void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now)
 void trace_fetch(struct pf_engine *e, const struct fetch *ft,
 		 int64_t res)
 {
-	uint64_t now = pf_now_ns();
+	uint64_t now = engine_now(e);
 	struct pf_trace_fetch t = {
 		.tag = ft->file->tag,
 		.stream = ft->stream,
@@ -68,7 +67,7 @@ void trace_plan(struct pf_engine *e, struct pf_efile *f,
 		.tag = f->tag,
 		.stream = st->id,
 		.pattern = (int)st->pattern,
-		.t = pf_now_ns(),
+		.t = engine_now(e),
 		.next_off = st->next_off,
 		.batch = st->batch,
 		.window = pf_plan_window(st, &pc),

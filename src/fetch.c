@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_clock.h"
 #include "pf_log.h"
 #include "pf_trace.h"
 #include "engine_int.h"
@@ -97,7 +96,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 		e->queued++;
 	}
 	if (pf_trace_on()) {
-		ft->t0 = pf_now_ns();
+		ft->t0 = engine_now(e);
 		trace_counters(e, ft->t0);
 	}
 }

@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_clock.h"
 #include "pf_log.h"
 #include "engine_int.h"
 
@@ -64,6 +63,7 @@ void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
 	r->want = want;
 	r->next = e->nextq;
 	e->nextq = r;
+	e->tot.next_asks++;
 	pthread_cond_signal(&e->next_cond);
 }
 
@@ -189,7 +189,7 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 	const char *slash = strrchr(r->path, '/');
 	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
 	const char *base = slash ? slash + 1 : r->path;
-	uint64_t now = pf_now_ns();
+	uint64_t now = engine_now(e);
 	struct deferred later = { 0 };
 	struct pf_efile *f;
 	struct stat st;

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_clock.h"
 #include "pf_log.h"
 #include "pf_trace.h"
 #include "engine_int.h"
@@ -132,7 +131,7 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	} else {
 		p->reply(p->req, NULL, 0, p->err);
 	}
-	now = pf_now_ns();
+	now = engine_now(e);
 
 	pthread_mutex_lock(&e->lock);
 	e->tot.reads++;
@@ -216,7 +215,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 	struct parked_read *p = &st.p;
 	struct deferred later = { 0 };
 	const struct pf_stream *stream = NULL;
-	uint64_t now = pf_now_ns();
+	uint64_t now = engine_now(e);
 
 	if (size > (uint64_t)MAX_READ_BLOCKS << e->bshift) {
 		reply(req, NULL, 0, EINVAL);

@@ -243,6 +243,22 @@ static struct treq *rq2;
 
 #define FSIZE (64ull << 20)
 
+/* The engine's clock in the tests that drive time (fake_clock set before
+ * setup): it moves only when the test says so. */
+static int fake_clock;
+static uint64_t fake_ns;
+
+static uint64_t t_now(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&fake_ns, __ATOMIC_ACQUIRE);
+}
+
+static void advance_ms(unsigned ms)
+{
+	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
+}
+
 static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 		       uint64_t batch)
 {
@@ -268,6 +284,10 @@ static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 	cfg.max_inflight = inflight;
 	cfg.min_window = 1u << 20;
 	cfg.pattern.batch_override = batch;
+	if (fake_clock) {
+		fake_ns = 1000000000ull;
+		cfg.now_ns = t_now;
+	}
 	ck_assert_int_eq(pf_engine_new(&cfg, &tb.be, &eng), 0);
 	ef = pf_efile_new(eng, "a", 7);
 	ck_assert_ptr_nonnull(ef);
@@ -614,6 +634,7 @@ END_TEST
 /* ---- pushing to the page cache ----------------------------------------- */
 
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t push_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t pushed_bytes;
 static int push_bad;
 
@@ -631,6 +652,7 @@ static void t_push(void *arg, uint64_t tag, uint64_t off,
 		off += iov[i].iov_len;
 		pushed_bytes += iov[i].iov_len;
 	}
+	pthread_cond_broadcast(&push_cond);
 	pthread_mutex_unlock(&push_lock);
 }
 
@@ -649,12 +671,17 @@ START_TEST(test_push_and_tripwires)
 	 * pages, the last page before every half batch (4 MiB of 8) */
 	for (off = 0; off < (8u << 20); off += 1u << 20)
 		read_sync(rq, off, 1u << 20);
-	for (int i = 0; i < 100 && !pushed_bytes; i++)
-		usleep(10000);
+	/* the pusher thread pushes: wait for its first push (a wedged
+	 * pusher fails the test at its timeout) */
+	pthread_mutex_lock(&push_lock);
+	while (!pushed_bytes)
+		pthread_cond_wait(&push_cond, &push_lock);
+	pthread_mutex_unlock(&push_lock);
+	/* a compute gap (longer than gap_ns) before each tripwire READ */
 	for (off += 4u << 20; off <= (48u << 20); off += 4u << 20) {
+		advance_ms(5);
 		read_sync(rq, off - 4096, 4096);
 		assert_bytes(rq, off - 4096, 4096);
-		usleep(2000);
 	}
 	pf_engine_stop_push(eng);
 	ck_assert_int_eq(push_bad, 0);
@@ -770,15 +797,19 @@ START_TEST(test_next_file_not_for_random)
 	read_file_sync(ef, &tb.files[0], 5u << 20, 1u << 20);
 	read_file_sync(ef, &tb.files[0], 63u << 20, 1u << 20);
 	read_file_sync(ef, &tb.files[0], 20u << 20, 1u << 20);
-	usleep(100000);
+	/* the next file is asked for under the engine's lock, by the READs:
+	 * none was asked, so the next-file thread opens none */
 	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.next_asks, 0);
 	ck_assert_uint_eq(t.next_files, 0);
 }
 END_TEST
 
 static void setup_push(void)
 {
+	fake_clock = 1;
 	setup_with(256u << 20, 1, 16, 8u << 20);
+	fake_clock = 0;
 }
 
 static Suite *engine_suite(void)
