@@ -196,8 +196,7 @@ struct engine_stream {
 	uint64_t bytes_fetched;
 	uint64_t bytes_unused;
 	unsigned inflight;
-	uint64_t planned_upto;
-	uint64_t refill_until;	/* read-ahead goes no further for now */
+	struct pf_plan_state plan; /* the planner's, between calls */
 	unsigned depth;		/* windows kept ahead: cfg's, more after
 				 * READs that waited for read-ahead */
 };

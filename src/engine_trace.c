@@ -72,8 +72,8 @@ void trace_plan(struct pf_engine *e, struct pf_efile *f,
 		.batch = st->batch,
 		.window = pf_plan_window(st, &pc),
 		.depth = pc.windows,
-		.ahead = s->planned_upto > st->next_off ?
-				 s->planned_upto - st->next_off : 0,
+		.ahead = s->plan.planned_upto > st->next_off ?
+				 s->plan.planned_upto - st->next_off : 0,
 		.issued = issued,
 	};
 

@@ -2,12 +2,12 @@
  * readahead.c - planning the read-ahead windows of each stream.
  *
  * DESIGN
- * After every READ and every completed fetch, the planner turns each
- * stream's learned pattern (pf_plan() in the pattern module) into fetches
- * of the ranges not in memory yet, so a stream's windows keep filling while
- * its reader computes.  Per stream it remembers how far it planned
- * (planned_upto) and, once the batch is known, holds refills back until the
- * reader consumed a batch.  A sequential stream whose READs keep waiting
+ * After every READ and every completed fetch, each stream's plan (the
+ * policy is pf_plan_ahead() in plan.c: windows, refills, the early window,
+ * the next file) becomes fetches of the ranges not in memory yet, so a
+ * stream's windows keep filling while its reader computes.  Per stream the
+ * engine keeps the planner's state (struct pf_plan_state: how far it
+ * planned, how far it may refill).  A sequential stream whose READs keep waiting
  * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
  * over the blocks of a range, cover_range(), is here too: the READ path
  * (read.c) and the next file (nextfile.c) use it as well.
@@ -158,94 +158,34 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	struct cover c = { 0 };
 	struct pf_plan_cfg pc;
 	uint64_t horizon;
+	uint64_t next_want;
 	uint64_t reached;
 	unsigned n;
 
 	if (!s)
 		return;
 	pc = stream_plan_cfg(e, s);
-	n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
-	if (st->pattern == PF_PAT_SEQUENTIAL && !f->next_asked) {
-		/*
-		 * Once the windows reach past the end, read ahead in the next
-		 * file: one window, at most two of the smallest, enough to
-		 * cover the new stream's first batch until it is learned (a
-		 * next file that is not read costs no more than that).
-		 */
-		uint64_t win = pf_plan_window(st, &pc);
-		uint64_t want = win < 2 * pc.min_window ? win :
-							  2 * pc.min_window;
-
-		if (st->next_off + pc.windows * win > f->size)
-			next_ask(e, f, want);
-	}
-	if (n == 0 && st->pattern == PF_PAT_UNKNOWN && st->reads &&
-	    st->bytes == st->next_off && st->next_off < e->plan.min_window &&
-	    st->next_off < f->size) {
-		/*
-		 * A reader that started at the beginning of the file and has
-		 * read it contiguously so far is almost always reading it
-		 * through: one window ahead before the tracker is sure, so
-		 * the first batch of every file does not wait READ by READ.
-		 */
-		ext[0].off = st->next_off;
-		ext[0].len = e->plan.min_window;
-		if (ext[0].len > f->size - ext[0].off)
-			ext[0].len = f->size - ext[0].off;
-		n = 1;
-	}
+	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
+			  &horizon, &next_want);
+	if (next_want && !f->next_asked)
+		next_ask(e, f, next_want);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
-	if (st->pattern == PF_PAT_SEQUENTIAL) {
-		/* whole blocks: the reader's frontier may sit mid-block */
-		uint64_t start = ext[0].off & ~(uint64_t)(e->bs - 1);
-		uint64_t end = ext[0].off + ext[0].len;
-
-		end = (end + e->bs - 1) & ~(uint64_t)(e->bs - 1);
-		if (end > f->size)
-			end = f->size;
-		ext[0].off = start;
-		ext[0].len = end - start;
-	}
-	horizon = ext[n - 1].off + ext[n - 1].len;
-	/* what was planned before and is still ahead need not be looked at */
-	if (s->planned_upto < st->next_off || s->planned_upto > horizon)
-		s->planned_upto = st->next_off;
-	/*
-	 * Once the batch is known, windows are refilled when the reader has
-	 * consumed a batch, i.e. as its compute starts, so that the backend
-	 * I/O overlaps the compute rather than the reading of the next batch
-	 * (on a small machine the two compete for the CPUs).  Less than one
-	 * window planned ahead refills at once.
-	 */
-	if (st->batch && st->bursts > 0) {
-		uint64_t win = pf_plan_window(st, &e->plan);
-
-		if (st->burst_bytes >= st->batch ||
-		    s->planned_upto < st->next_off + win)
-			s->refill_until = horizon;
-		if (s->refill_until < horizon)
-			horizon = s->refill_until;
-	}
-	if (st->pattern == PF_PAT_SEQUENTIAL) {
-		/* a window ends at a block boundary: no partial blocks */
-		horizon = (horizon + e->bs - 1) & ~(uint64_t)(e->bs - 1);
-	}
+	c.stream = st->id;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t off = ext[i].off;
 		uint64_t end = ext[i].off + ext[i].len;
 
 		if (end > horizon)
 			end = horizon;
-		if (end <= s->planned_upto)
+		if (end <= s->plan.planned_upto)
 			continue;
-		if (off < s->planned_upto)
-			off = s->planned_upto;
-		c.stream = st->id;
+		if (off < s->plan.planned_upto)
+			off = s->plan.planned_upto;
 		reached = cover_range(e, f, off, end, &c, &fb, later);
 		if (reached > off)
-			s->planned_upto = reached;
+			s->plan.planned_upto = reached;
 		if (reached < end)
 			break;
 	}

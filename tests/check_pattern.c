@@ -1768,6 +1768,73 @@ START_TEST(test_plan_window)
 }
 END_TEST
 
+/* The policy on top of pf_plan(): early window, alignment, refills, the
+ * next file. */
+START_TEST(test_plan_ahead)
+{
+	struct pf_plan_cfg pc = { 2, 1 * MiB, 256 * MiB };
+	struct pf_plan_state ps = { 0 };
+	struct pf_extent ext[4];
+	struct pf_stream s;
+	uint64_t horizon;
+	uint64_t want;
+
+	/* a reader from offset 0, contiguous so far: one window early */
+	memset(&s, 0, sizeof(s));
+	s.pattern = PF_PAT_UNKNOWN;
+	s.reads = 1;
+	s.bytes = s.next_off = 64 * KiB;
+	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4,
+					&horizon, &want), 1);
+	ck_assert_uint_eq(ext[0].off, 64 * KiB);
+	ck_assert_uint_eq(ext[0].len, 1 * MiB);
+	ck_assert_uint_eq(horizon, 64 * KiB + 1 * MiB);
+	ck_assert_uint_eq(want, 0);
+	/* ... not once past min_window, nor for a reader that skipped */
+	s.bytes = s.next_off = 2 * MiB;
+	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4,
+					&horizon, &want), 0);
+	s.next_off = 128 * KiB;
+	s.bytes = 64 * KiB;
+	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4,
+					&horizon, &want), 0);
+
+	/* sequential: whole blocks; the next file once past the end */
+	memset(&s, 0, sizeof(s));
+	memset(&ps, 0, sizeof(ps));
+	s.pattern = PF_PAT_SEQUENTIAL;
+	s.next_off = 1 * MiB + 100;
+	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4,
+					&horizon, &want), 1);
+	ck_assert_uint_eq(ext[0].off, 1 * MiB);
+	ck_assert_uint_eq(ext[0].len, 2 * MiB + 64 * KiB);
+	ck_assert_uint_eq(horizon, 3 * MiB + 64 * KiB);
+	ck_assert_uint_eq(ps.planned_upto, 1 * MiB + 100);
+	ck_assert_uint_eq(want, 0);
+	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, 3 * MiB, 64 * KiB, &ps, ext,
+					4, &horizon, &want), 1);
+	ck_assert_uint_eq(ext[0].off + ext[0].len, 3 * MiB);
+	ck_assert_uint_eq(want, 1 * MiB);
+
+	/* a known batch: refilled once a batch was consumed */
+	memset(&ps, 0, sizeof(ps));
+	s.next_off = 10 * MiB;
+	s.batch = 4 * MiB;
+	s.bursts = 1;
+	s.burst_bytes = 1 * MiB;
+	pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4, &horizon, &want);
+	ck_assert_uint_eq(horizon, 18 * MiB);	/* nothing ahead: at once */
+	ps.planned_upto = 18 * MiB;
+	s.next_off = 11 * MiB;
+	s.burst_bytes = 2 * MiB;
+	pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4, &horizon, &want);
+	ck_assert_uint_eq(horizon, 18 * MiB);	/* held back mid-batch */
+	s.burst_bytes = 4 * MiB;
+	pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4, &horizon, &want);
+	ck_assert_uint_eq(horizon, 19 * MiB);	/* a batch consumed */
+}
+END_TEST
+
 START_TEST(test_plan_sequential)
 {
 	struct pf_plan_cfg pc = { 2, 4 * MiB, 64 * MiB };
@@ -1973,6 +2040,7 @@ static Suite *pattern_suite(void)
 	tcase_add_test(tc, test_plan_sequential);
 	tcase_add_test(tc, test_plan_strided);
 	tcase_add_test(tc, test_plan_from_tracker);
+	tcase_add_test(tc, test_plan_ahead);
 	suite_add_tcase(s, tc);
 	return s;
 }
