@@ -137,8 +137,12 @@ struct pf_engine_totals {
 	uint64_t hits;		/* answered at once from memory */
 	uint64_t misses;	/* needed a demand fetch */
 	uint64_t waits;		/* had to wait for data (miss or in flight) */
+	uint64_t inflight_waits; /* waited without a demand fetch of their
+				  * own: for read-ahead in flight (or for
+				  * memory); waits, never hits */
 	uint64_t wait_ns;
-	uint64_t bytes_served;
+	uint64_t bytes_served;	/* answered to READs, and pushed to the
+				 * page cache (bytes_pushed) */
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */

@@ -191,8 +191,9 @@ struct engine_stream {
 	uint64_t hits;
 	uint64_t misses;
 	uint64_t waits;
+	uint64_t inflight_waits;
 	uint64_t wait_ns;
-	uint64_t bytes_served;
+	uint64_t bytes_served;	/* READs' and pushed */
 	uint64_t bytes_fetched;
 	uint64_t bytes_unused;
 	unsigned inflight;

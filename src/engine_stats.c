@@ -77,6 +77,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  ", \"window\": %" PRIu64 ", \"windows_ahead\": %.2f"
 		  ", \"reads\": %" PRIu64 ", \"hits\": %" PRIu64
 		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"inflight_waits\": %" PRIu64
 		  ", \"wait_ms\": %.3f, \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_served\": %" PRIu64
 		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u}",
@@ -84,6 +85,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  st->stride, st->record, st->batch, win,
 		  win ? (double)ready / (double)win : 0.0, st->reads,
 		  s ? s->hits : 0, s ? s->misses : 0, s ? s->waits : 0,
+		  s ? s->inflight_waits : 0,
 		  s ? (double)s->wait_ns / 1e6 : 0.0,
 		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
 		  s ? s->bytes_unused : 0, s ? s->inflight : 0);
@@ -113,6 +115,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  "  \"prefetch_batches\": %u,\n"
 		  "  \"totals\": {\"reads\": %" PRIu64 ", \"hits\": %" PRIu64
 		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"inflight_waits\": %" PRIu64
 		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
 		  ", \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_prefetched\": %" PRIu64
@@ -125,7 +128,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  e->push_fn ? "true" : "false", e->bs,
 		  e->cfg.fetch_size, e->cfg.max_inflight,
 		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
-		  (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
+		  t.inflight_waits, (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
 		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
 		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);

@@ -121,6 +121,7 @@ static void *pusher_main(void *arg)
 	for (;;) {
 		struct deferred later = { 0 };
 		struct fetch *ft;
+		struct engine_stream *es;
 		uint64_t bytes = 0;
 		bool stop;
 
@@ -150,6 +151,11 @@ static void *pusher_main(void *arg)
 			pthread_cond_broadcast(&e->push_cond);
 		}
 		e->tot.bytes_pushed += bytes;
+		/* served: the reader reads them in its page cache */
+		e->tot.bytes_served += bytes;
+		es = engine_stream_find(ft->file, ft->stream);
+		if (es)
+			es->bytes_served += bytes;
 		for (unsigned i = 0; i < ft->nblk; i++) {
 			struct block *b = ft->blk[i];
 

@@ -140,9 +140,13 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	if (p->waited) {
 		e->tot.waits++;
 		e->tot.wait_ns += now - p->t0;
+		if (!p->missed)
+			e->tot.inflight_waits++;
 		if (s) {
 			s->waits++;
 			s->wait_ns += now - p->t0;
+			if (!p->missed)
+				s->inflight_waits++;
 			if (!p->missed && e->cfg.prefetch && f->tracker)
 				grow_depth(e, f, s);
 		}

@@ -24,6 +24,36 @@ START_TEST(test_sequential_prefetch)
 }
 END_TEST
 
+/* A READ that waits for read-ahead in flight is a wait, never a hit. */
+START_TEST(test_wait_for_readahead_is_not_a_hit)
+{
+	struct pf_engine_totals t;
+	const char *js;
+
+	/* a first READ at 0 misses, and a window is read ahead at once */
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_gt(t.bytes_prefetched, 256 << 10);
+	/* the next READ finds its blocks in flight: it waits for them */
+	pf_engine_read(ef, 128 << 10, 128 << 10, t_reply, rq2);
+	ck_assert_int_eq(rq2->done, 0);
+	complete_until_idle();
+	ck_assert(rq->done && rq2->done);
+	assert_bytes(rq, 0, 128 << 10);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[0].data + (128 << 10),
+				128 << 10), 0);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.reads, 2);
+	ck_assert_uint_eq(t.hits, 0);
+	ck_assert_uint_eq(t.misses, 1);
+	ck_assert_uint_eq(t.waits, 2);
+	ck_assert_uint_eq(t.inflight_waits, 1);
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"inflight_waits\": 1,"));
+	free((void *)js);
+}
+END_TEST
+
 START_TEST(test_early_start_from_offset_zero)
 {
 	struct pf_engine_totals t;
@@ -99,6 +129,7 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_sequential_prefetch);
 	tcase_add_test(tc, test_stats_json);
 	tcase_add_test(tc, test_early_start_from_offset_zero);
+	tcase_add_test(tc, test_wait_for_readahead_is_not_a_hit);
 	tcase_add_test(tc, test_no_early_start_elsewhere);
 	suite_add_tcase(s, tc);
 
