@@ -5,9 +5,11 @@
  * The engine is one data path cut into files along it:
  *   read.c       a READ: look up its blocks, park it, answer it
  *   cache.c      blocks: the hash, the LRUs, buffers and eviction
- *   fetch.c      backend reads: runs of blocks, the in-flight queue and
+ *   fetch.c      backend reads: fetch builders, the in-flight queue and
  *                completions
- *   readahead.c  the windows planned ahead of each stream
+ *   readahead.c  the windows planned ahead of each stream (the policy is
+ *                pf_plan_ahead(), plan.c), and cover_range(), the one walk
+ *                over a range's blocks that every planner uses
  *   push.c       the pusher thread and the tripwires
  *   nextfile.c   the next-file thread and the files opened ahead ("ghosts")
  *   efile.c      files: open generations, versions, references

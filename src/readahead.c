@@ -27,8 +27,8 @@
  * flight.  Each READ that waits for read-ahead (not for a demand fetch)
  * adds a window to its sequential stream, up to MAX_DEPTH and a quarter of the
  * memory, as the kernel's read-ahead grows on hits to pages in flight.
+ * stream_plan_cfg() gives the planner a stream's depth.
  */
-
 struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s)
 {
