@@ -43,6 +43,15 @@ struct pf_engine_cfg {
 	int next_file;		/* a sequential reader nearing the end of a
 				 * file reads ahead into the next file of its
 				 * directory (in name order) */
+	/*
+	 * The engine's clock, monotonic nanoseconds: READ arrivals and
+	 * completions as the pattern tracker sees them, wait times, ages.
+	 * NULL (the default): pf_now_ns().  Tests give their own to drive
+	 * time instead of sleeping.  Called from any thread that enters the
+	 * engine, with or without its lock held: must be thread safe.
+	 */
+	uint64_t (*now_ns)(void *arg);
+	void *now_arg;
 };
 
 /* Defaults sized for a machine with @ram_bytes of memory. */
@@ -128,13 +137,18 @@ struct pf_engine_totals {
 	uint64_t hits;		/* answered at once from memory */
 	uint64_t misses;	/* needed a demand fetch */
 	uint64_t waits;		/* had to wait for data (miss or in flight) */
+	uint64_t inflight_waits; /* waited without a demand fetch of their
+				  * own: for read-ahead in flight (or for
+				  * memory); waits, never hits */
 	uint64_t wait_ns;
-	uint64_t bytes_served;
+	uint64_t bytes_served;	/* answered to READs, and pushed to the
+				 * page cache (bytes_pushed) */
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
 	uint64_t bytes_pushed;	/* handed to the push function */
 	uint64_t next_files;	/* files opened ahead of their reader */
+	uint64_t next_asks;	/* next files asked of the next-file thread */
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;

@@ -152,4 +152,39 @@ unsigned pf_plan(const struct pf_stream *s, const struct pf_plan_cfg *cfg,
 uint64_t pf_plan_window(const struct pf_stream *s,
 			const struct pf_plan_cfg *cfg);
 
+/* What the caller keeps per stream between pf_plan_ahead() calls. */
+struct pf_plan_state {
+	uint64_t planned_upto;	/* the caller has fetched, or found in
+				 * memory, every planned byte up to here */
+	uint64_t refill_until;	/* no read-ahead at or past this for now */
+};
+
+/*
+ * The whole read-ahead policy for stream @s, asked after each of its READs
+ * and each completed fetch; the caller fetches what of out[0..n-1], below
+ * *horizon and from ps->planned_upto on, is not in memory, and moves
+ * ps->planned_upto as it goes.  On top of pf_plan():
+ *  - an UNKNOWN stream that started at offset 0 and read contiguously so
+ *    far is almost always reading the file through: one min_window from
+ *    its frontier while that is under min_window, so the first batch of
+ *    every file does not wait READ by READ;
+ *  - a SEQUENTIAL window starts and ends on multiples of @align (the
+ *    reader's frontier may sit mid-block; no partial blocks);
+ *  - once the batch is known, windows are refilled when the reader has
+ *    consumed a batch, i.e. as its compute starts, so that the backend I/O
+ *    overlaps the compute rather than the reading of the next batch (on a
+ *    small machine the two compete for the CPUs); less than one window
+ *    planned ahead refills at once.  *horizon is where fetching stops;
+ *  - *next_want: once a SEQUENTIAL stream's windows reach past the end of
+ *    the file, the bytes to read ahead in the next file (one window, at
+ *    most two of the smallest: enough for the new stream's first batch
+ *    until it is learned); else 0.
+ * Returns how many ranges were written to @out (0: nothing to fetch).
+ */
+unsigned pf_plan_ahead(const struct pf_stream *s,
+		       const struct pf_plan_cfg *cfg, uint64_t file_size,
+		       uint64_t align, struct pf_plan_state *ps,
+		       struct pf_extent *out, unsigned max, uint64_t *horizon,
+		       uint64_t *next_want);
+
 #endif

@@ -6,7 +6,8 @@
  * app's pauses inside batches longer than gap_ns (the adaptive gap); several
  * readers of one file (far apart, close together, answered together or one
  * at a time); random readers of large and small files; recycling and ids;
- * and the planner's output.  Expected values are exact.
+ * and the planner's output for learned streams (the planner alone:
+ * check_plan.c).  Expected values are exact.
  */
 #include <check.h>
 #include <stdint.h>
@@ -1768,83 +1769,6 @@ START_TEST(test_plan_window)
 }
 END_TEST
 
-START_TEST(test_plan_sequential)
-{
-	struct pf_plan_cfg pc = { 2, 4 * MiB, 64 * MiB };
-	struct pf_extent ext[4];
-	struct pf_stream s;
-
-	memset(&s, 0, sizeof(s));
-	s.pattern = PF_PAT_SEQUENTIAL;
-	s.next_off = 10 * MiB;
-	ck_assert_uint_eq(pf_plan(&s, &pc, GiB, ext, 4), 1);
-	ck_assert_uint_eq(ext[0].off, 10 * MiB);
-	ck_assert_uint_eq(ext[0].len, 8 * MiB);
-	s.batch = 24 * MiB;
-	pc.windows = 3;
-	ck_assert_uint_eq(pf_plan(&s, &pc, GiB, ext, 4), 1);
-	ck_assert_uint_eq(ext[0].len, 72 * MiB);
-	/* clipped at the end of the file */
-	ck_assert_uint_eq(pf_plan(&s, &pc, 20 * MiB + 5, ext, 4), 1);
-	ck_assert_uint_eq(ext[0].off, 10 * MiB);
-	ck_assert_uint_eq(ext[0].len, 10 * MiB + 5);
-	/* nothing past it */
-	ck_assert_uint_eq(pf_plan(&s, &pc, 10 * MiB, ext, 4), 0);
-	ck_assert_uint_eq(pf_plan(&s, &pc, 5 * MiB, ext, 4), 0);
-	ck_assert_uint_eq(pf_plan(&s, &pc, GiB, ext, 0), 0);
-	/* no overflow near the top */
-	s.next_off = UINT64_MAX - 100;
-	ck_assert_uint_eq(pf_plan(&s, &pc, UINT64_MAX, ext, 4), 1);
-	ck_assert_uint_eq(ext[0].len, 100);
-}
-END_TEST
-
-START_TEST(test_plan_strided)
-{
-	struct pf_plan_cfg pc = { 2, 1 * MiB, 64 * MiB };
-	struct pf_extent ext[16];
-	struct pf_stream s;
-	unsigned n;
-
-	memset(&s, 0, sizeof(s));
-	s.pattern = PF_PAT_STRIDED;
-	s.next_off = 3 * MiB;
-	s.stride = 8 * MiB;
-	s.record = 1 * MiB;
-	/* 2 windows of 1 MiB: two records */
-	n = pf_plan(&s, &pc, GiB, ext, 16);
-	ck_assert_uint_eq(n, 2);
-	ck_assert_uint_eq(ext[0].off, 3 * MiB);
-	ck_assert_uint_eq(ext[0].len, 1 * MiB);
-	ck_assert_uint_eq(ext[1].off, 11 * MiB);
-	ck_assert_uint_eq(ext[1].len, 1 * MiB);
-	/* 2 windows of 2.5 MiB: records until 5 MiB are reached */
-	s.batch = 2 * MiB + 512 * KiB;
-	n = pf_plan(&s, &pc, GiB, ext, 16);
-	ck_assert_uint_eq(n, 5);
-	ck_assert_uint_eq(ext[4].off, 35 * MiB);
-	/* at most @max */
-	n = pf_plan(&s, &pc, GiB, ext, 3);
-	ck_assert_uint_eq(n, 3);
-	ck_assert_uint_eq(ext[2].off, 19 * MiB);
-	/* clipped by the end of the file: a short last record, none after */
-	n = pf_plan(&s, &pc, 19 * MiB + 4096, ext, 16);
-	ck_assert_uint_eq(n, 3);
-	ck_assert_uint_eq(ext[2].off, 19 * MiB);
-	ck_assert_uint_eq(ext[2].len, 4096);
-	n = pf_plan(&s, &pc, 19 * MiB, ext, 16);
-	ck_assert_uint_eq(n, 2);
-	ck_assert_uint_eq(pf_plan(&s, &pc, 3 * MiB, ext, 16), 0);
-	/* records split like 4 KiB every 12 KiB, windows of 1 MiB */
-	s.next_off = 0;
-	s.stride = 12 * KiB;
-	s.record = 4 * KiB;
-	s.batch = 0;
-	n = pf_plan(&s, &pc, GiB, ext, 16);
-	ck_assert_uint_eq(n, 16);
-	ck_assert_uint_eq(ext[15].off, 15 * 12 * KiB);
-}
-END_TEST
 
 START_TEST(test_plan_from_tracker)
 {
@@ -1970,8 +1894,6 @@ static Suite *pattern_suite(void)
 	tc = tcase_create("planner");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_plan_window);
-	tcase_add_test(tc, test_plan_sequential);
-	tcase_add_test(tc, test_plan_strided);
 	tcase_add_test(tc, test_plan_from_tracker);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,235 @@
+/*
+ * efile.c - the engine's files: references, open generations, versions and
+ * the engine's state of each stream (struct engine_stream).
+ *
+ * DESIGN
+ * A struct pf_efile lives while it has owners (refs), opens or fetches in
+ * flight.  The first open of a generation opens the file at the backend
+ * (with e->lock released: it may block) and pins its version; a version
+ * that changed since the file was last cached drops its blocks and its
+ * tracker.  Each fetch pins the generation's backend handle (struct bfile_ref),
+ * so a close never pulls the handle from under a read in flight.  A file
+ * the next-file thread opened ahead ("ghost", nextfile.c) is handed to its
+ * reader's pf_efile_new() and taken over by its pf_efile_open().
+ *
+ * Threads: FUSE workers (open, close, new, put) and the next-file thread
+ * (efile_open for a ghost); bookkeeping under e->lock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_log.h"
+#include "pf_trace.h"
+#include "engine_int.h"
+
+struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id)
+{
+	if (id == 0)
+		return NULL;
+	for (unsigned i = 0; i < f->nestreams; i++)
+		if (f->estreams[i].id == id)
+			return &f->estreams[i];
+	return NULL;
+}
+
+/* The engine's state of stream @id, reusing the entry of a stream the
+ * tracker recycled. */
+struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id)
+{
+	struct engine_stream *s = engine_stream_find(f, id);
+
+	if (s)
+		return s;
+	for (unsigned i = 0; i < f->nestreams; i++) {
+		s = &f->estreams[i];
+		if (s->id == 0 || !pf_tracker_find(f->tracker, s->id)) {
+			memset(s, 0, sizeof(*s));
+			s->id = id;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* ---- files ----------------------------------------------------------- */
+
+/* A new file with one reference, not yet on e->files; takes @path. */
+struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
+			     uint64_t tag)
+{
+	struct pf_efile *f = path ? calloc(1, sizeof(*f)) : NULL;
+
+	if (!f) {
+		free(path);
+		return NULL;
+	}
+	f->path = path;
+	f->e = e;
+	f->tag = tag;
+	f->refs = 1;
+	list_init(&f->blocks);
+	return f;
+}
+
+struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
+			      uint64_t tag)
+{
+	struct pf_efile *f = efile_alloc(e, strdup(path), tag);
+
+	if (!f)
+		return NULL;
+	pthread_mutex_lock(&e->lock);
+	/* a file the engine opened ahead of its reader: that one */
+	for (struct list *l = e->files.next; e->nghosts && l != &e->files;
+	     l = l->next) {
+		struct pf_efile *g = container_of(l, struct pf_efile, node);
+
+		if (g->tag == 0 && g->ghost && strcmp(g->path, path) == 0) {
+			g->tag = tag;
+			g->refs++;
+			pthread_mutex_unlock(&e->lock);
+			free(f->path);
+			free(f);
+			return g;
+		}
+	}
+	list_add_tail(&e->files, &f->node);
+	pthread_mutex_unlock(&e->lock);
+	return f;
+}
+
+/* Under the lock: free @f if nothing refers to it any more. */
+void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
+{
+	if (f->refs || f->opens || f->fetches)
+		return;
+	file_drop_blocks(e, f);
+	list_del(&f->node);
+	pf_tracker_free(f->tracker);
+	free(f->estreams);
+	free(f->path);
+	free(f);
+}
+
+void pf_efile_put(struct pf_efile *f)
+{
+	struct pf_engine *e = f->e;
+
+	pthread_mutex_lock(&e->lock);
+	f->refs--;
+	efile_maybe_free(e, f);
+	pthread_mutex_unlock(&e->lock);
+}
+
+int pf_efile_open(struct pf_efile *f, struct stat *st)
+{
+	return efile_open(f, st, false);
+}
+
+int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
+{
+	struct pf_engine *e = f->e;
+	struct pf_bfile *bf = NULL;
+	struct bfile_ref *r;
+	int changed = 0;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	if (!ghost && f->ghost == GHOST_OPEN) {
+		/*
+		 * Opened ahead by the engine: the reader's open is a new
+		 * open all the same and sees the file as it is now.  Its
+		 * blocks stay if the version did not change.
+		 */
+		ghost_release(e, f);
+	} else if (!ghost && f->ghost == GHOST_OPENING) {
+		/* the next-file thread lets its open go when it returns */
+		f->ghost = GHOST_NONE;
+	}
+	if (f->opens) {
+		f->opens++;
+		st->st_size = (off_t)f->size;
+		st->st_mtim = f->mtime;
+		pthread_mutex_unlock(&e->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&e->lock);
+
+	/* the backend open may block: not under the lock */
+	ret = e->be->ops->open(e->be, f->path, &bf, st);
+	if (ret < 0)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		e->be->ops->close(e->be, bf);
+		return -ENOMEM;
+	}
+	r->be = e->be;
+	r->bf = bf;
+	r->refs = 1;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->opens) {
+		/* another thread opened it meanwhile: use its generation */
+		f->opens++;
+		st->st_size = (off_t)f->size;
+		st->st_mtim = f->mtime;
+		pthread_mutex_unlock(&e->lock);
+		bfile_ref_put(r);
+		return 0;
+	}
+	if (f->have_version && (f->size != (uint64_t)st->st_size ||
+				f->mtime.tv_sec != st->st_mtim.tv_sec ||
+				f->mtime.tv_nsec != st->st_mtim.tv_nsec)) {
+		pf_info("%s changed since it was cached: dropping its blocks",
+			f->path);
+		/* a push of the old bytes must not land after the kernel
+		 * drops the page cache for this open */
+		while (e->pushing == f)
+			pthread_cond_wait(&e->push_cond, &e->lock);
+		file_drop_blocks(e, f);
+		pf_tracker_free(f->tracker);
+		f->tracker = NULL;
+		changed = 1;
+	}
+	f->size = (uint64_t)st->st_size;
+	f->mtime = st->st_mtim;
+	f->have_version = true;
+	if (!f->tracker && e->cfg.prefetch) {
+		f->tracker = pf_tracker_new(&e->cfg.pattern);
+		free(f->estreams);
+		f->nestreams = e->cfg.pattern.max_streams;
+		f->estreams = calloc(f->nestreams, sizeof(*f->estreams));
+		if (!f->tracker || !f->estreams) {
+			pf_tracker_free(f->tracker);
+			f->tracker = NULL;
+			free(f->estreams);
+			f->estreams = NULL;
+			f->nestreams = 0;
+		}
+	}
+	f->cur = r;
+	f->opens = 1;
+	f->next_asked = false;
+	if (pf_trace_on() && f->tag)
+		pf_trace_file(f->tag, f->path);
+	pthread_mutex_unlock(&e->lock);
+	return changed;
+}
+
+void pf_efile_close(struct pf_efile *f)
+{
+	struct pf_engine *e = f->e;
+	struct bfile_ref *r = NULL;
+
+	pthread_mutex_lock(&e->lock);
+	if (--f->opens == 0) {
+		r = f->cur;
+		f->cur = NULL;
+		bfile_ref_put(r);
+	}
+	efile_maybe_free(e, f);
+	pthread_mutex_unlock(&e->lock);
+}

@@ -1,0 +1,423 @@
+/*
+ * engine_int.h - the engine's private structures, shared by its files (not
+ * installed; the public contract is pf_engine.h).
+ *
+ * The engine is one data path cut into files along it:
+ *   read.c       a READ: look up its blocks, park it, answer it
+ *   cache.c      blocks: the hash, the LRUs, buffers and eviction
+ *   fetch.c      backend reads: fetch builders, the in-flight queue and
+ *                completions
+ *   readahead.c  the windows planned ahead of each stream (the policy is
+ *                pf_plan_ahead(), plan.c), and cover_range(), the one walk
+ *                over a range's blocks that every planner uses
+ *   push.c       the pusher thread and the tripwires
+ *   nextfile.c   the next-file thread and the files opened ahead ("ghosts")
+ *   efile.c      files: open generations, versions, references
+ *   engine_stats.c, engine_trace.c  the stats file and the trace
+ *   engine.c     create, quiesce, free
+ *
+ * DESIGN
+ * One mutex, e->lock, guards every block, file, tracker and queue below;
+ * fields marked "set before threads start" are written by pf_engine_new()
+ * (or pf_engine_start_push()) only and read without the lock.  Threads that
+ * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
+ * completion thread (fetch_done), the pusher (push.c) and the next-file
+ * thread (nextfile.c).  Each takes e->lock for its bookkeeping and releases
+ * it before it calls out: the backend's submit and open, the reply
+ * function, the push function.  Work found under the lock is collected in a
+ * struct deferred and done after unlocking (deferred_run()).
+ */
+#ifndef PF_ENGINE_INT_H
+#define PF_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "pf_backend.h"
+#include "pf_clock.h"
+#include "pf_engine.h"
+#include "pf_pattern.h"
+
+#define PAGE_BYTES 4096u
+#define MAX_EXTENTS 512
+#define MAX_READ_BLOCKS 1024
+/* files opened ahead of their readers (the next file of a directory) */
+#define MAX_GHOSTS 4
+enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
+/* windows kept ahead of a sequential stream at most (see grow_depth()) */
+#define MAX_DEPTH 16
+
+/* ---- lists ----------------------------------------------------------- */
+
+struct list {
+	struct list *prev;
+	struct list *next;
+};
+
+static inline void list_init(struct list *l)
+{
+	l->prev = l;
+	l->next = l;
+}
+
+static inline void list_add_tail(struct list *head, struct list *n)
+{
+	n->prev = head->prev;
+	n->next = head;
+	head->prev->next = n;
+	head->prev = n;
+}
+
+static inline void list_del(struct list *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	n->prev = n;
+	n->next = n;
+}
+
+static inline bool list_empty(const struct list *l)
+{
+	return l->next == l;
+}
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* ---- structures ------------------------------------------------------ */
+
+struct parked_read;
+
+/*
+ * A block_size piece of a file (cache.c).  Every field is protected by
+ * e->lock.  The bytes of buf are written by the backend only while the
+ * block is busy (then nobody holds a reference), and read by repliers and
+ * the pusher only while they hold a reference (then nobody writes them).
+ */
+struct block {
+	struct pf_efile *file;	/* NULL once detached from its file */
+	uint64_t idx;
+	struct block *hnext;
+	struct list lru;	/* on e->lru_read / e->lru_unread when idle */
+	struct list fnode;	/* on file->blocks while attached */
+	char *buf;		/* set at creation */
+	uint32_t vlo;		/* valid bytes: [vlo, vhi) */
+	uint32_t vhi;
+	uint32_t refs;
+	bool busy;		/* a fetch is filling it */
+	bool read_seen;
+	bool prefetched;
+	bool in_lru;
+	bool pushed;		/* its bytes went to the page cache */
+	unsigned stream;	/* stream that prefetched it */
+	struct parked_read *waiters;
+};
+
+/*
+ * A READ being answered (read.c).  Lives on pf_engine_read()'s stack until
+ * it first parks, then on the heap (read_move_to_heap()).  Owned by the
+ * thread that tries it; while parked, by the list it waits on (protected
+ * by e->lock).
+ */
+struct parked_read {
+	struct pf_efile *file;
+	uint64_t off;
+	size_t size;
+	pf_reply_fn reply;
+	void *req;
+	unsigned stream;
+	uint64_t t0;
+	struct parked_read *wnext;
+	struct block *parked;	/* whose waiter list holds it; NULL: memwait */
+	uint64_t wait_off;	/* offset of the block it last parked on */
+	unsigned cap;		/* room in blk[] */
+	int err;
+	bool waited;
+	bool missed;
+	bool heap;
+	unsigned nblk;
+	struct block *blk[];
+};
+
+/* The backend file handle of one open generation; fetches pin it.
+ * refs is protected by e->lock. */
+struct bfile_ref {
+	struct pf_backend *be;
+	struct pf_bfile *bf;
+	unsigned refs;
+};
+
+/*
+ * One backend read over contiguous parts of blocks (fetch.c).  Built under
+ * e->lock by a struct fetch_builder; read-only from fetch_builder_flush()
+ * on, while the backend owns
+ * it; then fetch_done() (backend thread) and, for pushed fetches, the
+ * pusher finish it.
+ */
+struct fetch {
+	struct pf_bio bio;
+	struct pf_engine *e;
+	struct pf_efile *file;
+	struct bfile_ref *bfref;
+	uint64_t off;
+	uint64_t len;
+	bool prefetch;
+	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
+	bool trip;		/* its last page is a tripwire, not pushed */
+	unsigned stream;
+	unsigned nblk;
+	uint64_t t0;		/* issued (only while tracing) */
+	struct fetch *qnext;	/* protected by e->lock */
+	struct block **blk;
+	uint32_t *flo;
+	struct iovec *iov;
+};
+
+/* A fetch being assembled from contiguous block parts (on the stack of
+ * whoever plans, under e->lock). */
+struct fetch_builder {
+	struct fetch *f;
+	unsigned cap;
+	bool pushable;		/* for the fetches it makes */
+};
+
+/* The engine's per-stream accounting beside the tracker's learned state.
+ * Protected by e->lock. */
+struct engine_stream {
+	unsigned id;		/* 0 = free */
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t waits;
+	uint64_t inflight_waits;
+	uint64_t wait_ns;
+	uint64_t bytes_served;	/* READs' and pushed */
+	uint64_t bytes_fetched;
+	uint64_t bytes_unused;
+	unsigned inflight;
+	struct pf_plan_state plan; /* the planner's, between calls */
+	unsigned depth;		/* windows kept ahead: cfg's, more after
+				 * READs that waited for read-ahead */
+};
+
+/* A file of the dataset (efile.c). */
+struct pf_efile {
+	struct pf_engine *e;	/* set at creation */
+	char *path;		/* set at creation */
+	uint64_t tag;		/* protected by e->lock */
+	unsigned refs;		/* owners (pf_efile_new / put); protected by
+				 * e->lock, as is everything below */
+	unsigned opens;
+	unsigned fetches;	/* fetches not yet completed */
+	struct bfile_ref *cur; /* while opens > 0 */
+	uint64_t size;
+	struct timespec mtime;
+	bool have_version;
+	struct pf_tracker *tracker;
+	struct engine_stream *estreams; /* one per tracker stream */
+	unsigned nestreams;
+	struct list blocks;
+	struct list node;	/* on e->files */
+	/* the next file: see nextfile.c */
+	bool next_asked; /* this open generation asked for its successor */
+	int ghost;		/* GHOST_*: opened by the engine itself (then
+				 * it holds a reference and an open), not
+				 * yet by a reader */
+	uint64_t ghost_upto;	/* read-ahead of a ghost: planned up to ... */
+	uint64_t ghost_want;	/* ... this offset */
+};
+
+struct pf_engine {
+	struct pf_engine_cfg cfg;	/* set before threads start */
+	struct pf_plan_cfg plan;	/* set before threads start */
+	struct pf_backend *be;		/* set before threads start */
+	uint32_t bs;			/* set before threads start */
+	unsigned bshift;		/* set before threads start */
+	struct pf_pool *pool;		/* set before threads start; used
+					 * under e->lock */
+	size_t hmask;			/* set before threads start */
+	pthread_mutex_t lock;
+	struct block **hash;		/* protected by e->lock */
+	struct list lru_read;	/* protected by e->lock: idle blocks that
+				 * were read, evicted first */
+	struct list lru_unread;	/* protected by e->lock: idle prefetched
+				 * blocks not read yet */
+	struct list files;	/* protected by e->lock */
+	struct parked_read *memwait; /* protected by e->lock: READs waiting for
+				 * a free buffer */
+	struct fetch *queue;	/* protected by e->lock: demand fetches
+				 * waiting for a slot */
+	struct fetch *queue_tail; /* protected by e->lock */
+	unsigned inflight;	/* protected by e->lock: fetches submitted
+				 * to the backend */
+	unsigned queued;	/* protected by e->lock */
+	struct pf_engine_totals tot; /* protected by e->lock */
+	pthread_cond_t idle_cond; /* with e->lock: nothing is in flight */
+	bool stopping;		/* protected by e->lock: no more read-ahead,
+				 * shutting down */
+	/* the pusher (push.c) */
+	pf_push_fn push_fn;	/* set before threads start (start_push) */
+	void *push_arg;		/* set before threads start */
+	pthread_t push_thread;	/* set before threads start */
+	pthread_cond_t push_cond; /* with e->lock: pushq grew, a push
+				   * ended, or stop */
+	struct fetch *pushq;	/* protected by e->lock */
+	struct fetch *pushq_tail; /* protected by e->lock */
+	uint64_t pushq_bytes;	/* protected by e->lock */
+	struct pf_efile *pushing; /* protected by e->lock: file the pusher
+				   * is pushing for now */
+	bool push_stop;		/* protected by e->lock */
+	/* the next-file thread (nextfile.c) */
+	pthread_t next_thread;	/* set before threads start */
+	bool next_running;	/* set before threads start; cleared by
+				 * next_stop() once the thread is joined */
+	bool next_stop;		/* protected by e->lock */
+	pthread_cond_t next_cond; /* with e->lock: nextq grew, or stop */
+	struct next_req *nextq;	/* protected by e->lock */
+	struct pf_efile *ghosts[MAX_GHOSTS]; /* protected by e->lock */
+	unsigned nghosts;	/* protected by e->lock */
+};
+
+/* What cover_range() is asked to do and what it found (on the caller's
+ * stack, under e->lock). */
+struct cover {
+	bool demand;		/* a READ's own blocks, else read-ahead */
+	unsigned stream;	/* for the fetches made */
+	struct parked_read *read; /* demand: pin blocks ready into its blk[] */
+	struct block *wait_on;	/* demand: first block to wait for */
+	bool nomem;		/* demand: a buffer or fetch was lacking */
+	bool missed;		/* demand: a fetch was made */
+};
+
+/* Work collected under the lock and done after it is released. */
+struct deferred {
+	struct fetch *submit;
+	struct parked_read *reply;
+};
+
+/* ---- functions, by file; all but deferred_run() under e->lock ------- */
+
+/* cache.c */
+void lru_remove(struct block *b);
+void block_idle(struct pf_engine *e, struct block *b);
+struct block *block_new(struct pf_engine *e, struct pf_efile *f,
+			uint64_t idx, bool demand);
+void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
+uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
+		      uint64_t from, uint64_t to, bool pushed);
+
+/* fetch.c */
+void bfile_ref_put(struct bfile_ref *r);
+void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+			 struct deferred *later);
+bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+		       struct pf_efile *f, struct block *b, uint32_t flo,
+		       uint32_t fhi, bool prefetch, unsigned stream,
+		       struct deferred *later);
+void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
+		 uint32_t *fhi);
+void fetch_free(struct pf_engine *e, struct fetch *ft);
+void fetch_done(struct pf_bio *bio, int64_t res);
+/* lock not held */
+void deferred_run(struct pf_engine *e, struct deferred *later);
+
+/* read.c */
+void read_answer(struct pf_engine *e, struct parked_read *p,
+		 struct deferred *later);
+void retry_reads(struct pf_engine *e, struct parked_read *list,
+		 struct deferred *later);
+
+/* readahead.c */
+uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+		     uint64_t end, struct cover *c, struct fetch_builder *fb,
+		     struct deferred *later);
+struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+				   const struct engine_stream *s);
+void grow_depth(struct pf_engine *e, const struct pf_efile *f,
+		struct engine_stream *s);
+void plan_stream(struct pf_engine *e, struct pf_efile *f,
+		 const struct pf_stream *st, struct deferred *later);
+void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later);
+
+/* push.c */
+bool push_wanted(struct pf_engine *e, const struct fetch *ft, int err);
+void push_enqueue(struct pf_engine *e, struct fetch *ft);
+uint64_t tripwire(struct pf_engine *e, struct pf_efile *f, uint64_t off);
+
+/* efile.c */
+struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
+struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
+struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
+void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
+/* lock not held */
+int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
+
+/* nextfile.c */
+void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
+void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+		struct deferred *later);
+void ghosts_plan(struct pf_engine *e, struct deferred *later);
+void ghost_release(struct pf_engine *e, struct pf_efile *f);
+void *next_main(void *arg);
+/* lock not held */
+void next_stop(struct pf_engine *e);
+
+/* engine_trace.c (-o trace, see pf_trace.h) */
+void trace_counters(struct pf_engine *e, uint64_t now);
+void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now);
+void trace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
+void trace_plan(struct pf_engine *e, struct pf_efile *f,
+		const struct pf_stream *st, const struct engine_stream *s,
+		uint64_t issued);
+
+/* ---- small helpers, inline ---------------------------------------- */
+
+/* The engine's clock (cfg.now_ns, else pf_now_ns()). */
+static inline uint64_t engine_now(const struct pf_engine *e)
+{
+	return e->cfg.now_ns ? e->cfg.now_ns(e->cfg.now_arg) : pf_now_ns();
+}
+
+static inline size_t hash_of(const struct pf_engine *e,
+			     const struct pf_efile *f, uint64_t idx)
+{
+	uint64_t h = (uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull;
+
+	h ^= idx + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+	h *= 0xBF58476D1CE4E5B9ull;
+	h ^= h >> 31;
+	return (size_t)h & e->hmask;
+}
+
+static inline struct block *block_find(struct pf_engine *e, struct pf_efile *f,
+				       uint64_t idx)
+{
+	struct block *b = e->hash[hash_of(e, f, idx)];
+
+	while (b && !(b->file == f && b->idx == idx))
+		b = b->hnext;
+	return b;
+}
+
+/* Bytes of the file that fall in block @idx. */
+static inline uint32_t block_len(const struct pf_engine *e,
+				 const struct pf_efile *f, uint64_t idx)
+{
+	uint64_t start = idx << e->bshift;
+
+	if (start >= f->size)
+		return 0;
+	return f->size - start < e->bs ? (uint32_t)(f->size - start) : e->bs;
+}
+
+static inline bool block_covers(const struct block *b, uint32_t lo,
+				uint32_t hi)
+{
+	return !b->busy && b->vlo <= lo && hi <= b->vhi;
+}
+
+#endif

@@ -1,0 +1,153 @@
+/*
+ * engine_stats.c - the engine's totals and the stats file's JSON.
+ *
+ * DESIGN
+ * Called by whichever thread reads the stats file (a FUSE worker) or a
+ * test; takes e->lock to copy the totals and to walk the files and their
+ * streams, formats with it released where it can.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "pf_pool.h"
+#include "pf_strbuf.h"
+#include "engine_int.h"
+
+void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
+{
+	pthread_mutex_lock(&e->lock);
+	*t = e->tot;
+	t->inflight = e->inflight + e->queued;
+	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* ---- stats ----------------------------------------------------------- */
+
+/* Bytes of @st's plan that are in memory, in order, up to the first gap. */
+static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
+			    const struct pf_stream *st)
+{
+	struct pf_extent ext[MAX_EXTENTS];
+	struct pf_plan_cfg pc =
+		stream_plan_cfg(e, engine_stream_find(f, st->id));
+	unsigned n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
+	uint64_t ready = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t got = resident_run(e, f, ext[i].off,
+					    ext[i].off + ext[i].len, false);
+
+		ready += got;
+		if (got < ext[i].len)
+			break;
+	}
+	return ready;
+}
+
+static bool recently_read(struct pf_efile *f, uint64_t now)
+{
+	unsigned n = pf_tracker_count(f->tracker);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
+
+		if (now - st->last_ns < 60ull * 1000000000u)
+			return true;
+	}
+	return false;
+}
+
+static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
+			 struct pf_efile *f, const struct pf_stream *st,
+			 bool *first)
+{
+	struct engine_stream *s = engine_stream_find(f, st->id);
+	uint64_t win = pf_plan_window(st, &e->plan);
+	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
+	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
+	*first = false;
+	pf_strbuf_add_json(sb, f->path);
+	pf_strbuf_addf(sb,
+		  ", \"stream\": %u, \"pattern\": \"%s\", "
+		  "\"next_offset\": %" PRIu64 ", \"stride\": %" PRIu64
+		  ", \"record\": %" PRIu64 ", \"batch\": %" PRIu64
+		  ", \"window\": %" PRIu64 ", \"windows_ahead\": %.2f"
+		  ", \"reads\": %" PRIu64 ", \"hits\": %" PRIu64
+		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"inflight_waits\": %" PRIu64
+		  ", \"wait_ms\": %.3f, \"bytes_fetched\": %" PRIu64
+		  ", \"bytes_served\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u}",
+		  st->id, pf_pattern_name(st->pattern), st->next_off,
+		  st->stride, st->record, st->batch, win,
+		  win ? (double)ready / (double)win : 0.0, st->reads,
+		  s ? s->hits : 0, s ? s->misses : 0, s ? s->waits : 0,
+		  s ? s->inflight_waits : 0,
+		  s ? (double)s->wait_ns / 1e6 : 0.0,
+		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
+		  s ? s->bytes_unused : 0, s ? s->inflight : 0);
+}
+
+char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
+{
+	struct pf_strbuf sb;
+	struct pf_engine_totals t;
+	bool first = true;
+	uint64_t now;
+
+	pf_strbuf_init(&sb, 4096);
+	pf_engine_totals(e, &t);
+	pf_strbuf_addf(&sb, "{\n  \"backend\": ");
+	pf_strbuf_add_json(&sb, backend_desc);
+	if (e->be->ops->stats_json) {
+		char bs[1024];
+
+		e->be->ops->stats_json(e->be, bs, sizeof(bs));
+		pf_strbuf_addf(&sb, ",\n  \"transport\": %s", bs);
+	}
+	pf_strbuf_addf(&sb,
+		  ",\n  \"prefetch\": %s,\n  \"push\": %s,\n"
+		  "  \"block_size\": %u,\n"
+		  "  \"fetch_size\": %" PRIu64 ",\n  \"max_inflight\": %u,\n"
+		  "  \"prefetch_batches\": %u,\n"
+		  "  \"totals\": {\"reads\": %" PRIu64 ", \"hits\": %" PRIu64
+		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
+		  ", \"inflight_waits\": %" PRIu64
+		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
+		  ", \"bytes_fetched\": %" PRIu64
+		  ", \"bytes_prefetched\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
+		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
+		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
+		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
+		  "},\n  \"streams\": [",
+		  e->cfg.prefetch ? "true" : "false",
+		  e->push_fn ? "true" : "false", e->bs,
+		  e->cfg.fetch_size, e->cfg.max_inflight,
+		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
+		  t.inflight_waits, (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
+		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
+		  t.next_files, t.fetches,
+		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
+	now = engine_now(e);
+	pthread_mutex_lock(&e->lock);
+	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+		struct pf_efile *f = container_of(l, struct pf_efile, node);
+		unsigned n;
+
+		/* open files, and closed ones read in the last minute */
+		if (!f->tracker || (!f->opens && !recently_read(f, now)))
+			continue;
+		n = pf_tracker_count(f->tracker);
+		for (unsigned i = 0; i < n; i++)
+			stats_stream(&sb, e, f,
+				     pf_tracker_stream(f->tracker, i),
+				     &first);
+	}
+	pthread_mutex_unlock(&e->lock);
+	pf_strbuf_addf(&sb, "\n  ]\n}\n");
+	return pf_strbuf_detach(&sb, NULL);
+}

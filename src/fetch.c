@@ -1,0 +1,322 @@
+/*
+ * fetch.c - backend reads: building them from contiguous block parts, the
+ * queue of demand fetches waiting for a slot, and their completion.
+ *
+ * DESIGN
+ * Planning code (read.c, readahead.c, nextfile.c) walks blocks under
+ * e->lock and adds the parts it wants to a struct fetch_builder, which
+ * closes a fetch whenever the next part does not continue it or fetch_size
+ * is reached.
+ * Closed fetches go to the backend at most max_inflight at a time: those
+ * past that wait in a FIFO (demand fetches only; read-ahead is simply not
+ * planned then).  Submitting happens after the lock is released
+ * (deferred_run()).
+ *
+ * fetch_done() runs on the backend's completion thread (or on the
+ * submitter's, when the submit fails): under e->lock it marks the blocks'
+ * bytes valid, hands read-ahead of a sequential stream to the pusher,
+ * retries the READs that waited on the blocks, sends the next queued fetch
+ * and plans more read-ahead; the replies and submissions it collected are
+ * made after unlocking.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_log.h"
+#include "pf_trace.h"
+#include "engine_int.h"
+
+static struct fetch *fetch_alloc(unsigned cap)
+{
+	struct fetch *ft;
+	size_t sz = sizeof(*ft) + cap * (sizeof(struct block *) +
+					 sizeof(uint32_t) +
+					 sizeof(struct iovec));
+	char *p = calloc(1, sz);
+
+	if (!p)
+		return NULL;
+	ft = (struct fetch *)p;
+	p += sizeof(*ft);
+	ft->iov = (struct iovec *)p;
+	p += cap * sizeof(struct iovec);
+	ft->blk = (struct block **)p;
+	p += cap * sizeof(struct block *);
+	ft->flo = (uint32_t *)p;
+	return ft;
+}
+
+void bfile_ref_put(struct bfile_ref *r)
+{
+	if (--r->refs == 0) {
+		r->be->ops->close(r->be, r->bf);
+		free(r);
+	}
+}
+
+/* Hand the fetch being built to the dispatcher (under the lock). */
+void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+			 struct deferred *later)
+{
+	struct fetch *ft = fb->f;
+	struct engine_stream *es;
+
+	if (!ft)
+		return;
+	fb->f = NULL;
+	ft->e = e;
+	ft->bio.file = ft->bfref->bf;
+	ft->bio.off = ft->off;
+	ft->bio.iov = ft->iov;
+	ft->bio.iovcnt = (int)ft->nblk;
+	ft->bio.done = fetch_done;
+	ft->bio.priv = ft;
+	ft->file->fetches++;
+	ft->bfref->refs++;
+	es = engine_stream_find(ft->file, ft->stream);
+	if (es)
+		es->inflight++;
+	e->tot.fetches++;
+	if (ft->prefetch)
+		e->tot.bytes_prefetched += ft->len;
+	if (e->inflight < e->cfg.max_inflight) {
+		e->inflight++;
+		ft->qnext = later->submit;
+		later->submit = ft;
+	} else {
+		ft->qnext = NULL;
+		if (e->queue_tail)
+			e->queue_tail->qnext = ft;
+		else
+			e->queue = ft;
+		e->queue_tail = ft;
+		e->queued++;
+	}
+	if (pf_trace_on()) {
+		ft->t0 = engine_now(e);
+		trace_counters(e, ft->t0);
+	}
+}
+
+/*
+ * Add bytes [flo, fhi) of idle block @b to the builder, closing the current
+ * fetch first if they do not continue it.  Marks @b busy.  Returns false if
+ * no memory was left for a fetch (then @b is left untouched).
+ */
+bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+		       struct pf_efile *f, struct block *b, uint32_t flo,
+		       uint32_t fhi, bool prefetch, unsigned stream,
+		       struct deferred *later)
+{
+	uint64_t foff = (b->idx << e->bshift) + flo;
+	struct fetch *ft = fb->f;
+
+	/* read-ahead fetches start at fetch_size boundaries where they can,
+	 * so each holds one tripwire page at most (see push_enqueue) */
+	if (ft && (ft->off + ft->len != foff || ft->nblk == fb->cap ||
+		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
+		   ft->prefetch != prefetch ||
+		   (prefetch && foff % e->cfg.fetch_size == 0)))
+		fetch_builder_flush(e, fb, later);
+	if (!fb->f) {
+		fb->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
+		ft = fetch_alloc(fb->cap);
+		if (!ft)
+			return false;
+		ft->file = f;
+		ft->bfref = f->cur;
+		ft->off = foff;
+		ft->prefetch = prefetch;
+		ft->pushable = prefetch && fb->pushable;
+		ft->stream = stream;
+		fb->f = ft;
+	}
+	ft = fb->f;
+	ft->blk[ft->nblk] = b;
+	ft->flo[ft->nblk] = flo;
+	ft->iov[ft->nblk].iov_base = b->buf + flo;
+	ft->iov[ft->nblk].iov_len = fhi - flo;
+	ft->nblk++;
+	ft->len += fhi - flo;
+	lru_remove(b);
+	b->busy = true;
+	if (prefetch && b->vhi == b->vlo) {
+		b->prefetched = true;
+		b->stream = stream;
+	}
+	if (fhi == block_len(e, f, b->idx) && fhi != e->bs)
+		fetch_builder_flush(e, fb, later); /* end of file */
+	return true;
+}
+
+/*
+ * The part of idle block @b to fetch so that it covers [lo, hi) and its
+ * valid bytes stay one interval.  Bytes that touch or overlap the valid
+ * ones extend them.  A range apart from them replaces them if they have
+ * been read since they were fetched (bridging the gap would fetch bytes
+ * nobody asked for, as random readers would see), else the gap is fetched
+ * too: then the valid bytes only ever grow until a READ is answered from
+ * them, so two READs wanting different parts of one block cannot take
+ * turns throwing away each other's bytes.
+ */
+void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
+		 uint32_t *flo, uint32_t *fhi)
+{
+	*flo = lo;
+	*fhi = hi;
+	if (b->vhi == b->vlo)
+		return;
+	if ((hi < b->vlo || lo > b->vhi) && b->read_seen) {
+		b->vlo = 0;
+		b->vhi = 0;
+		return;
+	}
+	/* from the valid end to hi, or from lo to the valid start; both
+	 * bridge a gap when [lo, hi) lies apart */
+	if (lo >= b->vlo)
+		*flo = b->vhi;
+	else if (hi <= b->vhi)
+		*fhi = b->vlo;
+}
+
+void fetch_free(struct pf_engine *e, struct fetch *ft)
+{
+	struct pf_efile *f = ft->file;
+
+	f->fetches--;
+	bfile_ref_put(ft->bfref);
+	free(ft);
+	efile_maybe_free(e, f);
+}
+
+void deferred_run(struct pf_engine *e, struct deferred *later)
+{
+	while (later->submit || later->reply) {
+		if (later->submit) {
+			struct fetch *ft = later->submit;
+			int ret;
+
+			later->submit = ft->qnext;
+			ret = pf_backend_submit(e->be, &ft->bio);
+			if (ret < 0)
+				fetch_done(&ft->bio, ret);
+			continue;
+		}
+		struct parked_read *r = later->reply;
+
+		later->reply = r->wnext;
+		read_answer(e, r, later);
+	}
+}
+
+void fetch_done(struct pf_bio *bio, int64_t res)
+{
+	struct fetch *ft = bio->priv;
+	struct pf_engine *e = ft->e;
+	struct pf_efile *f = ft->file;
+	struct deferred later = { 0 };
+	bool pushed;
+	int err = 0;
+	struct engine_stream *s;
+
+	if (res < 0) {
+		err = (int)-res;
+	} else if ((uint64_t)res < ft->len) {
+		/* shorter than the size pinned at open: the file changed */
+		err = EIO;
+	}
+	pthread_mutex_lock(&e->lock);
+	e->inflight--;
+	if (err) {
+		e->tot.fetch_errors++;
+		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
+			 f->path, ft->off, ft->len, strerror(err));
+	}
+	s = engine_stream_find(f, ft->stream);
+	if (s) {
+		s->inflight--;
+		if (!err)
+			s->bytes_fetched += ft->len;
+	}
+	if (!err)
+		e->tot.bytes_fetched += ft->len;
+	/* decided before the blocks go idle: a detached one is freed then */
+	pushed = push_wanted(e, ft, err);
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+		struct parked_read *w = b->waiters;
+
+		b->busy = false;
+		b->waiters = NULL;
+		if (!err) {
+			if (b->vhi == b->vlo) {
+				b->vlo = flo;
+				b->vhi = fhi;
+			} else {
+				b->vlo = flo < b->vlo ? flo : b->vlo;
+				b->vhi = fhi > b->vhi ? fhi : b->vhi;
+			}
+			/* new bytes nobody has read yet */
+			b->read_seen = false;
+		} else if (flo < b->vhi && b->vlo < fhi) {
+			/*
+			 * The failed read may have written into the valid
+			 * bytes it covered (fetch_range() covers them when
+			 * it extends them on both sides): bytes of another
+			 * version, or none, are valid no more.
+			 */
+			b->vlo = 0;
+			b->vhi = 0;
+		}
+		/* waiters of a failed block get the error, not a refetch */
+		for (struct parked_read *p = w; err && p; p = p->wnext)
+			p->err = err;
+		if (pushed) {
+			/* pinned for the pusher; its bytes are consumed in
+			 * the reader's page cache */
+			b->refs++;
+			b->read_seen = true;
+			b->pushed = true;
+		} else {
+			block_idle(e, b);
+		}
+		retry_reads(e, w, &later);
+	}
+	if (pushed)
+		push_enqueue(e, ft);
+	/* a freed slot: the next queued demand fetch goes out */
+	if (e->queue) {
+		struct fetch *q = e->queue;
+
+		e->queue = q->qnext;
+		if (!e->queue)
+			e->queue_tail = NULL;
+		e->queued--;
+		e->inflight++;
+		q->qnext = later.submit;
+		later.submit = q;
+	}
+	if (pf_trace_on())
+		trace_fetch(e, ft, err ? -(int64_t)err : res);
+	if (f->opens)
+		plan_file(e, f, &later);
+	if (e->nghosts)
+		ghosts_plan(e, &later);
+	if (!pushed)
+		fetch_free(e, ft);
+	if (e->memwait) {
+		struct parked_read *w = e->memwait;
+
+		e->memwait = NULL;
+		retry_reads(e, w, &later);
+	}
+	if (e->inflight + e->queued == 0)
+		pthread_cond_broadcast(&e->idle_cond);
+	pthread_mutex_unlock(&e->lock);
+	deferred_run(e, &later);
+}

@@ -1,0 +1,238 @@
+/*
+ * push.c - the pusher: read-ahead handed to the reader's page cache, and
+ * the tripwire pages that tell the engine how far the reader got.
+ *
+ * DESIGN
+ * fetch_done() picks completed read-ahead fetches of SEQUENTIAL streams
+ * that leave their blocks whole (push_wanted()), pins their blocks and
+ * queues them on e->pushq.  The pusher thread takes them one at a time,
+ * calls the push function with e->lock released (it may block on page
+ * locks held by READs in flight, which other threads answer), then unpins
+ * the blocks under the lock.  The last page of every fetch ending at a
+ * half-batch boundary is held back as a tripwire: its READ shows that the
+ * reader consumed the pushed bytes before it (tripwire()), so the stream's
+ * windows move on although those bytes produced no READs.
+ *
+ * Threads: the pusher thread (pusher_main) and, for push_wanted(),
+ * push_enqueue() and tripwire(), the threads that complete fetches and make
+ * READs, all under e->lock.  e->pushing names the file being pushed, so an
+ * open that drops a changed file's blocks can wait for its push to end.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "pf_pool.h"
+#include "engine_int.h"
+
+static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
+{
+	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
+						     ft->stream);
+	uint64_t n = st ? st->batch / (2 * e->cfg.fetch_size) : 1;
+
+	if (n < 1)
+		n = 1;
+	if (n > 8)
+		n = 8;
+	return n * e->cfg.fetch_size;
+}
+
+/*
+ * Under the lock, from fetch_done() before the blocks are updated: is this
+ * completed read-ahead fetch one for the pusher?  Only fetches that leave
+ * every block whole and attached, so that no READ ever waits for a block
+ * the pusher holds pinned.
+ */
+bool push_wanted(struct pf_engine *e, const struct fetch *ft,
+		 int err)
+{
+	if (err || !ft->pushable || !e->push_fn || e->push_stop ||
+	    !ft->file->opens ||
+	    /* pinned for the pusher: never the memory others need */
+	    e->pushq_bytes + ft->len > e->cfg.max_memory / 4 ||
+	    pf_pool_in_use(e->pool) * 4 > pf_pool_max(e->pool) * 3 ||
+	    (ft->off & (PAGE_BYTES - 1)) || ft->len <= PAGE_BYTES)
+		return false;
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		const struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+		uint32_t lo = b->vhi == b->vlo || flo < b->vlo ? flo : b->vlo;
+		uint32_t hi = b->vhi == b->vlo || fhi > b->vhi ? fhi : b->vhi;
+
+		if (b->file != ft->file || lo != 0 ||
+		    hi != block_len(e, ft->file, b->idx))
+			return false;
+	}
+	return true;
+}
+
+/* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
+void push_enqueue(struct pf_engine *e, struct fetch *ft)
+{
+	/*
+	 * Tripwires every half batch (between one and eight fetches apart):
+	 * enough READs for the tracker to follow the stream and see its
+	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
+	 */
+	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
+	ft->qnext = NULL;
+	if (e->pushq_tail)
+		e->pushq_tail->qnext = ft;
+	else
+		e->pushq = ft;
+	e->pushq_tail = ft;
+	e->pushq_bytes += ft->len;
+	pthread_cond_broadcast(&e->push_cond);
+}
+
+/*
+ * Push one fetch's bytes but for its tripwire page, the last one (lock not
+ * held).  The last: a batch ends at a tripwire boundary, so the READ of the
+ * tripwire comes as the reader finishes a batch and its compute starts,
+ * and the refill it brings overlaps the compute, not the next batch's reads.
+ */
+static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
+			 struct iovec *iov)
+{
+	uint64_t keep = ft->trip ? ft->len - PAGE_BYTES : ft->len;
+	uint64_t bytes = 0;
+	int cnt = 0;
+
+	for (unsigned i = 0; i < ft->nblk && bytes < keep; i++) {
+		struct iovec v = ft->iov[i];
+
+		if (v.iov_len > keep - bytes)
+			v.iov_len = keep - bytes;
+		iov[cnt++] = v;
+		bytes += v.iov_len;
+	}
+	e->push_fn(e->push_arg, ft->file->tag, ft->off, iov, cnt);
+	return bytes;
+}
+
+static void *pusher_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	unsigned cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
+	struct iovec *iov = calloc(cap, sizeof(*iov));
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct deferred later = { 0 };
+		struct fetch *ft;
+		struct engine_stream *es;
+		uint64_t bytes = 0;
+		bool stop;
+
+		while (!e->pushq && !e->push_stop)
+			pthread_cond_wait(&e->push_cond, &e->lock);
+		/* (push_cond is also how pf_efile_open() waits for a push of
+		 * its file to end; it rechecks its own condition) */
+		ft = e->pushq;
+		if (!ft)
+			break;
+		e->pushq = ft->qnext;
+		if (!e->pushq)
+			e->pushq_tail = NULL;
+		e->pushq_bytes -= ft->len;
+		/* only bytes of the version open now: a file that changed
+		 * since has had its page cache dropped, or soon will */
+		stop = e->push_stop || !iov || ft->bfref != ft->file->cur;
+		e->pushing = stop ? NULL : ft->file;
+		pthread_mutex_unlock(&e->lock);
+
+		if (!stop)
+			bytes = push_one(e, ft, iov);
+
+		pthread_mutex_lock(&e->lock);
+		if (e->pushing) {
+			e->pushing = NULL;
+			pthread_cond_broadcast(&e->push_cond);
+		}
+		e->tot.bytes_pushed += bytes;
+		/* served: the reader reads them in its page cache */
+		e->tot.bytes_served += bytes;
+		es = engine_stream_find(ft->file, ft->stream);
+		if (es)
+			es->bytes_served += bytes;
+		for (unsigned i = 0; i < ft->nblk; i++) {
+			struct block *b = ft->blk[i];
+
+			if (--b->refs == 0) {
+				struct parked_read *w = b->waiters;
+
+				b->waiters = NULL;
+				block_idle(e, b);
+				retry_reads(e, w, &later);
+			}
+		}
+		fetch_free(e, ft);
+		pthread_mutex_unlock(&e->lock);
+		deferred_run(e, &later);
+		pthread_mutex_lock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
+	free(iov);
+	return NULL;
+}
+
+int pf_engine_start_push(struct pf_engine *e, pf_push_fn fn, void *arg)
+{
+	int ret;
+
+	if (!e->cfg.push || !e->cfg.prefetch)
+		return 0;
+	e->push_fn = fn;
+	e->push_arg = arg;
+	ret = pthread_create(&e->push_thread, NULL, pusher_main, e);
+	if (ret) {
+		e->push_fn = NULL;
+		return -ret;
+	}
+	return 0;
+}
+
+void pf_engine_stop_push(struct pf_engine *e)
+{
+	if (!e->push_fn)
+		return;
+	pthread_mutex_lock(&e->lock);
+	e->push_stop = true;
+	pthread_cond_broadcast(&e->push_cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->push_thread, NULL);
+	e->push_fn = NULL;
+}
+
+/*
+ * A READ ahead of a sequential stream's frontier, where every byte between
+ * the frontier and the READ was pushed to the page cache: the reader read
+ * those bytes there, without READs (the tripwire pages make sure it comes
+ * back every fetch_size).  Returns the offset the tracker should see the
+ * READ start at: the frontier of that stream, so the pushed bytes and this
+ * READ count as one contiguous READ; else @off unchanged.
+ */
+static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
+			   uint64_t from, uint64_t to)
+{
+	return resident_run(e, f, from, to, true) == to - from;
+}
+
+uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
+		  uint64_t off)
+{
+	uint64_t limit = (uint64_t)MAX_DEPTH * e->plan.max_window;
+	unsigned n = pf_tracker_count(f->tracker);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
+
+		if (st->pattern != PF_PAT_SEQUENTIAL || off <= st->next_off ||
+		    off - st->next_off > limit)
+			continue;
+		if (pushed_between(e, f, st->next_off, off))
+			return st->next_off;
+	}
+	return off;
+}

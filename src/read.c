@@ -1,0 +1,261 @@
+/*
+ * read.c - the READ path: pf_engine_read(), parked READs and replies.
+ *
+ * DESIGN
+ * read_pin_or_park(): every block a READ needs is checked; ready blocks are
+ * pinned, missing ones are allocated and fetched, and if anything is not
+ * ready the READ parks on one block's waiter list (holding no pins, so no
+ * READ waits while holding what another needs) and is tried again when
+ * that block's fetch ends or its last pin goes.  A READ that found no free
+ * buffer waits on e->memwait and is tried again when a block is unpinned
+ * or a fetch ends.  When everything is ready the reply is made from the
+ * block buffers with the lock released, then the blocks are unpinned.
+ *
+ * Threads: pf_engine_read() runs on FUSE worker threads; a parked READ is
+ * tried again and answered by whichever thread freed what it waited for
+ * (the backend's completion thread, the pusher, another READ's thread).
+ * e->lock is held while pinning and parking, never while replying.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_log.h"
+#include "pf_trace.h"
+#include "engine_int.h"
+
+static uint64_t read_end(const struct parked_read *p)
+{
+	uint64_t end = p->off + p->size;
+
+	return end > p->file->size ? p->file->size : end;
+}
+
+/*
+ * Under the lock.  Returns true when @p can be answered now (its blocks are
+ * pinned, or p->err is set); false when it was parked.
+ */
+static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
+			     struct deferred *later)
+{
+	struct fetch_builder fb = { 0 };
+	struct cover c = {
+		.demand = true,
+		.stream = p->stream,
+		.read = p,
+	};
+	struct block *wait_on;
+	uint64_t end = read_end(p);
+
+	p->nblk = 0;
+	if (p->err || p->off >= end)
+		return true;
+	cover_range(e, p->file, p->off, end, &c, &fb, later);
+	fetch_builder_flush(e, &fb, later);
+	if (c.missed)
+		p->missed = true;
+	wait_on = c.wait_on;
+	if (wait_on) {
+		p->waited = true;
+		p->parked = wait_on;
+		p->wait_off = wait_on->idx << e->bshift;
+		p->wnext = wait_on->waiters;
+		wait_on->waiters = p;
+		return false;
+	}
+	if (c.nomem) {
+		p->waited = true;
+		p->parked = NULL;
+		p->wnext = e->memwait;
+		e->memwait = p;
+		return false;
+	}
+	for (unsigned i = 0; i < p->nblk; i++) {
+		lru_remove(p->blk[i]);
+		p->blk[i]->refs++;
+	}
+	return true;
+}
+
+/*
+ * A READ parked by read_pin_or_park() still lives on the caller's stack:
+ * move it to the heap, where it stays until it is answered.  It is at the
+ * head of the list it was parked on.
+ */
+static struct parked_read *read_move_to_heap(struct pf_engine *e,
+					     struct parked_read *p)
+{
+	struct parked_read *h = malloc(sizeof(*p) + p->cap * sizeof(p->blk[0]));
+
+	if (!h)
+		return NULL;
+	memcpy(h, p, sizeof(*p) + p->cap * sizeof(p->blk[0]));
+	h->heap = true;
+	if (p->parked)
+		p->parked->waiters = h;
+	else
+		e->memwait = h;
+	return h;
+}
+
+/*
+ * Answer a READ whose blocks are pinned, then unpin them.  Work that the
+ * unpinning makes possible is added to @later.
+ */
+void read_answer(struct pf_engine *e, struct parked_read *p,
+		 struct deferred *later)
+{
+	struct iovec iov[MAX_READ_BLOCKS];
+	struct pf_efile *f = p->file;
+	uint64_t end = read_end(p);
+	uint64_t served = 0;
+	uint64_t now;
+	struct engine_stream *s;
+	int cnt = 0;
+
+	if (!p->err) {
+		for (unsigned i = 0; i < p->nblk; i++) {
+			struct block *b = p->blk[i];
+			uint64_t bstart = b->idx << e->bshift;
+			uint64_t lo = p->off > bstart ? p->off - bstart : 0;
+			uint64_t hi = end - bstart < e->bs ? end - bstart :
+							      e->bs;
+
+			iov[cnt].iov_base = b->buf + lo;
+			iov[cnt].iov_len = hi - lo;
+			served += hi - lo;
+			cnt++;
+		}
+		p->reply(p->req, iov, cnt, 0);
+	} else {
+		p->reply(p->req, NULL, 0, p->err);
+	}
+	now = engine_now(e);
+
+	pthread_mutex_lock(&e->lock);
+	e->tot.reads++;
+	e->tot.bytes_served += served;
+	s = engine_stream_find(f, p->stream);
+	if (p->waited) {
+		e->tot.waits++;
+		e->tot.wait_ns += now - p->t0;
+		if (!p->missed)
+			e->tot.inflight_waits++;
+		if (s) {
+			s->waits++;
+			s->wait_ns += now - p->t0;
+			if (!p->missed)
+				s->inflight_waits++;
+			if (!p->missed && e->cfg.prefetch && f->tracker)
+				grow_depth(e, f, s);
+		}
+	} else {
+		e->tot.hits++;
+		if (s)
+			s->hits++;
+	}
+	if (p->missed) {
+		e->tot.misses++;
+		if (s)
+			s->misses++;
+	}
+	if (s)
+		s->bytes_served += served;
+	if (f->tracker && p->stream)
+		pf_tracker_done(f->tracker, p->stream, now);
+	if (pf_trace_on())
+		trace_read(f, p, now);
+	for (unsigned i = 0; i < p->nblk; i++) {
+		struct block *b = p->blk[i];
+
+		b->read_seen = true;
+		if (--b->refs == 0) {
+			struct parked_read *w = b->waiters;
+
+			b->waiters = NULL;
+			block_idle(e, b);
+			retry_reads(e, w, later);
+		}
+	}
+	if (e->memwait) {
+		struct parked_read *w = e->memwait;
+
+		e->memwait = NULL;
+		retry_reads(e, w, later);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (p->heap)
+		free(p);
+}
+
+/* Try each parked READ of @list again; the ready ones go to
+ * later->reply. */
+void retry_reads(struct pf_engine *e, struct parked_read *list,
+		 struct deferred *later)
+{
+	while (list) {
+		struct parked_read *p = list;
+
+		list = p->wnext;
+		p->wnext = NULL;
+		if (read_pin_or_park(e, p, later)) {
+			p->wnext = later->reply;
+			later->reply = p;
+		}
+	}
+}
+
+/* Submit and answer what was collected under the lock, until nothing is
+ * left (answering a READ can make more work). */
+void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
+		    pf_reply_fn reply, void *req)
+{
+	struct pf_engine *e = f->e;
+	struct {
+		struct parked_read p;
+		struct block *blk[MAX_READ_BLOCKS];
+	} st;
+	struct parked_read *p = &st.p;
+	struct deferred later = { 0 };
+	const struct pf_stream *stream = NULL;
+	uint64_t now = engine_now(e);
+
+	if (size > (uint64_t)MAX_READ_BLOCKS << e->bshift) {
+		reply(req, NULL, 0, EINVAL);
+		return;
+	}
+	memset(p, 0, sizeof(*p));
+	p->file = f;
+	p->off = off;
+	p->size = size;
+	p->reply = reply;
+	p->req = req;
+	p->t0 = now;
+	p->cap = MAX_READ_BLOCKS;
+
+	pthread_mutex_lock(&e->lock);
+	if (f->tracker) {
+		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
+
+		stream = pf_tracker_observe(f->tracker, from,
+					    off + size - from, now);
+		p->stream = stream->id;
+		engine_stream_get(f, stream->id);
+	}
+	if (!read_pin_or_park(e, p, &later)) {
+		if (!read_move_to_heap(e, p)) {
+			pf_err("out of memory parking a read");
+			abort();
+		}
+		p = NULL;
+	}
+	if (stream && !e->stopping)
+		plan_stream(e, f, stream, &later);
+	pthread_mutex_unlock(&e->lock);
+	if (p) {
+		p->wnext = later.reply;
+		later.reply = p;
+	}
+	deferred_run(e, &later);
+}

@@ -1,0 +1,206 @@
+/*
+ * readahead.c - planning the read-ahead windows of each stream.
+ *
+ * DESIGN
+ * After every READ and every completed fetch, each stream's plan (the
+ * policy is pf_plan_ahead() in plan.c: windows, refills, the early window,
+ * the next file) becomes fetches of the ranges not in memory yet, so a
+ * stream's windows keep filling while its reader computes.  Per stream the
+ * engine keeps the planner's state (struct pf_plan_state: how far it
+ * planned, how far it may refill).  A sequential stream whose READs keep waiting
+ * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
+ * over the blocks of a range, cover_range(), is here too: the READ path
+ * (read.c) and the next file (nextfile.c) use it as well.
+ *
+ * Threads: FUSE workers (after a READ), the backend's completion thread
+ * (after a fetch); always under e->lock.
+ */
+#include <pthread.h>
+
+#include "pf_trace.h"
+#include "engine_int.h"
+
+/*
+ * Depth.  prefetch_batches windows ahead suffice when a fetch takes less
+ * than the reader's batch period; against a store with a long first-byte
+ * latency it does not, and the reader catches up with read-ahead still in
+ * flight.  Each READ that waits for read-ahead (not for a demand fetch)
+ * adds a window to its sequential stream, up to MAX_DEPTH and a quarter of the
+ * memory, as the kernel's read-ahead grows on hits to pages in flight.
+ * stream_plan_cfg() gives the planner a stream's depth.
+ */
+struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+				   const struct engine_stream *s)
+{
+	struct pf_plan_cfg pc = e->plan;
+
+	if (s && s->depth > pc.windows)
+		pc.windows = s->depth;
+	return pc;
+}
+
+void grow_depth(struct pf_engine *e, const struct pf_efile *f,
+		struct engine_stream *s)
+{
+	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
+	uint64_t win;
+	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
+
+	/* sequential only: a strided stream's record may still be settling
+	 * (the kernel's read-ahead can lengthen a record's READs), and more
+	 * windows of a wrong record would multiply what is fetched unread */
+	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH)
+		return;
+	win = pf_plan_window(st, &e->plan);
+	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
+		return;
+	s->depth = d + 1;
+}
+
+/*
+ * The one walk over the blocks of a range, for the READ path, read-ahead
+ * and the next file: under the lock, each block of [off, end) of @f that
+ * does not hold its part yet gets a fetch of what it lacks, added to @fb
+ * (closed fetches go to @later).  Read-ahead (!c->demand) stops at the
+ * first block it cannot fetch now (no fetch slot, no memory, a block being
+ * filled or read) and returns the offset reached; blocks that hold their
+ * part close the fetch being built, so each fetch counts against
+ * max_inflight.  A READ (c->demand) walks the whole range whatever the
+ * fetches in flight: blocks that hold their part are pinned into c->read's
+ * blk[] (pinned for real by the caller), the first block it must wait for
+ * is c->wait_on, c->nomem tells that a buffer or a fetch could not be had,
+ * and c->missed that a fetch was made.
+ */
+uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+		     uint64_t end, struct cover *c, struct fetch_builder *fb,
+		     struct deferred *later)
+{
+	while (off < end) {
+		uint64_t idx = off >> e->bshift;
+		uint64_t bstart = idx << e->bshift;
+		uint32_t blen = block_len(e, f, idx);
+		uint32_t lo = (uint32_t)(off - bstart);
+		uint32_t hi = end - bstart < e->bs ? (uint32_t)(end - bstart) :
+						     e->bs;
+		struct block *b;
+		uint32_t flo;
+		uint32_t fhi;
+
+		if (!c->demand && !fb->f &&
+		    e->inflight + e->queued >= e->cfg.max_inflight)
+			break;
+		b = block_find(e, f, idx);
+		if (b && block_covers(b, lo, hi)) {
+			if (c->demand)
+				c->read->blk[c->read->nblk++] = b;
+			else
+				fetch_builder_flush(e, fb, later);
+			off = bstart + hi;
+			continue;
+		}
+		/* a block being filled or read: read-ahead looks again later,
+		 * its fetch may not cover what is planned here */
+		if (b && (b->busy || b->refs)) {
+			if (!c->demand)
+				break;
+			if (!c->wait_on)
+				c->wait_on = b;
+			off = bstart + hi;
+			continue;
+		}
+		if (!b) {
+			b = block_new(e, f, idx, c->demand);
+			if (!b) {
+				if (!c->demand)
+					break;
+				c->nomem = true;
+				off = bstart + hi;
+				continue;
+			}
+		}
+		if (c->demand) {
+			/* fetch whole pages: the kernel asks in pages anyway */
+			lo &= ~(PAGE_BYTES - 1);
+			hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
+			if (hi > blen)
+				hi = blen;
+		}
+		fetch_range(b, lo, hi, &flo, &fhi);
+		if (!fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
+				       c->stream, later)) {
+			block_idle(e, b);
+			if (!c->demand)
+				break;
+			c->nomem = true;
+			off = bstart + hi;
+			continue;
+		}
+		if (c->demand) {
+			c->missed = true;
+			if (!c->wait_on)
+				c->wait_on = b;
+		}
+		off = bstart + hi;
+	}
+	return off;
+}
+
+/* ---- read-ahead ------------------------------------------------------ */
+
+/* Fetch the planner's ranges for stream @st that are not in memory yet. */
+void plan_stream(struct pf_engine *e, struct pf_efile *f,
+		 const struct pf_stream *st, struct deferred *later)
+{
+	struct pf_extent ext[MAX_EXTENTS];
+	struct engine_stream *s = engine_stream_get(f, st->id);
+	uint64_t issued = e->tot.bytes_prefetched;
+	struct fetch_builder fb = { 0 };
+	struct cover c = { 0 };
+	struct pf_plan_cfg pc;
+	uint64_t horizon;
+	uint64_t next_want;
+	uint64_t reached;
+	unsigned n;
+
+	if (!s)
+		return;
+	pc = stream_plan_cfg(e, s);
+	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
+			  &horizon, &next_want);
+	if (next_want && !f->next_asked)
+		next_ask(e, f, next_want);
+	if (n == 0)
+		return;
+	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
+	c.stream = st->id;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = ext[i].off;
+		uint64_t end = ext[i].off + ext[i].len;
+
+		if (end > horizon)
+			end = horizon;
+		if (end <= s->plan.planned_upto)
+			continue;
+		if (off < s->plan.planned_upto)
+			off = s->plan.planned_upto;
+		reached = cover_range(e, f, off, end, &c, &fb, later);
+		if (reached > off)
+			s->plan.planned_upto = reached;
+		if (reached < end)
+			break;
+	}
+	fetch_builder_flush(e, &fb, later);
+	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
+		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
+}
+
+void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
+{
+	unsigned n;
+
+	if (!e->cfg.prefetch || !f->tracker || !f->cur || e->stopping)
+		return;
+	n = pf_tracker_count(f->tracker);
+	for (unsigned i = 0; i < n; i++)
+		plan_stream(e, f, pf_tracker_stream(f->tracker, i), later);
+}

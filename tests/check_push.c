@@ -1,0 +1,107 @@
+/*
+ * check_push.c - read-ahead pushed to the page cache (push.c): the pusher
+ * gives whole fetches of a sequential stream to the push function, and the
+ * tripwire pages keep the tracker following the reader, on a fake clock.
+ */
+#include "engine_harness.h"
+
+/* ---- pushing to the page cache ----------------------------------------- */
+
+static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t push_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t pushed_bytes;
+static int push_bad;
+
+static void t_push(void *arg, uint64_t tag, uint64_t off,
+		   const struct iovec *iov, int iovcnt)
+{
+	(void)arg;
+	pthread_mutex_lock(&push_lock);
+	if (tag != 7)
+		push_bad = 1;
+	for (int i = 0; i < iovcnt; i++) {
+		if (memcmp(iov[i].iov_base, tb.files[0].data + off,
+			   iov[i].iov_len) != 0)
+			push_bad = 1;
+		off += iov[i].iov_len;
+		pushed_bytes += iov[i].iov_len;
+	}
+	pthread_cond_broadcast(&push_cond);
+	pthread_mutex_unlock(&push_lock);
+}
+
+START_TEST(test_push_and_tripwires)
+{
+	struct pf_engine_totals t;
+	const char *js;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	pushed_bytes = 0;
+	push_bad = 0;
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	/* a sequential reader: 1 MiB READs until read-ahead is pushed, then
+	 * only the READs the page cache would still send: the tripwire
+	 * pages, the last page before every half batch (4 MiB of 8) */
+	for (off = 0; off < (8u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	/* the pusher thread pushes: wait for its first push (a wedged
+	 * pusher fails the test at its timeout) */
+	pthread_mutex_lock(&push_lock);
+	while (!pushed_bytes)
+		pthread_cond_wait(&push_cond, &push_lock);
+	pthread_mutex_unlock(&push_lock);
+	/* a compute gap (longer than gap_ns) before each tripwire READ */
+	for (off += 4u << 20; off <= (48u << 20); off += 4u << 20) {
+		advance_ms(5);
+		read_sync(rq, off - 4096, 4096);
+		assert_bytes(rq, off - 4096, 4096);
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	ck_assert_uint_gt(pushed_bytes, 16u << 20);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_pushed, pushed_bytes);
+	/* pushed bytes are served too (the reader reads them in its page
+	 * cache): the 8 MiB of READs, the tripwire pages, and the pushes */
+	ck_assert_uint_ge(t.bytes_served, (8u << 20) + t.bytes_pushed);
+	/* the tracker followed the reader through the pushed bytes: one
+	 * sequential stream, read-ahead up to the end of the file */
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	ck_assert_ptr_null(strstr(js, "\"pattern\": \"strided\""));
+	free((void *)js);
+	ck_assert_uint_ge(t.bytes_fetched, 56u << 20);
+}
+END_TEST
+
+static void setup_push(void)
+{
+	fake_clock = 1;
+	setup_with(256u << 20, 1, 16, 8u << 20);
+	fake_clock = 0;
+}
+
+static Suite *push_suite(void)
+{
+	Suite *s = suite_create("push");
+	TCase *tc;
+
+	tc = tcase_create("push");
+	tcase_add_checked_fixture(tc, setup_push, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_push_and_tripwires);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(push_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,153 @@
+/*
+ * check_readahead.c - read-ahead planned by the engine (readahead.c):
+ * sequential windows, the early window of a reader from offset zero and
+ * none elsewhere, many fetches in flight, the stats file's streams.
+ */
+#include "engine_harness.h"
+
+START_TEST(test_sequential_prefetch)
+{
+	struct pf_engine_totals t;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	for (off = 0; off < FSIZE; off += 128 << 10) {
+		read_sync(rq, off, 128 << 10);
+		assert_bytes(rq, off, 128 << 10);
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_gt(t.bytes_prefetched, FSIZE / 2);
+	/* all but the first few READs found their bytes in memory */
+	ck_assert_uint_ge(t.hits, t.reads - 8);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	ck_assert_uint_eq(t.bytes_unused, 0);
+}
+END_TEST
+
+/* A READ that waits for read-ahead in flight is a wait, never a hit. */
+START_TEST(test_wait_for_readahead_is_not_a_hit)
+{
+	struct pf_engine_totals t;
+	const char *js;
+
+	/* a first READ at 0 misses, and a window is read ahead at once */
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_gt(t.bytes_prefetched, 256 << 10);
+	/* the next READ finds its blocks in flight: it waits for them */
+	pf_engine_read(ef, 128 << 10, 128 << 10, t_reply, rq2);
+	ck_assert_int_eq(rq2->done, 0);
+	complete_until_idle();
+	ck_assert(rq->done && rq2->done);
+	assert_bytes(rq, 0, 128 << 10);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[0].data + (128 << 10),
+				128 << 10), 0);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.reads, 2);
+	ck_assert_uint_eq(t.hits, 0);
+	ck_assert_uint_eq(t.misses, 1);
+	ck_assert_uint_eq(t.waits, 2);
+	ck_assert_uint_eq(t.inflight_waits, 1);
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"inflight_waits\": 1,"));
+	free((void *)js);
+}
+END_TEST
+
+START_TEST(test_early_start_from_offset_zero)
+{
+	struct pf_engine_totals t;
+
+	tb.autocomplete = 1;
+	/* a first READ at offset 0: one window ahead at once */
+	read_sync(rq, 0, 128 << 10);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(t.bytes_prefetched, 512 << 10);
+	ck_assert_uint_le(t.bytes_prefetched, 1u << 20);
+}
+END_TEST
+
+START_TEST(test_no_early_start_elsewhere)
+{
+	struct pf_engine_totals t;
+
+	tb.autocomplete = 1;
+	/* a first READ in the middle of the file: nothing beyond it */
+	read_sync(rq, 10u << 20, 128 << 10);
+	read_sync(rq, 30u << 20, 128 << 10);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_prefetched, 0);
+}
+END_TEST
+
+START_TEST(test_prefetch_keeps_many_in_flight)
+{
+	struct pf_engine_totals t;
+	uint64_t off;
+
+	/* 8 MiB batches, 2 windows: once the stream is known, 16 MiB ahead
+	 * are asked for at once, max_inflight (16) reads at a time */
+	for (off = 0; off < (4u << 20); off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		while (!rq->done)
+			ck_assert_uint_gt(complete_pending(), 0);
+		ck_assert_uint_le(tb.npending, 16);
+	}
+	ck_assert_uint_eq(tb.max_pending, 16);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_le(t.inflight, 16);
+}
+END_TEST
+
+START_TEST(test_stats_json)
+{
+	char *js;
+	uint64_t off;
+
+	tb.autocomplete = 1;
+	for (off = 0; off < (16u << 20); off += 128 << 10)
+		read_sync(rq, off, 128 << 10);
+	js = pf_engine_stats_json(eng, "test:\"x\"");
+	ck_assert_ptr_nonnull(js);
+	ck_assert_ptr_nonnull(strstr(js, "\"backend\": \"test:\\\"x\\\"\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"file\": \"a\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"memory_used\""));
+	free(js);
+}
+END_TEST
+
+static Suite *readahead_suite(void)
+{
+	Suite *s = suite_create("readahead");
+	TCase *tc;
+
+	tc = tcase_create("prefetch");
+	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_sequential_prefetch);
+	tcase_add_test(tc, test_stats_json);
+	tcase_add_test(tc, test_early_start_from_offset_zero);
+	tcase_add_test(tc, test_wait_for_readahead_is_not_a_hit);
+	tcase_add_test(tc, test_no_early_start_elsewhere);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("inflight");
+	tcase_add_checked_fixture(tc, setup_batch8, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_prefetch_keeps_many_in_flight);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(readahead_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
