@@ -68,6 +68,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pf_json.h"
+
 #define PF_PLAN_MAX_ENTRIES	(4u << 20)	/* entries per plan (32 B each) */
 #define PF_PLAN_MAX_TEXT	(256ull << 20)	/* bytes of text per plan */
 #define PF_PLAN_LINE_MAX	4160	/* PATH_MAX and two numbers */
@@ -252,5 +254,13 @@ unsigned pf_planset_count(const struct pf_planset *s);
 const struct pf_plan *pf_planset_plan(const struct pf_planset *s,
 				      unsigned i);
 void pf_plan_stats(const struct pf_plan *p, struct pf_plan_stats *st);
+
+/*
+ * Writes @st as one JSON object (the members are the field names above;
+ * state as its name) through @put, as pf_json_quote() does: for the
+ * stats file's "plans" array.  Any thread.
+ */
+void pf_plan_stats_json(const struct pf_plan_stats *st, pf_json_put_fn put,
+			void *arg);
 
 #endif

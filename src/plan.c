@@ -1136,3 +1136,53 @@ void pf_plan_stats(const struct pf_plan *p, struct pf_plan_stats *st)
 	if (p->burst_e > st->batch_entries)
 		st->batch_entries = p->burst_e;
 }
+
+void pf_plan_stats_json(const struct pf_plan_stats *st, pf_json_put_fn put,
+			void *arg)
+{
+	const struct {
+		const char *name;
+		uint64_t v;
+	} f[] = {
+		{ "id", st->id },
+		{ "gen", st->gen },
+		{ "declared", st->declared },
+		{ "missing", st->missing },
+		{ "past_eof", st->past_eof },
+		{ "entries", st->entries },
+		{ "fetched", st->fetched },
+		{ "fetched_bytes", st->fetched_bytes },
+		{ "read_planned", st->read_planned },
+		{ "read_planned_bytes", st->read_planned_bytes },
+		{ "read_unplanned", st->read_unplanned },
+		{ "done", st->done },
+		{ "given_up", st->given_up },
+		{ "wasted_bytes", st->wasted_bytes },
+		{ "fetch_errors", st->fetch_errors },
+		{ "bad_writes", st->bad_writes },
+		{ "next_entry", st->next_entry },
+		{ "ahead_entries", st->ahead_entries },
+		{ "ahead_bytes", st->ahead_bytes },
+		{ "inflight", st->inflight },
+		{ "inflight_bytes", st->inflight_bytes },
+		{ "target_entries", st->target_entries },
+		{ "target_bytes", st->target_bytes },
+		{ "latency_ns", st->latency_ns },
+		{ "rate_bps", st->rate_bps },
+		{ "batch_entries", st->batch_entries },
+	};
+	char buf[64];
+	size_t i;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "{\"state\": \"%s\", \"why\": ",
+		     pf_plan_state_name(st->state));
+	put(arg, buf, (size_t)n);
+	pf_json_quote(st->why, put, arg);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		n = snprintf(buf, sizeof(buf), ", \"%s\": %llu", f[i].name,
+			     (unsigned long long)f[i].v);
+		put(arg, buf, (size_t)n);
+	}
+	put(arg, "}", 1);
+}

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_json.h"
 #include "pf_plan.h"
 
 #define KiB (1024ull)
@@ -892,6 +893,50 @@ START_TEST(t_appends)
 }
 END_TEST
 
+struct sbuf {
+	char s[4096];
+	size_t n;
+};
+
+static void sb_put(void *arg, const char *s, size_t n)
+{
+	struct sbuf *b = arg;
+
+	ck_assert_uint_lt(b->n + n, sizeof(b->s));
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = '\0';
+}
+
+/* The stats as JSON parse back to the same figures. */
+START_TEST(t_json)
+{
+	struct pf_plan_stats st;
+	struct sbuf sb = { .n = 0 };
+	struct pf_json *j;
+
+	declare(0, "f1\nnope\n", 0);
+	ck_assert_int_eq(pf_plan_parse(txt, "\"q\" 0 0\n", 8, 8, resolve,
+				       NULL, &bat), -EINVAL);
+	pf_plan_apply(sim->plan[0], &bat, sim->now);
+	pf_plan_stats(sim->plan[0], &st);
+	pf_plan_stats_json(&st, sb_put, &sb);
+	ck_assert_int_eq(pf_json_parse(sb.s, sb.n, &j), 0);
+	ck_assert_str_eq(pf_json_str(j, "state", ""), "abandoned");
+	ck_assert_str_eq(pf_json_str(j, "why", ""),
+			 "bad input: line 3: zero length");
+	ck_assert(pf_json_num(j, "declared", -1) == 2);
+	ck_assert(pf_json_num(j, "missing", -1) == 1);
+	ck_assert(pf_json_num(j, "entries", -1) == 1);
+	ck_assert(pf_json_num(j, "fetched", -1) == 1);
+	ck_assert(pf_json_num(j, "wasted_bytes", -1) == (double)fsize(1));
+	ck_assert(pf_json_num(j, "bad_writes", -1) == 1);
+	ck_assert(pf_json_num(j, "batch_entries", -1) == 0);
+	ck_assert(pf_json_num(j, "id", -1) == st.id);
+	pf_json_free(j);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -918,6 +963,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_replace);
 	tcase_add_test(f, t_overlap);
 	tcase_add_test(f, t_appends);
+	tcase_add_test(f, t_json);
 	suite_add_tcase(s, f);
 	return s;
 }
