@@ -84,4 +84,23 @@ else
 	tail -20 "$WORK/srchints.out"
 fi
 
+# prefetchfs-stat shows the plans of a stats file that has some (a
+# directory holding one stands for the mount)
+FAKE=$WORK/fake
+mkdir -p "$FAKE/.prefetchfs"
+cat >"$FAKE/.prefetchfs/stats" <<'EOF'
+{"backend": "posix", "totals": {"reads": 1}, "streams": [], "plans": [
+ {"state": "abandoned", "why": "reads stopped matching: 10 of the last 64 READs of its files were in the plan",
+  "id": 3, "gen": 1, "entries": 1281167, "next_entry": 5120, "ahead_entries": 0, "ahead_bytes": 0,
+  "read_planned": 5200, "read_unplanned": 54, "wasted_bytes": 73400320, "latency_ns": 52300000},
+ {"state": "following", "why": "", "id": 4, "gen": 2, "entries": 640, "next_entry": 12,
+  "ahead_entries": 80, "ahead_bytes": 9175040, "read_planned": 12, "read_unplanned": 0,
+  "wasted_bytes": 0, "latency_ns": 0}]}
+EOF
+"$TOP/prefetchfs-stat" -n 1 "$FAKE" >"$WORK/stat.out" 2>&1
+check "prefetchfs-stat: a line per plan" \
+	grep -qE '^3 +abandoned +1281167 +5120 +0 +0 +5200 +54 +70.0M +52.3  reads stopped matching: 10 of' "$WORK/stat.out"
+check "prefetchfs-stat: a following plan" \
+	grep -qE '^4 +following +640 +12 +80 +8.8M +12 +0 +0 +-  $' "$WORK/stat.out"
+
 finish
