@@ -79,6 +79,8 @@
 struct pf_plan_cfg {
 	uint32_t max_entries;	/* per plan, <= PF_PLAN_MAX_ENTRIES */
 	uint64_t max_text;	/* per plan, <= PF_PLAN_MAX_TEXT */
+	uint64_t max_total_entries; /* of all the set's plans together
+				 * (36 bytes each; default 16 Mi) */
 	uint64_t piece;		/* largest range handed out at once (a
 				 * multiple of the caller's block size) */
 	unsigned max_inflight;	/* ranges in flight, shared by the set's
@@ -215,7 +217,9 @@ void pf_planset_close(struct pf_planset *s, struct pf_plan *p);
 /*
  * Applies what pf_plan_parse() made of one write to @p: starts a new plan
  * when b->restart, drops the plan when b->rc < 0, else appends the
- * entries.  Returns b->rc, what the write replies.
+ * entries.  Returns what the write replies: b->rc, or -ENOSPC when the
+ * set would hold more than cfg.max_total_entries, -ENOMEM; those drop the
+ * plan too, and its later writes fail with -EINVAL until a new plan.
  */
 int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
 		  uint64_t now_ns);

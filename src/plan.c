@@ -51,6 +51,7 @@ void pf_plan_cfg_default(struct pf_plan_cfg *cfg)
 {
 	cfg->max_entries = PF_PLAN_MAX_ENTRIES;
 	cfg->max_text = PF_PLAN_MAX_TEXT;
+	cfg->max_total_entries = 4ull * PF_PLAN_MAX_ENTRIES;
 	cfg->piece = 1ull << 20;
 	cfg->max_inflight = 64;
 	cfg->budget = 256ull << 20;
@@ -363,6 +364,8 @@ struct pf_plan {
 	uint32_t gen;
 	enum pf_plan_state state;
 	char why[PF_PLAN_WHY_MAX];
+	bool refused;		/* a write failed: the rest of this plan's
+				 * writes fail too, until a new plan */
 	struct ent *e;
 	size_t n, cap;
 	uint32_t *idx;		/* entries [0, nidx) by (file, off, position) */
@@ -396,6 +399,7 @@ struct pf_planset {
 	unsigned n;
 	unsigned rr;		/* next plan asked first */
 	uint32_t next_id;
+	uint64_t total;		/* entries of all the plans */
 	struct pf_plan_range *rel;	/* releases, FIFO from rel_head */
 	size_t rel_head, nrel, rel_cap;
 };
@@ -1011,6 +1015,7 @@ void pf_planset_close(struct pf_planset *s, struct pf_plan *p)
 
 	if (p->state == PF_PLAN_FOLLOWING)
 		drop_all(p);
+	s->total -= p->n;
 	for (i = 0; i < s->n; i++) {
 		if (s->plans[i] != p)
 			continue;
@@ -1033,6 +1038,8 @@ static void restart(struct pf_plan *p)
 	p->gen++;
 	p->state = PF_PLAN_FOLLOWING;
 	p->why[0] = '\0';
+	p->refused = false;
+	p->set->total -= p->n;
 	p->n = p->nidx = 0;
 	p->max_len = 0;
 	p->done_idx = p->fetch_idx = p->hi = 0;
@@ -1045,27 +1052,53 @@ static void restart(struct pf_plan *p)
 	p->st.bad_writes = bad;
 }
 
+/* A write failed: the plan is dropped, and so are its later writes. */
+static void refuse(struct pf_plan *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void refuse(struct pf_plan *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->st.bad_writes++;
+	if (p->refused)
+		return;		/* keep the first reason */
+	if (p->state == PF_PLAN_FOLLOWING)
+		abandon(p);
+	p->state = PF_PLAN_ABANDONED;
+	p->refused = true;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+}
+
 int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
 		  uint64_t now_ns)
 {
+	struct pf_planset *s = p->set;
 	size_t i;
 
 	(void)now_ns;
 	if (b->restart)
 		restart(p);
 	if (b->rc < 0) {
-		p->st.bad_writes++;
-		if (p->state == PF_PLAN_FOLLOWING)
-			abandon(p);
-		p->state = PF_PLAN_ABANDONED;
-		why(p->why, "bad input: %s", b->why);
+		refuse(p, "bad input: %s", b->why);
 		return b->rc;
+	}
+	if (p->refused) {
+		refuse(p, "-");
+		return -EINVAL;
 	}
 	p->st.declared += b->declared;
 	p->st.missing += b->missing;
 	p->st.past_eof += b->past_eof;
 	if (b->n == 0)
 		return b->rc;
+	if (s->total + b->n > s->cfg.max_total_entries) {
+		refuse(p, "the mount's plans would hold more than %llu "
+		       "entries", (unsigned long long)s->cfg.max_total_entries);
+		return -ENOSPC;
+	}
 	if (p->n + b->n > p->cap) {
 		size_t cap = p->cap ? p->cap : 1024;
 		struct ent *e;
@@ -1074,11 +1107,8 @@ int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
 			cap *= 2;
 		e = realloc(p->e, cap * sizeof(*e));
 		if (!e) {
-			if (p->state == PF_PLAN_FOLLOWING)
-				abandon(p);
-			p->state = PF_PLAN_ABANDONED;
-			why(p->why, "out of memory for %zu entries",
-			    p->n + b->n);
+			refuse(p, "out of memory for %zu entries",
+			       p->n + b->n);
 			return -ENOMEM;
 		}
 		p->e = e;
@@ -1094,6 +1124,7 @@ int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
 		if (x->len > p->max_len)
 			p->max_len = x->len;
 	}
+	s->total += b->n;
 	if (p->state == PF_PLAN_FINISHED) {
 		p->state = PF_PLAN_FOLLOWING;
 		p->why[0] = '\0';

@@ -850,6 +850,54 @@ START_TEST(t_replace)
 }
 END_TEST
 
+/* The set's bound on entries: the write that would pass it fails and
+ * drops its plan, later writes to it fail, other plans go on; a new plan
+ * fits again once the old one is gone. */
+START_TEST(t_total)
+{
+	struct pf_plan_text *t1 = pf_plan_text_new(&cfg);
+	struct pf_plan *p1;
+	struct pf_plan_stats st;
+
+	cfg.max_total_entries = 5;
+	sim_free();
+	sim_new();
+	declare(0, "f1\nf2\nf3\n", 0);
+	p1 = pf_planset_open(sim->s);
+	ck_assert_int_eq(pf_plan_parse(t1, "f4\nf5\n", 6, 0, resolve, NULL,
+				       &bat), 6);
+	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 6);
+	ck_assert_int_eq(pf_plan_parse(t1, "f6\n", 3, 6, resolve, NULL, &bat),
+			 3);
+	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), -ENOSPC);
+	pf_plan_stats(p1, &st);
+	ck_assert_uint_eq(st.state, PF_PLAN_ABANDONED);
+	ck_assert_str_eq(st.why, "the mount's plans would hold more than 5 "
+				 "entries");
+	ck_assert_int_eq(pf_plan_parse(t1, "f7\n", 3, 9, resolve, NULL, &bat),
+			 3);
+	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), -EINVAL);
+	pf_plan_stats(p1, &st);
+	ck_assert_uint_eq(st.bad_writes, 2);
+	ck_assert_str_eq(st.why, "the mount's plans would hold more than 5 "
+				 "entries");
+	ck_assert_uint_eq(stats(0).state, PF_PLAN_FOLLOWING);
+	/* a new, smaller plan on the same handle fits */
+	ck_assert_int_eq(pf_plan_parse(t1, "f8\n", 3, 0, resolve, NULL, &bat),
+			 3);
+	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 3);
+	pf_plan_stats(p1, &st);
+	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(st.entries, 1);
+	pf_planset_close(sim->s, sim->plan[0]);
+	sim->plan[0] = NULL;
+	ck_assert_int_eq(pf_plan_parse(t1, "f9\nf10\nf11\nf12\n", 15, 3,
+				       resolve, NULL, &bat), 15);
+	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 15);
+	pf_plan_text_free(t1);
+}
+END_TEST
+
 /* The same file twice (sampling with replacement), records a READ only
  * partly covers, and a READ spanning two records. */
 START_TEST(t_overlap)
@@ -963,6 +1011,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_replace);
 	tcase_add_test(f, t_overlap);
 	tcase_add_test(f, t_appends);
+	tcase_add_test(f, t_total);
 	tcase_add_test(f, t_json);
 	suite_add_tcase(s, f);
 	return s;
