@@ -632,7 +632,7 @@ static void learn(struct pf_plan *p, uint64_t len, unsigned touched,
 	const struct pf_plan_cfg *c = &p->set->cfg;
 
 	if (p->last_read && now - p->last_read >= c->gap_ns &&
-	    p->burst_e > 0) {
+	    p->burst_b > 0) {
 		p->bh_b[p->nburst % HIST] = p->burst_b;
 		p->bh_e[p->nburst % HIST] = p->burst_e;
 		p->nburst++;
@@ -820,8 +820,11 @@ static unsigned next_plan(struct pf_plan *p, uint64_t now,
 	if (p->state != PF_PLAN_FOLLOWING)
 		return 0;
 	targets(p, budget, &tb, &te);
+	/* the entries target starts entries, it never stretches one: a
+	 * plan of one big file is held to the bytes target */
 	while (k < max && p->inflight < max_inflight &&
-	       (p->ahead_bytes < tb || p->ahead_entries < te)) {
+	       (p->ahead_bytes < tb ||
+		(p->ahead_entries < te && p->fetch_off == 0))) {
 		struct ent *x;
 		uint64_t piece;
 		size_t i;

@@ -800,6 +800,34 @@ START_TEST(t_caps)
 	ck_assert_uint_eq(st.fetched_bytes, 5 * MiB);
 	ck_assert_uint_eq(st.read_planned_bytes, 2 * MiB);
 }
+
+/* Bursts inside one big entry (touching no new entry) end at compute
+ * gaps as others do: the depth is two of them plus rate x latency, not
+ * the whole entry read so far. */
+START_TEST(t_big_bursts)
+{
+	struct pf_plan_stats st;
+	uint64_t off = 0;
+	unsigned b, r;
+
+	cfg.min_ahead = 0;
+	sim_free();
+	sim_new();
+	declare(0, "big 0 268435456\n", 0);
+	for (b = 0; b < 20; b++) {
+		for (r = 0; r < 4; r++) {
+			rd(0, 0, BIG_ID, off, 128 * KiB);
+			off += 128 * KiB;
+		}
+		advance(50 * MS);
+	}
+	st = stats(0);
+	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	/* 2 x 512 KiB + ~10 MiB/s x 10 ms */
+	ck_assert_uint_ge(st.target_bytes, 1024 * KiB);
+	ck_assert_uint_le(st.target_bytes, 1024 * KiB + 256 * KiB);
+	ck_assert_uint_le(st.ahead_bytes, st.target_bytes + MiB);
+}
 END_TEST
 
 /* A new plan on the same handle replaces the old: what the old one
@@ -1008,6 +1036,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_two_plans);
 	tcase_add_test(f, t_little);
 	tcase_add_test(f, t_caps);
+	tcase_add_test(f, t_big_bursts);
 	tcase_add_test(f, t_replace);
 	tcase_add_test(f, t_overlap);
 	tcase_add_test(f, t_appends);
