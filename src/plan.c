@@ -631,6 +631,10 @@ static void learn(struct pf_plan *p, uint64_t len, unsigned touched,
 {
 	const struct pf_plan_cfg *c = &p->set->cfg;
 
+	/* threads that read the clock before taking the caller's lock
+	 * arrive slightly out of order */
+	if (now < p->last_read)
+		now = p->last_read;
 	if (p->last_read && now - p->last_read >= c->gap_ns &&
 	    p->burst_b > 0) {
 		p->bh_b[p->nburst % HIST] = p->burst_b;

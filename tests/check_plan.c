@@ -949,6 +949,31 @@ START_TEST(t_overlap)
 }
 END_TEST
 
+/* READs stamped slightly out of order (clock read before the lock) do
+ * not end bursts: batches of 32 stay batches of 32. */
+START_TEST(t_clock_skew)
+{
+	char *s = plan_text(0, 2000, NULL);
+	struct pf_plan_stats st;
+	unsigned i;
+
+	declare(0, s, 0);
+	free(s);
+	advance(50 * MS);
+	for (i = 0; i < 640; i++) {
+		uint64_t t = sim->now - (i % 2 ? 30 * US : 0);
+
+		pf_planset_read(sim->s, i, 0, fsize(i), t);
+		advance(20 * US);
+		if (i % 32 == 31)
+			advance(20 * MS);
+	}
+	st = stats(0);
+	ck_assert_uint_eq(st.read_planned, 640);
+	ck_assert_uint_eq(st.batch_entries, 32);
+}
+END_TEST
+
 /* Appending in many writes: each READ sees every entry applied so far. */
 START_TEST(t_appends)
 {
@@ -1040,6 +1065,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_replace);
 	tcase_add_test(f, t_overlap);
 	tcase_add_test(f, t_appends);
+	tcase_add_test(f, t_clock_skew);
 	tcase_add_test(f, t_total);
 	tcase_add_test(f, t_json);
 	suite_add_tcase(s, f);
