@@ -541,22 +541,33 @@ static void abandon(struct pf_plan *p)
 
 /* ---- matching READs ---------------------------------------------------- */
 
-static int cmp_ent(const void *a, const void *b, void *arg)
-{
-	const struct ent *e = arg;
-	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+struct key {
+	uint64_t file;
+	uint64_t off;
+	uint32_t idx;
+};
 
-	if (e[i].file != e[j].file)
-		return e[i].file < e[j].file ? -1 : 1;
-	if (e[i].off != e[j].off)
-		return e[i].off < e[j].off ? -1 : 1;
-	return i < j ? -1 : i > j;
+static int cmp_key(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Sort the entries appended since the index was built, merge them in. */
+/*
+ * Sort the entries appended since the index was built, merge them in.
+ * The new ones are sorted as keys, not indices into the entries: the
+ * comparisons then touch no entry (a third of the time for a plan of a
+ * million files).
+ */
 static void index_entries(struct pf_plan *p)
 {
-	uint32_t *v, *tail;
+	struct key *tail;
+	uint32_t *v;
 	size_t i, a, b, k, nt;
 
 	if (p->nidx == p->n)
@@ -570,18 +581,28 @@ static void index_entries(struct pf_plan *p)
 	tail = malloc(nt * sizeof(*tail));
 	if (!tail)
 		return;
-	for (i = 0; i < nt; i++)
-		tail[i] = (uint32_t)(p->nidx + i);
-	qsort_r(tail, nt, sizeof(*tail), cmp_ent, p->e);
-	/* merge from the back: v[k] is never one of v[0, a) still to come */
+	for (i = 0; i < nt; i++) {
+		const struct ent *x = &p->e[p->nidx + i];
+
+		tail[i].file = x->file;
+		tail[i].off = x->off;
+		tail[i].idx = (uint32_t)(p->nidx + i);
+	}
+	qsort(tail, nt, sizeof(*tail), cmp_key);
+	/* merge from the back: v[k] is never one of v[0, a) still to come;
+	 * an old entry sorts before every new one of the same (file, off) */
 	a = p->nidx;
 	b = nt;
 	k = p->n;
 	while (b > 0) {
-		if (a > 0 && cmp_ent(&v[a - 1], &tail[b - 1], p->e) > 0)
+		const struct ent *x = a > 0 ? &p->e[v[a - 1]] : NULL;
+		const struct key *y = &tail[b - 1];
+
+		if (x && (x->file > y->file ||
+			  (x->file == y->file && x->off > y->off)))
 			v[--k] = v[--a];
 		else
-			v[--k] = tail[--b];
+			v[--k] = tail[--b].idx;
 	}
 	free(tail);
 	p->nidx = p->n;
