@@ -19,8 +19,8 @@
  * plan.  A final line without its '\n' is never applied.
  *
  * Errors.  A write carrying bad input (a NUL byte, an over-long line, a
- * number out of range, a zero length, OFFSET + LENGTH past 2^63, a write off the
- * end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT bytes of
+ * number out of range, a zero length, OFFSET + LENGTH past 2^62, a write
+ * off the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT bytes of
  * text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that write's
  * lines is applied, the whole plan is dropped (its state says why, with
  * the line number) and every later write to it fails with -EINVAL until
