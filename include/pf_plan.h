@@ -9,7 +9,7 @@
  * THE CHANNEL.  Each open handle of the control file is one plan.  Its text
  * is lines, each ended by '\n':
  *	PATH			the whole file
- *	PATH OFFSET LENGTH	LENGTH bytes from OFFSET (decimal, LENGTH > 0)
+ *	PATH OFFSET LENGTH	LENGTH bytes from OFFSET (decimal, > 0)
  * PATH is relative to the mountpoint (a leading '/' means the mount root)
  * and may hold spaces; a line whose last two space-separated fields are
  * decimal numbers is a range.  Empty lines and lines starting with '#' are
@@ -20,12 +20,12 @@
  *
  * Errors.  A write carrying bad input (a NUL byte, an over-long line, a
  * number out of range, a zero length, OFFSET + LENGTH past 2^62, a write
- * off the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT bytes of
- * text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that write's
- * lines is applied, the whole plan is dropped (its state says why, with
- * the line number) and every later write to it fails with -EINVAL until
- * one at offset 0 starts a new plan: nothing is ever followed half-parsed
- * without the writer having been told.  A PATH that does not resolve
+ * off the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT
+ * bytes of text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that
+ * write's lines is applied, the whole plan is dropped (its state says why,
+ * with the line number) and every later write to it fails with -EINVAL
+ * until one at offset 0 starts a new plan: nothing is ever followed
+ * half-parsed without the writer having been told.  A PATH that does not resolve
  * (-ENOENT, -ENOTDIR, -EISDIR, -EACCES, -ELOOP, -ENAMETOOLONG from the
  * resolver) is counted as missing and skipped; a range past the end of its
  * file is clipped to it, or counted as past_eof and skipped when it starts
@@ -44,8 +44,9 @@
  * of the reads by 2 batches + consumption rate x fetch latency bytes and
  * entries (what is in flight covers the latency: Little's law; the two
  * batches are ready for the next bursts), within max_inflight requests
- * and the byte budget; it learns the rate from the READs (pf_planset_read) and the
- * latency from the completions (pf_planset_done).  A READ overlapping an
+ * and the byte budget; it learns the rate from the READs
+ * (pf_planset_read) and the latency from the completions
+ * (pf_planset_done).  A READ overlapping an
  * entry within the window (cfg.reorder entries past the oldest unread one,
  * or anything fetched already) counts as planned: parallel workers read a
  * few batches at once, in any order.  An entry is finished when its bytes
@@ -70,11 +71,11 @@
 
 #include "pf_json.h"
 
-#define PF_PLAN_MAX_ENTRIES	(4u << 20)	/* entries per plan (32 B each) */
-#define PF_PLAN_MAX_TEXT	(256ull << 20)	/* bytes of text per plan */
+#define PF_PLAN_MAX_ENTRIES	(4u << 20)	/* per plan, 36 B each */
+#define PF_PLAN_MAX_TEXT	(256ull << 20)	/* text bytes per plan */
 #define PF_PLAN_LINE_MAX	4160	/* PATH_MAX and two numbers */
 #define PF_PLAN_WHY_MAX		160	/* reasons, with their NUL */
-#define PF_PLANSET_MAX		256	/* plans (open handles) per set */
+#define PF_PLANSET_MAX		256	/* plans (handles) per set */
 
 struct pf_plan_cfg {
 	uint32_t max_entries;	/* per plan, <= PF_PLAN_MAX_ENTRIES */
@@ -148,7 +149,7 @@ int pf_plan_parse(struct pf_plan_text *t, const char *buf, size_t len,
 /* ---- the follower ------------------------------------------------------ */
 
 enum pf_plan_state {
-	PF_PLAN_FOLLOWING = 0,	/* fetching ahead (or waiting for entries) */
+	PF_PLAN_FOLLOWING = 0,	/* fetching ahead (or waiting for some) */
 	PF_PLAN_ABANDONED,	/* reads stopped matching, or bad input */
 	PF_PLAN_FINISHED,	/* every entry read or given up */
 };
@@ -161,7 +162,7 @@ struct pf_plan_range {
 	uint64_t file;
 	uint64_t off;
 	uint64_t len;
-	uint32_t plan;		/* id of the plan that asked (never reused) */
+	uint32_t plan;		/* id of the plan that asked (unique) */
 	uint32_t gen;		/* its plan's generation (restarts) */
 	uint32_t entry;		/* index in the plan */
 	uint64_t issued_ns;	/* when it was handed out */
@@ -187,7 +188,7 @@ struct pf_plan_stats {
 	uint64_t fetch_errors;	/* completions reported with an error */
 	uint64_t bad_writes;	/* writes refused (-EINVAL, -ENOSPC) */
 	uint64_t next_entry;	/* oldest entry not yet read */
-	uint64_t ahead_entries;	/* fetched (or in flight), not yet read */
+	uint64_t ahead_entries;	/* fetched or in flight, not read */
 	uint64_t ahead_bytes;
 	uint64_t inflight;	/* ranges handed out, not yet done */
 	uint64_t inflight_bytes;

@@ -45,7 +45,7 @@
 #define GOT_BYTES	(GOT_FETCHED - 1)
 #define MATCH_SCAN	64	/* entries looked at per READ, at most */
 #define HIST		4	/* bursts and rate periods remembered */
-#define MAX_LEN		(1ull << 62)	/* OFFSET + LENGTH stays below */
+#define MAX_LEN		(1ull << 62)	/* OFFSET + LENGTH at most */
 
 void pf_plan_cfg_default(struct pf_plan_cfg *cfg)
 {
@@ -368,7 +368,7 @@ struct pf_plan {
 				 * writes fail too, until a new plan */
 	struct ent *e;
 	size_t n, cap;
-	uint32_t *idx;		/* entries [0, nidx) by (file, off, position) */
+	uint32_t *idx;		/* [0, nidx) by (file, off, index) */
 	size_t nidx;
 	uint64_t max_len;	/* longest entry */
 	size_t done_idx;	/* every entry below is over */
@@ -695,7 +695,7 @@ static enum match match(struct pf_plan *p, uint64_t file, uint64_t off,
 	index_entries(p);
 	pos = lower_bound(p, file, end);
 	if (!(pos > 0 && p->e[p->idx[pos - 1]].file == file))
-		return M_OTHER;	/* no entry of @file starts before @end */
+		return M_OTHER;	/* no entry of @file before @end */
 	lo = p->done_idx > reorder ? p->done_idx - reorder : 0;
 	wend = p->done_idx + reorder;
 	if (wend < p->fetch_idx + 1)
@@ -1073,7 +1073,8 @@ static void restart(struct pf_plan *p)
 	p->done_idx = p->fetch_idx = p->hi = 0;
 	p->fetch_off = 0;
 	p->ahead_bytes = p->ahead_entries = 0;
-	p->inflight = p->inflight_bytes = 0;	/* theirs come back released */
+	/* the old plan's fetches in flight come back released */
+	p->inflight = p->inflight_bytes = 0;
 	p->jbits = 0;
 	p->jn = 0;
 	memset(&p->st, 0, sizeof(p->st));

@@ -855,7 +855,8 @@ START_TEST(t_replace)
 	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
 	ck_assert_uint_eq(sim->released, fetched);
 	advance(20 * MS);
-	ck_assert_uint_eq(sim->released, 2 * fetched);	/* and in flight */
+	/* and those in flight as they land */
+	ck_assert_uint_eq(sim->released, 2 * fetched);
 	ck_assert_uint_eq(stats(0).fetched, 10);
 	/* a bad write drops the plan, with the line in the stats */
 	ck_assert_int_eq(pf_plan_parse(txt, "f1 0 0\n", 7, 0, resolve, NULL,
