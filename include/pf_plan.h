@@ -19,17 +19,17 @@
  * plan.  A final line without its '\n' is never applied.
  *
  * Errors.  A write carrying bad input (a NUL byte, an over-long line, a
- * number out of range, a zero length, OFFSET + LENGTH past 2^62, a write
- * off the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT
- * bytes of text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that
- * write's lines is applied, the whole plan is dropped (its state says why,
- * with the line number) and every later write to it fails with -EINVAL
- * until one at offset 0 starts a new plan: nothing is ever followed
- * half-parsed without the writer having been told.  A PATH that does not resolve
- * (-ENOENT, -ENOTDIR, -EISDIR, -EACCES, -ELOOP, -ENAMETOOLONG from the
- * resolver) is counted as missing and skipped; a range past the end of its
- * file is clipped to it, or counted as past_eof and skipped when it starts
- * at or past the end (an empty file too).
+ * number out of range, a zero length, OFFSET + LENGTH past 2^62, a write off
+ * the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT bytes of
+ * text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that write's
+ * lines is applied, the whole plan is dropped (its state says why, with the
+ * line number) and every later write to it fails with -EINVAL until one at
+ * offset 0 starts a new plan: nothing is ever followed half-parsed without
+ * the writer having been told.  A PATH that does not resolve (-ENOENT,
+ * -ENOTDIR, -EISDIR, -EACCES, -ELOOP, -ENAMETOOLONG from the resolver) is
+ * counted as missing and skipped; a range past the end of its file is clipped
+ * to it, or counted as past_eof and skipped when it starts at or past the end
+ * (an empty file too).
  *
  * Use, per control-file handle:
  *	t = pf_plan_text_new(&cfg);          on open
