@@ -46,7 +46,7 @@ import warnings
 __all__ = ["HintedSampler", "mount_root", "CONTROL"]
 
 CONTROL = os.path.join(".prefetchfs", "plan")
-MAX_ENTRIES = 4 << 20           # the mount's limits (PF_PLAN_MAX_*)
+MAX_ENTRIES = 4 << 20           # the mount's limits (PF_HINT_MAX_*)
 MAX_TEXT = 256 << 20
 CHUNK = 1 << 20                 # bytes per write(); lines may straddle
 _RANGE_LIKE = re.compile(rb" [0-9]+ [0-9]+$")

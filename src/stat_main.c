@@ -225,7 +225,7 @@ static const char *tail_of(const char *s, size_t width)
 	return buf;
 }
 
-/* The declared plans (hints, pf_plan.h), when the mount has any. */
+/* The declared plans (hints, pf_hint.h), when the mount has any. */
 static void print_plans(const struct pf_json *root)
 {
 	const struct pf_json *pl = pf_json_get(root, "plans");

@@ -203,10 +203,10 @@ class TestHints(Base):
         hs.close()
 
     def test_limits_match_the_daemon(self):
-        with open(os.path.join(TOP, "include", "pf_plan.h")) as f:
+        with open(os.path.join(TOP, "include", "pf_hint.h")) as f:
             h = f.read()
-        self.assertIn("#define PF_PLAN_MAX_ENTRIES\t(4u << 20)", h)
-        self.assertIn("#define PF_PLAN_MAX_TEXT\t(256ull << 20)", h)
+        self.assertIn("#define PF_HINT_MAX_ENTRIES\t(4u << 20)", h)
+        self.assertIn("#define PF_HINT_MAX_TEXT\t(256ull << 20)", h)
         self.assertEqual(prefetchfs_hints.MAX_ENTRIES, 4 << 20)
         self.assertEqual(prefetchfs_hints.MAX_TEXT, 256 << 20)
 

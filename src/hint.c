@@ -1,12 +1,12 @@
 /*
- * plan.c - declared read order: the control file's parser and the plan
- * follower (see pf_plan.h for the channel's format and the contract).
+ * hint.c - declared read order: the control file's parser and the plan
+ * follower (see pf_hint.h for the channel's format and the contract).
  *
  * DESIGN
  * No threads, locks or clock here: the caller serialises calls on a set
  * and its plans, and passes the time.  The parser runs outside that lock
  * (it calls the caller's resolver, which may take the caller's own locks)
- * and yields a batch that pf_plan_apply() appends under it.
+ * and yields a batch that pf_hint_apply() appends under it.
  *
  * Entries are 32 bytes: the range, and "got", the bytes read so far, whose
  * top bits say the plan fetched some of it (GOT_FETCHED) and that it is
@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_plan.h"
+#include "pf_hint.h"
 
 #define GOT_DONE	(1ull << 63)
 #define GOT_FETCHED	(1ull << 62)
@@ -47,11 +47,11 @@
 #define HIST		4	/* bursts and rate periods remembered */
 #define MAX_LEN		(1ull << 62)	/* OFFSET + LENGTH at most */
 
-void pf_plan_cfg_default(struct pf_plan_cfg *cfg)
+void pf_hint_cfg_default(struct pf_hint_cfg *cfg)
 {
-	cfg->max_entries = PF_PLAN_MAX_ENTRIES;
-	cfg->max_text = PF_PLAN_MAX_TEXT;
-	cfg->max_total_entries = 4ull * PF_PLAN_MAX_ENTRIES;
+	cfg->max_entries = PF_HINT_MAX_ENTRIES;
+	cfg->max_text = PF_HINT_MAX_TEXT;
+	cfg->max_total_entries = 4ull * PF_HINT_MAX_ENTRIES;
 	cfg->piece = 1ull << 20;
 	cfg->max_inflight = 64;
 	cfg->budget = 256ull << 20;
@@ -71,13 +71,13 @@ static void why(char *dst, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(dst, PF_PLAN_WHY_MAX, fmt, ap);
+	vsnprintf(dst, PF_HINT_WHY_MAX, fmt, ap);
 	va_end(ap);
 }
 
 /* ---- the parser ------------------------------------------------------- */
 
-struct pf_plan_text {
+struct pf_hint_text {
 	uint64_t max_entries;
 	uint64_t max_text;
 	uint64_t next_off;	/* where the next write must start */
@@ -85,38 +85,38 @@ struct pf_plan_text {
 	uint64_t entries;	/* entries produced in this plan */
 	bool started;		/* a write at offset 0 was seen */
 	bool rejected;
-	char reason[PF_PLAN_WHY_MAX];
+	char reason[PF_HINT_WHY_MAX];
 	size_t partlen;
-	char part[PF_PLAN_LINE_MAX + 1];
+	char part[PF_HINT_LINE_MAX + 1];
 };
 
-void pf_plan_batch_init(struct pf_plan_batch *b)
+void pf_hint_batch_init(struct pf_hint_batch *b)
 {
 	memset(b, 0, sizeof(*b));
 }
 
-void pf_plan_batch_fini(struct pf_plan_batch *b)
+void pf_hint_batch_fini(struct pf_hint_batch *b)
 {
 	free(b->e);
 	memset(b, 0, sizeof(*b));
 }
 
-struct pf_plan_text *pf_plan_text_new(const struct pf_plan_cfg *cfg)
+struct pf_hint_text *pf_hint_text_new(const struct pf_hint_cfg *cfg)
 {
-	struct pf_plan_text *t = calloc(1, sizeof(*t));
+	struct pf_hint_text *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
 	t->max_entries = cfg->max_entries;
-	if (t->max_entries > PF_PLAN_MAX_ENTRIES)
-		t->max_entries = PF_PLAN_MAX_ENTRIES;
+	if (t->max_entries > PF_HINT_MAX_ENTRIES)
+		t->max_entries = PF_HINT_MAX_ENTRIES;
 	t->max_text = cfg->max_text;
-	if (t->max_text > PF_PLAN_MAX_TEXT)
-		t->max_text = PF_PLAN_MAX_TEXT;
+	if (t->max_text > PF_HINT_MAX_TEXT)
+		t->max_text = PF_HINT_MAX_TEXT;
 	return t;
 }
 
-void pf_plan_text_free(struct pf_plan_text *t)
+void pf_hint_text_free(struct pf_hint_text *t)
 {
 	free(t);
 }
@@ -165,7 +165,7 @@ static bool missing_err(int err)
 	       err == -EACCES || err == -ELOOP || err == -ENAMETOOLONG;
 }
 
-static int reject(struct pf_plan_text *t, struct pf_plan_batch *b, int err)
+static int reject(struct pf_hint_text *t, struct pf_hint_batch *b, int err)
 {
 	t->rejected = true;
 	memcpy(t->reason, b->why, sizeof(t->reason));
@@ -174,12 +174,12 @@ static int reject(struct pf_plan_text *t, struct pf_plan_batch *b, int err)
 	return err;
 }
 
-static int push(struct pf_plan_batch *b, uint64_t file, uint64_t off,
+static int push(struct pf_hint_batch *b, uint64_t file, uint64_t off,
 		uint64_t len)
 {
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 256;
-		struct pf_plan_entry *e = realloc(b->e, cap * sizeof(*e));
+		struct pf_hint_entry *e = realloc(b->e, cap * sizeof(*e));
 
 		if (!e)
 			return -ENOMEM;
@@ -194,8 +194,8 @@ static int push(struct pf_plan_batch *b, uint64_t file, uint64_t off,
 }
 
 /* One complete line, without its '\n', NUL-terminated in t->part. */
-static int line(struct pf_plan_text *t, pf_plan_resolve_fn resolve,
-		void *ctx, struct pf_plan_batch *b)
+static int line(struct pf_hint_text *t, pf_hint_resolve_fn resolve,
+		void *ctx, struct pf_hint_batch *b)
 {
 	char *s = t->part;
 	char *e = t->part + t->partlen;
@@ -273,9 +273,9 @@ static int line(struct pf_plan_text *t, pf_plan_resolve_fn resolve,
 	return 0;
 }
 
-int pf_plan_parse(struct pf_plan_text *t, const char *buf, size_t len,
-		  uint64_t off, pf_plan_resolve_fn resolve, void *ctx,
-		  struct pf_plan_batch *b)
+int pf_hint_parse(struct pf_hint_text *t, const char *buf, size_t len,
+		  uint64_t off, pf_hint_resolve_fn resolve, void *ctx,
+		  struct pf_hint_batch *b)
 {
 	size_t i;
 	int ret;
@@ -330,10 +330,10 @@ int pf_plan_parse(struct pf_plan_text *t, const char *buf, size_t len,
 			    (unsigned long long)t->line + 1);
 			return reject(t, b, -EINVAL);
 		}
-		if (t->partlen == PF_PLAN_LINE_MAX) {
+		if (t->partlen == PF_HINT_LINE_MAX) {
 			why(b->why, "line %llu: longer than %u bytes",
 			    (unsigned long long)t->line + 1,
-			    PF_PLAN_LINE_MAX);
+			    PF_HINT_LINE_MAX);
 			return reject(t, b, -EINVAL);
 		}
 		t->part[t->partlen++] = c;
@@ -358,12 +358,12 @@ enum over {
 	OVER_DROPPED,		/* the plan stopped following */
 };
 
-struct pf_plan {
-	struct pf_planset *set;
+struct pf_hint {
+	struct pf_hintset *set;
 	uint32_t id;
 	uint32_t gen;
-	enum pf_plan_state state;
-	char why[PF_PLAN_WHY_MAX];
+	enum pf_hint_state state;
+	char why[PF_HINT_WHY_MAX];
 	bool refused;		/* a write failed: the rest of this plan's
 				 * writes fail too, until a new plan */
 	struct ent *e;
@@ -390,28 +390,28 @@ struct pf_plan {
 	unsigned nburst;
 	uint64_t jbits;		/* last READs judged, newest in bit 0 */
 	unsigned jn;
-	struct pf_plan_stats st;	/* the counters */
+	struct pf_hint_stats st;	/* the counters */
 };
 
-struct pf_planset {
-	struct pf_plan_cfg cfg;
-	struct pf_plan *plans[PF_PLANSET_MAX];
+struct pf_hintset {
+	struct pf_hint_cfg cfg;
+	struct pf_hint *plans[PF_HINTSET_MAX];
 	unsigned n;
 	unsigned rr;		/* next plan asked first */
 	uint32_t next_id;
 	uint64_t total;		/* entries of all the plans */
-	struct pf_plan_range *rel;	/* releases, FIFO from rel_head */
+	struct pf_hint_range *rel;	/* releases, FIFO from rel_head */
 	size_t rel_head, nrel, rel_cap;
 };
 
-const char *pf_plan_state_name(enum pf_plan_state s)
+const char *pf_hint_state_name(enum pf_hint_state s)
 {
 	switch (s) {
-	case PF_PLAN_FOLLOWING:
+	case PF_HINT_FOLLOWING:
 		return "following";
-	case PF_PLAN_ABANDONED:
+	case PF_HINT_ABANDONED:
 		return "abandoned";
-	case PF_PLAN_FINISHED:
+	case PF_HINT_FINISHED:
 		return "finished";
 	}
 	return "?";
@@ -419,11 +419,11 @@ const char *pf_plan_state_name(enum pf_plan_state s)
 
 /* Queue a range for release; dropped when memory is short (the cache
  * then evicts it in its own time). */
-static void release_range(struct pf_planset *s, const struct pf_plan_range *r)
+static void release_range(struct pf_hintset *s, const struct pf_hint_range *r)
 {
 	if (s->nrel == s->rel_cap) {
 		size_t cap = s->rel_cap ? 2 * s->rel_cap : 64;
-		struct pf_plan_range *v;
+		struct pf_hint_range *v;
 
 		if (s->rel_head > 0) {
 			memmove(s->rel, s->rel + s->rel_head,
@@ -443,7 +443,7 @@ static void release_range(struct pf_planset *s, const struct pf_plan_range *r)
 }
 
 /* Bytes entry @i holds ahead of the reads: fetched minus read. */
-static uint64_t ahead(const struct pf_plan *p, size_t i)
+static uint64_t ahead(const struct pf_hint *p, size_t i)
 {
 	const struct ent *x = &p->e[i];
 	uint64_t f, g;
@@ -460,7 +460,7 @@ static uint64_t ahead(const struct pf_plan *p, size_t i)
 	return f > g ? f - g : 0;
 }
 
-static void ahead_sub(struct pf_plan *p, size_t i)
+static void ahead_sub(struct pf_hint *p, size_t i)
 {
 	uint64_t a = ahead(p, i);
 
@@ -469,7 +469,7 @@ static void ahead_sub(struct pf_plan *p, size_t i)
 		p->ahead_entries--;
 }
 
-static void ahead_add(struct pf_plan *p, size_t i)
+static void ahead_add(struct pf_hint *p, size_t i)
 {
 	uint64_t a = ahead(p, i);
 
@@ -478,8 +478,8 @@ static void ahead_add(struct pf_plan *p, size_t i)
 		p->ahead_entries++;
 }
 
-static void range_of(const struct pf_plan *p, size_t i,
-		     struct pf_plan_range *r)
+static void range_of(const struct pf_hint *p, size_t i,
+		     struct pf_hint_range *r)
 {
 	r->file = p->e[i].file;
 	r->off = p->e[i].off;
@@ -492,10 +492,10 @@ static void range_of(const struct pf_plan *p, size_t i,
 
 /* Entry @i is over: what the plan fetched of it goes back, and what of
  * that was not read counts as wasted. */
-static void over(struct pf_plan *p, size_t i, enum over how)
+static void over(struct pf_hint *p, size_t i, enum over how)
 {
 	struct ent *x = &p->e[i];
-	struct pf_plan_range r;
+	struct pf_hint_range r;
 
 	if (x->got & GOT_DONE)
 		return;
@@ -512,19 +512,19 @@ static void over(struct pf_plan *p, size_t i, enum over how)
 		p->st.given_up++;
 }
 
-static void advance(struct pf_plan *p)
+static void advance(struct pf_hint *p)
 {
 	while (p->done_idx < p->n && (p->e[p->done_idx].got & GOT_DONE))
 		p->done_idx++;
-	if (p->state == PF_PLAN_FOLLOWING && p->n > 0 &&
+	if (p->state == PF_HINT_FOLLOWING && p->n > 0 &&
 	    p->done_idx == p->n) {
-		p->state = PF_PLAN_FINISHED;
+		p->state = PF_HINT_FINISHED;
 		why(p->why, "all %zu entries read or given up", p->n);
 	}
 }
 
 /* Stop following: hand back everything fetched and not read. */
-static void drop_all(struct pf_plan *p)
+static void drop_all(struct pf_hint *p)
 {
 	size_t i, end = p->fetch_idx < p->n ? p->fetch_idx + 1 : p->n;
 
@@ -533,9 +533,9 @@ static void drop_all(struct pf_plan *p)
 			over(p, i, OVER_DROPPED);
 }
 
-static void abandon(struct pf_plan *p)
+static void abandon(struct pf_hint *p)
 {
-	p->state = PF_PLAN_ABANDONED;
+	p->state = PF_HINT_ABANDONED;
 	drop_all(p);
 }
 
@@ -564,7 +564,7 @@ static int cmp_key(const void *a, const void *b)
  * comparisons then touch no entry (a third of the time for a plan of a
  * million files).
  */
-static void index_entries(struct pf_plan *p)
+static void index_entries(struct pf_hint *p)
 {
 	struct key *tail;
 	uint32_t *v;
@@ -609,7 +609,7 @@ static void index_entries(struct pf_plan *p)
 }
 
 /* First index position whose entry is not before (file, off). */
-static size_t lower_bound(const struct pf_plan *p, uint64_t file,
+static size_t lower_bound(const struct pf_hint *p, uint64_t file,
 			  uint64_t off)
 {
 	size_t lo = 0, hi = p->nidx;
@@ -628,7 +628,7 @@ static size_t lower_bound(const struct pf_plan *p, uint64_t file,
 
 enum match { M_OTHER, M_MISS, M_HIT };
 
-static void judge(struct pf_plan *p, bool hit)
+static void judge(struct pf_hint *p, bool hit)
 {
 	unsigned n = p->set->cfg.judge, hits;
 	uint64_t mask = n >= 64 ? UINT64_MAX : (1ull << n) - 1;
@@ -636,7 +636,7 @@ static void judge(struct pf_plan *p, bool hit)
 	p->jbits = (p->jbits << 1) | (hit ? 1 : 0);
 	if (p->jn < n)
 		p->jn++;
-	if (p->jn < n || p->state != PF_PLAN_FOLLOWING)
+	if (p->jn < n || p->state != PF_HINT_FOLLOWING)
 		return;
 	hits = (unsigned)__builtin_popcountll(p->jbits & mask);
 	if (2 * hits < n) {
@@ -647,10 +647,10 @@ static void judge(struct pf_plan *p, bool hit)
 }
 
 /* A planned READ touching @touched new entries: the burst and the rate. */
-static void learn(struct pf_plan *p, uint64_t len, unsigned touched,
+static void learn(struct pf_hint *p, uint64_t len, unsigned touched,
 		  uint64_t now)
 {
-	const struct pf_plan_cfg *c = &p->set->cfg;
+	const struct pf_hint_cfg *c = &p->set->cfg;
 
 	/* threads that read the clock before taking the caller's lock
 	 * arrive slightly out of order */
@@ -683,7 +683,7 @@ static void learn(struct pf_plan *p, uint64_t len, unsigned touched,
 	p->rents += touched;
 }
 
-static enum match match(struct pf_plan *p, uint64_t file, uint64_t off,
+static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
 			uint64_t len, uint64_t now)
 {
 	const uint64_t reorder = p->set->cfg.reorder;
@@ -758,20 +758,20 @@ static enum match match(struct pf_plan *p, uint64_t file, uint64_t off,
 	return M_HIT;
 }
 
-void pf_planset_read(struct pf_planset *s, uint64_t file, uint64_t off,
+void pf_hintset_read(struct pf_hintset *s, uint64_t file, uint64_t off,
 		     uint64_t len, uint64_t now_ns)
 {
-	enum match m[PF_PLANSET_MAX];
+	enum match m[PF_HINTSET_MAX];
 	bool hit = false;
 	unsigned i;
 
 	if (len == 0)
 		return;
 	for (i = 0; i < s->n; i++) {
-		struct pf_plan *p = s->plans[i];
+		struct pf_hint *p = s->plans[i];
 
 		m[i] = M_OTHER;
-		if (p->state != PF_PLAN_FOLLOWING)
+		if (p->state != PF_HINT_FOLLOWING)
 			continue;
 		m[i] = match(p, file, off, len, now_ns);
 		if (m[i] == M_HIT) {
@@ -802,15 +802,15 @@ static uint64_t max4(const uint64_t *v, unsigned n)
 	return m;
 }
 
-static uint64_t latency(const struct pf_plan *p)
+static uint64_t latency(const struct pf_hint *p)
 {
 	return p->have_lat ? p->srtt + 2 * p->rttvar : 0;
 }
 
-static void targets(const struct pf_plan *p, uint64_t budget, uint64_t *tb,
+static void targets(const struct pf_hint *p, uint64_t budget, uint64_t *tb,
 		    uint64_t *te)
 {
-	const struct pf_plan_cfg *c = &p->set->cfg;
+	const struct pf_hint_cfg *c = &p->set->cfg;
 	double lat = (double)latency(p) / 1e9;
 	uint64_t bb = max4(p->bh_b, p->nburst), be = max4(p->bh_e, p->nburst);
 	uint64_t b, e;
@@ -834,15 +834,15 @@ static void targets(const struct pf_plan *p, uint64_t budget, uint64_t *tb,
 	*te = e;
 }
 
-static unsigned next_plan(struct pf_plan *p, uint64_t now,
-			  struct pf_plan_range *out, unsigned max,
+static unsigned next_plan(struct pf_hint *p, uint64_t now,
+			  struct pf_hint_range *out, unsigned max,
 			  uint64_t max_inflight, uint64_t budget)
 {
-	const struct pf_plan_cfg *c = &p->set->cfg;
+	const struct pf_hint_cfg *c = &p->set->cfg;
 	uint64_t tb, te;
 	unsigned k = 0;
 
-	if (p->state != PF_PLAN_FOLLOWING)
+	if (p->state != PF_HINT_FOLLOWING)
 		return 0;
 	targets(p, budget, &tb, &te);
 	/* the entries target starts entries, it never stretches one: a
@@ -899,14 +899,14 @@ static unsigned next_plan(struct pf_plan *p, uint64_t now,
 	return k;
 }
 
-unsigned pf_planset_next(struct pf_planset *s, uint64_t now_ns,
-			 struct pf_plan_range *out, unsigned max)
+unsigned pf_hintset_next(struct pf_hintset *s, uint64_t now_ns,
+			 struct pf_hint_range *out, unsigned max)
 {
 	unsigned i, nf = 0, k = 0;
 	uint64_t inflight, budget;
 
 	for (i = 0; i < s->n; i++)
-		if (s->plans[i]->state == PF_PLAN_FOLLOWING &&
+		if (s->plans[i]->state == PF_HINT_FOLLOWING &&
 		    s->plans[i]->n > 0)
 			nf++;
 	if (nf == 0)
@@ -916,7 +916,7 @@ unsigned pf_planset_next(struct pf_planset *s, uint64_t now_ns,
 		inflight = 1;
 	budget = s->cfg.budget / nf;
 	for (i = 0; i < s->n && k < max; i++) {
-		struct pf_plan *p = s->plans[(s->rr + i) % s->n];
+		struct pf_hint *p = s->plans[(s->rr + i) % s->n];
 
 		k += next_plan(p, now_ns, out + k, max - k, inflight, budget);
 	}
@@ -924,7 +924,7 @@ unsigned pf_planset_next(struct pf_planset *s, uint64_t now_ns,
 	return k;
 }
 
-static struct pf_plan *find_plan(const struct pf_planset *s, uint32_t id)
+static struct pf_hint *find_plan(const struct pf_hintset *s, uint32_t id)
 {
 	unsigned i;
 
@@ -934,10 +934,10 @@ static struct pf_plan *find_plan(const struct pf_planset *s, uint32_t id)
 	return NULL;
 }
 
-void pf_planset_done(struct pf_planset *s, const struct pf_plan_range *r,
+void pf_hintset_done(struct pf_hintset *s, const struct pf_hint_range *r,
 		     uint64_t now_ns, int err)
 {
-	struct pf_plan *p = find_plan(s, r->plan);
+	struct pf_hint *p = find_plan(s, r->plan);
 
 	if (!p || p->gen != r->gen) {
 		release_range(s, r);	/* its plan is gone */
@@ -969,7 +969,7 @@ void pf_planset_done(struct pf_planset *s, const struct pf_plan_range *r,
 	}
 }
 
-unsigned pf_planset_release(struct pf_planset *s, struct pf_plan_range *out,
+unsigned pf_hintset_release(struct pf_hintset *s, struct pf_hint_range *out,
 			    unsigned max)
 {
 	unsigned k = 0;
@@ -983,9 +983,9 @@ unsigned pf_planset_release(struct pf_planset *s, struct pf_plan_range *out,
 
 /* ---- plans and the set ------------------------------------------------- */
 
-struct pf_planset *pf_planset_new(const struct pf_plan_cfg *cfg)
+struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg)
 {
-	struct pf_planset *s = calloc(1, sizeof(*s));
+	struct pf_hintset *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -1002,14 +1002,14 @@ struct pf_planset *pf_planset_new(const struct pf_plan_cfg *cfg)
 	return s;
 }
 
-static void plan_free(struct pf_plan *p)
+static void plan_free(struct pf_hint *p)
 {
 	free(p->e);
 	free(p->idx);
 	free(p);
 }
 
-void pf_planset_free(struct pf_planset *s)
+void pf_hintset_free(struct pf_hintset *s)
 {
 	unsigned i;
 
@@ -1021,27 +1021,27 @@ void pf_planset_free(struct pf_planset *s)
 	free(s);
 }
 
-struct pf_plan *pf_planset_open(struct pf_planset *s)
+struct pf_hint *pf_hintset_open(struct pf_hintset *s)
 {
-	struct pf_plan *p;
+	struct pf_hint *p;
 
-	if (s->n == PF_PLANSET_MAX)
+	if (s->n == PF_HINTSET_MAX)
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->set = s;
 	p->id = s->next_id++;
-	p->state = PF_PLAN_FOLLOWING;
+	p->state = PF_HINT_FOLLOWING;
 	s->plans[s->n++] = p;
 	return p;
 }
 
-void pf_planset_close(struct pf_planset *s, struct pf_plan *p)
+void pf_hintset_close(struct pf_hintset *s, struct pf_hint *p)
 {
 	unsigned i;
 
-	if (p->state == PF_PLAN_FOLLOWING)
+	if (p->state == PF_HINT_FOLLOWING)
 		drop_all(p);
 	s->total -= p->n;
 	for (i = 0; i < s->n; i++) {
@@ -1057,14 +1057,14 @@ void pf_planset_close(struct pf_planset *s, struct pf_plan *p)
 
 /* A new plan on the same handle: the old one's data goes back; what was
  * learned of the reader (rate, bursts, latency) stays. */
-static void restart(struct pf_plan *p)
+static void restart(struct pf_hint *p)
 {
 	uint64_t bad = p->st.bad_writes;
 
-	if (p->state == PF_PLAN_FOLLOWING)
+	if (p->state == PF_HINT_FOLLOWING)
 		drop_all(p);
 	p->gen++;
-	p->state = PF_PLAN_FOLLOWING;
+	p->state = PF_HINT_FOLLOWING;
 	p->why[0] = '\0';
 	p->refused = false;
 	p->set->total -= p->n;
@@ -1082,29 +1082,29 @@ static void restart(struct pf_plan *p)
 }
 
 /* A write failed: the plan is dropped, and so are its later writes. */
-static void refuse(struct pf_plan *p, const char *fmt, ...)
+static void refuse(struct pf_hint *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void refuse(struct pf_plan *p, const char *fmt, ...)
+static void refuse(struct pf_hint *p, const char *fmt, ...)
 {
 	va_list ap;
 
 	p->st.bad_writes++;
 	if (p->refused)
 		return;		/* keep the first reason */
-	if (p->state == PF_PLAN_FOLLOWING)
+	if (p->state == PF_HINT_FOLLOWING)
 		abandon(p);
-	p->state = PF_PLAN_ABANDONED;
+	p->state = PF_HINT_ABANDONED;
 	p->refused = true;
 	va_start(ap, fmt);
 	vsnprintf(p->why, sizeof(p->why), fmt, ap);
 	va_end(ap);
 }
 
-int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
+int pf_hint_apply(struct pf_hint *p, const struct pf_hint_batch *b,
 		  uint64_t now_ns)
 {
-	struct pf_planset *s = p->set;
+	struct pf_hintset *s = p->set;
 	size_t i;
 
 	(void)now_ns;
@@ -1154,25 +1154,25 @@ int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
 			p->max_len = x->len;
 	}
 	s->total += b->n;
-	if (p->state == PF_PLAN_FINISHED) {
-		p->state = PF_PLAN_FOLLOWING;
+	if (p->state == PF_HINT_FINISHED) {
+		p->state = PF_HINT_FOLLOWING;
 		p->why[0] = '\0';
 	}
 	return b->rc;
 }
 
-unsigned pf_planset_count(const struct pf_planset *s)
+unsigned pf_hintset_count(const struct pf_hintset *s)
 {
 	return s->n;
 }
 
-const struct pf_plan *pf_planset_plan(const struct pf_planset *s,
+const struct pf_hint *pf_hintset_plan(const struct pf_hintset *s,
 				      unsigned i)
 {
 	return i < s->n ? s->plans[i] : NULL;
 }
 
-void pf_plan_stats(const struct pf_plan *p, struct pf_plan_stats *st)
+void pf_hint_stats(const struct pf_hint *p, struct pf_hint_stats *st)
 {
 	uint64_t tb, te;
 
@@ -1197,7 +1197,7 @@ void pf_plan_stats(const struct pf_plan *p, struct pf_plan_stats *st)
 		st->batch_entries = p->burst_e;
 }
 
-void pf_plan_stats_json(const struct pf_plan_stats *st, pf_json_put_fn put,
+void pf_hint_stats_json(const struct pf_hint_stats *st, pf_json_put_fn put,
 			void *arg)
 {
 	const struct {
@@ -1236,7 +1236,7 @@ void pf_plan_stats_json(const struct pf_plan_stats *st, pf_json_put_fn put,
 	int n;
 
 	n = snprintf(buf, sizeof(buf), "{\"state\": \"%s\", \"why\": ",
-		     pf_plan_state_name(st->state));
+		     pf_hint_state_name(st->state));
 	put(arg, buf, (size_t)n);
 	pf_json_quote(st->why, put, arg);
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {

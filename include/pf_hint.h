@@ -1,5 +1,5 @@
 /*
- * pf_plan.h - declared read order ("hints"): parsing what a process writes
+ * pf_hint.h - declared read order ("hints"): parsing what a process writes
  * to MOUNTPOINT/.prefetchfs/plan, and following the plan it declares.
  *
  * Pure decision code: no I/O, no locks, no clock of its own.  Every call
@@ -20,8 +20,8 @@
  *
  * Errors.  A write carrying bad input (a NUL byte, an over-long line, a
  * number out of range, a zero length, OFFSET + LENGTH past 2^62, a write off
- * the end of the text) fails with -EINVAL, one past PF_PLAN_MAX_TEXT bytes of
- * text or PF_PLAN_MAX_ENTRIES entries with -ENOSPC; none of that write's
+ * the end of the text) fails with -EINVAL, one past PF_HINT_MAX_TEXT bytes of
+ * text or PF_HINT_MAX_ENTRIES entries with -ENOSPC; none of that write's
  * lines is applied, the whole plan is dropped (its state says why, with the
  * line number) and every later write to it fails with -EINVAL until one at
  * offset 0 starts a new plan: nothing is ever followed half-parsed without
@@ -32,38 +32,38 @@
  * (an empty file too).
  *
  * Use, per control-file handle:
- *	t = pf_plan_text_new(&cfg);          on open
- *	p = pf_planset_open(set);
- *	rc = pf_plan_parse(t, buf, len, off, resolve, ctx, &batch);
+ *	t = pf_hint_text_new(&cfg);          on open
+ *	p = pf_hintset_open(set);
+ *	rc = pf_hint_parse(t, buf, len, off, resolve, ctx, &batch);
  *	    (no lock: calls the resolver for every PATH)
- *	lock; rc = pf_plan_apply(p, &batch, now); unlock;   reply rc
- *	lock; pf_planset_close(set, p); unlock; pf_plan_text_free(t);
+ *	lock; rc = pf_hint_apply(p, &batch, now); unlock;   reply rc
+ *	lock; pf_hintset_close(set, p); unlock; pf_hint_text_free(t);
  *
- * THE FOLLOWER.  A struct pf_plan follows one plan: it hands out the next
- * ranges to fetch in the declared order (pf_planset_next), keeping ahead
+ * THE FOLLOWER.  A struct pf_hint follows one plan: it hands out the next
+ * ranges to fetch in the declared order (pf_hintset_next), keeping ahead
  * of the reads by 2 batches + consumption rate x fetch latency bytes and
  * entries (what is in flight covers the latency: Little's law; the two
  * batches are ready for the next bursts), within max_inflight requests
  * and the byte budget; it learns the rate from the READs
- * (pf_planset_read) and the latency from the completions
- * (pf_planset_done).  A READ overlapping an
+ * (pf_hintset_read) and the latency from the completions
+ * (pf_hintset_done).  A READ overlapping an
  * entry within the window (cfg.reorder entries past the oldest unread one,
  * or anything fetched already) counts as planned: parallel workers read a
  * few batches at once, in any order.  An entry is finished when its bytes
  * have all been read, and given up when reads have gone cfg.reorder entries
  * past it; either way its range is handed back for release
- * (pf_planset_release) if the plan fetched it, so a plan never holds more
+ * (pf_hintset_release) if the plan fetched it, so a plan never holds more
  * than its budget of unread data.  When fewer than half of the last
  * cfg.judge READs of files in the plan matched it, the plan is abandoned:
  * it fetches nothing more and hands back everything it holds.
  *
  * Thread safety: none.  The caller serialises every call on a plan set
- * and its plans (one mutex); only pf_plan_text_* and pf_plan_parse, which
+ * and its plans (one mutex); only pf_hint_text_* and pf_hint_parse, which
  * touch nothing but their own parser and batch, run outside it (one
  * thread at a time per parser).
  */
-#ifndef PF_PLAN_H
-#define PF_PLAN_H
+#ifndef PF_HINT_H
+#define PF_HINT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,15 +71,15 @@
 
 #include "pf_json.h"
 
-#define PF_PLAN_MAX_ENTRIES	(4u << 20)	/* per plan, 36 B each */
-#define PF_PLAN_MAX_TEXT	(256ull << 20)	/* text bytes per plan */
-#define PF_PLAN_LINE_MAX	4160	/* PATH_MAX and two numbers */
-#define PF_PLAN_WHY_MAX		160	/* reasons, with their NUL */
-#define PF_PLANSET_MAX		256	/* plans (handles) per set */
+#define PF_HINT_MAX_ENTRIES	(4u << 20)	/* per plan, 36 B each */
+#define PF_HINT_MAX_TEXT	(256ull << 20)	/* text bytes per plan */
+#define PF_HINT_LINE_MAX	4160	/* PATH_MAX and two numbers */
+#define PF_HINT_WHY_MAX		160	/* reasons, with their NUL */
+#define PF_HINTSET_MAX		256	/* plans (handles) per set */
 
-struct pf_plan_cfg {
-	uint32_t max_entries;	/* per plan, <= PF_PLAN_MAX_ENTRIES */
-	uint64_t max_text;	/* per plan, <= PF_PLAN_MAX_TEXT */
+struct pf_hint_cfg {
+	uint32_t max_entries;	/* per plan, <= PF_HINT_MAX_ENTRIES */
+	uint64_t max_text;	/* per plan, <= PF_HINT_MAX_TEXT */
 	uint64_t max_total_entries; /* of all the set's plans together
 				 * (36 bytes each; default 16 Mi) */
 	uint64_t piece;		/* largest range handed out at once (a
@@ -96,12 +96,12 @@ struct pf_plan_cfg {
 	uint64_t rate_ns;	/* period the read rate is measured over */
 };
 
-void pf_plan_cfg_default(struct pf_plan_cfg *cfg);
+void pf_hint_cfg_default(struct pf_hint_cfg *cfg);
 
 /* ---- the parser ------------------------------------------------------- */
 
 /* One entry of a plan: @len bytes of file @file (the caller's id) at @off. */
-struct pf_plan_entry {
+struct pf_hint_entry {
 	uint64_t file;
 	uint64_t off;
 	uint64_t len;
@@ -112,53 +112,53 @@ struct pf_plan_entry {
  * '/') to the caller's file id and the file's size.  Returns 0, or -errno:
  * the errors listed above mean "missing", any other fails the write.
  */
-typedef int (*pf_plan_resolve_fn)(void *ctx, const char *path,
+typedef int (*pf_hint_resolve_fn)(void *ctx, const char *path,
 				  uint64_t *file, uint64_t *size);
 
 /* What one write parsed to; owned by the caller, reused across writes. */
-struct pf_plan_batch {
-	struct pf_plan_entry *e;	/* entries to append, in order */
+struct pf_hint_batch {
+	struct pf_hint_entry *e;	/* entries to append, in order */
 	size_t n, cap;
 	bool restart;		/* this write started a new plan */
 	uint64_t declared;	/* lines naming a PATH */
 	uint64_t missing;	/* of them, PATHs that did not resolve */
 	uint64_t past_eof;	/* of them, ranges with nothing to read */
 	int rc;			/* what the write returns */
-	char why[PF_PLAN_WHY_MAX]; /* when rc < 0 */
+	char why[PF_HINT_WHY_MAX]; /* when rc < 0 */
 };
 
-void pf_plan_batch_init(struct pf_plan_batch *b);
-void pf_plan_batch_fini(struct pf_plan_batch *b);
+void pf_hint_batch_init(struct pf_hint_batch *b);
+void pf_hint_batch_fini(struct pf_hint_batch *b);
 
-struct pf_plan_text;
+struct pf_hint_text;
 
 /* Returns NULL on allocation failure. */
-struct pf_plan_text *pf_plan_text_new(const struct pf_plan_cfg *cfg);
-void pf_plan_text_free(struct pf_plan_text *t);
+struct pf_hint_text *pf_hint_text_new(const struct pf_hint_cfg *cfg);
+void pf_hint_text_free(struct pf_hint_text *t);
 
 /*
  * Parses one write of @len bytes at file offset @off into @b (emptied
  * first), resolving each PATH through @resolve.  Returns @len, or -errno
  * with the reason in b->why (and b->n == 0).  Either way b->rc holds the
- * return value; hand @b to pf_plan_apply() in both cases.
+ * return value; hand @b to pf_hint_apply() in both cases.
  */
-int pf_plan_parse(struct pf_plan_text *t, const char *buf, size_t len,
-		  uint64_t off, pf_plan_resolve_fn resolve, void *ctx,
-		  struct pf_plan_batch *b);
+int pf_hint_parse(struct pf_hint_text *t, const char *buf, size_t len,
+		  uint64_t off, pf_hint_resolve_fn resolve, void *ctx,
+		  struct pf_hint_batch *b);
 
 /* ---- the follower ------------------------------------------------------ */
 
-enum pf_plan_state {
-	PF_PLAN_FOLLOWING = 0,	/* fetching ahead (or waiting for some) */
-	PF_PLAN_ABANDONED,	/* reads stopped matching, or bad input */
-	PF_PLAN_FINISHED,	/* every entry read or given up */
+enum pf_hint_state {
+	PF_HINT_FOLLOWING = 0,	/* fetching ahead (or waiting for some) */
+	PF_HINT_ABANDONED,	/* reads stopped matching, or bad input */
+	PF_HINT_FINISHED,	/* every entry read or given up */
 };
 
-const char *pf_plan_state_name(enum pf_plan_state s);
+const char *pf_hint_state_name(enum pf_hint_state s);
 
 /* A range to fetch, or to release; the caller copies it and hands a
- * fetched one back to pf_planset_done() as it was. */
-struct pf_plan_range {
+ * fetched one back to pf_hintset_done() as it was. */
+struct pf_hint_range {
 	uint64_t file;
 	uint64_t off;
 	uint64_t len;
@@ -168,9 +168,9 @@ struct pf_plan_range {
 	uint64_t issued_ns;	/* when it was handed out */
 };
 
-struct pf_plan_stats {
-	enum pf_plan_state state;
-	char why[PF_PLAN_WHY_MAX]; /* why abandoned or finished; "" */
+struct pf_hint_stats {
+	enum pf_hint_state state;
+	char why[PF_HINT_WHY_MAX]; /* why abandoned or finished; "" */
 	uint32_t id;
 	uint32_t gen;		/* plans written on this handle so far */
 	uint64_t declared;	/* lines naming a PATH */
@@ -199,30 +199,30 @@ struct pf_plan_stats {
 	uint64_t batch_entries;	/* entries per burst of READs */
 };
 
-struct pf_plan;
-struct pf_planset;
+struct pf_hint;
+struct pf_hintset;
 
 /* Returns NULL on allocation failure. */
-struct pf_planset *pf_planset_new(const struct pf_plan_cfg *cfg);
+struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg);
 /* Frees the set and its plans; fetched ranges are simply forgotten. */
-void pf_planset_free(struct pf_planset *s);
+void pf_hintset_free(struct pf_hintset *s);
 
 /* A new, empty plan (one per control-file handle); NULL when the set
- * holds PF_PLANSET_MAX plans already or memory ran out. */
-struct pf_plan *pf_planset_open(struct pf_planset *s);
+ * holds PF_HINTSET_MAX plans already or memory ran out. */
+struct pf_hint *pf_hintset_open(struct pf_hintset *s);
 
 /* The handle was closed: the plan ends, what it fetched and nobody read
- * is handed back by pf_planset_release(), @p is freed. */
-void pf_planset_close(struct pf_planset *s, struct pf_plan *p);
+ * is handed back by pf_hintset_release(), @p is freed. */
+void pf_hintset_close(struct pf_hintset *s, struct pf_hint *p);
 
 /*
- * Applies what pf_plan_parse() made of one write to @p: starts a new plan
+ * Applies what pf_hint_parse() made of one write to @p: starts a new plan
  * when b->restart, drops the plan when b->rc < 0, else appends the
  * entries.  Returns what the write replies: b->rc, or -ENOSPC when the
  * set would hold more than cfg.max_total_entries, -ENOMEM; those drop the
  * plan too, and its later writes fail with -EINVAL until a new plan.
  */
-int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
+int pf_hint_apply(struct pf_hint *p, const struct pf_hint_batch *b,
 		  uint64_t now_ns);
 
 /*
@@ -231,19 +231,19 @@ int pf_plan_apply(struct pf_plan *p, const struct pf_plan_batch *b,
  * matches counts it as planned; when none does, each plan holding @file
  * counts it as out of plan (and may be abandoned).
  */
-void pf_planset_read(struct pf_planset *s, uint64_t file, uint64_t off,
+void pf_hintset_read(struct pf_hintset *s, uint64_t file, uint64_t off,
 		     uint64_t len, uint64_t now_ns);
 
 /*
  * The ranges to fetch now, round-robin over the following plans, at most
  * @max, written to @out.  The caller starts each (a range whose bytes it
- * already holds is done at once) and reports each to pf_planset_done().
+ * already holds is done at once) and reports each to pf_hintset_done().
  */
-unsigned pf_planset_next(struct pf_planset *s, uint64_t now_ns,
-			 struct pf_plan_range *out, unsigned max);
+unsigned pf_hintset_next(struct pf_hintset *s, uint64_t now_ns,
+			 struct pf_hint_range *out, unsigned max);
 
-/* Range @r from pf_planset_next() is in (err 0) or failed (-errno). */
-void pf_planset_done(struct pf_planset *s, const struct pf_plan_range *r,
+/* Range @r from pf_hintset_next() is in (err 0) or failed (-errno). */
+void pf_hintset_done(struct pf_hintset *s, const struct pf_hint_range *r,
 		     uint64_t now_ns, int err);
 
 /*
@@ -251,21 +251,21 @@ void pf_planset_done(struct pf_planset *s, const struct pf_plan_range *r,
  * replaced or closed plans), at most @max, to @out: the caller may drop
  * them from its cache first.  Call until it returns less than @max.
  */
-unsigned pf_planset_release(struct pf_planset *s, struct pf_plan_range *out,
+unsigned pf_hintset_release(struct pf_hintset *s, struct pf_hint_range *out,
 			    unsigned max);
 
-/* Iterate the plans: index 0..pf_planset_count()-1, in opening order. */
-unsigned pf_planset_count(const struct pf_planset *s);
-const struct pf_plan *pf_planset_plan(const struct pf_planset *s,
+/* Iterate the plans: index 0..pf_hintset_count()-1, in opening order. */
+unsigned pf_hintset_count(const struct pf_hintset *s);
+const struct pf_hint *pf_hintset_plan(const struct pf_hintset *s,
 				      unsigned i);
-void pf_plan_stats(const struct pf_plan *p, struct pf_plan_stats *st);
+void pf_hint_stats(const struct pf_hint *p, struct pf_hint_stats *st);
 
 /*
  * Writes @st as one JSON object (the members are the field names above;
  * state as its name) through @put, as pf_json_quote() does: for the
  * stats file's "plans" array.  Any thread.
  */
-void pf_plan_stats_json(const struct pf_plan_stats *st, pf_json_put_fn put,
+void pf_hint_stats_json(const struct pf_hint_stats *st, pf_json_put_fn put,
 			void *arg);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * check_plan.c - the control file's parser (lines split across writes,
+ * check_hint.c - the control file's parser (lines split across writes,
  * bad lines, bounds, a new plan replacing the old, missing paths) and the
  * plan follower on a fake clock: fetches simulated with a fixed latency,
  * a reader in the plan's order, with small reorderings (parallel
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "pf_json.h"
-#include "pf_plan.h"
+#include "pf_hint.h"
 
 #define KiB (1024ull)
 #define MiB (1024ull * 1024)
@@ -68,29 +68,29 @@ static int resolve(void *ctx, const char *path, uint64_t *file,
 	return -ENOENT;
 }
 
-static struct pf_plan_cfg cfg;
-static struct pf_plan_text *txt;
-static struct pf_plan_batch bat;
+static struct pf_hint_cfg cfg;
+static struct pf_hint_text *txt;
+static struct pf_hint_batch bat;
 
 static void setup(void)
 {
-	pf_plan_cfg_default(&cfg);
-	txt = pf_plan_text_new(&cfg);
+	pf_hint_cfg_default(&cfg);
+	txt = pf_hint_text_new(&cfg);
 	ck_assert_ptr_nonnull(txt);
-	pf_plan_batch_init(&bat);
+	pf_hint_batch_init(&bat);
 	resolves = 0;
 }
 
 static void teardown(void)
 {
-	pf_plan_text_free(txt);
+	pf_hint_text_free(txt);
 	txt = NULL;
-	pf_plan_batch_fini(&bat);
+	pf_hint_batch_fini(&bat);
 }
 
 static int wr(const char *s, uint64_t off)
 {
-	return pf_plan_parse(txt, s, strlen(s), off, resolve, NULL, &bat);
+	return pf_hint_parse(txt, s, strlen(s), off, resolve, NULL, &bat);
 }
 
 static void ent_is(size_t i, uint64_t file, uint64_t off, uint64_t len)
@@ -127,20 +127,20 @@ START_TEST(t_split)
 {
 	const char *s = "f10\nbig 0 4096\nf11 5 6\nbig 8192 4096\n";
 	size_t len = strlen(s), cut, i;
-	struct pf_plan_entry all[4];
+	struct pf_hint_entry all[4];
 
 	ck_assert_int_eq(wr(s, 0), (int)len);
 	ck_assert_uint_eq(bat.n, 4);
 	memcpy(all, bat.e, sizeof(all));
 	for (cut = 1; cut < len; cut++) {
 		size_t got = 0;
-		struct pf_plan_entry e[4];
+		struct pf_hint_entry e[4];
 
-		ck_assert_int_eq(pf_plan_parse(txt, s, cut, 0, resolve, NULL,
+		ck_assert_int_eq(pf_hint_parse(txt, s, cut, 0, resolve, NULL,
 					       &bat), (int)cut);
 		for (i = 0; i < bat.n; i++)
 			e[got++] = bat.e[i];
-		ck_assert_int_eq(pf_plan_parse(txt, s + cut, len - cut, cut,
+		ck_assert_int_eq(pf_hint_parse(txt, s + cut, len - cut, cut,
 					       resolve, NULL, &bat),
 				 (int)(len - cut));
 		ck_assert(!bat.restart);
@@ -151,7 +151,7 @@ START_TEST(t_split)
 	}
 	/* one byte at a time */
 	for (i = 0; i < len; i++) {
-		ck_assert_int_eq(pf_plan_parse(txt, s + i, 1, i, resolve, NULL,
+		ck_assert_int_eq(pf_hint_parse(txt, s + i, 1, i, resolve, NULL,
 					       &bat), 1);
 		ck_assert_uint_eq(bat.n, s[i] == '\n' ? 1 : 0);
 	}
@@ -174,14 +174,14 @@ static void bad(const char *s, size_t n, int err, const char *reason)
 	if (n == 0)
 		n = strlen(s);
 	ck_assert_int_eq(wr("f1\n", 0), 3);
-	ck_assert_int_eq(pf_plan_parse(txt, s, n, 3, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_parse(txt, s, n, 3, resolve, NULL, &bat),
 			 err);
 	ck_assert_int_eq(bat.rc, err);
 	ck_assert_uint_eq(bat.n, 0);
 	if (!strstr(bat.why, reason))
 		ck_abort_msg("why \"%s\" lacks \"%s\"", bat.why, reason);
 	/* the plan is refused until a write at offset 0 */
-	ck_assert_int_eq(pf_plan_parse(txt, "f2\n", 3, 3 + n,
+	ck_assert_int_eq(pf_hint_parse(txt, "f2\n", 3, 3 + n,
 				       resolve, NULL, &bat), -EINVAL);
 	ck_assert(strstr(bat.why, "offset 0") != NULL);
 	ck_assert_int_eq(wr("f2\n", 0), 3);
@@ -190,7 +190,7 @@ static void bad(const char *s, size_t n, int err, const char *reason)
 
 START_TEST(t_bad)
 {
-	char *longl = malloc(PF_PLAN_LINE_MAX + 10);
+	char *longl = malloc(PF_HINT_LINE_MAX + 10);
 
 	bad("f2\nf3 0 0\n", 0, -EINVAL, "line 3: zero length");
 	bad("f2 1 99999999999999999999\n", 0, -EINVAL,
@@ -200,8 +200,8 @@ START_TEST(t_bad)
 	bad("f2\nf3\0\n", 7, -EINVAL, "line 3: NUL byte");
 	bad("f2\n/\n", 0, -EINVAL, "line 3: no path");
 	bad("f2\nbroken\n", 0, -EIO, "line 3: broken");
-	memset(longl, 'x', PF_PLAN_LINE_MAX + 9);
-	longl[PF_PLAN_LINE_MAX + 9] = '\0';
+	memset(longl, 'x', PF_HINT_LINE_MAX + 9);
+	longl[PF_HINT_LINE_MAX + 9] = '\0';
 	bad(longl, 0, -EINVAL, "line 2: longer than");
 	free(longl);
 	/* writes off the end of the text */
@@ -233,29 +233,29 @@ END_TEST
 
 START_TEST(t_bounds)
 {
-	struct pf_plan_cfg c;
-	struct pf_plan_text *t;
+	struct pf_hint_cfg c;
+	struct pf_hint_text *t;
 
-	pf_plan_cfg_default(&c);
-	ck_assert_uint_eq(c.max_entries, PF_PLAN_MAX_ENTRIES);
-	ck_assert_uint_eq(c.max_text, PF_PLAN_MAX_TEXT);
+	pf_hint_cfg_default(&c);
+	ck_assert_uint_eq(c.max_entries, PF_HINT_MAX_ENTRIES);
+	ck_assert_uint_eq(c.max_text, PF_HINT_MAX_TEXT);
 	c.max_entries = 3;
 	c.max_text = 64;
-	t = pf_plan_text_new(&c);
-	ck_assert_int_eq(pf_plan_parse(t, "f1\nf2\nnope\nf3\n", 14, 0,
+	t = pf_hint_text_new(&c);
+	ck_assert_int_eq(pf_hint_parse(t, "f1\nf2\nnope\nf3\n", 14, 0,
 				       resolve, NULL, &bat), 14);
 	ck_assert_uint_eq(bat.n, 3);
-	ck_assert_int_eq(pf_plan_parse(t, "f4\n", 3, 14, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_parse(t, "f4\n", 3, 14, resolve, NULL, &bat),
 			 -ENOSPC);
 	ck_assert(strstr(bat.why, "line 5: more than 3 entries") != NULL);
 	/* text */
-	ck_assert_int_eq(pf_plan_parse(t, "f1\n", 3, 0, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_parse(t, "f1\n", 3, 0, resolve, NULL, &bat),
 			 3);
-	ck_assert_int_eq(pf_plan_parse(t, "#234567890123456789012345678901"
+	ck_assert_int_eq(pf_hint_parse(t, "#234567890123456789012345678901"
 				       "234567890123456789012345678901\n",
 				       62, 3, resolve, NULL, &bat), -ENOSPC);
 	ck_assert(strstr(bat.why, "more than 64 bytes") != NULL);
-	pf_plan_text_free(t);
+	pf_hint_text_free(t);
 }
 END_TEST
 
@@ -265,14 +265,14 @@ END_TEST
 #define MAXFL 8192
 
 struct sim {
-	struct pf_planset *s;
+	struct pf_hintset *s;
 	uint64_t now;
 	uint64_t lat;
-	struct pf_plan_range fl[MAXFL];
+	struct pf_hint_range fl[MAXFL];
 	uint64_t due[MAXFL];
 	unsigned nfl;
 	uint64_t ready[2][MAXE];	/* bytes of each entry fetched */
-	struct pf_plan *plan[2];
+	struct pf_hint *plan[2];
 	unsigned stalls;		/* READs of entries not ready */
 	unsigned handed, released;
 	uint64_t released_bytes;
@@ -285,7 +285,7 @@ static void sim_new(void)
 {
 	sim = calloc(1, sizeof(*sim));
 	ck_assert_ptr_nonnull(sim);
-	sim->s = pf_planset_new(&cfg);
+	sim->s = pf_hintset_new(&cfg);
 	ck_assert_ptr_nonnull(sim->s);
 	sim->now = 1000 * MS;
 	sim->lat = 10 * MS;
@@ -295,7 +295,7 @@ static void sim_free(void)
 {
 	if (!sim)
 		return;
-	pf_planset_free(sim->s);
+	pf_hintset_free(sim->s);
 	free(sim);
 	sim = NULL;
 }
@@ -305,11 +305,11 @@ static int slot_of(uint32_t id)
 	int k;
 
 	for (k = 0; k < 2; k++) {
-		struct pf_plan_stats st;
+		struct pf_hint_stats st;
 
 		if (!sim->plan[k])
 			continue;
-		pf_plan_stats(sim->plan[k], &st);
+		pf_hint_stats(sim->plan[k], &st);
 		if (st.id == id)
 			return k;
 	}
@@ -318,11 +318,11 @@ static int slot_of(uint32_t id)
 
 static void drain_releases(void)
 {
-	struct pf_plan_range r[16];
+	struct pf_hint_range r[16];
 	unsigned k, i;
 
 	do {
-		k = pf_planset_release(sim->s, r, 16);
+		k = pf_hintset_release(sim->s, r, 16);
 		for (i = 0; i < k; i++) {
 			sim->released++;
 			sim->released_bytes += r[i].len;
@@ -335,11 +335,11 @@ static void track(void)
 	unsigned k;
 
 	for (k = 0; k < 2; k++) {
-		struct pf_plan_stats st;
+		struct pf_hint_stats st;
 
 		if (!sim->plan[k])
 			continue;
-		pf_plan_stats(sim->plan[k], &st);
+		pf_hint_stats(sim->plan[k], &st);
 		if (st.ahead_bytes > sim->max_ahead)
 			sim->max_ahead = st.ahead_bytes;
 		if (st.inflight > sim->max_inflight)
@@ -350,7 +350,7 @@ static void track(void)
 /* Completes what is due, then starts what the planner asks for. */
 static void pump(void)
 {
-	struct pf_plan_range r[64];
+	struct pf_hint_range r[64];
 	unsigned i, k;
 
 	for (i = 0; i < sim->nfl;) {
@@ -359,7 +359,7 @@ static void pump(void)
 			continue;
 		}
 		k = (unsigned)slot_of(sim->fl[i].plan);
-		pf_planset_done(sim->s, &sim->fl[i], sim->now, 0);
+		pf_hintset_done(sim->s, &sim->fl[i], sim->now, 0);
 		if ((int)k >= 0 && sim->fl[i].entry < MAXE)
 			sim->ready[k][sim->fl[i].entry] += sim->fl[i].len;
 		sim->fl[i] = sim->fl[sim->nfl - 1];
@@ -367,7 +367,7 @@ static void pump(void)
 		sim->nfl--;
 	}
 	do {
-		k = pf_planset_next(sim->s, sim->now, r, 64);
+		k = pf_hintset_next(sim->s, sim->now, r, 64);
 		for (i = 0; i < k; i++) {
 			ck_assert_uint_lt(sim->nfl, MAXFL);
 			ck_assert_uint_eq(r[i].issued_ns, sim->now);
@@ -405,12 +405,12 @@ static void declare(int k, const char *text, uint64_t off)
 	size_t len = strlen(text);
 
 	if (!sim->plan[k]) {
-		sim->plan[k] = pf_planset_open(sim->s);
+		sim->plan[k] = pf_hintset_open(sim->s);
 		ck_assert_ptr_nonnull(sim->plan[k]);
 	}
-	ck_assert_int_eq(pf_plan_parse(txt, text, len, off, resolve, NULL,
+	ck_assert_int_eq(pf_hint_parse(txt, text, len, off, resolve, NULL,
 				       &bat), (int)len);
-	ck_assert_int_eq(pf_plan_apply(sim->plan[k], &bat, sim->now),
+	ck_assert_int_eq(pf_hint_apply(sim->plan[k], &bat, sim->now),
 			 (int)len);
 	pump();
 }
@@ -422,7 +422,7 @@ static void rd(int k, unsigned e, uint64_t file, uint64_t off, uint64_t len)
 	pump();
 	if (k >= 0 && sim->ready[k][e] == 0)
 		sim->stalls++;
-	pf_planset_read(sim->s, file, off, len, sim->now);
+	pf_hintset_read(sim->s, file, off, len, sim->now);
 	advance(20 * US);
 }
 
@@ -451,11 +451,11 @@ static char *plan_text(unsigned first, unsigned n, const unsigned *perm)
 	return s;
 }
 
-static struct pf_plan_stats stats(int k)
+static struct pf_hint_stats stats(int k)
 {
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 
-	pf_plan_stats(sim->plan[k], &st);
+	pf_hint_stats(sim->plan[k], &st);
 	return st;
 }
 
@@ -480,14 +480,14 @@ static void fteardown(void)
 START_TEST(t_in_order)
 {
 	char *s = plan_text(0, 1000, NULL);
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned i;
 
 	declare(0, s, 0);
 	free(s);
 	st = stats(0);
 	ck_assert_uint_eq(st.entries, 1000);
-	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(st.state, PF_HINT_FOLLOWING);
 	/* before any READ: the floor, 4 MiB of ~103 KiB files */
 	ck_assert_uint_eq(sim->nfl, 40);
 	ck_assert_uint_eq(sim->fl[0].file, 0);
@@ -499,7 +499,7 @@ START_TEST(t_in_order)
 			advance(40 * MS);
 	}
 	st = stats(0);
-	ck_assert_str_eq(pf_plan_state_name(st.state), "finished");
+	ck_assert_str_eq(pf_hint_state_name(st.state), "finished");
 	ck_assert(strstr(st.why, "all 1000 entries") != NULL);
 	ck_assert_uint_eq(st.read_planned, 1000);
 	ck_assert_uint_eq(st.read_unplanned, 0);
@@ -524,7 +524,7 @@ END_TEST
 START_TEST(t_reorder)
 {
 	char *s = plan_text(0, 512, NULL);
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned b, i, perm[32];
 
 	declare(0, s, 0);
@@ -544,7 +544,7 @@ START_TEST(t_reorder)
 		advance(30 * MS);
 	}
 	st = stats(0);
-	ck_assert_uint_eq(st.state, PF_PLAN_FINISHED);
+	ck_assert_uint_eq(st.state, PF_HINT_FINISHED);
 	ck_assert_uint_eq(st.read_planned, 512);
 	ck_assert_uint_eq(st.read_unplanned, 0);
 	ck_assert_uint_eq(st.done, 512);
@@ -561,7 +561,7 @@ END_TEST
 START_TEST(t_abandon)
 {
 	char *s;
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned i, handed;
 
 	cfg.reorder = 64;
@@ -577,11 +577,11 @@ START_TEST(t_abandon)
 		unsigned f = 1000 + (i * 37) % 997;
 
 		rd(0, f, f, 0, 4096);
-		if (stats(0).state != PF_PLAN_FOLLOWING)
+		if (stats(0).state != PF_HINT_FOLLOWING)
 			break;
 	}
 	st = stats(0);
-	ck_assert_str_eq(pf_plan_state_name(st.state), "abandoned");
+	ck_assert_str_eq(pf_hint_state_name(st.state), "abandoned");
 	ck_assert(strstr(st.why, "reads stopped matching") != NULL);
 	/* judged from the 64th READ on: 10 hits, 54 misses */
 	ck_assert_uint_eq(i, 53);
@@ -605,7 +605,7 @@ END_TEST
 START_TEST(t_give_up)
 {
 	char *s;
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned i;
 
 	cfg.reorder = 16;
@@ -621,7 +621,7 @@ START_TEST(t_give_up)
 		rd_file(0, i, i);
 	}
 	st = stats(0);
-	ck_assert_uint_eq(st.state, PF_PLAN_FINISHED);
+	ck_assert_uint_eq(st.state, PF_HINT_FINISHED);
 	ck_assert_uint_eq(st.done, 98);
 	ck_assert_uint_eq(st.given_up, 2);
 	ck_assert_uint_eq(st.wasted_bytes, fsize(5) + fsize(6));
@@ -639,8 +639,8 @@ START_TEST(t_two_plans)
 {
 	char *s0 = malloc(300 * 40), *s1 = malloc(300 * 40);
 	size_t l0 = 0, l1 = 0;
-	struct pf_plan_stats a, b;
-	struct pf_plan_text *t1 = pf_plan_text_new(&cfg);
+	struct pf_hint_stats a, b;
+	struct pf_hint_text *t1 = pf_hint_text_new(&cfg);
 	unsigned i;
 	const uint64_t rec = 64 * KiB;
 
@@ -658,12 +658,12 @@ START_TEST(t_two_plans)
 				      (unsigned long long)rec);
 	}
 	declare(0, s0, 0);
-	sim->plan[1] = pf_planset_open(sim->s);
-	ck_assert_int_eq(pf_plan_parse(t1, s1, l1, 0, resolve, NULL, &bat),
+	sim->plan[1] = pf_hintset_open(sim->s);
+	ck_assert_int_eq(pf_hint_parse(t1, s1, l1, 0, resolve, NULL, &bat),
 			 (int)l1);
-	ck_assert_int_eq(pf_plan_apply(sim->plan[1], &bat, sim->now),
+	ck_assert_int_eq(pf_hint_apply(sim->plan[1], &bat, sim->now),
 			 (int)l1);
-	ck_assert_uint_eq(pf_planset_count(sim->s), 2);
+	ck_assert_uint_eq(pf_hintset_count(sim->s), 2);
 	advance(50 * MS);
 	for (i = 0; i < 200; i++) {
 		uint64_t r0 = 2 * ((i * 7) % 300);
@@ -675,8 +675,8 @@ START_TEST(t_two_plans)
 	}
 	a = stats(0);
 	b = stats(1);
-	ck_assert_uint_eq(a.state, PF_PLAN_FOLLOWING);
-	ck_assert_uint_eq(b.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(a.state, PF_HINT_FOLLOWING);
+	ck_assert_uint_eq(b.state, PF_HINT_FOLLOWING);
 	ck_assert_uint_eq(a.read_planned, 200);
 	ck_assert_uint_eq(b.read_planned, 200);
 	ck_assert_uint_eq(a.read_unplanned + b.read_unplanned, 0);
@@ -695,18 +695,18 @@ START_TEST(t_two_plans)
 	/* rank 1 closes: what it fetched ahead comes back */
 	sim->released = 0;
 	sim->released_bytes = 0;
-	pf_planset_close(sim->s, sim->plan[1]);
+	pf_hintset_close(sim->s, sim->plan[1]);
 	sim->plan[1] = NULL;
 	drain_releases();
 	ck_assert_uint_eq(sim->released_bytes, b.ahead_bytes);
-	ck_assert_uint_eq(pf_planset_count(sim->s), 1);
+	ck_assert_uint_eq(pf_hintset_count(sim->s), 1);
 	for (; i < 300; i++)
 		rd(0, i, BIG_ID, 2 * ((i * 7) % 300) * rec, rec);
-	ck_assert_uint_eq(stats(0).state, PF_PLAN_FINISHED);
+	ck_assert_uint_eq(stats(0).state, PF_HINT_FINISHED);
 	/* in-flight fetches of the closed plan are handed back as they end */
 	advance(50 * MS);
 	ck_assert_uint_eq(sim->nfl, 0);
-	pf_plan_text_free(t1);
+	pf_hint_text_free(t1);
 	free(s0);
 	free(s1);
 }
@@ -717,7 +717,7 @@ END_TEST
  * (16 MB/s, every READ a burst of its own) with fetches taking 20 ms, then
  * 200 ms: the depth follows the latency, rate x latency + 2 records.
  */
-static struct pf_plan_stats steady(uint64_t lat)
+static struct pf_hint_stats steady(uint64_t lat)
 {
 	char *s = malloc(4000 * 40);
 	size_t len = 0;
@@ -745,7 +745,7 @@ static struct pf_plan_stats steady(uint64_t lat)
 
 START_TEST(t_little)
 {
-	struct pf_plan_stats s20, s200;
+	struct pf_hint_stats s20, s200;
 	const uint64_t rate = 16384 * 1000;	/* bytes per second */
 
 	cfg.min_ahead = 0;
@@ -757,8 +757,8 @@ START_TEST(t_little)
 	ck_assert_uint_eq(sim->stalls, 0);
 	s200 = steady(200 * MS);
 	ck_assert_uint_eq(sim->stalls, 0);
-	ck_assert_uint_eq(s20.state, PF_PLAN_FOLLOWING);
-	ck_assert_uint_eq(s200.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(s20.state, PF_HINT_FOLLOWING);
+	ck_assert_uint_eq(s200.state, PF_HINT_FOLLOWING);
 	ck_assert_uint_eq(s20.latency_ns, 20 * MS);
 	ck_assert_uint_eq(s200.latency_ns, 200 * MS);
 	ck_assert_uint_eq(s20.batch_entries, 1);
@@ -775,7 +775,7 @@ END_TEST
 /* A caps: max_inflight and the budget hold whatever the targets say. */
 START_TEST(t_caps)
 {
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 
 	cfg.max_inflight = 5;
 	cfg.budget = 3 * MiB;
@@ -806,7 +806,7 @@ START_TEST(t_caps)
  * the whole entry read so far. */
 START_TEST(t_big_bursts)
 {
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	uint64_t off = 0;
 	unsigned b, r;
 
@@ -822,7 +822,7 @@ START_TEST(t_big_bursts)
 		advance(50 * MS);
 	}
 	st = stats(0);
-	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(st.state, PF_HINT_FOLLOWING);
 	/* 2 x 512 KiB + ~10 MiB/s x 10 ms */
 	ck_assert_uint_ge(st.target_bytes, 1024 * KiB);
 	ck_assert_uint_le(st.target_bytes, 1024 * KiB + 256 * KiB);
@@ -836,7 +836,7 @@ END_TEST
 START_TEST(t_replace)
 {
 	char *s = plan_text(0, 100, NULL);
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned fetched;
 
 	declare(0, s, 0);
@@ -852,28 +852,28 @@ START_TEST(t_replace)
 	st = stats(0);
 	ck_assert_uint_eq(st.gen, 2);
 	ck_assert_uint_eq(st.entries, 10);
-	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(st.state, PF_HINT_FOLLOWING);
 	ck_assert_uint_eq(sim->released, fetched);
 	advance(20 * MS);
 	/* and those in flight as they land */
 	ck_assert_uint_eq(sim->released, 2 * fetched);
 	ck_assert_uint_eq(stats(0).fetched, 10);
 	/* a bad write drops the plan, with the line in the stats */
-	ck_assert_int_eq(pf_plan_parse(txt, "f1 0 0\n", 7, 0, resolve, NULL,
+	ck_assert_int_eq(pf_hint_parse(txt, "f1 0 0\n", 7, 0, resolve, NULL,
 				       &bat), -EINVAL);
-	ck_assert_int_eq(pf_plan_apply(sim->plan[0], &bat, sim->now),
+	ck_assert_int_eq(pf_hint_apply(sim->plan[0], &bat, sim->now),
 			 -EINVAL);
 	st = stats(0);
-	ck_assert_uint_eq(st.state, PF_PLAN_ABANDONED);
+	ck_assert_uint_eq(st.state, PF_HINT_ABANDONED);
 	ck_assert_str_eq(st.why, "bad input: line 1: zero length");
 	ck_assert_uint_eq(st.bad_writes, 1);
 	ck_assert_uint_eq(st.entries, 0);
 	/* appending to a finished plan follows again */
 	declare(0, "f1\n", 0);
 	rd_file(0, 0, 1);
-	ck_assert_uint_eq(stats(0).state, PF_PLAN_FINISHED);
+	ck_assert_uint_eq(stats(0).state, PF_HINT_FINISHED);
 	declare(0, "f2\n", 3);
-	ck_assert_uint_eq(stats(0).state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(stats(0).state, PF_HINT_FOLLOWING);
 	ck_assert_uint_eq(stats(0).entries, 2);
 	ck_assert_uint_eq(stats(0).bad_writes, 1);
 }
@@ -884,46 +884,46 @@ END_TEST
  * fits again once the old one is gone. */
 START_TEST(t_total)
 {
-	struct pf_plan_text *t1 = pf_plan_text_new(&cfg);
-	struct pf_plan *p1;
-	struct pf_plan_stats st;
+	struct pf_hint_text *t1 = pf_hint_text_new(&cfg);
+	struct pf_hint *p1;
+	struct pf_hint_stats st;
 
 	cfg.max_total_entries = 5;
 	sim_free();
 	sim_new();
 	declare(0, "f1\nf2\nf3\n", 0);
-	p1 = pf_planset_open(sim->s);
-	ck_assert_int_eq(pf_plan_parse(t1, "f4\nf5\n", 6, 0, resolve, NULL,
+	p1 = pf_hintset_open(sim->s);
+	ck_assert_int_eq(pf_hint_parse(t1, "f4\nf5\n", 6, 0, resolve, NULL,
 				       &bat), 6);
-	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 6);
-	ck_assert_int_eq(pf_plan_parse(t1, "f6\n", 3, 6, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_apply(p1, &bat, sim->now), 6);
+	ck_assert_int_eq(pf_hint_parse(t1, "f6\n", 3, 6, resolve, NULL, &bat),
 			 3);
-	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), -ENOSPC);
-	pf_plan_stats(p1, &st);
-	ck_assert_uint_eq(st.state, PF_PLAN_ABANDONED);
+	ck_assert_int_eq(pf_hint_apply(p1, &bat, sim->now), -ENOSPC);
+	pf_hint_stats(p1, &st);
+	ck_assert_uint_eq(st.state, PF_HINT_ABANDONED);
 	ck_assert_str_eq(st.why, "the mount's plans would hold more than 5 "
 				 "entries");
-	ck_assert_int_eq(pf_plan_parse(t1, "f7\n", 3, 9, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_parse(t1, "f7\n", 3, 9, resolve, NULL, &bat),
 			 3);
-	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), -EINVAL);
-	pf_plan_stats(p1, &st);
+	ck_assert_int_eq(pf_hint_apply(p1, &bat, sim->now), -EINVAL);
+	pf_hint_stats(p1, &st);
 	ck_assert_uint_eq(st.bad_writes, 2);
 	ck_assert_str_eq(st.why, "the mount's plans would hold more than 5 "
 				 "entries");
-	ck_assert_uint_eq(stats(0).state, PF_PLAN_FOLLOWING);
+	ck_assert_uint_eq(stats(0).state, PF_HINT_FOLLOWING);
 	/* a new, smaller plan on the same handle fits */
-	ck_assert_int_eq(pf_plan_parse(t1, "f8\n", 3, 0, resolve, NULL, &bat),
+	ck_assert_int_eq(pf_hint_parse(t1, "f8\n", 3, 0, resolve, NULL, &bat),
 			 3);
-	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 3);
-	pf_plan_stats(p1, &st);
-	ck_assert_uint_eq(st.state, PF_PLAN_FOLLOWING);
+	ck_assert_int_eq(pf_hint_apply(p1, &bat, sim->now), 3);
+	pf_hint_stats(p1, &st);
+	ck_assert_uint_eq(st.state, PF_HINT_FOLLOWING);
 	ck_assert_uint_eq(st.entries, 1);
-	pf_planset_close(sim->s, sim->plan[0]);
+	pf_hintset_close(sim->s, sim->plan[0]);
 	sim->plan[0] = NULL;
-	ck_assert_int_eq(pf_plan_parse(t1, "f9\nf10\nf11\nf12\n", 15, 3,
+	ck_assert_int_eq(pf_hint_parse(t1, "f9\nf10\nf11\nf12\n", 15, 3,
 				       resolve, NULL, &bat), 15);
-	ck_assert_int_eq(pf_plan_apply(p1, &bat, sim->now), 15);
-	pf_plan_text_free(t1);
+	ck_assert_int_eq(pf_hint_apply(p1, &bat, sim->now), 15);
+	pf_hint_text_free(t1);
 }
 END_TEST
 
@@ -931,7 +931,7 @@ END_TEST
  * partly covers, and a READ spanning two records. */
 START_TEST(t_overlap)
 {
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 
 	declare(0, "f1\nf2\nf1\nbig 5000 3000\nbig 8000 100\n", 0);
 	advance(50 * MS);
@@ -945,7 +945,7 @@ START_TEST(t_overlap)
 	st = stats(0);
 	ck_assert_uint_eq(st.done, 5);
 	ck_assert_uint_eq(st.read_planned, 2 * 1 + 1 + 1);
-	ck_assert_uint_eq(st.state, PF_PLAN_FINISHED);
+	ck_assert_uint_eq(st.state, PF_HINT_FINISHED);
 	ck_assert_uint_eq(st.wasted_bytes, 0);
 }
 END_TEST
@@ -955,7 +955,7 @@ END_TEST
 START_TEST(t_clock_skew)
 {
 	char *s = plan_text(0, 2000, NULL);
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	unsigned i;
 
 	declare(0, s, 0);
@@ -964,7 +964,7 @@ START_TEST(t_clock_skew)
 	for (i = 0; i < 640; i++) {
 		uint64_t t = sim->now - (i % 2 ? 30 * US : 0);
 
-		pf_planset_read(sim->s, i, 0, fsize(i), t);
+		pf_hintset_read(sim->s, i, 0, fsize(i), t);
 		advance(20 * US);
 		if (i % 32 == 31)
 			advance(20 * MS);
@@ -1013,16 +1013,16 @@ static void sb_put(void *arg, const char *s, size_t n)
 /* The stats as JSON parse back to the same figures. */
 START_TEST(t_json)
 {
-	struct pf_plan_stats st;
+	struct pf_hint_stats st;
 	struct sbuf sb = { .n = 0 };
 	struct pf_json *j;
 
 	declare(0, "f1\nnope\n", 0);
-	ck_assert_int_eq(pf_plan_parse(txt, "\"q\" 0 0\n", 8, 8, resolve,
+	ck_assert_int_eq(pf_hint_parse(txt, "\"q\" 0 0\n", 8, 8, resolve,
 				       NULL, &bat), -EINVAL);
-	pf_plan_apply(sim->plan[0], &bat, sim->now);
-	pf_plan_stats(sim->plan[0], &st);
-	pf_plan_stats_json(&st, sb_put, &sb);
+	pf_hint_apply(sim->plan[0], &bat, sim->now);
+	pf_hint_stats(sim->plan[0], &st);
+	pf_hint_stats_json(&st, sb_put, &sb);
 	ck_assert_int_eq(pf_json_parse(sb.s, sb.n, &j), 0);
 	ck_assert_str_eq(pf_json_str(j, "state", ""), "abandoned");
 	ck_assert_str_eq(pf_json_str(j, "why", ""),
