@@ -2,7 +2,8 @@
 """A PyTorch DataLoader over fixed-size records in shard files; prints its data wait.
 
     /usr/bin/python3 examples/torch_loader.py [--record 64K] [--batch 64]
-        [--workers 4] [--compute-ms 40] [--epochs 1] [--shuffle] PATH...
+        [--workers 4] [--compute-ms 40] [--epochs 1] [--shuffle]
+        [--hints [--mountpoint DIR]] PATH...
 
 PATH is a shard file or a directory (all files below it, in name order),
 for example a prefetchfs mountpoint:
@@ -20,8 +21,12 @@ read with os.pread by whichever DataLoader worker gets it.  Without
 --shuffle the sampler is sequential, so each worker reads whole batches of
 consecutive records: the access pattern prefetchfs learns and reads ahead
 of.  With --shuffle every record is a random read (prefetchfs then does no
-read-ahead, by design).  After each batch the loop "computes" (sleeps) for
---compute-ms, as a GPU step would.
+read-ahead, by design) unless --hints declares the order: then the sampler
+is wrapped in prefetchfs_hints.HintedSampler, which writes each epoch's
+order to DIR/.prefetchfs/plan (DIR defaults to the mountpoint holding
+the first PATH) and prefetchfs fetches the records ahead in that
+order.  After each batch the loop "computes" (sleeps) for --compute-ms, as
+a GPU step would.
 
 Output, one line of key=value pairs (as examples/simple_trainer.py):
 data_wait_pct = (wall - compute) / wall, the share of the run the
@@ -38,7 +43,8 @@ import time
 
 try:
     import torch
-    from torch.utils.data import DataLoader, Dataset
+    from torch.utils.data import (DataLoader, Dataset, RandomSampler,
+                                  SequentialSampler)
 except ImportError as e:
     sys.exit("torch_loader.py: cannot import torch (%s): install python3-torch "
              "and run with /usr/bin/python3" % e)
@@ -117,7 +123,8 @@ class ShardRecords(Dataset):
             self.fds[path] = fd
         return fd
 
-    def __getitem__(self, i):
+    def locate(self, i):
+        """(path, offset, length) of record i."""
         if i < 0 or i >= self.len:
             raise IndexError(i)
         lo, hi = 0, len(self.files)
@@ -128,8 +135,11 @@ class ShardRecords(Dataset):
             else:
                 hi = mid
         path, first, _ = self.files[lo]
+        return path, (i - first) * self.record, self.record
+
+    def __getitem__(self, i):
+        path, off, _ = self.locate(i)
         fd = self._fd(path)
-        off = (i - first) * self.record
         buf = bytearray()
         while len(buf) < self.record:
             b = os.pread(fd, self.record - len(buf), off + len(buf))
@@ -163,6 +173,11 @@ def main():
     ap.add_argument("--seed", type=int, default=0, help="shuffle seed")
     ap.add_argument("--checksum", action="store_true",
                     help="print digest= over every record read")
+    ap.add_argument("--hints", action="store_true",
+                    help="declare each epoch's order to the prefetchfs mount")
+    ap.add_argument("--mountpoint", metavar="DIR",
+                    help="the mount --hints declares to (default: the"
+                    " mountpoint holding the first PATH)")
     a = ap.parse_args()
     if a.batch <= 0 or a.workers < 0 or a.epochs <= 0 or a.compute_ms < 0:
         ap.error("--batch and --epochs must be positive, --workers and --compute-ms not negative")
@@ -175,8 +190,16 @@ def main():
         ap.error("no file holds a whole record of %d bytes" % a.record)
     gen = torch.Generator()
     gen.manual_seed(a.seed)
-    loader = DataLoader(ds, batch_size=a.batch, shuffle=a.shuffle,
-                        num_workers=a.workers, generator=gen,
+    sampler = None
+    if a.hints:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from prefetchfs_hints import HintedSampler, mount_root
+        mnt = a.mountpoint or mount_root(a.paths[0])
+        sampler = HintedSampler(RandomSampler(ds, generator=gen) if a.shuffle
+                                else SequentialSampler(ds), ds.locate, mnt)
+    loader = DataLoader(ds, batch_size=a.batch,
+                        shuffle=a.shuffle if sampler is None else None,
+                        sampler=sampler, num_workers=a.workers, generator=gen,
                         persistent_workers=a.workers > 0)
 
     samples = batches = digest = 0

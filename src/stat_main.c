@@ -272,6 +272,40 @@ static const char *short_pattern(const char *p)
 #define STREAM_COLS 67
 #define FILE_MIN 12
 
+/* The declared plans (hints, pf_hint.h), when the mount has any. */
+static void print_plans(const struct pf_json *root)
+{
+	const struct pf_json *pl = pf_json_get(root, "plans");
+	char a[32], b[32], c[32];
+
+	if (!pl || pl->type != PF_JSON_ARR || !pl->child)
+		return;
+	line("");
+	line("%-5s %-10s %9s %9s %7s %8s %9s %9s %8s %7s  %s", "PLAN",
+	       "STATE", "ENTRIES", "NEXT", "AHEAD#", "AHEAD", "PLANNED",
+	       "UNPLANNED", "WASTED", "LAT ms", "WHY");
+	for (pl = pl->child; pl; pl = pl->next)
+		line("%-5.0f %-10s %9.0f %9.0f %7.0f %8s %9.0f %9.0f %8s "
+		       "%7s  %s",
+		       pf_json_num(pl, "id", 0),
+		       pf_json_str(pl, "state", "?"),
+		       pf_json_num(pl, "entries", 0),
+		       pf_json_num(pl, "next_entry", 0),
+		       pf_json_num(pl, "ahead_entries", 0),
+		       fmt_size(a, sizeof(a),
+				pf_json_num(pl, "ahead_bytes", 0)),
+		       pf_json_num(pl, "read_planned", 0),
+		       pf_json_num(pl, "read_unplanned", 0),
+		       fmt_size(b, sizeof(b),
+				pf_json_num(pl, "wasted_bytes", 0)),
+		       fmt_num(c, sizeof(c),
+			       pf_json_num(pl, "latency_ns", 0) > 0 ?
+				       pf_json_num(pl, "latency_ns", 0) / 1e6 :
+				       NAN,
+			       1),
+		       pf_json_str(pl, "why", ""));
+}
+
 static void print_frame(const char *mnt, const struct snapshot *cur,
 			const struct snapshot *prev, bool tty)
 {
@@ -391,6 +425,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	}
 	if (!nstreams)
 		line("(no reader streams: no file read in the last minute)");
+	print_plans(cur->root);
 	fflush(stdout);
 }
 

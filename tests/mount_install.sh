@@ -39,6 +39,7 @@ usr/local/share/doc/prefetchfs/examples/simple_trainer.py
 usr/local/share/doc/prefetchfs/examples/torch_loader.py
 usr/local/share/doc/prefetchfs/examples/memmap_tokens.py
 usr/local/share/doc/prefetchfs/examples/tar_shards.py
+usr/local/share/doc/prefetchfs/examples/prefetchfs_hints.py
 usr/local/share/doc/prefetchfs/examples/fio/seq-batches.fio
 usr/local/share/doc/prefetchfs/examples/fio/seq-batches-mmap.fio
 usr/local/share/doc/prefetchfs/examples/fio/strided-ranks.fio

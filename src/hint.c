@@ -1,0 +1,1248 @@
+/*
+ * hint.c - declared read order: the control file's parser and the plan
+ * follower (see pf_hint.h for the channel's format and the contract).
+ *
+ * DESIGN
+ * No threads, locks or clock here: the caller serialises calls on a set
+ * and its plans, and passes the time.  The parser runs outside that lock
+ * (it calls the caller's resolver, which may take the caller's own locks)
+ * and yields a batch that pf_hint_apply() appends under it.
+ *
+ * Entries are 32 bytes: the range, and "got", the bytes read so far, whose
+ * top bits say the plan fetched some of it (GOT_FETCHED) and that it is
+ * over, read or given up (GOT_DONE).  Three cursors move forward only:
+ * done_idx (every entry below it is over), fetch_idx/fetch_off (the next
+ * byte to hand out) and hi (one past the highest entry a READ matched).
+ * What an entry holds ahead of the reads is what was fetched of it minus
+ * what was read of it; ahead_bytes/ahead_entries are kept as sums of that
+ * by wrapping every change to an entry in ahead_sub()/ahead_add().
+ *
+ * A READ is matched through an index of the entries sorted by (file, off,
+ * position): a binary search finds the entries of that file starting
+ * before the READ's end, and a walk back (at most MATCH_SCAN steps, and no
+ * further than the plan's longest entry reaches) finds those it overlaps.
+ * Entries appended since the index was built are sorted and merged into
+ * it on the next READ, so a plan written in many writes costs one sort.
+ *
+ * How far ahead: the target is 2 x the largest recent burst of READs
+ * (ready for the next bursts) + peak read rate x latency (in flight,
+ * Little's law), at least the configured floors, in bytes and in
+ * entries; the latency is a smoothed mean plus twice its mean deviation
+ * (as TCP's RTT), so the depth grows with the latency and its jitter.
+ * The set shares max_inflight and the budget evenly among its following
+ * plans.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_hint.h"
+
+#define GOT_DONE	(1ull << 63)
+#define GOT_FETCHED	(1ull << 62)
+#define GOT_BYTES	(GOT_FETCHED - 1)
+#define MATCH_SCAN	64	/* entries looked at per READ, at most */
+#define HIST		4	/* bursts and rate periods remembered */
+#define MAX_LEN		(1ull << 62)	/* OFFSET + LENGTH at most */
+
+void pf_hint_cfg_default(struct pf_hint_cfg *cfg)
+{
+	cfg->max_entries = PF_HINT_MAX_ENTRIES;
+	cfg->max_text = PF_HINT_MAX_TEXT;
+	cfg->max_total_entries = 4ull * PF_HINT_MAX_ENTRIES;
+	cfg->piece = 1ull << 20;
+	cfg->max_inflight = 64;
+	cfg->budget = 256ull << 20;
+	cfg->min_ahead = 4ull << 20;
+	cfg->min_ahead_entries = 8;
+	cfg->reorder = 4096;
+	cfg->judge = 64;
+	cfg->gap_ns = 5000000;
+	cfg->rate_ns = 250000000;
+}
+
+static void why(char *dst, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void why(char *dst, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(dst, PF_HINT_WHY_MAX, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the parser ------------------------------------------------------- */
+
+struct pf_hint_text {
+	uint64_t max_entries;
+	uint64_t max_text;
+	uint64_t next_off;	/* where the next write must start */
+	uint64_t line;		/* lines completed in this plan */
+	uint64_t entries;	/* entries produced in this plan */
+	bool started;		/* a write at offset 0 was seen */
+	bool rejected;
+	char reason[PF_HINT_WHY_MAX];
+	size_t partlen;
+	char part[PF_HINT_LINE_MAX + 1];
+};
+
+void pf_hint_batch_init(struct pf_hint_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void pf_hint_batch_fini(struct pf_hint_batch *b)
+{
+	free(b->e);
+	memset(b, 0, sizeof(*b));
+}
+
+struct pf_hint_text *pf_hint_text_new(const struct pf_hint_cfg *cfg)
+{
+	struct pf_hint_text *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->max_entries = cfg->max_entries;
+	if (t->max_entries > PF_HINT_MAX_ENTRIES)
+		t->max_entries = PF_HINT_MAX_ENTRIES;
+	t->max_text = cfg->max_text;
+	if (t->max_text > PF_HINT_MAX_TEXT)
+		t->max_text = PF_HINT_MAX_TEXT;
+	return t;
+}
+
+void pf_hint_text_free(struct pf_hint_text *t)
+{
+	free(t);
+}
+
+static bool digits(const char *s, const char *e)
+{
+	if (s == e)
+		return false;
+	for (; s < e; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* The decimal number of digits [s, e); false if it overflows. */
+static bool number(const char *s, const char *e, uint64_t *v)
+{
+	uint64_t n = 0;
+
+	for (; s < e; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (n > (UINT64_MAX - d) / 10)
+			return false;
+		n = n * 10 + d;
+	}
+	*v = n;
+	return true;
+}
+
+/* The start of the last space-separated field of [s, e), or NULL. */
+static const char *last_field(const char *s, const char *e)
+{
+	const char *p = e;
+
+	while (p > s && p[-1] != ' ')
+		p--;
+	if (p == e || p == s)
+		return NULL;
+	return p;
+}
+
+static bool missing_err(int err)
+{
+	return err == -ENOENT || err == -ENOTDIR || err == -EISDIR ||
+	       err == -EACCES || err == -ELOOP || err == -ENAMETOOLONG;
+}
+
+static int reject(struct pf_hint_text *t, struct pf_hint_batch *b, int err)
+{
+	t->rejected = true;
+	memcpy(t->reason, b->why, sizeof(t->reason));
+	b->n = 0;
+	b->rc = err;
+	return err;
+}
+
+static int push(struct pf_hint_batch *b, uint64_t file, uint64_t off,
+		uint64_t len)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 256;
+		struct pf_hint_entry *e = realloc(b->e, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		b->e = e;
+		b->cap = cap;
+	}
+	b->e[b->n].file = file;
+	b->e[b->n].off = off;
+	b->e[b->n].len = len;
+	b->n++;
+	return 0;
+}
+
+/* One complete line, without its '\n', NUL-terminated in t->part. */
+static int line(struct pf_hint_text *t, pf_hint_resolve_fn resolve,
+		void *ctx, struct pf_hint_batch *b)
+{
+	char *s = t->part;
+	char *e = t->part + t->partlen;
+	const char *f2, *f1;
+	uint64_t off = 0, len = 0, file, size;
+	bool range = false;
+	int ret;
+
+	t->line++;
+	if (s == e || *s == '#')
+		return 0;
+	/* PATH OFFSET LENGTH when the last two fields are numbers */
+	f2 = last_field(s, e);
+	if (f2) {
+		f1 = last_field(s, f2 - 1);
+		if (f1 && digits(f2, e) && digits(f1, f2 - 1)) {
+			range = true;
+			if (!number(f2, e, &len) || !number(f1, f2 - 1, &off)) {
+				why(b->why, "line %llu: number out of range",
+				    (unsigned long long)t->line);
+				return -EINVAL;
+			}
+			e = (char *)f1 - 1;
+		}
+	}
+	if (range && len == 0) {
+		why(b->why, "line %llu: zero length",
+		    (unsigned long long)t->line);
+		return -EINVAL;
+	}
+	if (range && (off >= MAX_LEN || len > MAX_LEN - off)) {
+		why(b->why, "line %llu: offset + length past 2^62",
+		    (unsigned long long)t->line);
+		return -EINVAL;
+	}
+	while (s < e && *s == '/')
+		s++;
+	if (s == e) {
+		why(b->why, "line %llu: no path", (unsigned long long)t->line);
+		return -EINVAL;
+	}
+	if (t->entries >= t->max_entries) {
+		why(b->why, "line %llu: more than %llu entries",
+		    (unsigned long long)t->line,
+		    (unsigned long long)t->max_entries);
+		return -ENOSPC;
+	}
+	*e = '\0';
+	b->declared++;
+	ret = resolve(ctx, s, &file, &size);
+	if (ret < 0 && missing_err(ret)) {
+		b->missing++;
+		return 0;
+	}
+	if (ret < 0) {
+		why(b->why, "line %llu: %s: %s", (unsigned long long)t->line,
+		    s, strerror(-ret));
+		return ret;
+	}
+	if (!range)
+		len = size;
+	if (off >= size || len == 0) {
+		b->past_eof++;
+		return 0;
+	}
+	if (len > size - off)
+		len = size - off;
+	ret = push(b, file, off, len);
+	if (ret < 0) {
+		why(b->why, "line %llu: out of memory",
+		    (unsigned long long)t->line);
+		return ret;
+	}
+	t->entries++;
+	return 0;
+}
+
+int pf_hint_parse(struct pf_hint_text *t, const char *buf, size_t len,
+		  uint64_t off, pf_hint_resolve_fn resolve, void *ctx,
+		  struct pf_hint_batch *b)
+{
+	size_t i;
+	int ret;
+
+	b->n = 0;
+	b->restart = false;
+	b->declared = b->missing = b->past_eof = 0;
+	b->rc = 0;
+	b->why[0] = '\0';
+	if (off == 0) {
+		t->started = true;
+		t->rejected = false;
+		t->next_off = 0;
+		t->line = 0;
+		t->entries = 0;
+		t->partlen = 0;
+		b->restart = true;
+	} else if (t->rejected) {
+		why(b->why, "plan refused (%s); write at offset 0 to start "
+		    "a new one", t->reason);
+		b->rc = -EINVAL;
+		return -EINVAL;
+	} else if (!t->started || off != t->next_off) {
+		why(b->why, "write at offset %llu, the plan's text ends at "
+		    "%llu", (unsigned long long)off,
+		    (unsigned long long)t->next_off);
+		return reject(t, b, -EINVAL);
+	}
+	if (len > INT32_MAX) {
+		why(b->why, "a write of more than 2 GiB");
+		return reject(t, b, -EINVAL);
+	}
+	if (len > t->max_text || off > t->max_text - len) {
+		why(b->why, "line %llu: more than %llu bytes of plan text",
+		    (unsigned long long)t->line + 1,
+		    (unsigned long long)t->max_text);
+		return reject(t, b, -ENOSPC);
+	}
+	for (i = 0; i < len; i++) {
+		char c = buf[i];
+
+		if (c == '\n') {
+			t->part[t->partlen] = '\0';
+			ret = line(t, resolve, ctx, b);
+			t->partlen = 0;
+			if (ret < 0)
+				return reject(t, b, ret);
+			continue;
+		}
+		if (c == '\0') {
+			why(b->why, "line %llu: NUL byte",
+			    (unsigned long long)t->line + 1);
+			return reject(t, b, -EINVAL);
+		}
+		if (t->partlen == PF_HINT_LINE_MAX) {
+			why(b->why, "line %llu: longer than %u bytes",
+			    (unsigned long long)t->line + 1,
+			    PF_HINT_LINE_MAX);
+			return reject(t, b, -EINVAL);
+		}
+		t->part[t->partlen++] = c;
+	}
+	t->next_off = off + len;
+	b->rc = (int)len;
+	return b->rc;
+}
+
+/* ---- the follower ------------------------------------------------------ */
+
+struct ent {
+	uint64_t file;
+	uint64_t off;
+	uint64_t len;
+	uint64_t got;		/* bytes read | GOT_FETCHED | GOT_DONE */
+};
+
+enum over {
+	OVER_READ,		/* read to its end */
+	OVER_GIVEN_UP,		/* the reads went past it */
+	OVER_DROPPED,		/* the plan stopped following */
+};
+
+struct pf_hint {
+	struct pf_hintset *set;
+	uint32_t id;
+	uint32_t gen;
+	enum pf_hint_state state;
+	char why[PF_HINT_WHY_MAX];
+	bool refused;		/* a write failed: the rest of this plan's
+				 * writes fail too, until a new plan */
+	struct ent *e;
+	size_t n, cap;
+	uint32_t *idx;		/* [0, nidx) by (file, off, index) */
+	size_t nidx;
+	uint64_t max_len;	/* longest entry */
+	size_t done_idx;	/* every entry below is over */
+	size_t fetch_idx;	/* next entry to hand out ... */
+	uint64_t fetch_off;	/* ... from this byte of it */
+	size_t hi;		/* one past the highest entry matched */
+	uint64_t ahead_bytes;	/* sum of ahead() over the entries */
+	uint64_t ahead_entries;	/* entries with ahead() > 0 */
+	uint64_t inflight;
+	uint64_t inflight_bytes;
+	uint64_t srtt, rttvar;	/* fetch latency, mean and deviation */
+	bool have_lat;
+	uint64_t rstart, rbytes, rents;	/* the rate period going on */
+	uint64_t rate_b[HIST], rate_e[HIST];
+	unsigned nrate;
+	uint64_t last_read;	/* arrival of the last planned READ */
+	uint64_t burst_b, burst_e;	/* the burst going on */
+	uint64_t bh_b[HIST], bh_e[HIST];
+	unsigned nburst;
+	uint64_t jbits;		/* last READs judged, newest in bit 0 */
+	unsigned jn;
+	struct pf_hint_stats st;	/* the counters */
+};
+
+struct pf_hintset {
+	struct pf_hint_cfg cfg;
+	struct pf_hint *plans[PF_HINTSET_MAX];
+	unsigned n;
+	unsigned rr;		/* next plan asked first */
+	uint32_t next_id;
+	uint64_t total;		/* entries of all the plans */
+	struct pf_hint_range *rel;	/* releases, FIFO from rel_head */
+	size_t rel_head, nrel, rel_cap;
+};
+
+const char *pf_hint_state_name(enum pf_hint_state s)
+{
+	switch (s) {
+	case PF_HINT_FOLLOWING:
+		return "following";
+	case PF_HINT_ABANDONED:
+		return "abandoned";
+	case PF_HINT_FINISHED:
+		return "finished";
+	}
+	return "?";
+}
+
+/* Queue a range for release; dropped when memory is short (the cache
+ * then evicts it in its own time). */
+static void release_range(struct pf_hintset *s, const struct pf_hint_range *r)
+{
+	if (s->nrel == s->rel_cap) {
+		size_t cap = s->rel_cap ? 2 * s->rel_cap : 64;
+		struct pf_hint_range *v;
+
+		if (s->rel_head > 0) {
+			memmove(s->rel, s->rel + s->rel_head,
+				(s->nrel - s->rel_head) * sizeof(*v));
+			s->nrel -= s->rel_head;
+			s->rel_head = 0;
+		}
+		if (s->nrel == s->rel_cap) {
+			v = realloc(s->rel, cap * sizeof(*v));
+			if (!v)
+				return;
+			s->rel = v;
+			s->rel_cap = cap;
+		}
+	}
+	s->rel[s->nrel++] = *r;
+}
+
+/* Bytes entry @i holds ahead of the reads: fetched minus read. */
+static uint64_t ahead(const struct pf_hint *p, size_t i)
+{
+	const struct ent *x = &p->e[i];
+	uint64_t f, g;
+
+	if ((x->got & GOT_DONE) || !(x->got & GOT_FETCHED))
+		return 0;
+	if (i < p->fetch_idx)
+		f = x->len;
+	else if (i == p->fetch_idx)
+		f = p->fetch_off;
+	else
+		f = 0;
+	g = x->got & GOT_BYTES;
+	return f > g ? f - g : 0;
+}
+
+static void ahead_sub(struct pf_hint *p, size_t i)
+{
+	uint64_t a = ahead(p, i);
+
+	p->ahead_bytes -= a;
+	if (a)
+		p->ahead_entries--;
+}
+
+static void ahead_add(struct pf_hint *p, size_t i)
+{
+	uint64_t a = ahead(p, i);
+
+	p->ahead_bytes += a;
+	if (a)
+		p->ahead_entries++;
+}
+
+static void range_of(const struct pf_hint *p, size_t i,
+		     struct pf_hint_range *r)
+{
+	r->file = p->e[i].file;
+	r->off = p->e[i].off;
+	r->len = p->e[i].len;
+	r->plan = p->id;
+	r->gen = p->gen;
+	r->entry = (uint32_t)i;
+	r->issued_ns = 0;
+}
+
+/* Entry @i is over: what the plan fetched of it goes back, and what of
+ * that was not read counts as wasted. */
+static void over(struct pf_hint *p, size_t i, enum over how)
+{
+	struct ent *x = &p->e[i];
+	struct pf_hint_range r;
+
+	if (x->got & GOT_DONE)
+		return;
+	p->st.wasted_bytes += ahead(p, i);
+	ahead_sub(p, i);
+	if (x->got & GOT_FETCHED) {
+		range_of(p, i, &r);
+		release_range(p->set, &r);
+	}
+	x->got |= GOT_DONE;
+	if (how == OVER_READ)
+		p->st.done++;
+	else if (how == OVER_GIVEN_UP)
+		p->st.given_up++;
+}
+
+static void advance(struct pf_hint *p)
+{
+	while (p->done_idx < p->n && (p->e[p->done_idx].got & GOT_DONE))
+		p->done_idx++;
+	if (p->state == PF_HINT_FOLLOWING && p->n > 0 &&
+	    p->done_idx == p->n) {
+		p->state = PF_HINT_FINISHED;
+		why(p->why, "all %zu entries read or given up", p->n);
+	}
+}
+
+/* Stop following: hand back everything fetched and not read. */
+static void drop_all(struct pf_hint *p)
+{
+	size_t i, end = p->fetch_idx < p->n ? p->fetch_idx + 1 : p->n;
+
+	for (i = p->done_idx; i < end; i++)
+		if (p->e[i].got & GOT_FETCHED)
+			over(p, i, OVER_DROPPED);
+}
+
+static void abandon(struct pf_hint *p)
+{
+	p->state = PF_HINT_ABANDONED;
+	drop_all(p);
+}
+
+/* ---- matching READs ---------------------------------------------------- */
+
+struct key {
+	uint64_t file;
+	uint64_t off;
+	uint32_t idx;
+};
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct key *x = a, *y = b;
+
+	if (x->file != y->file)
+		return x->file < y->file ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * Sort the entries appended since the index was built, merge them in.
+ * The new ones are sorted as keys, not indices into the entries: the
+ * comparisons then touch no entry (a third of the time for a plan of a
+ * million files).
+ */
+static void index_entries(struct pf_hint *p)
+{
+	struct key *tail;
+	uint32_t *v;
+	size_t i, a, b, k, nt;
+
+	if (p->nidx == p->n)
+		return;
+	/* matched against the old index until memory comes back */
+	v = realloc(p->idx, p->n * sizeof(*v));
+	if (!v)
+		return;
+	p->idx = v;
+	nt = p->n - p->nidx;
+	tail = malloc(nt * sizeof(*tail));
+	if (!tail)
+		return;
+	for (i = 0; i < nt; i++) {
+		const struct ent *x = &p->e[p->nidx + i];
+
+		tail[i].file = x->file;
+		tail[i].off = x->off;
+		tail[i].idx = (uint32_t)(p->nidx + i);
+	}
+	qsort(tail, nt, sizeof(*tail), cmp_key);
+	/* merge from the back: v[k] is never one of v[0, a) still to come;
+	 * an old entry sorts before every new one of the same (file, off) */
+	a = p->nidx;
+	b = nt;
+	k = p->n;
+	while (b > 0) {
+		const struct ent *x = a > 0 ? &p->e[v[a - 1]] : NULL;
+		const struct key *y = &tail[b - 1];
+
+		if (x && (x->file > y->file ||
+			  (x->file == y->file && x->off > y->off)))
+			v[--k] = v[--a];
+		else
+			v[--k] = tail[--b].idx;
+	}
+	free(tail);
+	p->nidx = p->n;
+}
+
+/* First index position whose entry is not before (file, off). */
+static size_t lower_bound(const struct pf_hint *p, uint64_t file,
+			  uint64_t off)
+{
+	size_t lo = 0, hi = p->nidx;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ent *x = &p->e[p->idx[mid]];
+
+		if (x->file < file || (x->file == file && x->off < off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+enum match { M_OTHER, M_MISS, M_HIT };
+
+static void judge(struct pf_hint *p, bool hit)
+{
+	unsigned n = p->set->cfg.judge, hits;
+	uint64_t mask = n >= 64 ? UINT64_MAX : (1ull << n) - 1;
+
+	p->jbits = (p->jbits << 1) | (hit ? 1 : 0);
+	if (p->jn < n)
+		p->jn++;
+	if (p->jn < n || p->state != PF_HINT_FOLLOWING)
+		return;
+	hits = (unsigned)__builtin_popcountll(p->jbits & mask);
+	if (2 * hits < n) {
+		why(p->why, "reads stopped matching: %u of the last %u READs "
+		    "of its files were in the plan", hits, n);
+		abandon(p);
+	}
+}
+
+/* A planned READ touching @touched new entries: the burst and the rate. */
+static void learn(struct pf_hint *p, uint64_t len, unsigned touched,
+		  uint64_t now)
+{
+	const struct pf_hint_cfg *c = &p->set->cfg;
+
+	/* threads that read the clock before taking the caller's lock
+	 * arrive slightly out of order */
+	if (now < p->last_read)
+		now = p->last_read;
+	if (p->last_read && now - p->last_read >= c->gap_ns &&
+	    p->burst_b > 0) {
+		p->bh_b[p->nburst % HIST] = p->burst_b;
+		p->bh_e[p->nburst % HIST] = p->burst_e;
+		p->nburst++;
+		p->burst_b = p->burst_e = 0;
+	}
+	p->burst_b += len;
+	p->burst_e += touched;
+	p->last_read = now;
+	if (!p->rstart)
+		p->rstart = now;
+	if (now - p->rstart >= c->rate_ns) {
+		uint64_t d = now - p->rstart;
+
+		p->rate_b[p->nrate % HIST] =
+			(uint64_t)((double)p->rbytes * 1e9 / (double)d);
+		p->rate_e[p->nrate % HIST] =
+			(uint64_t)((double)p->rents * 1e9 / (double)d);
+		p->nrate++;
+		p->rstart = now;
+		p->rbytes = p->rents = 0;
+	}
+	p->rbytes += len;
+	p->rents += touched;
+}
+
+static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
+			uint64_t len, uint64_t now)
+{
+	const uint64_t reorder = p->set->cfg.reorder;
+	uint64_t end = off + len < off ? UINT64_MAX : off + len;
+	size_t cand[MATCH_SCAN];
+	size_t pos, j, lo, wend, nc = 0, c, k, steps;
+	unsigned touched = 0;
+
+	index_entries(p);
+	pos = lower_bound(p, file, end);
+	if (!(pos > 0 && p->e[p->idx[pos - 1]].file == file))
+		return M_OTHER;	/* no entry of @file before @end */
+	lo = p->done_idx > reorder ? p->done_idx - reorder : 0;
+	wend = p->done_idx + reorder;
+	if (wend < p->fetch_idx + 1)
+		wend = p->fetch_idx + 1;
+	for (j = pos, steps = 0; j > 0 && steps < MATCH_SCAN; j--, steps++) {
+		size_t i = p->idx[j - 1];
+		const struct ent *x = &p->e[i];
+
+		if (x->file != file || x->off + p->max_len <= off)
+			break;
+		if (x->off + x->len > off && i >= lo && i < wend)
+			cand[nc++] = i;
+	}
+	if (nc == 0)
+		return M_MISS;
+	p->st.read_planned++;
+	p->st.read_planned_bytes += len;
+	for (c = 0; c < nc; c++) {
+		size_t i = cand[c];
+		struct ent *x = &p->e[i];
+		uint64_t a, b, got;
+		bool dup = false;
+
+		if (i < p->done_idx || (x->got & GOT_DONE))
+			continue;
+		/* the same range twice in the plan (sampling with
+		 * replacement): this READ is the earlier one's */
+		for (k = 0; k < nc && !dup; k++) {
+			const struct ent *y = &p->e[cand[k]];
+
+			dup = cand[k] < i && cand[k] >= p->done_idx &&
+			      !(y->got & GOT_DONE) && y->off == x->off &&
+			      y->len == x->len;
+		}
+		if (dup)
+			continue;
+		a = x->off > off ? x->off : off;
+		b = x->off + x->len < end ? x->off + x->len : end;
+		got = x->got & GOT_BYTES;
+		if (got == 0)
+			touched++;
+		ahead_sub(p, i);
+		got += b - a;
+		if (got > x->len)
+			got = x->len;
+		x->got = (x->got & ~GOT_BYTES) | got;
+		ahead_add(p, i);
+		if (got == x->len)
+			over(p, i, OVER_READ);
+		if (i + 1 > p->hi)
+			p->hi = i + 1;
+	}
+	/* the reads went more than the window past these */
+	while (p->done_idx < p->n && p->hi > p->done_idx + reorder + 1) {
+		over(p, p->done_idx, OVER_GIVEN_UP);
+		p->done_idx++;
+	}
+	learn(p, len, touched, now);
+	advance(p);
+	return M_HIT;
+}
+
+void pf_hintset_read(struct pf_hintset *s, uint64_t file, uint64_t off,
+		     uint64_t len, uint64_t now_ns)
+{
+	enum match m[PF_HINTSET_MAX];
+	bool hit = false;
+	unsigned i;
+
+	if (len == 0)
+		return;
+	for (i = 0; i < s->n; i++) {
+		struct pf_hint *p = s->plans[i];
+
+		m[i] = M_OTHER;
+		if (p->state != PF_HINT_FOLLOWING)
+			continue;
+		m[i] = match(p, file, off, len, now_ns);
+		if (m[i] == M_HIT) {
+			hit = true;
+			judge(p, true);
+		}
+	}
+	if (hit)
+		return;
+	for (i = 0; i < s->n; i++) {
+		if (m[i] != M_MISS)
+			continue;
+		s->plans[i]->st.read_unplanned++;
+		judge(s->plans[i], false);
+	}
+}
+
+/* ---- fetching ahead ---------------------------------------------------- */
+
+static uint64_t max4(const uint64_t *v, unsigned n)
+{
+	uint64_t m = 0;
+	unsigned i;
+
+	for (i = 0; i < n && i < HIST; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+static uint64_t latency(const struct pf_hint *p)
+{
+	return p->have_lat ? p->srtt + 2 * p->rttvar : 0;
+}
+
+static void targets(const struct pf_hint *p, uint64_t budget, uint64_t *tb,
+		    uint64_t *te)
+{
+	const struct pf_hint_cfg *c = &p->set->cfg;
+	double lat = (double)latency(p) / 1e9;
+	uint64_t bb = max4(p->bh_b, p->nburst), be = max4(p->bh_e, p->nburst);
+	uint64_t b, e;
+
+	if (p->burst_b > bb)
+		bb = p->burst_b;
+	if (p->burst_e > be)
+		be = p->burst_e;
+	/* Little's law: what is consumed during one fetch latency is in
+	 * flight; two batches on top are in memory, for the bursts */
+	b = (uint64_t)((double)max4(p->rate_b, p->nrate) * lat) + 2 * bb;
+	e = (uint64_t)((double)max4(p->rate_e, p->nrate) * lat + 0.999) +
+	    2 * be;
+	if (b < c->min_ahead)
+		b = c->min_ahead;
+	if (b > budget)
+		b = budget;
+	if (e < c->min_ahead_entries)
+		e = c->min_ahead_entries;
+	*tb = b;
+	*te = e;
+}
+
+static unsigned next_plan(struct pf_hint *p, uint64_t now,
+			  struct pf_hint_range *out, unsigned max,
+			  uint64_t max_inflight, uint64_t budget)
+{
+	const struct pf_hint_cfg *c = &p->set->cfg;
+	uint64_t tb, te;
+	unsigned k = 0;
+
+	if (p->state != PF_HINT_FOLLOWING)
+		return 0;
+	targets(p, budget, &tb, &te);
+	/* the entries target starts entries, it never stretches one: a
+	 * plan of one big file is held to the bytes target */
+	while (k < max && p->inflight < max_inflight &&
+	       (p->ahead_bytes < tb ||
+		(p->ahead_entries < te && p->fetch_off == 0))) {
+		struct ent *x;
+		uint64_t piece;
+		size_t i;
+		bool first;
+
+		if (p->fetch_idx < p->done_idx) {
+			p->fetch_idx = p->done_idx;
+			p->fetch_off = 0;
+		}
+		if (p->fetch_idx >= p->n)
+			break;
+		i = p->fetch_idx;
+		x = &p->e[i];
+		/* over, or being read before the plan got to it: the
+		 * READs fetch it themselves */
+		if ((x->got & GOT_DONE) ||
+		    (p->fetch_off == 0 && (x->got & GOT_BYTES))) {
+			p->fetch_idx++;
+			p->fetch_off = 0;
+			continue;
+		}
+		piece = x->len - p->fetch_off;
+		if (piece > c->piece)
+			piece = c->piece;
+		if (p->ahead_bytes > 0 && p->ahead_bytes + piece > budget)
+			break;
+		ahead_sub(p, i);
+		first = !(x->got & GOT_FETCHED);
+		x->got |= GOT_FETCHED;
+		range_of(p, i, &out[k]);
+		out[k].off = x->off + p->fetch_off;
+		out[k].len = piece;
+		out[k].issued_ns = now;
+		k++;
+		p->fetch_off += piece;
+		if (p->fetch_off == x->len) {
+			p->fetch_idx++;
+			p->fetch_off = 0;
+		}
+		ahead_add(p, i);
+		p->inflight++;
+		p->inflight_bytes += piece;
+		p->st.fetched_bytes += piece;
+		if (first)
+			p->st.fetched++;
+	}
+	return k;
+}
+
+unsigned pf_hintset_next(struct pf_hintset *s, uint64_t now_ns,
+			 struct pf_hint_range *out, unsigned max)
+{
+	unsigned i, nf = 0, k = 0;
+	uint64_t inflight, budget;
+
+	for (i = 0; i < s->n; i++)
+		if (s->plans[i]->state == PF_HINT_FOLLOWING &&
+		    s->plans[i]->n > 0)
+			nf++;
+	if (nf == 0)
+		return 0;
+	inflight = s->cfg.max_inflight / nf;
+	if (inflight == 0)
+		inflight = 1;
+	budget = s->cfg.budget / nf;
+	for (i = 0; i < s->n && k < max; i++) {
+		struct pf_hint *p = s->plans[(s->rr + i) % s->n];
+
+		k += next_plan(p, now_ns, out + k, max - k, inflight, budget);
+	}
+	s->rr = s->n ? (s->rr + 1) % s->n : 0;
+	return k;
+}
+
+static struct pf_hint *find_plan(const struct pf_hintset *s, uint32_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->plans[i]->id == id)
+			return s->plans[i];
+	return NULL;
+}
+
+void pf_hintset_done(struct pf_hintset *s, const struct pf_hint_range *r,
+		     uint64_t now_ns, int err)
+{
+	struct pf_hint *p = find_plan(s, r->plan);
+
+	if (!p || p->gen != r->gen) {
+		release_range(s, r);	/* its plan is gone */
+		return;
+	}
+	if (p->inflight > 0)
+		p->inflight--;
+	p->inflight_bytes -= r->len < p->inflight_bytes ?
+			     r->len : p->inflight_bytes;
+	if (r->entry < p->n && (p->e[r->entry].got & GOT_DONE))
+		release_range(s, r);	/* over before its data came */
+	if (err < 0) {
+		p->st.fetch_errors++;
+		return;
+	}
+	if (now_ns >= r->issued_ns) {
+		uint64_t x = now_ns - r->issued_ns;
+
+		if (!p->have_lat) {
+			p->srtt = x;
+			p->rttvar = x / 2;
+			p->have_lat = true;
+		} else {
+			uint64_t d = x > p->srtt ? x - p->srtt : p->srtt - x;
+
+			p->rttvar = (3 * p->rttvar + d) / 4;
+			p->srtt = (7 * p->srtt + x) / 8;
+		}
+	}
+}
+
+unsigned pf_hintset_release(struct pf_hintset *s, struct pf_hint_range *out,
+			    unsigned max)
+{
+	unsigned k = 0;
+
+	while (k < max && s->rel_head < s->nrel)
+		out[k++] = s->rel[s->rel_head++];
+	if (s->rel_head == s->nrel)
+		s->rel_head = s->nrel = 0;
+	return k;
+}
+
+/* ---- plans and the set ------------------------------------------------- */
+
+struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg)
+{
+	struct pf_hintset *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->cfg = *cfg;
+	if (s->cfg.judge < 8)
+		s->cfg.judge = 8;
+	if (s->cfg.judge > 64)
+		s->cfg.judge = 64;
+	if (s->cfg.piece == 0)
+		s->cfg.piece = 1ull << 20;
+	if (s->cfg.reorder == 0)
+		s->cfg.reorder = 1;
+	s->next_id = 1;
+	return s;
+}
+
+static void plan_free(struct pf_hint *p)
+{
+	free(p->e);
+	free(p->idx);
+	free(p);
+}
+
+void pf_hintset_free(struct pf_hintset *s)
+{
+	unsigned i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->n; i++)
+		plan_free(s->plans[i]);
+	free(s->rel);
+	free(s);
+}
+
+struct pf_hint *pf_hintset_open(struct pf_hintset *s)
+{
+	struct pf_hint *p;
+
+	if (s->n == PF_HINTSET_MAX)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->set = s;
+	p->id = s->next_id++;
+	p->state = PF_HINT_FOLLOWING;
+	s->plans[s->n++] = p;
+	return p;
+}
+
+void pf_hintset_close(struct pf_hintset *s, struct pf_hint *p)
+{
+	unsigned i;
+
+	if (p->state == PF_HINT_FOLLOWING)
+		drop_all(p);
+	s->total -= p->n;
+	for (i = 0; i < s->n; i++) {
+		if (s->plans[i] != p)
+			continue;
+		memmove(&s->plans[i], &s->plans[i + 1],
+			(s->n - i - 1) * sizeof(s->plans[0]));
+		s->n--;
+		break;
+	}
+	plan_free(p);
+}
+
+/* A new plan on the same handle: the old one's data goes back; what was
+ * learned of the reader (rate, bursts, latency) stays. */
+static void restart(struct pf_hint *p)
+{
+	uint64_t bad = p->st.bad_writes;
+
+	if (p->state == PF_HINT_FOLLOWING)
+		drop_all(p);
+	p->gen++;
+	p->state = PF_HINT_FOLLOWING;
+	p->why[0] = '\0';
+	p->refused = false;
+	p->set->total -= p->n;
+	p->n = p->nidx = 0;
+	p->max_len = 0;
+	p->done_idx = p->fetch_idx = p->hi = 0;
+	p->fetch_off = 0;
+	p->ahead_bytes = p->ahead_entries = 0;
+	/* the old plan's fetches in flight come back released */
+	p->inflight = p->inflight_bytes = 0;
+	p->jbits = 0;
+	p->jn = 0;
+	memset(&p->st, 0, sizeof(p->st));
+	p->st.bad_writes = bad;
+}
+
+/* A write failed: the plan is dropped, and so are its later writes. */
+static void refuse(struct pf_hint *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void refuse(struct pf_hint *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->st.bad_writes++;
+	if (p->refused)
+		return;		/* keep the first reason */
+	if (p->state == PF_HINT_FOLLOWING)
+		abandon(p);
+	p->state = PF_HINT_ABANDONED;
+	p->refused = true;
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+}
+
+int pf_hint_apply(struct pf_hint *p, const struct pf_hint_batch *b,
+		  uint64_t now_ns)
+{
+	struct pf_hintset *s = p->set;
+	size_t i;
+
+	(void)now_ns;
+	if (b->restart)
+		restart(p);
+	if (b->rc < 0) {
+		refuse(p, "bad input: %s", b->why);
+		return b->rc;
+	}
+	if (p->refused) {
+		refuse(p, "-");
+		return -EINVAL;
+	}
+	p->st.declared += b->declared;
+	p->st.missing += b->missing;
+	p->st.past_eof += b->past_eof;
+	if (b->n == 0)
+		return b->rc;
+	if (s->total + b->n > s->cfg.max_total_entries) {
+		refuse(p, "the mount's plans would hold more than %llu "
+		       "entries", (unsigned long long)s->cfg.max_total_entries);
+		return -ENOSPC;
+	}
+	if (p->n + b->n > p->cap) {
+		size_t cap = p->cap ? p->cap : 1024;
+		struct ent *e;
+
+		while (cap < p->n + b->n)
+			cap *= 2;
+		e = realloc(p->e, cap * sizeof(*e));
+		if (!e) {
+			refuse(p, "out of memory for %zu entries",
+			       p->n + b->n);
+			return -ENOMEM;
+		}
+		p->e = e;
+		p->cap = cap;
+	}
+	for (i = 0; i < b->n; i++) {
+		struct ent *x = &p->e[p->n++];
+
+		x->file = b->e[i].file;
+		x->off = b->e[i].off;
+		x->len = b->e[i].len;
+		x->got = 0;
+		if (x->len > p->max_len)
+			p->max_len = x->len;
+	}
+	s->total += b->n;
+	if (p->state == PF_HINT_FINISHED) {
+		p->state = PF_HINT_FOLLOWING;
+		p->why[0] = '\0';
+	}
+	return b->rc;
+}
+
+unsigned pf_hintset_count(const struct pf_hintset *s)
+{
+	return s->n;
+}
+
+const struct pf_hint *pf_hintset_plan(const struct pf_hintset *s,
+				      unsigned i)
+{
+	return i < s->n ? s->plans[i] : NULL;
+}
+
+void pf_hint_stats(const struct pf_hint *p, struct pf_hint_stats *st)
+{
+	uint64_t tb, te;
+
+	*st = p->st;
+	st->state = p->state;
+	memcpy(st->why, p->why, sizeof(st->why));
+	st->id = p->id;
+	st->gen = p->gen;
+	st->entries = p->n;
+	st->next_entry = p->done_idx;
+	st->ahead_entries = p->ahead_entries;
+	st->ahead_bytes = p->ahead_bytes;
+	st->inflight = p->inflight;
+	st->inflight_bytes = p->inflight_bytes;
+	targets(p, p->set->cfg.budget, &tb, &te);
+	st->target_entries = te;
+	st->target_bytes = tb;
+	st->latency_ns = latency(p);
+	st->rate_bps = max4(p->rate_b, p->nrate);
+	st->batch_entries = max4(p->bh_e, p->nburst);
+	if (p->burst_e > st->batch_entries)
+		st->batch_entries = p->burst_e;
+}
+
+void pf_hint_stats_json(const struct pf_hint_stats *st, pf_json_put_fn put,
+			void *arg)
+{
+	const struct {
+		const char *name;
+		uint64_t v;
+	} f[] = {
+		{ "id", st->id },
+		{ "gen", st->gen },
+		{ "declared", st->declared },
+		{ "missing", st->missing },
+		{ "past_eof", st->past_eof },
+		{ "entries", st->entries },
+		{ "fetched", st->fetched },
+		{ "fetched_bytes", st->fetched_bytes },
+		{ "read_planned", st->read_planned },
+		{ "read_planned_bytes", st->read_planned_bytes },
+		{ "read_unplanned", st->read_unplanned },
+		{ "done", st->done },
+		{ "given_up", st->given_up },
+		{ "wasted_bytes", st->wasted_bytes },
+		{ "fetch_errors", st->fetch_errors },
+		{ "bad_writes", st->bad_writes },
+		{ "next_entry", st->next_entry },
+		{ "ahead_entries", st->ahead_entries },
+		{ "ahead_bytes", st->ahead_bytes },
+		{ "inflight", st->inflight },
+		{ "inflight_bytes", st->inflight_bytes },
+		{ "target_entries", st->target_entries },
+		{ "target_bytes", st->target_bytes },
+		{ "latency_ns", st->latency_ns },
+		{ "rate_bps", st->rate_bps },
+		{ "batch_entries", st->batch_entries },
+	};
+	char buf[64];
+	size_t i;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "{\"state\": \"%s\", \"why\": ",
+		     pf_hint_state_name(st->state));
+	put(arg, buf, (size_t)n);
+	pf_json_quote(st->why, put, arg);
+	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		n = snprintf(buf, sizeof(buf), ", \"%s\": %llu", f[i].name,
+			     (unsigned long long)f[i].v);
+		put(arg, buf, (size_t)n);
+	}
+	put(arg, "}", 1);
+}
