@@ -280,7 +280,7 @@ static void print_plans(const struct pf_json *root)
 
 	if (!pl || pl->type != PF_JSON_ARR || !pl->child)
 		return;
-	line("");
+	putchar('\n');
 	line("%-5s %-10s %9s %9s %7s %8s %9s %9s %8s %7s  %s", "PLAN",
 	       "STATE", "ENTRIES", "NEXT", "AHEAD#", "AHEAD", "PLANNED",
 	       "UNPLANNED", "WASTED", "LAT ms", "WHY");
