@@ -315,7 +315,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	const struct pf_json *streams = pf_json_get(cur->root, "streams");
 	double dt = prev ? cur->t - prev->t : 0;
 	double hits = delta(t, pt, "hits");
-	double misses = delta(t, pt, "misses");
+	double reads = delta(t, pt, "reads");
 	const struct pf_json *st = NULL;
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 	char clock[16];
@@ -355,7 +355,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 		snprintf(label, sizeof(label), "MB/s %.1fs", dt);
 		line("%-10s %8.0f %6s %6.0f %8.1f %6s %9s %9s %9s", label,
 		     delta(t, pt, "reads"),
-		     fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses), 1),
+		     fmt_num(a, sizeof(a), ratio_pct(hits, reads), 1),
 		     delta(t, pt, "waits"), delta(t, pt, "wait_ms"),
 		     fmt_num(b, sizeof(b),
 			     ratio_pct(delta(t, pt, "wait_ms"), dt * 1000), 1),
@@ -367,10 +367,10 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 			     delta(t, pt, "bytes_pushed") / dt / 1048576, 1));
 	}
 	hits = pf_json_num(t, "hits", 0);
-	misses = pf_json_num(t, "misses", 0);
+	reads = pf_json_num(t, "reads", 0);
 	line("%-10s %8.0f %6s %6.0f %8.1f %6s %9s %9s %9s", "total",
 	     pf_json_num(t, "reads", 0),
-	     fmt_num(a, sizeof(a), ratio_pct(hits, hits + misses), 1),
+	     fmt_num(a, sizeof(a), ratio_pct(hits, reads), 1),
 	     pf_json_num(t, "waits", 0), pf_json_num(t, "wait_ms", 0), "-",
 	     fmt_size(b, sizeof(b), pf_json_num(t, "bytes_served", 0)),
 	     fmt_size(c, sizeof(c), pf_json_num(t, "bytes_fetched", 0)),
@@ -391,21 +391,21 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 		double win = pf_json_num(st, "window", 0);
 		double ahead = pf_json_num(st, "windows_ahead", 0);
 		double sh;
-		double sm;
+		double sr;	/* READs: hit% is hits / READs (a READ that waited is no hit) */
 		double sw;
 		double served = NAN;
 		double fetched = NAN;
 
 		if (prev && dt > 0) {
 			sh = delta(st, ps, "hits");
-			sm = delta(st, ps, "misses");
+			sr = delta(st, ps, "reads");
 			sw = delta(st, ps, "wait_ms");
 			served = delta(st, ps, "bytes_served") / dt / 1048576;
 			fetched = delta(st, ps, "bytes_fetched") / dt /
 				  1048576;
 		} else {
 			sh = pf_json_num(st, "hits", 0);
-			sm = pf_json_num(st, "misses", 0);
+			sr = pf_json_num(st, "reads", 0);
 			sw = pf_json_num(st, "wait_ms", 0);
 		}
 		nstreams++;
@@ -419,7 +419,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 			     "-",
 		     fmt_size(b, sizeof(b), win), ahead,
 		     fmt_size(c, sizeof(c), win * ahead),
-		     fmt_num(d, sizeof(d), ratio_pct(sh, sh + sm), 0), sw,
+		     fmt_num(d, sizeof(d), ratio_pct(sh, sr), 0), sw,
 		     fmt_num(e, sizeof(e), served, 1),
 		     fmt_num(f, sizeof(f), fetched, 1));
 	}

@@ -229,4 +229,20 @@ for ex in "$TOP"/examples/*.py; do
 done
 check "examples/*.py --help show defaults${nodef:+ (not:$nodef)}" test -z "$nodef"
 
+
+# hit% is hits / READs: a READ that waited for read-ahead in flight is no
+# hit (a fake stats file, a directory holding it stands for the mount)
+FAKE=$WORK/fake
+mkdir -p "$FAKE/.prefetchfs"
+cat >"$FAKE/.prefetchfs/stats" <<'EOF2'
+{"backend": "posix", "totals": {"reads": 10, "hits": 5, "misses": 0, "waits": 5, "inflight_waits": 5},
+ "streams": [{"file": "a.bin", "stream": 1, "pattern": "sequential", "reads": 10, "hits": 5,
+  "misses": 0, "waits": 5, "inflight_waits": 5, "wait_ms": 50}]}
+EOF2
+"$STAT" -n 1 "$FAKE" >"$WORK/hit.out" 2>&1
+check "prefetchfs-stat: 5 hits of 10 READs (5 waited) is hit% 50, not 100" \
+	grep -qE '^total +10 +50\.0 ' "$WORK/hit.out"
+check "prefetchfs-stat: the stream's hit% is 50" \
+	grep -qE '^a\.bin .* 50 ' "$WORK/hit.out"
+
 finish
