@@ -27,6 +27,7 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->connect_timeout = 10;
 	o->timeout = 30;
 	o->retries = 5;
+	o->revalidate = 60;
 	o->trace_seconds = 30;
 }
 
@@ -152,7 +153,8 @@ static const char *const own[] = {
 	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
 	"log_level", "endpoint", "region", "profile", "addressing",
 	"no_sign", "manifest", "cacert", "insecure", "connect_timeout",
-	"timeout", "retries", "trace", "trace_seconds", NULL,
+	"timeout", "retries", "trace", "trace_seconds", "request_timeout",
+	"revalidate", NULL,
 };
 
 /* Options whose value is kept as a string in struct pf_opts. */
@@ -295,6 +297,14 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 			BAD("bad value for trace_seconds: '%s' (seconds, more "
 			    "than 0)", val);
 		o->trace_seconds = d;
+		return 0;
+	}
+	if (strcmp(opt, "request_timeout") == 0 ||
+	    strcmp(opt, "revalidate") == 0) {
+		if (parse_uint(val, 0, 86400, &u) < 0)
+			BAD("bad value for %s: '%s' (seconds, 0 to 86400)",
+			    opt, val);
+		*(opt[2] == 'q' ? &o->request_timeout : &o->revalidate) = u;
 		return 0;
 	}
 	if (strcmp(opt, "retries") == 0) {
@@ -592,6 +602,14 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "                           (default %u s)\n"
 	       "    -o retries=N           retries of a failed request, with "
 	       "backoff (default %u)\n"
+	       "    -o request_timeout=S   a request's total time, retries "
+	       "included (default 0:\n"
+	       "                           2 x timeout + 1 s per 256K "
+	       "fetched)\n"
+	       "    -o revalidate=S        a version the listing gave is "
+	       "pinned at open without\n"
+	       "                           a HEAD this long (default %u s; "
+	       "0: always HEAD)\n"
 	       "    fetch_size defaults to 4M and min_window to 16M for object "
 	       "storage.\n"
 	       "\n"
@@ -611,6 +629,6 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       d.engine.pattern.max_streams, d.entry_timeout,
 	       d.entry_timeout, d.attr_timeout, d.readahead_kb,
 	       d.max_threads, d.trace_seconds, d.connect_timeout, d.timeout,
-	       d.retries,
+	       d.retries, d.revalidate,
 	       ".prefetchfs", "stats");
 }
