@@ -12,16 +12,30 @@
  * o->cond.  Datasets are immutable, so a listing is kept for the life of
  * the mount (the kernel's entry and attribute caches, cache_timeout, sit
  * in front of it anyway).  With a manifest the whole tree is known at
- * mount and nothing is listed.  o->lock guards the directory table and
- * every entry; no request is made under it.
+ * mount and nothing is listed.  o->lock guards the directory table,
+ * every entry and list_bytes; no request is made under it.
  *
- * open() pins the object's version with a HEAD: its size, ETag and
- * Last-Modified.  Every ranged GET of the file carries If-Match with that
- * ETag and is checked against the size (curl_loop.c), so an object
- * replaced while it is read gives -EIO, never bytes of two versions.  The
- * pinned st_mtim carries a hash of the ETag in its nanoseconds, so that
- * the engine, which compares size and mtime between opens, also sees a
- * replacement within the same second.
+ * Listings are bounded: the memory of every listing kept (entries, names,
+ * ETags; a manifest's tree too) counts against o->list_max (a quarter of
+ * max_memory), an S3 directory has at most LIST_PAGES_MAX pages and a
+ * continuation token that comes back ends its listing; either fails that
+ * directory (-ENOMEM, -EIO: logged with the reason), the mount stays.
+ *
+ * open() pins the object's version: its size and ETag, or Last-Modified
+ * where the server sends no ETag.  The listing's when it gave them (S3:
+ * ETag and size; nginx's JSON index: size and mtime to the second) and
+ * they were learnt less than o->revalidate_s ago: no request.  Else a
+ * HEAD, whose answer is written into the entry (struct ent), so that
+ * getattr says from then on what was pinned (an index without exact
+ * sizes, a wrong manifest: the object's size wins).  Every ranged GET of
+ * the file carries If-Match with that ETag (else If-Unmodified-Since) and
+ * is checked against the size (curl_loop.c), so an object replaced while
+ * it is read gives -EIO, never bytes of two versions.  The pinned st_mtim
+ * carries a hash of the ETag in its nanoseconds, so that the engine,
+ * which compares size and mtime between opens, also sees a replacement
+ * within the same second.  The entries are plain data (names, sizes,
+ * times, ETags, the second they were learnt), so the listing cache can be
+ * written out and read back as it is.
  *
  * Ownership: a struct pf_bfile belongs to the engine between open() and
  * close(); a bio's request (struct oio) is freed by its completion.

@@ -92,6 +92,7 @@ REQUEST LOG.  One JSON object per request, in the order requests are
 answered (hang and hang_body are logged when they start to stall):
   {"seq": 1, "t": 0.0123, "conn": 3, "method": "GET", "path": "/a.bin",
    "query": "", "range": "bytes=0-99", "if_match": null, "if_range": null,
+   "if_unmodified_since": null,
    "status": 206, "bytes": 100, "asked": [0, 99], "sent": [0, 99],
    "fault": null, "ms": 0.4}
 t: seconds since start; conn: connection number (same number = reused
@@ -554,6 +555,8 @@ class Handler(BaseHTTPRequestHandler):
                  "query": url.query, "range": self.headers.get("Range"),
                  "if_match": self.headers.get("If-Match"),
                  "if_range": self.headers.get("If-Range"),
+                 "if_unmodified_since":
+                     self.headers.get("If-Unmodified-Since"),
                  "status": 0, "bytes": 0, "asked": None, "sent": None,
                  "fault": None}
         fspath = self.fs_path(path)
