@@ -104,6 +104,9 @@ struct pf_creq {
 					 * error status its first bytes */
 	size_t buflen;
 	char errmsg[256];		/* why it failed, for the log */
+	int changed;			/* the object is not the pinned
+					 * version (ETag, size, Last-Modified
+					 * differ; 412, 416) */
 
 	/* the loop's */
 	uint64_t got;			/* RANGE bytes in iov so far */

@@ -210,12 +210,14 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		return;
 	}
 	if (r->if_match && r->etag[0] && strcmp(r->etag, r->if_match) != 0) {
+		r->changed = 1;
 		reject(r, -EIO, "changed on the server (ETag %s, opened as "
 		       "%s)", r->etag, r->if_match);
 		return;
 	}
 	if (!r->if_match && r->pin_mtime > 0 && r->mtime > 0 &&
 	    r->mtime != r->pin_mtime) {
+		r->changed = 1;
 		reject(r, -EIO, "changed on the server (Last-Modified %" PRId64
 		       ", opened as %" PRId64 ")", r->mtime, r->pin_mtime);
 		return;
@@ -237,6 +239,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 			return;
 		}
 		if (total >= 0 && r->pin_size >= 0 && total != r->pin_size) {
+			r->changed = 1;
 			reject(r, -EIO, "changed on the server (size %" PRId64
 			       ", opened as %" PRId64 ")", total,
 			       r->pin_size);
@@ -251,6 +254,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		/* the server ignored Range: the body is the whole object */
 		if (r->size >= 0 && r->pin_size >= 0 &&
 		    r->size != r->pin_size) {
+			r->changed = 1;
 			reject(r, -EIO, "changed on the server (size %" PRId64
 			       ", opened as %" PRId64 ")", r->size,
 			       r->pin_size);
@@ -710,6 +714,8 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		retry = true;
 		err = -EIO;
 	} else if (rc == CURLE_OK) {
+		if (r->status == 412 || r->status == 416)
+			r->changed = 1;
 		status_msg(r);
 		retry = status_retryable(r->status);
 		err = pf_curl_status_errno(r->status);
@@ -1142,6 +1148,7 @@ int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 	r->etag[0] = '\0';
 	r->ctype[0] = '\0';
 	r->errmsg[0] = '\0';
+	r->changed = 0;
 	r->submit_ns = now_ns();
 	r->deadline_ns = r->submit_ns + request_budget_ns(c, r);
 	pthread_mutex_lock(&c->lock);

@@ -875,6 +875,23 @@ static void obj_close(struct pf_backend *be, struct pf_bfile *f)
 	free(f);
 }
 
+/* A read found @path changed: its next open asks the server again,
+ * however young its entry. */
+static void ent_stale(struct obj *o, const char *path)
+{
+	char dirbuf[PATH_MAX];
+	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	struct dir *d;
+	struct ent *e;
+
+	pthread_mutex_lock(&o->lock);
+	d = dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	if (e)
+		e->seen = -1;
+	pthread_mutex_unlock(&o->lock);
+}
+
 static void oio_done(struct pf_creq *r, int err)
 {
 	struct oio *io = (struct oio *)r;
@@ -885,6 +902,8 @@ static void oio_done(struct pf_creq *r, int err)
 		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
 			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
 			strerror(-err), r->errmsg[0] ? r->errmsg : "no detail");
+	if (r->changed)
+		ent_stale(io->f->o, io->f->path);
 	free(r->buf);
 	free(io);
 	bio->done(bio, res);

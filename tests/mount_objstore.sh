@@ -246,13 +246,22 @@ n=$(nlog "$UJ" 'len(H("j1.bin")) + len(H("j2.bin"))')
 check "[revalidate] opens of listed files made no HEAD ($n)" test "$n" = 0
 n=$(nlog "$UJ" 'len(G("j1.bin")) > 0 and len(G("j2.bin")) > 0')
 check "[revalidate] ... and read with GETs" test "$n" = True
+cp "$J/j2.bin" "$WORK/j2.v1"
 sleep 1.1
 curl -sf "$UJ/_replace?path=/j1.bin" >/dev/null || fail "replacing j1.bin"
+curl -sf "$UJ/_replace?path=/j2.bin" >/dev/null || fail "replacing j2.bin"
 r=$(rd1 "$M" "$M/j1.bin" $((512 << 10)) $K64 "$WORK/j1.v1" "$J/j1.bin")
 check "[revalidate] j1.bin replaced, within revalidate: EIO, not new bytes ($r)" grep -q '^errno 5 ' <<<"$r"
-sleep 4.5
-check "[revalidate] after revalidate= an open reads the new j1.bin" guard "$M" 40 cmp "$M/j1.bin" "$J/j1.bin"
+check "[revalidate] j1.bin: the next open (the change was seen) reads the new bytes" guard "$M" 40 cmp "$M/j1.bin" "$J/j1.bin"
 n=$(nlog "$UJ" 'len(H("j1.bin"))')
+check "[revalidate] ... after a HEAD ($n)" test "$n" = 1
+check "[revalidate] j2.bin replaced, reopened within revalidate: its cached old bytes" \
+	guard "$M" 40 cmp "$M/j2.bin" "$WORK/j2.v1"
+n=$(nlog "$UJ" 'len(H("j2.bin"))')
+check "[revalidate] ... without a HEAD ($n)" test "$n" = 0
+sleep 4.5
+check "[revalidate] after revalidate= an open reads the new j2.bin" guard "$M" 40 cmp "$M/j2.bin" "$J/j2.bin"
+n=$(nlog "$UJ" 'len(H("j2.bin"))')
 check "[revalidate] ... after a HEAD ($n)" test "$n" = 1
 M=$WORK/mnt-json0
 mount_fg "$UJ/" "$M" -o "$SMALL,revalidate=0"
