@@ -10,7 +10,8 @@
 #      (If-Unmodified-Since); the file replaced under an open reader gives
 #      EIO, never the new bytes
 #   4. request_timeout: a body trickled at 2 bytes a second, an error body
-#      without end: EIO within the deadline, the mount serves other files
+#      without end, a directory index trickled: EIO within the deadline,
+#      the mount serves other files
 #   5. S3 listings: a continuation token that comes back, a listing without
 #      end (past a quarter of max_memory): that ls fails (EIO, ENOMEM), the
 #      mount stays up and lists the rest
@@ -18,6 +19,8 @@
 #      an open within revalidate= makes no HEAD; the object replaced: EIO to
 #      readers of the old version; after revalidate= an open HEADs and reads
 #      the new bytes; revalidate=0 HEADs at every open
+#   7. the same for S3 (s3rver): the listing's ETag and size pin an open,
+#      no request; revalidate=0 makes one HEAD per open
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -121,6 +124,8 @@ mkfile "$P/m2.bin" 524288
 mkfile "$P/c1.bin" $((8 << 20))
 printf 'm1.bin 1000\nm2.bin 2000000\n' >"$P/manifest.txt"
 for f in j1 j2 j3 t1 t2 t3; do mkfile "$J/$f.bin" $((1 << 20)); done
+mkdir -p "$J/sub"
+for i in $(seq 40); do : >"$J/sub/file-with-a-long-name-$i.dat"; done
 cp "$P/c1.bin" "$WORK/c1.v1"
 cp "$J/j1.bin" "$WORK/j1.v1"
 fd_start UP "$P" --no-etag --plain-index
@@ -202,6 +207,19 @@ echo "  endless error body: $r"
 check "[deadline] an error body without end: EIO" grep -q '^errno 5 ' <<<"$r"
 check "[deadline] ... within 2 x request_timeout=6 (the kernel reads a failed page again) and a margin (${r##* } s)" \
 	python3 -c "import sys; sys.exit(not float('${r##* }') < 17)"
+fault "$UJ" 'path=/sub/&method=GET&mode=trickle:2&count=inf'
+r=$(guard "$M" 40 python3 -c 'import os, sys, time
+t = time.monotonic()
+try:
+    os.listdir(sys.argv[1])
+    r = "listed"
+except OSError as e:
+    r = "errno %d" % e.errno
+print("%s %.1f" % (r, time.monotonic() - t))' "$M/sub")
+echo "  listing trickled: $r"
+check "[deadline] a directory index trickled at 2 B/s: ls fails with EIO" grep -q '^errno 5 ' <<<"$r"
+check "[deadline] ... within request_timeout=6 and a margin (${r##* } s)" \
+	python3 -c "import sys; sys.exit(not float('${r##* }') < 12)"
 check "[deadline] the mount still serves another file" guard "$M" 40 cmp "$M/t3.bin" "$J/t3.bin"
 check "[deadline] the daemon said why" grep -q 'request_timeout' "$WORK/daemon.mnt-deadline.log"
 reset "$UJ"

@@ -65,9 +65,10 @@ Modes:
   hang_body[:BYTES]  send the headers (and BYTES of the body, default 0)
                  then stall until faultd exits.
   delay:MS       answer normally after MS milliseconds.
-  trickle:BPS    a GET of a file: the normal headers, then the body at
-                 BPS bytes a second (one write per byte), for ever if
-                 need be; stops when faultd exits or the client leaves.
+  trickle:BPS    a GET of a file or a directory index: the normal headers,
+                 then the body at BPS bytes a second (one write per byte),
+                 for ever if need be; stops when faultd exits or the
+                 client leaves.
   endless:CODE   answer CODE with no Content-Length (Connection: close)
                  and a body that never ends (1 KiB every 10 ms).
   s3_list:NEW    answer with a ListObjectsV2 page (ListBucketResult).  For
@@ -649,13 +650,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             sb = os.fstat(fd)
             if stat.S_ISDIR(sb.st_mode):
-                self.directory(path, query, fspath, entry)
+                self.directory(path, query, fspath, entry, rule)
             else:
                 self.file(method, fd, sb, rule, entry)
         finally:
             os.close(fd)
 
-    def directory(self, path, query, fspath, entry):
+    def directory(self, path, query, fspath, entry, rule=None):
         st = self.server.state
         if not path.endswith("/"):
             loc = urllib.parse.quote(path + "/")
@@ -682,6 +683,10 @@ class Handler(BaseHTTPRequestHandler):
         else:
             body, ctype = autoindex_html(path, entries), "text/html"
         entry["status"] = 200
+        if rule and rule.name == "trickle":
+            self.log_entry(entry)
+            self.trickle_body(200, body, ctype, rule.arg)
+            return
         entry["bytes"] = self.simple(200, body, ctype)
 
     def file(self, method, fd, sb, rule, entry):
@@ -778,6 +783,19 @@ class Handler(BaseHTTPRequestHandler):
         elif name == "hang_body":
             self.log_entry(entry)
             self.stall(rule.rst)
+
+    def trickle_body(self, code, body, ctype, bps):
+        """Headers, then @body at @bps bytes a second."""
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            if STOP.is_set():
+                break
+            self.wfile.write(body[i:i + 1])
+            self.wfile.flush()
+            time.sleep(1.0 / max(bps, 1))
 
     def send_range(self, fd, off, n):
         sent = 0
