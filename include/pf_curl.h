@@ -19,6 +19,20 @@
  * -EIO, never bytes of two versions.  A body cut short is resumed from the
  * first missing byte (If-Match keeps the version).
  *
+ * A server that has no ETag (python -m http.server, some CDNs) is pinned
+ * by Last-Modified instead: If-Unmodified-Since, and a response whose
+ * Last-Modified differs from the pinned one is -EIO, as for an ETag.
+ *
+ * Deadlines: cfg.timeout_s bounds a stall (no byte for that long); every
+ * request also has a total deadline, retries, resumes and backoffs
+ * included: cfg.request_timeout_s, or by default (0) twice timeout_s plus
+ * one second per 256 KiB asked for a ranged GET (a 4 MiB fetch: 76 s with
+ * timeout=30), twice timeout_s for a HEAD and eight times for a listing.
+ * A request past its deadline fails -EIO ("no complete answer within N
+ * s"), so a server that trickles bytes, or sends an error body without
+ * end, never holds a caller for ever.  Error bodies are kept up to 4 KiB
+ * and the transfer is then cut.
+ *
  * Faults: connection errors, timeouts, 5xx, 429 and S3 SlowDown are retried
  * up to cfg.retries times after a backoff that doubles from cfg.backoff_ms
  * with full jitter (Retry-After is honoured up to 10 s).  After the last
@@ -42,6 +56,8 @@ struct pf_curl_cfg {
 	unsigned max_conns;		/* connections at most */
 	unsigned connect_timeout_ms;
 	unsigned timeout_s;		/* no byte for this long: timeout */
+	unsigned request_timeout_s;	/* a request's total time, retries
+					 * included; 0: by the kind (above) */
 	unsigned retries;		/* tries after the first */
 	unsigned backoff_ms;		/* first backoff */
 	const char *cacert;		/* CA bundle file, NULL: system's */
@@ -68,6 +84,9 @@ struct pf_creq {
 	int iovcnt;
 	const char *if_match;		/* pinned ETag, or NULL */
 	int64_t pin_size;		/* RANGE: pinned object size */
+	int64_t pin_mtime;		/* > 0, no if_match: the pinned
+					 * Last-Modified, sent as
+					 * If-Unmodified-Since and checked */
 	size_t doc_max;			/* DOC: largest body accepted */
 	void (*done)(struct pf_creq *r, int err);	/* err 0 or -errno */
 	void *priv;
@@ -85,6 +104,9 @@ struct pf_creq {
 					 * error status its first bytes */
 	size_t buflen;
 	char errmsg[256];		/* why it failed, for the log */
+	int changed;			/* the object is not the pinned
+					 * version (ETag, size, Last-Modified
+					 * differ; 412, 416) */
 
 	/* the loop's */
 	uint64_t got;			/* RANGE bytes in iov so far */
@@ -97,6 +119,8 @@ struct pf_creq {
 	uint64_t skip;			/* body bytes to skip (a 200) */
 	long retry_after_ms;
 	int final_err;
+	int64_t submit_ns;		/* monotonic */
+	int64_t deadline_ns;		/* monotonic: the request fails then */
 	struct pf_curl *loop;
 	char crange[128];		/* Content-Range of this response */
 	void *easy;

@@ -10,7 +10,10 @@
  *  - getattr/readdir from directory listings, each fetched once and kept
  *    (S3 ListObjectsV2 with delimiter and continuation tokens; the
  *    server's autoindex HTML or JSON; or the manifest, all at mount);
- *  - open with a HEAD that pins size, ETag and Last-Modified;
+ *  - open with a HEAD that pins size, ETag and Last-Modified, or with no
+ *    request at all when the listing gave the version (S3: ETag and size;
+ *    nginx's JSON index: size and mtime) less than revalidate_s ago;
+ *    what open pinned is what getattr says from then on;
  *  - reads as ranged GETs with If-Match, checked by the loop.
  * Objects have no symlinks (readlink: -EINVAL) and statfs knows no sizes.
  */
@@ -27,6 +30,14 @@ struct pf_obj_cfg {
 	unsigned max_conns;		/* connections at most */
 	unsigned connect_timeout_ms;
 	unsigned timeout_s;		/* a request with no byte this long */
+	unsigned request_timeout_s;	/* a request's total time; 0: auto
+					 * (pf_curl.h, Deadlines) */
+	unsigned revalidate_s;		/* a version a listing gave pins an
+					 * open without a HEAD this long;
+					 * 0: every open HEADs */
+	size_t list_max;		/* memory of the listings (and the
+					 * manifest) at most; 0: 256 MiB.  A
+					 * listing past it fails -ENOMEM */
 	unsigned retries;
 	unsigned backoff_ms;
 	const char *cacert;		/* NULL: the system's CA store */

@@ -49,6 +49,8 @@ struct pf_opts {
 	unsigned connect_timeout; /* seconds */
 	unsigned timeout;	/* seconds without a byte */
 	unsigned retries;
+	unsigned request_timeout; /* seconds in all; 0 = auto */
+	unsigned revalidate;	/* seconds a listed version is trusted */
 	char trace[1024];	/* -o trace=FILE: Chrome trace JSON; "" none */
 	double trace_seconds;	/* trace the first this many seconds */
 	char log_file[1024];	/* -o log_file=FILE; "" syslog */

@@ -210,8 +210,16 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		return;
 	}
 	if (r->if_match && r->etag[0] && strcmp(r->etag, r->if_match) != 0) {
+		r->changed = 1;
 		reject(r, -EIO, "changed on the server (ETag %s, opened as "
 		       "%s)", r->etag, r->if_match);
+		return;
+	}
+	if (!r->if_match && r->pin_mtime > 0 && r->mtime > 0 &&
+	    r->mtime != r->pin_mtime) {
+		r->changed = 1;
+		reject(r, -EIO, "changed on the server (Last-Modified %" PRId64
+		       ", opened as %" PRId64 ")", r->mtime, r->pin_mtime);
 		return;
 	}
 	if (r->kind != PF_CREQ_RANGE) {
@@ -231,6 +239,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 			return;
 		}
 		if (total >= 0 && r->pin_size >= 0 && total != r->pin_size) {
+			r->changed = 1;
 			reject(r, -EIO, "changed on the server (size %" PRId64
 			       ", opened as %" PRId64 ")", total,
 			       r->pin_size);
@@ -245,6 +254,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		/* the server ignored Range: the body is the whole object */
 		if (r->size >= 0 && r->pin_size >= 0 &&
 		    r->size != r->pin_size) {
+			r->changed = 1;
 			reject(r, -EIO, "changed on the server (size %" PRId64
 			       ", opened as %" PRId64 ")", r->size,
 			       r->pin_size);
@@ -372,9 +382,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	case H_BODY:
 		break;
 	case H_ERRBODY:
-		if (r->buflen < ERRBODY_MAX)
-			buf_append(r, p, len < ERRBODY_MAX ? len : ERRBODY_MAX,
-				   ERRBODY_MAX + 1);
+		if (r->buflen >= ERRBODY_MAX)
+			return 0;	/* enough to say why: cut it */
+		buf_append(r, p, len < ERRBODY_MAX - r->buflen ? len :
+			   ERRBODY_MAX - r->buflen, ERRBODY_MAX + 1);
 		return len;
 	case H_SKIP:
 		return len;
@@ -472,10 +483,14 @@ static void complete(struct pf_curl *c, struct pf_creq *r, int err);
 static int start(struct pf_curl *c, struct pf_creq *r,
 		 struct pf_creq **active)
 {
-	CURL *e = easy_get(c);
+	int64_t left = r->deadline_ns - now_ns();
+	CURL *e;
 	char range[64];
 	char hdr[256];
 
+	if (left <= 0)
+		return -ETIMEDOUT;
+	e = easy_get(c);
 	if (!e)
 		return -ENOMEM;
 	r->easy = e;
@@ -513,6 +528,9 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 			 (long)c->cfg.connect_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)c->cfg.timeout_s);
+	/* what is left of the request's total deadline (at least 1 ms) */
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+			 (long)((left + 999999) / 1000000));
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "prefetchfs");
@@ -533,6 +551,14 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 	}
 	if (r->if_match) {
 		snprintf(hdr, sizeof(hdr), "If-Match: %s", r->if_match);
+		r->hdrs = curl_slist_append(r->hdrs, hdr);
+	} else if (r->pin_mtime > 0) {
+		time_t t = (time_t)r->pin_mtime;
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(hdr, sizeof(hdr),
+			 "If-Unmodified-Since: %a, %d %b %Y %H:%M:%S GMT", &tm);
 		r->hdrs = curl_slist_append(r->hdrs, hdr);
 	}
 	if (r->kind == PF_CREQ_HEAD)
@@ -590,7 +616,22 @@ static void status_msg(struct pf_creq *r)
 		snprintf(r->errmsg, sizeof(r->errmsg), "HTTP %ld", r->status);
 }
 
-static void schedule_retry(struct pf_curl *c, struct pf_creq *r)
+/* The request's total deadline passed (any try, any state): -EIO. */
+static void deadline_fail(struct pf_curl *c, struct pf_creq *r)
+{
+	char was[sizeof(r->errmsg)];
+
+	memcpy(was, r->errmsg, sizeof(was));
+	snprintf(r->errmsg, sizeof(r->errmsg), "no complete answer within "
+		 "%.0f s (request_timeout)%s%.120s",
+		 (double)(r->deadline_ns - r->submit_ns) / 1e9,
+		 was[0] ? "; last: " : "", was);
+	complete(c, r, -EIO);
+}
+
+/* Queues @r for a later try; -ETIMEDOUT (not queued) when that try
+ * would start past the request's deadline. */
+static int schedule_retry(struct pf_curl *c, struct pf_creq *r)
 {
 	unsigned shift = r->tries < 8 ? r->tries : 8;
 	int64_t base = (int64_t)c->cfg.backoff_ms << shift;
@@ -603,6 +644,8 @@ static void schedule_retry(struct pf_curl *c, struct pf_creq *r)
 	ms = base / 2 + (base / 2 ? (int64_t)(random() % (base / 2 + 1)) : 0);
 	if (r->retry_after_ms > ms)
 		ms = r->retry_after_ms;
+	if (now_ns() + ms * 1000000 >= r->deadline_ns)
+		return -ETIMEDOUT;
 	r->tries++;
 	r->due_ns = now_ns() + ms * 1000000;
 	while (*pp && (*pp)->due_ns <= r->due_ns)
@@ -614,6 +657,7 @@ static void schedule_retry(struct pf_curl *c, struct pf_creq *r)
 	pthread_mutex_unlock(&c->lock);
 	pf_debug("retrying %s in %" PRId64 " ms (try %u): %s", r->url, ms,
 		 r->tries + 1, r->errmsg);
+	return 0;
 }
 
 static bool curl_retryable(CURLcode rc)
@@ -643,6 +687,7 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 	bool progress = r->got > got_before;
 	bool retry = false;
 	int err = 0;
+	int ret;
 
 	if (r->kind == PF_CREQ_RANGE && r->got == r->len) {
 		complete(c, r, 0);
@@ -652,6 +697,9 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		complete(c, r, r->final_err);
 		return;
 	}
+	if (rc == CURLE_WRITE_ERROR && r->hstate == H_ERRBODY)
+		rc = CURLE_OK;	/* an error body we cut (on_body) */
+
 	if (rc == CURLE_OK && r->status >= 200 && r->status < 300) {
 		if (r->kind != PF_CREQ_RANGE) {
 			complete(c, r, 0);
@@ -666,6 +714,8 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		retry = true;
 		err = -EIO;
 	} else if (rc == CURLE_OK) {
+		if (r->status == 412 || r->status == 416)
+			r->changed = 1;
 		status_msg(r);
 		retry = status_retryable(r->status);
 		err = pf_curl_status_errno(r->status);
@@ -679,8 +729,13 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		retry = curl_retryable(rc);
 		err = -EIO;
 	}
+	if (now_ns() >= r->deadline_ns) {
+		deadline_fail(c, r);
+		return;
+	}
 	if (retry && r->tries < c->cfg.retries) {
-		schedule_retry(c, r);
+		if (schedule_retry(c, r) < 0)
+			deadline_fail(c, r);
 		return;
 	}
 	complete(c, r, err);
@@ -692,8 +747,11 @@ resume:
 	pthread_mutex_unlock(&c->lock);
 	pf_debug("resuming %s at byte %" PRIu64 ": %s", r->url,
 		 r->off + r->got, r->errmsg);
-	if (start(c, r, active) < 0)
-		complete(c, r, -ENOMEM);
+	ret = start(c, r, active);
+	if (ret == -ETIMEDOUT)
+		deadline_fail(c, r);
+	else if (ret < 0)
+		complete(c, r, ret);
 }
 
 static void drain(struct pf_curl *c, struct pf_creq **active)
@@ -758,6 +816,10 @@ static void launch(struct pf_curl *c, struct pf_creq *r,
 
 	r->next = NULL;
 	ret = start(c, r, active);
+	if (ret == -ETIMEDOUT) {
+		deadline_fail(c, r);
+		return;
+	}
 	if (ret < 0) {
 		snprintf(r->errmsg, sizeof(r->errmsg), "%s", strerror(-ret));
 		complete(c, r, ret);
@@ -1051,6 +1113,21 @@ void pf_curl_free(struct pf_curl *c)
 	free(c);
 }
 
+/* A request's total time (see pf_curl.h, Deadlines). */
+static int64_t request_budget_ns(const struct pf_curl *c,
+				 const struct pf_creq *r)
+{
+	int64_t t = c->cfg.timeout_s;
+
+	if (c->cfg.request_timeout_s)
+		return (int64_t)c->cfg.request_timeout_s * 1000000000;
+	if (r->kind == PF_CREQ_RANGE)
+		return (2 * t + (int64_t)(r->len >> 18)) * 1000000000;
+	if (r->kind == PF_CREQ_DOC)
+		return 8 * t * 1000000000;
+	return 2 * t * 1000000000;
+}
+
 int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 {
 	bool was_empty;
@@ -1071,6 +1148,9 @@ int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 	r->etag[0] = '\0';
 	r->ctype[0] = '\0';
 	r->errmsg[0] = '\0';
+	r->changed = 0;
+	r->submit_ns = now_ns();
+	r->deadline_ns = r->submit_ns + request_budget_ns(c, r);
 	pthread_mutex_lock(&c->lock);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->lock);

@@ -531,7 +531,9 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a dataset file keeps its page cache across opens (which is also
 	 * where read-ahead is pushed), unless it changed since */
 	fi->keep_cache = fs->opts->keep_cache && ret == 0;
-	if (ret == 1) {
+	/* an object store's size came from a listing (inexact, or of
+	 * another version): the size pinned now is what getattr says */
+	if (ret == 1 || strcmp(fs->be->ops->name, "posix") != 0) {
 		/*
 		 * The kernel still has the old size (attributes are cached
 		 * for long): expire them, and the next read asks for them

@@ -258,6 +258,9 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.connect_timeout_ms = o->connect_timeout * 1000;
 	ocfg.timeout_s = o->timeout;
 	ocfg.retries = o->retries;
+	ocfg.request_timeout_s = o->request_timeout;
+	ocfg.revalidate_s = o->revalidate;
+	ocfg.list_max = o->engine.max_memory / 4;
 	ocfg.backoff_ms = 100;
 	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;
 	ocfg.insecure = o->insecure;

@@ -12,16 +12,30 @@
  * o->cond.  Datasets are immutable, so a listing is kept for the life of
  * the mount (the kernel's entry and attribute caches, cache_timeout, sit
  * in front of it anyway).  With a manifest the whole tree is known at
- * mount and nothing is listed.  o->lock guards the directory table and
- * every entry; no request is made under it.
+ * mount and nothing is listed.  o->lock guards the directory table,
+ * every entry and list_bytes; no request is made under it.
  *
- * open() pins the object's version with a HEAD: its size, ETag and
- * Last-Modified.  Every ranged GET of the file carries If-Match with that
- * ETag and is checked against the size (curl_loop.c), so an object
- * replaced while it is read gives -EIO, never bytes of two versions.  The
- * pinned st_mtim carries a hash of the ETag in its nanoseconds, so that
- * the engine, which compares size and mtime between opens, also sees a
- * replacement within the same second.
+ * Listings are bounded: the memory of every listing kept (entries, names,
+ * ETags; a manifest's tree too) counts against o->list_max (a quarter of
+ * max_memory), an S3 directory has at most LIST_PAGES_MAX pages and a
+ * continuation token that comes back ends its listing; either fails that
+ * directory (-ENOMEM, -EIO: logged with the reason), the mount stays.
+ *
+ * open() pins the object's version: its size and ETag, or Last-Modified
+ * where the server sends no ETag.  The listing's when it gave them (S3:
+ * ETag and size; nginx's JSON index: size and mtime to the second) and
+ * they were learnt less than o->revalidate_s ago: no request.  Else a
+ * HEAD, whose answer is written into the entry (struct ent), so that
+ * getattr says from then on what was pinned (an index without exact
+ * sizes, a wrong manifest: the object's size wins).  Every ranged GET of
+ * the file carries If-Match with that ETag (else If-Unmodified-Since) and
+ * is checked against the size (curl_loop.c), so an object replaced while
+ * it is read gives -EIO, never bytes of two versions.  The pinned st_mtim
+ * carries a hash of the ETag in its nanoseconds, so that the engine,
+ * which compares size and mtime between opens, also sees a replacement
+ * within the same second.  The entries are plain data (names, sizes,
+ * times, ETags, the second they were learnt), so the listing cache can be
+ * written out and read back as it is.
  *
  * Ownership: a struct pf_bfile belongs to the engine between open() and
  * close(); a bio's request (struct oio) is freed by its completion.
@@ -47,15 +61,32 @@
 
 #define URL_MAX 4096
 #define DOC_MAX (256u << 20)	/* largest listing page or manifest */
+#define LIST_PAGES_MAX 10000	/* S3 pages of one directory (10 M keys) */
+#define TOKEN_MAX 4096		/* S3 continuation token */
+#define LIST_MAX_DEFAULT (256u << 20)	/* pf_obj_cfg.list_max 0 */
 
 enum { KIND_HTTP, KIND_S3 };
 enum { D_NEW, D_LOADING, D_LOADED };
 
+/*
+ * A name of a directory listing, and what is known of its version.  A
+ * listing that gives a version (S3: ETag and size; nginx's JSON index:
+ * size and an exact mtime) or a HEAD made for it sets "seen", the
+ * monotonic second it was learnt: within -o revalidate of it an open pins
+ * that version without a request.  An open that makes a HEAD writes what
+ * it pinned here, so getattr (stat, the kernel's i_size) agrees with the
+ * version read.
+ */
 struct ent {
 	char *name;
+	char *etag;		/* NULL: unknown */
 	int is_dir;
 	int64_t size;		/* -1: not known yet (HEAD on getattr) */
 	int64_t mtime;		/* -1: unknown */
+	int64_t seen;		/* monotonic s the version was learnt, or
+				 * -1: size and mtime are not a version
+				 * (an HTML index: minutes, rounded sizes) */
+	long nsec;		/* st_mtim.tv_nsec: a hash of the ETag */
 };
 
 struct dir {
@@ -82,6 +113,9 @@ struct obj {
 	size_t nbuckets;	/* power of two */
 	size_t ndirs;
 	int64_t mount_time;	/* stands in for unknown times */
+	unsigned revalidate_s;	/* see struct ent */
+	size_t list_bytes;	/* memory of every listing kept */
+	size_t list_max;	/* list_bytes at most */
 };
 
 struct pf_bfile {
@@ -90,6 +124,7 @@ struct pf_bfile {
 	char *url;
 	char etag[128];
 	int64_t size;
+	int64_t mtime;		/* pinned Last-Modified when no etag */
 };
 
 /* One bio's request. */
@@ -168,10 +203,27 @@ static struct dir *dir_add(struct obj *o, const char *path)
 	return d;
 }
 
+static int64_t mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+/* The version as the engine sees it: a new ETag is a new mtime, also
+ * within the same second. */
+static long etag_nsec(const char *etag)
+{
+	return etag && etag[0] ? (long)(hash_str(etag) % 1000000000u) : 0;
+}
+
 static void ents_free(struct ent *ents, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		free(ents[i].name);
+		free(ents[i].etag);
+	}
 	free(ents);
 }
 
@@ -181,17 +233,30 @@ static int ent_cmp(const void *a, const void *b)
 		      ((const struct ent *)b)->name);
 }
 
-/* A listing being built, outside the lock. */
+/*
+ * A listing being built, outside the lock.  bytes counts its memory
+ * (entries, names, ETags); more than max is -ENOMEM: the listings of a
+ * mount share o->list_max.
+ */
 struct listing {
 	struct ent *ents;
 	size_t n;
 	size_t cap;
 	int err;
+	size_t bytes;
+	size_t max;		/* 0: no limit */
+	size_t limit;		/* o->list_max, for the messages */
+	int64_t seen;		/* what entries with a version get */
+	bool mtime_exact;	/* the index gives mtimes to the second */
 };
 
 static int listing_add(struct listing *l, const char *name, int is_dir,
 		       int64_t size, int64_t mtime)
 {
+	size_t more = sizeof(struct ent) + strlen(name) + 1;
+
+	if (l->max && l->bytes + more > l->max)
+		return -ENOMEM;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		struct ent *n = realloc(l->ents, cap * sizeof(*n));
@@ -204,19 +269,43 @@ static int listing_add(struct listing *l, const char *name, int is_dir,
 	l->ents[l->n].name = strdup(name);
 	if (!l->ents[l->n].name)
 		return -ENOMEM;
+	l->ents[l->n].etag = NULL;
 	l->ents[l->n].is_dir = is_dir;
 	l->ents[l->n].size = is_dir ? 0 : size;
 	l->ents[l->n].mtime = mtime;
+	l->ents[l->n].seen = -1;
+	l->ents[l->n].nsec = 0;
 	l->n++;
+	l->bytes += more;
 	return 0;
 }
 
 static int listing_cb(void *arg, const struct pf_listent *e)
 {
 	struct listing *l = arg;
+	struct ent *n;
 
 	l->err = listing_add(l, e->name, e->is_dir, e->size, e->mtime);
-	return l->err;
+	if (l->err || e->is_dir || e->size < 0)
+		return l->err;
+	n = &l->ents[l->n - 1];
+	if (e->etag && e->etag[0] && strlen(e->etag) < 128) {
+		if (l->max && l->bytes + strlen(e->etag) + 1 > l->max) {
+			l->err = -ENOMEM;
+			return l->err;
+		}
+		n->etag = strdup(e->etag);
+		if (!n->etag) {
+			l->err = -ENOMEM;
+			return l->err;
+		}
+		n->nsec = etag_nsec(n->etag);
+		l->bytes += strlen(e->etag) + 1;
+		n->seen = l->seen;
+	} else if (l->mtime_exact && e->mtime > 0) {
+		n->seen = l->seen;
+	}
+	return 0;
 }
 
 /* Sort, and keep one entry per name (a directory over a file of the same
@@ -235,9 +324,11 @@ static void listing_finish(struct listing *l, const char *dir)
 				l->ents[i].name);
 			if (l->ents[i].is_dir) {
 				free(l->ents[o - 1].name);
+				free(l->ents[o - 1].etag);
 				l->ents[o - 1] = l->ents[i];
 			} else {
 				free(l->ents[i].name);
+				free(l->ents[i].etag);
 			}
 			continue;
 		}
@@ -293,14 +384,19 @@ static int list_http(struct obj *o, const char *dir, struct listing *l,
 	p = r.buf;
 	while (p && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
 		p++;
+	l->mtime_exact = p && *p == '[';
 	if (p && *p == '[')
 		ret = pf_list_parse_json(r.buf, r.buflen, listing_cb, l);
 	else
 		ret = pf_list_parse_html(r.buf ? r.buf : "", r.buflen,
 					 listing_cb, l);
 	free(r.buf);
-	if (l->err)
+	if (l->err) {
+		if (l->err == -ENOMEM)
+			snprintf(why, whylen, "the listings would take more "
+				 "than %zu MiB", l->limit >> 20);
 		return l->err;
+	}
 	if (ret < 0) {
 		snprintf(why, whylen, "the server's page for '%s/' is not a "
 			 "directory index", dir);
@@ -309,12 +405,50 @@ static int list_http(struct obj *o, const char *dir, struct listing *l,
 	return 0;
 }
 
+/*
+ * The continuation token of page @page (0-based) must be new: a server
+ * that hands one out again would have us list for ever.  Also caps the
+ * pages of one directory.  @seen grows by one hash per page.
+ */
+static int token_check(uint64_t **seen, unsigned page, const char *tok,
+		       char *why, size_t whylen)
+{
+	uint64_t h = 1469598103934665603ull;
+	uint64_t *n;
+
+	if (page + 1 >= LIST_PAGES_MAX) {
+		snprintf(why, whylen, "more than %u pages", LIST_PAGES_MAX);
+		return -EIO;
+	}
+	for (const char *p = tok; *p; p++) {
+		h ^= (unsigned char)*p;
+		h *= 1099511628211ull;
+	}
+	for (unsigned i = 0; i < page; i++)
+		if ((*seen)[i] == h) {
+			snprintf(why, whylen, "the server repeats a "
+				 "continuation token (page %u gave the token "
+				 "of page %u)", page + 1, i + 1);
+			return -EIO;
+		}
+	/* grown in steps of 64 pages */
+	if (page % 64 == 0) {
+		n = realloc(*seen, (page + 64) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		*seen = n;
+	}
+	(*seen)[page] = h;
+	return 0;
+}
+
 static int list_s3(struct obj *o, const char *dir, struct listing *l,
 		   char *why, size_t whylen)
 {
 	char url[URL_MAX];
 	char lp[1536];
-	char *tok = malloc(4096);
+	char *tok = malloc(TOKEN_MAX);
+	uint64_t *seen = NULL;	/* hashes of the tokens had */
 	int truncated = 1;
 	int ret = 0;
 
@@ -337,10 +471,15 @@ static int list_s3(struct obj *o, const char *dir, struct listing *l,
 			break;
 		}
 		ret = pf_list_parse_s3(r.buf ? r.buf : "", r.buflen, lp,
-				       listing_cb, l, &truncated, tok, 4096);
+				       listing_cb, l, &truncated, tok,
+				       TOKEN_MAX);
 		free(r.buf);
 		if (l->err) {
 			ret = l->err;
+			if (ret == -ENOMEM)
+				snprintf(why, whylen, "the listings would "
+					 "take more than %zu MiB (page %u)",
+					 l->limit >> 20, page + 1);
 			break;
 		}
 		if (ret < 0) {
@@ -349,9 +488,31 @@ static int list_s3(struct obj *o, const char *dir, struct listing *l,
 			break;
 		}
 		ret = 0;
+		if (!truncated)
+			break;
+		ret = token_check(&seen, page, tok, why, whylen);
+		if (ret < 0)
+			break;
 	}
+	free(seen);
 	free(tok);
 	return ret;
+}
+
+/* Lists @path at the server into @l, within what is left of the mount's
+ * listing memory. */
+static int list_dir(struct obj *o, const char *path, struct listing *l,
+		    char *why, size_t whylen)
+{
+	pthread_mutex_lock(&o->lock);
+	l->max = o->list_max > o->list_bytes ? o->list_max - o->list_bytes :
+					       1;
+	pthread_mutex_unlock(&o->lock);
+	l->limit = o->list_max;
+	l->seen = mono_s();
+	if (o->kind == KIND_S3)
+		return list_s3(o, path, l, why, whylen);
+	return list_http(o, path, l, why, whylen);
 }
 
 /*
@@ -390,18 +551,20 @@ static int dir_get(struct obj *o, const char *path, struct dir **out)
 	d->state = D_LOADING;
 	pthread_mutex_unlock(&o->lock);
 
-	if (o->kind == KIND_S3)
-		ret = list_s3(o, path, &l, why, sizeof(why));
-	else
-		ret = list_http(o, path, &l, why, sizeof(why));
+	ret = list_dir(o, path, &l, why, sizeof(why));
 	if (ret == 0)
 		listing_finish(&l, path);
-	else
-		pf_warn("cannot list '%s/': %s%s%s", path, strerror(-ret),
-			why[0] ? ": " : "", why);
 
 	pthread_mutex_lock(&o->lock);
+	if (ret == 0 && o->list_bytes + l.bytes > o->list_max) {
+		/* listed at the same time as another directory */
+		snprintf(why, sizeof(why), "the listings would take more "
+			 "than %zu MiB", o->list_max >> 20);
+		ret = -ENOMEM;
+	}
 	if (ret < 0) {
+		pf_warn("cannot list '%s/': %s%s%s", path, strerror(-ret),
+			why[0] ? ": " : "", why);
 		d->state = D_NEW;	/* the next caller tries again */
 		ents_free(l.ents, l.n);
 		pthread_cond_broadcast(&o->cond);
@@ -412,6 +575,7 @@ static int dir_get(struct obj *o, const char *path, struct dir **out)
 	d->n = l.n;
 	d->cap = l.cap;
 	d->state = D_LOADED;
+	o->list_bytes += l.bytes;
 	pthread_cond_broadcast(&o->cond);
 	*out = d;
 	return 0;
@@ -454,6 +618,7 @@ static void fill_stat(struct stat *st, const struct ent *e, int64_t now)
 	st->st_blksize = 1 << 20;
 	st->st_blocks = (st->st_size + 511) / 512;
 	st->st_mtim.tv_sec = (time_t)(e->mtime > 0 ? e->mtime : now);
+	st->st_mtim.tv_nsec = e->nsec;
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
 }
@@ -481,24 +646,41 @@ static int head(struct obj *o, const char *path, struct pf_creq *r,
 	return ret;
 }
 
-static int obj_getattr(struct pf_backend *be, const char *path,
-		       struct stat *st)
+/*
+ * Records in @e (under o->lock) the version a HEAD found: from now on
+ * getattr says what open pins.  An ETag's memory is not held against the
+ * listing limit (one per file opened).
+ */
+static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
 {
-	struct obj *o = (struct obj *)be;
+	char *etag = r->etag[0] ? strdup(r->etag) : NULL;
+
+	if (e->etag)
+		o->list_bytes -= strlen(e->etag) + 1;
+	free(e->etag);
+	e->etag = etag;
+	if (etag)
+		o->list_bytes += strlen(etag) + 1;
+	e->nsec = etag_nsec(etag);
+	e->size = r->size;
+	if (r->mtime > 0)
+		e->mtime = r->mtime;
+	e->seen = mono_s();
+}
+
+/*
+ * The entry of @path, copied into *copy (its etag, if any, into etag[128]),
+ * listing its directory if needed.  -ENOENT if there is none.
+ */
+static int ent_get(struct obj *o, const char *path, struct ent *copy,
+		   char *etag)
+{
 	char dirbuf[PATH_MAX];
-	const char *name;
+	const char *name = split(path, dirbuf, sizeof(dirbuf));
 	struct dir *d;
 	struct ent *e;
-	struct ent copy;
 	int ret;
 
-	if (!*path) {
-		struct ent root = { .is_dir = 1, .mtime = -1 };
-
-		fill_stat(st, &root, o->mount_time);
-		return 0;
-	}
-	name = split(path, dirbuf, sizeof(dirbuf));
 	ret = dir_get(o, dirbuf, &d);
 	if (ret < 0)
 		return ret;
@@ -507,14 +689,63 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 		pthread_mutex_unlock(&o->lock);
 		return -ENOENT;
 	}
-	copy = *e;
+	*copy = *e;
+	copy->name = NULL;
+	copy->etag = NULL;
+	etag[0] = '\0';
+	if (e->etag) {
+		snprintf(etag, 128, "%s", e->etag);
+		copy->etag = etag;
+	}
 	pthread_mutex_unlock(&o->lock);
+	return 0;
+}
+
+/* HEAD @path, and record what it found in its entry. */
+static int head_pin(struct obj *o, const char *path, struct pf_creq *r,
+		    char *url, size_t urllen)
+{
+	char dirbuf[PATH_MAX];
+	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	struct dir *d;
+	struct ent *e;
+	int ret;
+
+	ret = head(o, path, r, url, urllen);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&o->lock);
+	d = dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	if (e && !e->is_dir)
+		ent_pin(o, e, r);
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+}
+
+static int obj_getattr(struct pf_backend *be, const char *path,
+		       struct stat *st)
+{
+	struct obj *o = (struct obj *)be;
+	struct ent copy;
+	char etag[128];
+	int ret;
+
+	if (!*path) {
+		struct ent root = { .is_dir = 1, .mtime = -1 };
+
+		fill_stat(st, &root, o->mount_time);
+		return 0;
+	}
+	ret = ent_get(o, path, &copy, etag);
+	if (ret < 0)
+		return ret;
 	if (!copy.is_dir && copy.size < 0) {
 		/* the index gave no exact size (Apache): ask the object */
 		struct pf_creq r;
 		char url[URL_MAX];
 
-		ret = head(o, path, &r, url, sizeof(url));
+		ret = head_pin(o, path, &r, url, sizeof(url));
 		if (ret < 0) {
 			log_fail("cannot get the size of", path, &r, ret);
 			return ret;
@@ -522,13 +753,7 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 		copy.size = r.size;
 		if (r.mtime > 0)
 			copy.mtime = r.mtime;
-		pthread_mutex_lock(&o->lock);
-		e = dir_lookup(d, name);
-		if (e) {
-			e->size = copy.size;
-			e->mtime = copy.mtime;
-		}
-		pthread_mutex_unlock(&o->lock);
+		copy.nsec = etag_nsec(r.etag);
 	}
 	fill_stat(st, &copy, o->mount_time);
 	return 0;
@@ -555,9 +780,12 @@ static int obj_readdir(struct pf_backend *be, const char *path,
 	if (ret < 0)
 		return ret;
 	/* copy, so that fn runs without the lock */
-	for (size_t i = 0; i < d->n && ret == 0; i++)
+	for (size_t i = 0; i < d->n && ret == 0; i++) {
 		ret = listing_add(&l, d->ents[i].name, d->ents[i].is_dir,
 				  d->ents[i].size, d->ents[i].mtime);
+		if (ret == 0)
+			l.ents[l.n - 1].nsec = d->ents[i].nsec;
+	}
 	pthread_mutex_unlock(&o->lock);
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat st;
@@ -580,6 +808,10 @@ static int obj_readlink(struct pf_backend *be, const char *path, char *buf,
 	return -EINVAL;		/* object stores have no symlinks */
 }
 
+/*
+ * Pins the version of @path: from its listing entry when that gave one
+ * and it is younger than -o revalidate (no request), else with a HEAD.
+ */
 static int obj_open(struct pf_backend *be, const char *path,
 		    struct pf_bfile **out, struct stat *st)
 {
@@ -587,18 +819,33 @@ static int obj_open(struct pf_backend *be, const char *path,
 	struct pf_bfile *f;
 	struct pf_creq r;
 	char url[URL_MAX];
-	struct ent e = { .mtime = -1 };
+	struct ent e;
+	char etag[128];
 	int ret;
 
-	ret = obj_getattr(be, path, st);
+	if (!*path)
+		return -EISDIR;
+	ret = ent_get(o, path, &e, etag);
 	if (ret < 0)
 		return ret;
-	if (S_ISDIR(st->st_mode))
+	if (e.is_dir)
 		return -EISDIR;
-	ret = head(o, path, &r, url, sizeof(url));
-	if (ret < 0) {
-		log_fail("cannot open", path, &r, ret);
-		return ret;
+	if (e.seen >= 0 && e.size >= 0 && o->revalidate_s &&
+	    mono_s() - e.seen < (int64_t)o->revalidate_s) {
+		ret = url_of(o, path, url, sizeof(url));
+		if (ret < 0)
+			return ret;
+	} else {
+		ret = head_pin(o, path, &r, url, sizeof(url));
+		if (ret < 0) {
+			log_fail("cannot open", path, &r, ret);
+			return ret;
+		}
+		snprintf(etag, sizeof(etag), "%s", r.etag);
+		e.size = r.size;
+		/* no Last-Modified: nothing to pin by but the size */
+		e.mtime = r.mtime > 0 ? r.mtime : -1;
+		e.nsec = etag_nsec(etag);
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -612,14 +859,10 @@ static int obj_open(struct pf_backend *be, const char *path,
 		free(f);
 		return -ENOMEM;
 	}
-	snprintf(f->etag, sizeof(f->etag), "%s", r.etag);
-	f->size = r.size;
-	e.size = r.size;
-	e.mtime = r.mtime > 0 ? r.mtime : st->st_mtim.tv_sec;
+	snprintf(f->etag, sizeof(f->etag), "%s", etag);
+	f->size = e.size;
+	f->mtime = e.mtime;
 	fill_stat(st, &e, o->mount_time);
-	/* the version: a new ETag is a new mtime to the engine */
-	st->st_mtim.tv_nsec = f->etag[0] ?
-		(long)(hash_str(f->etag) % 1000000000u) : 0;
 	*out = f;
 	return 0;
 }
@@ -632,6 +875,23 @@ static void obj_close(struct pf_backend *be, struct pf_bfile *f)
 	free(f);
 }
 
+/* A read found @path changed: its next open asks the server again,
+ * however young its entry. */
+static void ent_stale(struct obj *o, const char *path)
+{
+	char dirbuf[PATH_MAX];
+	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	struct dir *d;
+	struct ent *e;
+
+	pthread_mutex_lock(&o->lock);
+	d = dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	if (e)
+		e->seen = -1;
+	pthread_mutex_unlock(&o->lock);
+}
+
 static void oio_done(struct pf_creq *r, int err)
 {
 	struct oio *io = (struct oio *)r;
@@ -642,6 +902,8 @@ static void oio_done(struct pf_creq *r, int err)
 		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
 			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
 			strerror(-err), r->errmsg[0] ? r->errmsg : "no detail");
+	if (r->changed)
+		ent_stale(io->f->o, io->f->path);
 	free(r->buf);
 	free(io);
 	bio->done(bio, res);
@@ -678,6 +940,7 @@ static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
 	io->r.iovcnt = bio->iovcnt;
 	io->r.if_match = f->etag[0] ? f->etag : NULL;
 	io->r.pin_size = f->size;
+	io->r.pin_mtime = f->etag[0] ? -1 : f->mtime;
 	io->r.done = oio_done;
 	ret = pf_curl_submit(o->curl, &io->r);
 	if (ret < 0)
@@ -777,15 +1040,16 @@ static struct obj *obj_alloc(void)
 }
 
 /* Adds an entry to a directory built at mount (a manifest's). */
-static int dir_append(struct dir *d, const char *name, int is_dir,
-		      int64_t size)
+static int dir_append(struct obj *o, struct dir *d, const char *name,
+		      int is_dir, int64_t size)
 {
-	struct listing l = { d->ents, d->n, d->cap, 0 };
+	struct listing l = { .ents = d->ents, .n = d->n, .cap = d->cap };
 	int ret = listing_add(&l, name, is_dir, size, -1);
 
 	d->ents = l.ents;
 	d->n = l.n;
 	d->cap = l.cap;
+	o->list_bytes += l.bytes;
 	return ret;
 }
 
@@ -811,7 +1075,7 @@ static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 	name = split(path, parent, sizeof(parent));
 	if (manifest_dir(o, parent, &pd) < 0)
 		return -ENOMEM;
-	return dir_append(pd, name, 1, 0);
+	return dir_append(o, pd, name, 1, 0);
 }
 
 struct mctx {
@@ -831,7 +1095,9 @@ static int manifest_cb(void *arg, const struct pf_listent *e)
 	m->err = manifest_dir(m->o, parent, &pd);
 	if (m->err < 0)
 		return m->err;
-	m->err = dir_append(pd, name, 0, e->size);
+	m->err = dir_append(m->o, pd, name, 0, e->size);
+	if (m->err == 0 && m->o->list_bytes > m->o->list_max)
+		m->err = -EFBIG;
 	return m->err;
 }
 
@@ -865,6 +1131,12 @@ static int load_manifest(struct obj *o, const char *murl, char *err,
 			 "SIZE' with a relative path", murl, bad);
 		return ret;
 	}
+	if (m.err == -EFBIG) {
+		snprintf(err, errlen, "manifest '%s': its tree would take more "
+			 "than %zu MiB (a quarter of max_memory)", murl,
+			 o->list_max >> 20);
+		return m.err;
+	}
 	if (ret < 0 || m.err < 0) {
 		snprintf(err, errlen, "manifest '%s': %s", murl,
 			 strerror(m.err < 0 ? -m.err : -ret));
@@ -873,7 +1145,8 @@ static int load_manifest(struct obj *o, const char *murl, char *err,
 	/* sort every directory (and settle duplicate names) */
 	for (size_t i = 0; i < o->nbuckets; i++)
 		for (struct dir *d = o->dirs[i]; d; d = d->hnext) {
-			struct listing l = { d->ents, d->n, d->cap, 0 };
+			struct listing l = { .ents = d->ents, .n = d->n,
+					     .cap = d->cap };
 
 			listing_finish(&l, d->path);
 			d->n = l.n;
@@ -889,10 +1162,7 @@ static int check_root(struct obj *o, const char *source, char *err,
 	char why[300] = "";
 	int ret;
 
-	if (o->kind == KIND_S3)
-		ret = list_s3(o, "", &l, why, sizeof(why));
-	else
-		ret = list_http(o, "", &l, why, sizeof(why));
+	ret = list_dir(o, "", &l, why, sizeof(why));
 	if (ret < 0) {
 		const char *hint = "";
 
@@ -928,17 +1198,23 @@ static int check_root(struct obj *o, const char *source, char *err,
 		d->n = l.n;
 		d->cap = l.cap;
 		d->state = D_LOADED;
+		o->list_bytes += l.bytes;
 	}
 	pthread_mutex_unlock(&o->lock);
 	return 0;
 }
 
-static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc)
+/* What the constructors share: the limits of @cfg into @o and @cc. */
+static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
+			struct obj *o)
 {
+	o->revalidate_s = cfg->revalidate_s;
+	o->list_max = cfg->list_max ? cfg->list_max : LIST_MAX_DEFAULT;
 	memset(cc, 0, sizeof(*cc));
 	cc->max_conns = cfg->max_conns;
 	cc->connect_timeout_ms = cfg->connect_timeout_ms;
 	cc->timeout_s = cfg->timeout_s;
+	cc->request_timeout_s = cfg->request_timeout_s;
 	cc->retries = cfg->retries;
 	cc->backoff_ms = cfg->backoff_ms;
 	cc->cacert = cfg->cacert;
@@ -971,7 +1247,7 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	o->kind = KIND_HTTP;
 	snprintf(o->root, sizeof(o->root), "%s%s", source,
 		 source[n - 1] == '/' ? "" : "/");
-	curl_cfg_of(cfg, &cc);
+	curl_cfg_of(cfg, &cc, o);
 	ret = pf_curl_new(&cc, &o->curl);
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot start the HTTP client: %s",
@@ -1020,7 +1296,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	ret = pf_s3_resolve(source, &cfg->s3, cfg->env, &o->s3, err, errlen);
 	if (ret < 0)
 		goto out;
-	curl_cfg_of(cfg, &cc);
+	curl_cfg_of(cfg, &cc, o);
 	if (!o->s3.cred.anonymous) {
 		size_t n = strlen(o->s3.cred.access_key) +
 			   strlen(o->s3.cred.secret_key) + 2;

@@ -40,6 +40,7 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->connect_timeout = 10;
 	o->timeout = 30;
 	o->retries = 5;
+	o->revalidate = 60;
 	o->trace_seconds = 30;
 }
 
@@ -387,6 +388,15 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_OBJECT, F(retries), .lo = 0, .hi = 100,
 	  .help = "retries of a request failing with a connection error, "
 		  "5xx, 429 or SlowDown; backoff from 100 ms doubling" },
+	{ .name = "request_timeout", .arg = "S", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(request_timeout), .lo = 0, .hi = 86400,
+	  .help = "a request's total time in seconds, retries and backoff "
+		  "included, past which it fails with EIO; 0: twice timeout "
+		  "plus 1 s per 256K fetched" },
+	{ .name = "revalidate", .arg = "S", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(revalidate), .lo = 0, .hi = 86400,
+	  .help = "seconds a version the listing gave is pinned at open "
+		  "without a HEAD; 0: a HEAD at every open" },
 	{ .name = "url", .arg = "URL", .type = PF_OT_STR,
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
 	  .help = "s3fs's name for endpoint: the same option, the same "

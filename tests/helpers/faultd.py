@@ -2,7 +2,7 @@
 """faultd - a static HTTP/1.1 server for tests that injects faults on request.
 
   faultd.py [-p PORT] [--port-file FILE] [--log-file FILE] [--json-index]
-            [--fault RULE]... [-v] ROOT
+            [--no-etag] [--plain-index] [--fault RULE]... [-v] ROOT
 
 Serves the directory ROOT on 127.0.0.1 like a correct static server (nginx
 is the model): HEAD and GET, keep-alive, single byte ranges (bytes=a-b,
@@ -15,7 +15,11 @@ autoindex (exact sizes, dot files hidden, directories first), or with
 nginx's JSON autoindex for ?format=json (or always with --json-index; then
 ?format=html gives HTML); both are byte for byte what nginx 1.22 sends
 for the same tree.  A directory without the trailing '/' gets a 301 to
-it.
+it.  --no-etag leaves the ETag out (python -m http.server, many CDNs):
+Last-Modified and If-Unmodified-Since (412 when the file is newer) are
+then all a client can pin a version with.  --plain-index answers a
+directory with an HTML index without sizes or dates, as python -m
+http.server (and Apache, lighttpd) write it.
 
 PORT 0 (the default) lets the kernel choose.  Once listening, faultd
 writes the port to FILE (atomically: the file appears complete) and
@@ -61,6 +65,19 @@ Modes:
   hang_body[:BYTES]  send the headers (and BYTES of the body, default 0)
                  then stall until faultd exits.
   delay:MS       answer normally after MS milliseconds.
+  trickle:BPS    a GET of a file or a directory index: the normal headers,
+                 then the body at BPS bytes a second (one write per byte),
+                 for ever if need be; stops when faultd exits or the
+                 client leaves.
+  endless:CODE   answer CODE with no Content-Length (Connection: close)
+                 and a body that never ends (1 KiB every 10 ms).
+  s3_list:NEW    answer with a ListObjectsV2 page (ListBucketResult).  For
+                 the bucket's root (prefix=''): one key "k" and one
+                 directory "d/", complete.  For prefix=P: 1000 keys
+                 "PkPAGE-I" (size 1) and IsTruncated, NEW=0 with the same
+                 NextContinuationToken every page, NEW=1 with a new one
+                 each page (a listing without end).  Use with
+                 path=/BUCKET, count=inf.
 The first rule (in the order added) that matches a request applies to it;
 only one rule applies per request.  Control endpoints (never faulted, never
 logged):
@@ -76,6 +93,7 @@ REQUEST LOG.  One JSON object per request, in the order requests are
 answered (hang and hang_body are logged when they start to stall):
   {"seq": 1, "t": 0.0123, "conn": 3, "method": "GET", "path": "/a.bin",
    "query": "", "range": "bytes=0-99", "if_match": null, "if_range": null,
+   "if_unmodified_since": null,
    "status": 206, "bytes": 100, "asked": [0, 99], "sent": [0, 99],
    "fault": null, "ms": 0.4}
 t: seconds since start; conn: connection number (same number = reused
@@ -119,7 +137,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STOP = threading.Event()
 START = time.monotonic()
 MODES = ("status", "cut", "drop", "ignore_range", "wrong_range",
-         "replace_after", "hang", "hang_body", "delay")
+         "replace_after", "hang", "hang_body", "delay", "trickle",
+         "endless", "s3_list")
 RANGE_MODES = ("ignore_range", "wrong_range")
 QUIET_ERRNOS = (errno.EPIPE, errno.ECONNRESET, errno.ECONNABORTED,
                 errno.EBADF, errno.ENOTCONN, errno.ESHUTDOWN)
@@ -150,12 +169,13 @@ class Rule:
         self.mode = mode
         self.name = name
         self.arg = int(arg) if arg else None
-        if name in ("status", "cut", "replace_after", "delay") and \
+        if name in ("status", "cut", "replace_after", "delay", "trickle",
+                    "endless", "s3_list") and \
                 self.arg is None:
             raise ValueError(name + " needs :N")
         if self.arg is not None and self.arg < 0:
             raise ValueError("negative argument")
-        if name == "status" and not 100 <= self.arg <= 599:
+        if name in ("status", "endless") and not 100 <= self.arg <= 599:
             raise ValueError("bad status")
         self.path = get("path", "*")
         self.method = get("method")
@@ -184,9 +204,12 @@ class Rule:
 
 
 class State:
-    def __init__(self, root, json_index, log_file):
+    def __init__(self, root, json_index, log_file, no_etag=False,
+                 plain_index=False):
         self.root = os.path.realpath(root)
         self.json_index = json_index
+        self.no_etag = no_etag
+        self.plain_index = plain_index
         self.rules = []
         self.rlock = threading.Lock()
         self.log = []
@@ -381,6 +404,47 @@ def autoindex_html(urlpath, entries):
     return "".join(out).encode()
 
 
+def plain_index(urlpath, entries):
+    """python -m http.server's listing: names only."""
+    title = html.escape(urlpath)
+    out = ['<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<meta charset="utf-8">'
+           '\n<title>Directory listing for %s</title>\n</head>\n<body>\n'
+           '<h1>Directory listing for %s</h1>\n<hr>\n<ul>\n' % (title, title)]
+    for name, isdir, st in entries:
+        shown = name + ("/" if isdir else "")
+        out.append('<li><a href="%s">%s</a></li>\n' %
+                   (urllib.parse.quote(shown), html.escape(shown)))
+    out.append("</ul>\n<hr>\n</body>\n</html>\n")
+    return "".join(out).encode()
+
+
+def s3_list_page(bucket, query, new):
+    """A ListObjectsV2 page that is never the last (see s3_list)."""
+    q = urllib.parse.parse_qs(query)
+    prefix = q.get("prefix", [""])[-1]
+    tok = q.get("continuation-token", ["0"])[-1]
+    page = int(tok) if tok.isdigit() else 0
+    nxt = str(page + 1) if new else "7"
+    lm = "<LastModified>2026-11-23T09:44:02.000Z</LastModified>"
+    if not prefix:
+        keys = ("<Contents><Key>k</Key><Size>1</Size><ETag>&quot;e&quot;"
+                "</ETag>%s</Contents><CommonPrefixes><Prefix>d/</Prefix>"
+                "</CommonPrefixes>" % lm)
+        more = "<IsTruncated>false</IsTruncated>"
+    else:
+        keys = "".join("<Contents><Key>%sk%d-%d</Key><Size>1</Size>"
+                       "<ETag>&quot;e%d-%d&quot;</ETag>%s</Contents>" %
+                       (html.escape(prefix), page, i, page, i, lm)
+                       for i in range(1000))
+        more = ("<IsTruncated>true</IsTruncated><NextContinuationToken>%s"
+                "</NextContinuationToken>" % nxt)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult>'
+            '<Name>%s</Name><Prefix>%s</Prefix><MaxKeys>1000</MaxKeys>'
+            '<Delimiter>/</Delimiter>%s%s</ListBucketResult>' %
+            (html.escape(bucket), html.escape(prefix), keys,
+             more)).encode()
+
+
 def autoindex_json(entries):
     """nginx's autoindex_format json, laid out as nginx does."""
     items = []
@@ -492,6 +556,8 @@ class Handler(BaseHTTPRequestHandler):
                  "query": url.query, "range": self.headers.get("Range"),
                  "if_match": self.headers.get("If-Match"),
                  "if_range": self.headers.get("If-Range"),
+                 "if_unmodified_since":
+                     self.headers.get("If-Unmodified-Since"),
                  "status": 0, "bytes": 0, "asked": None, "sent": None,
                  "fault": None}
         fspath = self.fs_path(path)
@@ -550,6 +616,24 @@ class Handler(BaseHTTPRequestHandler):
             self.log_entry(entry)
             self.stall(rule.rst)
             return
+        elif name == "s3_list":
+            entry["status"] = 200
+            entry["bytes"] = self.simple(200, s3_list_page(
+                path.strip("/"), query, rule.arg), "application/xml")
+            return
+        elif name == "endless":
+            self.log_entry(entry)
+            self.close_connection = True
+            self.send_response(rule.arg)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b"<p>error</p>" * 85 + b"\n"
+            while not STOP.is_set():
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                time.sleep(0.01)
+            return
 
         if fspath is None:
             entry["status"] = 400
@@ -566,13 +650,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             sb = os.fstat(fd)
             if stat.S_ISDIR(sb.st_mode):
-                self.directory(path, query, fspath, entry)
+                self.directory(path, query, fspath, entry, rule)
             else:
                 self.file(method, fd, sb, rule, entry)
         finally:
             os.close(fd)
 
-    def directory(self, path, query, fspath, entry):
+    def directory(self, path, query, fspath, entry, rule=None):
         st = self.server.state
         if not path.endswith("/"):
             loc = urllib.parse.quote(path + "/")
@@ -594,9 +678,15 @@ class Handler(BaseHTTPRequestHandler):
         fmt = urllib.parse.parse_qs(query).get("format", [None])[-1]
         if fmt == "json" or (st.json_index and fmt != "html"):
             body, ctype = autoindex_json(entries), "application/json"
+        elif st.plain_index:
+            body, ctype = plain_index(path, entries), "text/html"
         else:
             body, ctype = autoindex_html(path, entries), "text/html"
         entry["status"] = 200
+        if rule and rule.name == "trickle":
+            self.log_entry(entry)
+            self.trickle_body(200, body, ctype, rule.arg)
+            return
         entry["bytes"] = self.simple(200, body, ctype)
 
     def file(self, method, fd, sb, rule, entry):
@@ -606,6 +696,19 @@ class Handler(BaseHTTPRequestHandler):
         h = self.headers
         common = [("ETag", etag), ("Last-Modified", httpdate(sb.st_mtime)),
                   ("Accept-Ranges", "bytes")]
+        if self.server.state.no_etag:
+            common = common[1:]
+        ius = h.get("If-Unmodified-Since")
+        if ius is not None:
+            try:
+                t = email.utils.parsedate_to_datetime(ius).timestamp()
+            except (TypeError, ValueError):
+                t = None
+            if t is not None and int(sb.st_mtime) > t:
+                entry["status"] = 412
+                entry["bytes"] = self.simple(412, b"precondition failed\n",
+                                             extra=common)
+                return
         im = h.get("If-Match")
         if im is not None and not etag_list_matches(im, etag):
             entry["status"] = 412
@@ -665,12 +768,34 @@ class Handler(BaseHTTPRequestHandler):
             send = min(length, rule.arg)
         elif name == "hang_body":
             send = min(length, rule.arg or 0)
+        elif name == "trickle":
+            self.log_entry(entry)
+            for i in range(send):
+                if STOP.is_set():
+                    break
+                self.wfile.write(os.pread(fd, 1, start + i))
+                self.wfile.flush()
+                time.sleep(1.0 / max(rule.arg, 1))
+            return
         entry["bytes"] = self.send_range(fd, start, send)
         if name == "cut":
             self.abort(rule.rst)
         elif name == "hang_body":
             self.log_entry(entry)
             self.stall(rule.rst)
+
+    def trickle_body(self, code, body, ctype, bps):
+        """Headers, then @body at @bps bytes a second."""
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            if STOP.is_set():
+                break
+            self.wfile.write(body[i:i + 1])
+            self.wfile.flush()
+            time.sleep(1.0 / max(bps, 1))
 
     def send_range(self, fd, off, n):
         sent = 0
@@ -747,13 +872,16 @@ def main():
     ap.add_argument("--port-file")
     ap.add_argument("--log-file")
     ap.add_argument("--json-index", action="store_true")
+    ap.add_argument("--no-etag", action="store_true")
+    ap.add_argument("--plain-index", action="store_true")
     ap.add_argument("--fault", action="append", default=[],
                     metavar="RULE")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     if not os.path.isdir(a.root):
         sys.exit("faultd: %s is not a directory" % a.root)
-    state = State(a.root, a.json_index, a.log_file)
+    state = State(a.root, a.json_index, a.log_file, a.no_etag,
+                  a.plain_index)
     try:
         for f in a.fault:
             state.add_rule(Rule(f))
