@@ -1635,8 +1635,9 @@ fetched:
 	}
 	if (c->cur.expiry) {
 		fmt_time(c->cur.expiry, when, sizeof(when));
-		pf_info("AWS credentials from %s; they expire at %s and are "
-			"renewed %u s before", c->desc, when, c->margin_s);
+		/* the mount line names the source: one line at mount */
+		pf_debug("AWS credentials from %s; they expire at %s and are "
+			 "renewed %u s before", c->desc, when, c->margin_s);
 		ret = -pthread_create(&c->thread, NULL, refresh_main, c);
 		if (ret < 0) {
 			seterr(err, errlen, "cannot start the credential "
@@ -1645,7 +1646,7 @@ fetched:
 		}
 		c->started = true;
 	} else {
-		pf_info("AWS credentials from %s", c->desc);
+		pf_debug("AWS credentials from %s", c->desc);
 	}
 	*out = c;
 	return 0;
