@@ -900,7 +900,8 @@ static int sso_token(struct pf_creds *c, struct source *s, char *tok,
 	       "--profile %s`", best ? "the cached" : "no cached",
 	       s->sso_start_url, dir, s->profile);
 	if (best)
-		seterr(err + strlen(err), errlen - strlen(err), " (it expired)");
+		seterr(err + strlen(err), errlen - strlen(err),
+		       " (it expired)");
 	return ret;
 }
 
@@ -1025,7 +1026,8 @@ static struct source *webid_from_env(pf_env_fn env, char *err,
 static struct source *container_from_env(pf_env_fn env, char *err,
 					 size_t errlen, int *ret)
 {
-	const char *rel = env_get(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+	const char *rel = env_get(env,
+				  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
 	const char *full = env_get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
 	struct source *s;
 
@@ -1064,10 +1066,10 @@ static struct source *container_from_env(pf_env_fn env, char *err,
 			if (strncasecmp(full, *p, strlen(*p)) == 0)
 				good = true;
 		if (!good) {
-			seterr(err, errlen, "AWS_CONTAINER_CREDENTIALS_FULL_URI "
-			       "must be https, or http to a loopback address "
-			       "or the ECS/EKS agent (169.254.170.2, "
-			       "169.254.170.23)");
+			seterr(err, errlen, "AWS_CONTAINER_CREDENTIALS_"
+			       "FULL_URI must be https, or http to a "
+			       "loopback address or the ECS/EKS agent "
+			       "(169.254.170.2, 169.254.170.23)");
 			*ret = -EINVAL;
 			free(s);
 			return NULL;

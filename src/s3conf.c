@@ -7,9 +7,13 @@
  * DESIGN: everything but ini_scan() is pure string work over the
  * caller's buffers; the environment comes through an injected lookup, so
  * the tests run without touching the real one.  Secrets (key values) are
- * copied only into struct pf_s3_cred and into the scratch struct
- * aws_prof, which is wiped before pf_s3_resolve() returns; error messages
- * name variables, profiles and files, never values.  URLs are encoded
+ * copied only into struct pf_s3_cred and into the scratch structs
+ * pf_aws_profile, which are wiped before pf_s3_resolve() and
+ * pf_s3_profile_read() return (the latter's output is the caller's to
+ * wipe); error messages name variables, profiles and files, never values.
+ * The other credential sources (roles, SSO, processes, web identity,
+ * containers, instance metadata) are creds.c's: this file only reads
+ * their settings.  URLs are encoded
  * exactly as SigV4 wants the canonical request, because curl 7.88 signs
  * the path and the query as it finds them in the URL.
  */
@@ -331,9 +335,6 @@ static bool is_ip_host(const char *ep)
 
 /* ---- the AWS shared files ---- */
 
-/* What one file says about one profile.  Holds secrets: wipe it. */
-#define aws_prof pf_aws_profile
-
 /* Path of an AWS file: $VAR (with "~/" expanded), else ~/.aws/NAME. */
 static int aws_path(pf_env_fn env, const char *var, const char *name,
 		    char *out, size_t outlen, char *err, size_t errlen)
@@ -437,7 +438,7 @@ static const struct {
 #define NFIELDS (sizeof(prof_fields) / sizeof(prof_fields[0]))
 
 /* One "key = value" line of the profile's section. */
-static int ini_key(struct aws_prof *p, int kind, char *key, char *val,
+static int ini_key(struct pf_aws_profile *p, int kind, char *key, char *val,
 		   const char *profile, const char *path, char *err,
 		   size_t errlen)
 {
@@ -493,7 +494,7 @@ static int ini_key(struct aws_prof *p, int kind, char *key, char *val,
  * A file that does not exist says nothing: returns 0.
  */
 static int ini_scan(const char *path, int kind, const char *profile,
-		    struct aws_prof *p, char *err, size_t errlen)
+		    struct pf_aws_profile *p, char *err, size_t errlen)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -630,7 +631,7 @@ static int cred_from_env(pf_env_fn env, struct pf_s3_cred *cr, char *err,
 }
 
 /* 1 if @p (from @path) holds a key pair, 0 if it holds no key at all. */
-static int cred_from_prof(const struct aws_prof *p, const char *profile,
+static int cred_from_prof(const struct pf_aws_profile *p, const char *profile,
 			  const char *path, struct pf_s3_cred *cr, char *err,
 			  size_t errlen)
 {
@@ -688,7 +689,7 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		  size_t errlen)
 {
 	static const struct pf_s3_opts none;
-	struct aws_prof *pc = NULL, *pg = NULL;
+	struct pf_aws_profile *pc = NULL, *pg = NULL;
 	char cred_path[512], conf_path[512];
 	const char *profile = "default", *profile_from = NULL;
 	const char *region = NULL, *region_from = NULL;
@@ -896,7 +897,7 @@ out:
 int pf_s3_profile_read(pf_env_fn env, const char *profile,
 		       struct pf_aws_profile *p, char *err, size_t errlen)
 {
-	struct aws_prof *pc = NULL, *pg = NULL, *ps = NULL;
+	struct pf_aws_profile *pc = NULL, *pg = NULL, *ps = NULL;
 	char cred_path[512], conf_path[512];
 	int ret;
 

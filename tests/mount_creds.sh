@@ -14,6 +14,8 @@
 #    once it recovers;
 #  - IMDSv1-only, IMDS disabled, bad JSON / bad XML from each endpoint:
 #    one clear line, no crash;
+#  - a request refused (503) just before a renewal is retried after it
+#    signed with the new key;
 #  - a signed request redirected to another port is not followed: the
 #    other port never sees the session token;
 #  - no secret (keys, session tokens, the web identity, container and SSO
@@ -355,6 +357,31 @@ EOF
 	done
 	check "[renew] reads work again once the endpoint recovers (after ${i} s)" test $back -eq 1
 	done_with 'renewing the AWS credentials .* failed|expired at .* could not be renewed|Permission denied|EACCES'
+fi
+ctl ttl=3600
+
+# ---- a retry after a renewal is signed with the new credentials ---------
+# An S3 proxy answers the first HEAD of small/f33 with 503 and
+# Retry-After: 10, sent 8 s after the keys (20 s lifetime) were minted; they
+# are renewed at 15 s, so the retry, at 18 s, must carry the new key.
+creds_start proxy --proxy "$S3_ENDPOINT" || fail "S3 proxy"
+PROXY=$CS_URL PROXY_LOG=$CS_LOG
+ctl ttl=20
+M=$WORK/mnt-retry
+if withenv AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS" PF_CREDS_MARGIN_S=5 -- \
+	pf_mount_fg s3://bkt/ds/ "$M" -o endpoint="$PROXY"; then
+	minted=$(( $(tail -n 1 "$KEYS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["exp"])') - 20 ))
+	wait_s=$(( minted + 8 - $(date +%s) ))
+	[ $wait_s -gt 0 ] && sleep $wait_s
+	curl -sf -X POST "$PROXY/_ctl?hold=small%2Ff33&hold_s=10" >/dev/null || fail "proxy control"
+	rc_check "[retry] small/f33 byte-exact through a held and retried HEAD" cmp "$SRC/small/f33" "$M/small/f33"
+	grep -a ' /bkt/ds/small/f33 ' "$PROXY_LOG" | head -3 | sed 's/^/  /'
+	first=$(grep -a '^proxy HEAD /bkt/ds/small/f33 .* 503$' "$PROXY_LOG" | head -1 | cut -d' ' -f4)
+	second=$(grep -a '^proxy HEAD /bkt/ds/small/f33 .* 200$' "$PROXY_LOG" | head -1 | cut -d' ' -f4)
+	check "[retry] the held HEAD was signed with the first key ($first)" test -n "$first"
+	check "[retry] its retry after the renewal was signed with the new key ($second)" \
+		bash -c '[ -n "$2" ] && [ "$1" != "$2" ]' _ "$first" "$second"
+	done_with 'retrying'
 fi
 ctl ttl=3600
 

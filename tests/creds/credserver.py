@@ -18,7 +18,14 @@
   process    GET  /process/creds               (credential_process JSON:
                                                 a script curls it)
   control    POST /_ctl?ttl=S&fail=N&bad=N&imds=v1only|v2&redirect=URL
+                  &hold=SUBSTR&hold_s=S
              GET  /_stats                      (JSON: requests, issued)
+
+With --proxy URL it is instead a reverse proxy in front of the S3 server
+at URL (Host and every header passed as sent, so signatures hold): the
+first request whose path contains the hold string is answered 503 with
+Retry-After: hold_s, and every request is logged as
+"proxy METHOD PATH ACCESS-KEY STATUS" (the retry test).
 
 Every answer with credentials mints new ones (AK "ASIA" + source + number,
 a random secret and token) valid for ttl seconds (default 3600) and
@@ -31,10 +38,12 @@ requests are logged to the log file as "METHOD PATH HEADER-NAMES...",
 with x-amz-security-token and Authorization values marked present.
 
   credserver.py PORTFILE KEYSFILE [--ctoken T] [--webid-file F]
-                [--sso-token T] [--log FILE]
+                [--sso-token T] [--log FILE] [--proxy URL]
 """
 import datetime
 import hashlib
+import http.client
+import re
 import hmac
 import json
 import os
@@ -57,6 +66,7 @@ while i < len(args):
 
 lock = threading.Lock()
 state = {"ttl": 3600, "fail": 0, "bad": 0, "imds": "v2", "redirect": "",
+         "hold": "", "hold_s": 5,
          "n": 0, "requests": {}, "issued": {}, "tokens": set()}
 LOG = opt.get("--log")
 
@@ -136,6 +146,43 @@ def sigv4_ok(h, body):
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def proxy(self):
+        """Forwards this request to the S3 server, or holds it (503)."""
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else None
+        m = re.search(r"Credential=([^/]+)/", self.headers.get("Authorization", ""))
+        ak = m.group(1) if m else "-"
+        with lock:
+            held = state["hold"] and state["hold"] in self.path
+            if held:
+                state["hold"] = ""
+            hold_s = state["hold_s"]
+        if held:
+            log("proxy %s %s %s 503" % (self.command, self.path, ak))
+            return self.send(503, "<Error><Code>SlowDown</Code><Message>held</Message></Error>",
+                             "application/xml", {"Retry-After": str(hold_s)})
+        u = urllib.parse.urlsplit(opt["--proxy"])
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        c.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+        for k, v in self.headers.items():
+            c.putheader(k, v)
+        c.endheaders(body)
+        r = c.getresponse()
+        data = r.read()
+        log("proxy %s %s %s %d" % (self.command, self.path, ak, r.status))
+        self.send_response(r.status)
+        head = self.command == "HEAD"
+        for k, v in r.getheaders():
+            if k.lower() in ("transfer-encoding", "connection") or (k.lower() == "content-length" and not head):
+                continue
+            self.send_header(k, v)
+        if not head:
+            self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        c.close()
+
     def log_message(self, fmt, *a):
         pass
 
@@ -202,6 +249,8 @@ class H(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_GET(self):
+        if "--proxy" in opt and not self.path.startswith("/_"):
+            return self.proxy()
         self.logreq()
         if self.redirected():
             return
@@ -250,6 +299,8 @@ class H(BaseHTTPRequestHandler):
         self.send(404, "not found", "text/plain")
 
     def do_PUT(self):
+        if "--proxy" in opt and not self.path.startswith("/_"):
+            return self.proxy()
         self.logreq()
         if self.redirected():
             return
@@ -272,6 +323,8 @@ class H(BaseHTTPRequestHandler):
         self.send(404, "", "text/plain")
 
     def do_POST(self):
+        if "--proxy" in opt and not self.path.startswith("/_"):
+            return self.proxy()
         self.logreq()
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n)
@@ -279,10 +332,10 @@ class H(BaseHTTPRequestHandler):
         if u.path == "/_ctl":
             q = dict(urllib.parse.parse_qsl(u.query))
             with lock:
-                for k in ("ttl", "fail", "bad"):
+                for k in ("ttl", "fail", "bad", "hold_s"):
                     if k in q:
                         state[k] = int(q[k])
-                for k in ("imds", "redirect"):
+                for k in ("imds", "redirect", "hold"):
                     if k in q:
                         state[k] = q[k]
             return self.send(200, "{}")
