@@ -987,8 +987,10 @@ int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 		c->cfg.connect_timeout_ms = 10000;
 	if (!c->cfg.backoff_ms)
 		c->cfg.backoff_ms = 100;
-	if (cfg->sigv4 && !cfg->creds)
+	if (cfg->sigv4 && !cfg->creds) {
+		ret = -EINVAL;	/* signing needs the credentials */
 		goto out;
+	}
 	if ((cfg->cacert && !(c->cacert = strdup(cfg->cacert))) ||
 	    (cfg->sigv4 && !(c->sigv4 = strdup(cfg->sigv4))))
 		goto out;
