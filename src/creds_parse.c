@@ -170,6 +170,10 @@ static int json_field(json_t *o, const char *name, bool need, char *dst,
 		seterr(err, errlen, "%s is not a string", name);
 		return -EINVAL;
 	}
+	if (need && json_string_length(f) == 0) {
+		seterr(err, errlen, "%s is empty", name);
+		return -EINVAL;
+	}
 	return put(dst, dstlen, json_string_value(f), json_string_length(f),
 		   name, err, errlen);
 }

@@ -192,6 +192,8 @@ START_TEST(test_json)
 		       "\"SecretAccessKey\": \"SeCrEt\"}", PF_CJSON_METADATA,
 		       "not JSON");
 	parse_json_bad("{}", PF_CJSON_SSO, "no roleCredentials");
+	parse_json_bad("{\"AccessKeyId\": \"\", \"SecretAccessKey\": "
+		       "\"SeCrEt\"}", PF_CJSON_METADATA, "AccessKeyId is empty");
 }
 END_TEST
 
@@ -265,6 +267,13 @@ START_TEST(test_sso_cache)
 						  "https://b/start", tok,
 						  sizeof(tok), &exp, err,
 						  sizeof(err)), -ENOENT);
+	js = "{\"startUrl\": \"https://a/start\", \"accessToken\": \"\", "
+	     "\"expiresAt\": \"2026-11-24T03:00:00Z\"}";
+	ck_assert_int_eq(pf_creds_parse_sso_cache(js, strlen(js),
+						  "https://a/start", tok,
+						  sizeof(tok), &exp, err,
+						  sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "accessToken is empty");
 	ck_assert_int_eq(pf_creds_parse_sso_cache("{", 1, "x", tok,
 						  sizeof(tok), &exp, err,
 						  sizeof(err)), -EINVAL);
