@@ -30,9 +30,12 @@ FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3)
 FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3)
 URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing)
 CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
+# the credential sources' answers: STS XML (expat), JSON (jansson)
+PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson)
+PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
-LIBS := $(URING_LIBS) $(CURL_LIBS) -lpthread -lm
+LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -86,7 +89,7 @@ $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
 
 src/%.o: src/%.c
-	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) -c -o $@ $<
+	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \
@@ -123,6 +126,14 @@ FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 20
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:.c=)
+
+# the credential answers' parsers: their own file and expat, jansson
+tests/fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c src/creds_parse.c \
+		include/pf_creds.h
+	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
+		-Iinclude $(PARSE_CFLAGS) -o $@ $< src/creds_parse.c \
+		$(PARSE_LIBS)
 
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h src/listing.c \
 		include/pf_listing.h

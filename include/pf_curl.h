@@ -52,6 +52,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+struct pf_creds;
+
 struct pf_curl_cfg {
 	unsigned max_conns;		/* connections at most */
 	unsigned connect_timeout_ms;
@@ -62,10 +64,16 @@ struct pf_curl_cfg {
 	unsigned backoff_ms;		/* first backoff */
 	const char *cacert;		/* CA bundle file, NULL: system's */
 	int insecure;			/* do not verify TLS peers */
-	/* S3 signing: "aws:amz:REGION:s3" and "KEY:SECRET", or NULL */
+	/*
+	 * S3 signing: "aws:amz:REGION:s3" and the credentials, or NULL.
+	 * Every try of every request takes the current credentials from
+	 * creds (pf_creds_sign()), so a renewal reaches retries too; a
+	 * signed request never follows a redirect (its token and signature
+	 * would go to another host).  The caller keeps creds alive until
+	 * pf_curl_free().
+	 */
 	const char *sigv4;
-	const char *userpwd;
-	const char *session_token;	/* x-amz-security-token, or NULL */
+	struct pf_creds *creds;
 };
 
 enum pf_creq_kind {

@@ -19,6 +19,7 @@
 #ifndef PF_S3CONF_H
 #define PF_S3CONF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* What the user set with -o; NULL / 0 for "not given". */
@@ -36,6 +37,12 @@ struct pf_s3_cred {
 	char session_token[4096];	/* "" if none */
 	int anonymous;
 	/*
+	 * 1: no keys here; the credential chain (pf_creds.h) goes on with
+	 * web identity, the profile's role, process or SSO, the container
+	 * and the instance metadata.  source is then "".
+	 */
+	int chain;
+	/*
 	 * For logs: "environment", "profile NAME in FILE" (either followed
 	 * by ", with session token"), or "none (no_sign)".
 	 */
@@ -49,6 +56,34 @@ struct pf_s3_conf {
 	char endpoint[512];	/* scheme://host[:port], no trailing '/' */
 	int path_style;		/* 1: endpoint/bucket/key; 0: bucket.host/key */
 	struct pf_s3_cred cred;
+};
+
+/*
+ * What the shared files say about one profile, as the credential chain
+ * reads it (pf_s3_profile_read()).  Holds secrets: wipe it.
+ */
+struct pf_aws_profile {
+	bool found;		/* the profile's section is in a file */
+	bool other_creds;	/* role_arn, sso_*, credential_process... */
+	char path[512];		/* the file it was found in (credentials
+				 * file first) */
+	char access_key[256];
+	char secret_key[256];
+	char session_token[4096];
+	char region[64];
+	char role_arn[256];
+	char source_profile[129];
+	char credential_source[64];
+	char credential_process[1024];
+	char web_identity_token_file[512];
+	char role_session_name[128];
+	char external_id[256];
+	char duration_seconds[16];
+	char sso_start_url[512];	/* from [sso-session] if not here */
+	char sso_session[129];
+	char sso_account_id[32];
+	char sso_role_name[129];
+	char sso_region[64];		/* from [sso-session] if not here */
 };
 
 /* getenv()-like; tests pass their own table.  NULL means getenv().
@@ -73,8 +108,12 @@ typedef const char *(*pf_env_fn)(const char *name);
  *    (aws_access_key_id, aws_secret_access_key, aws_session_token) come
  *    from the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else
  *    ~/.aws/credentials, section "[NAME]"), else from its section of
- *    the config file.  Role, SSO, process and instance credentials are
- *    not supported.
+ *    the config file.  Where that finds no keys, out->cred.chain is set
+ *    and pf_creds_new() goes on with the rest of the SDK's chain: when
+ *    AWS_WEB_IDENTITY_TOKEN_FILE is set (and no keys are in the
+ *    environment), the profile is not read for keys at all; a named
+ *    profile (o->profile, AWS_PROFILE) with neither keys nor a role,
+ *    process, SSO or web identity setting is an error (-ENOKEY).
  * The file variables may start with "~/".  A missing file is not an
  * error; a named profile (o->profile or AWS_PROFILE) that is in no file
  * is.  Returns 0, or -errno with one line in err (no secret in it):
@@ -86,6 +125,18 @@ typedef const char *(*pf_env_fn)(const char *name);
 int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		  pf_env_fn env, struct pf_s3_conf *out, char *err,
 		  size_t errlen);
+
+/*
+ * Reads @profile from the shared credentials file then the config file
+ * (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, else ~/.aws/): keys from
+ * the credentials file win; the other settings come from whichever file
+ * has them, the credentials file first; sso_start_url and sso_region also
+ * from the [sso-session NAME] its sso_session names.  Returns 0, -ENOENT
+ * if no file has the profile (or its sso-session), or another -errno;
+ * one line in err, no secret.
+ */
+int pf_s3_profile_read(pf_env_fn env, const char *profile,
+		       struct pf_aws_profile *p, char *err, size_t errlen);
 
 /*
  * AWS URI encoding: every byte but A-Z a-z 0-9 - _ . ~ becomes %XX

@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_clock.h"
+#include "pf_creds.h"
 #include "pf_curl.h"
 #include "pf_listing.h"
 #include "pf_log.h"
@@ -62,8 +64,7 @@ struct pf_curl {
 	struct pf_curl_cfg cfg;
 	char *cacert;
 	char *sigv4;
-	char *userpwd;
-	char *token_hdr;
+	struct pf_creds *creds;		/* S3: read at every try */
 	CURLM *multi;
 	int epfd;			/* the loop's epoll set */
 	int evfd;			/* eventfd: the queue has requests */
@@ -88,10 +89,7 @@ struct pf_curl {
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)pf_now_ns();
 }
 
 int pf_curl_status_errno(long status)
@@ -479,20 +477,53 @@ static void active_del(struct pf_creq **head, struct pf_creq *r)
 
 static void complete(struct pf_curl *c, struct pf_creq *r, int err);
 
+/* Frees the request headers, wiping them: one may be the session token. */
+static void hdrs_free(struct pf_creq *r)
+{
+	for (struct curl_slist *l = r->hdrs; l; l = l->next)
+		explicit_bzero(l->data, strlen(l->data));
+	curl_slist_free_all(r->hdrs);
+	r->hdrs = NULL;
+}
+
 /* Sets up and adds one try of @r to the multi. */
 static int start(struct pf_curl *c, struct pf_creq *r,
 		 struct pf_creq **active)
 {
-	int64_t left = r->deadline_ns - now_ns();
+	int64_t left = r->deadline_ns - pf_now_ns();
 	CURL *e;
 	char range[64];
 	char hdr[256];
+	struct pf_creds_sig *sig = NULL;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
+	if (c->sigv4) {
+		/*
+		 * The credentials of this try, copied under the provider's
+		 * lock: a retry after a renewal is signed with the new ones.
+		 */
+		int ret;
+
+		sig = malloc(sizeof(*sig));
+		if (!sig)
+			return -ENOMEM;
+		ret = pf_creds_sign(c->creds, sig);
+		if (ret < 0) {
+			free(sig);
+			snprintf(r->errmsg, sizeof(r->errmsg), "the AWS "
+				 "credentials have expired");
+			return ret;
+		}
+	}
 	e = easy_get(c);
-	if (!e)
+	if (!e) {
+		if (sig) {
+			pf_creds_sig_wipe(sig);
+			free(sig);
+		}
 		return -ENOMEM;
+	}
 	r->easy = e;
 	r->loop = c;
 	r->got_start = r->got;
@@ -508,8 +539,7 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 		r->buf = NULL;
 		r->buflen = 0;
 	}
-	curl_slist_free_all(r->hdrs);
-	r->hdrs = NULL;
+	hdrs_free(r);
 
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
@@ -519,7 +549,8 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+	/* a signed request's token and signature stay with its host */
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, sig ? 0L : 1L);
 	curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
 			 (long)CURL_HTTP_VERSION_2TLS);
@@ -540,14 +571,19 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
-	if (c->sigv4) {
+	if (sig && sig->userpwd[0]) {
+		/* curl copies the string; the slist below holds the token */
 		curl_easy_setopt(e, CURLOPT_AWS_SIGV4, c->sigv4);
-		curl_easy_setopt(e, CURLOPT_USERPWD, c->userpwd);
+		curl_easy_setopt(e, CURLOPT_USERPWD, sig->userpwd);
 		r->hdrs = curl_slist_append(r->hdrs,
 					    "x-amz-content-sha256: "
 					    "UNSIGNED-PAYLOAD");
-		if (c->token_hdr)
-			r->hdrs = curl_slist_append(r->hdrs, c->token_hdr);
+		if (sig->token_hdr[0])
+			r->hdrs = curl_slist_append(r->hdrs, sig->token_hdr);
+	}
+	if (sig) {
+		pf_creds_sig_wipe(sig);
+		free(sig);
 	}
 	if (r->if_match) {
 		snprintf(hdr, sizeof(hdr), "If-Match: %s", r->if_match);
@@ -583,8 +619,7 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 
 static void complete(struct pf_curl *c, struct pf_creq *r, int err)
 {
-	curl_slist_free_all(r->hdrs);
-	r->hdrs = NULL;
+	hdrs_free(r);
 	if (err) {
 		pthread_mutex_lock(&c->lock);
 		c->tot.errors++;
@@ -607,6 +642,13 @@ static void status_msg(struct pf_creq *r)
 
 	if (r->errmsg[0])
 		return;
+	if (r->status >= 300 && r->status < 400 && r->status != 304) {
+		/* only signed requests stop at a redirect */
+		snprintf(r->errmsg, sizeof(r->errmsg), "HTTP %ld: a redirect, "
+			 "not followed with credentials (check the region and "
+			 "the endpoint)", r->status);
+		return;
+	}
 	if (r->buf && pf_list_parse_s3_error(r->buf, r->buflen, code,
 					     sizeof(code), msg,
 					     sizeof(msg)) == 0)
@@ -1002,23 +1044,17 @@ int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 		c->cfg.connect_timeout_ms = 10000;
 	if (!c->cfg.backoff_ms)
 		c->cfg.backoff_ms = 100;
-	if ((cfg->cacert && !(c->cacert = strdup(cfg->cacert))) ||
-	    (cfg->sigv4 && !(c->sigv4 = strdup(cfg->sigv4))) ||
-	    (cfg->userpwd && !(c->userpwd = strdup(cfg->userpwd))))
+	if (cfg->sigv4 && !cfg->creds) {
+		ret = -EINVAL;	/* signing needs the credentials */
 		goto out;
-	if (cfg->session_token && cfg->session_token[0]) {
-		size_t n = strlen(cfg->session_token) + 32;
-
-		c->token_hdr = malloc(n);
-		if (!c->token_hdr)
-			goto out;
-		snprintf(c->token_hdr, n, "x-amz-security-token: %s",
-			 cfg->session_token);
 	}
+	if ((cfg->cacert && !(c->cacert = strdup(cfg->cacert))) ||
+	    (cfg->sigv4 && !(c->sigv4 = strdup(cfg->sigv4))))
+		goto out;
+	c->creds = cfg->sigv4 ? cfg->creds : NULL;
 	c->cfg.cacert = NULL;
 	c->cfg.sigv4 = NULL;
-	c->cfg.userpwd = NULL;
-	c->cfg.session_token = NULL;
+	c->cfg.creds = NULL;
 	pthread_mutex_init(&c->lock, NULL);
 	c->queue_tail = &c->queue;
 	c->timer_ns = -1;
@@ -1067,10 +1103,6 @@ out_fds:
 out:
 	free(c->cacert);
 	free(c->sigv4);
-	if (c->userpwd)
-		explicit_bzero(c->userpwd, strlen(c->userpwd));
-	free(c->userpwd);
-	free(c->token_hdr);
 	free(c);
 	return ret;
 }
@@ -1104,12 +1136,6 @@ void pf_curl_free(struct pf_curl *c)
 	pthread_mutex_destroy(&c->lock);
 	free(c->cacert);
 	free(c->sigv4);
-	if (c->userpwd)
-		explicit_bzero(c->userpwd, strlen(c->userpwd));
-	free(c->userpwd);
-	if (c->token_hdr)
-		explicit_bzero(c->token_hdr, strlen(c->token_hdr));
-	free(c->token_hdr);
 	free(c);
 }
 

@@ -57,6 +57,7 @@
 #include "pf_listing.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
+#include "pf_creds.h"
 #include "pf_s3conf.h"
 
 #define URL_MAX 4096
@@ -102,6 +103,7 @@ struct obj {
 	struct pf_backend be;
 	int kind;
 	struct pf_curl *curl;
+	struct pf_creds *creds;	/* S3: outlives curl */
 	char root[URL_MAX];	/* HTTP: ends in '/' */
 	struct pf_s3_conf s3;
 	bool manifest;
@@ -968,6 +970,7 @@ static void obj_destroy(struct pf_backend *be)
 	struct obj *o = (struct obj *)be;
 
 	pf_curl_free(o->curl);
+	pf_creds_free(o->creds);
 	for (size_t i = 0; i < o->nbuckets; i++) {
 		struct dir *d = o->dirs[i];
 
@@ -1282,8 +1285,8 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 		      struct pf_backend **out, char *err, size_t errlen)
 {
 	struct pf_curl_cfg cc;
+	struct pf_creds_cfg cr = { 0 };
 	char sig[128];
-	char *userpwd = NULL;
 	struct obj *o = obj_alloc();
 	int ret;
 
@@ -1297,28 +1300,28 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	curl_cfg_of(cfg, &cc, o);
+	cr.env = cfg->env;
+	cr.profile = cfg->s3.profile;
+	cr.region = o->s3.region;
+	cr.cacert = cfg->cacert;
+	cr.insecure = cfg->insecure;
+	ret = pf_creds_new(&o->s3, &cr, &o->creds, err, errlen);
+	/* the keys live in the provider only */
+	explicit_bzero(o->s3.cred.access_key, sizeof(o->s3.cred.access_key));
+	explicit_bzero(o->s3.cred.secret_key, sizeof(o->s3.cred.secret_key));
+	explicit_bzero(o->s3.cred.session_token,
+		       sizeof(o->s3.cred.session_token));
+	if (ret < 0)
+		goto out;
+	if (o->s3.cred.chain)
+		pf_creds_source(o->creds, o->s3.cred.source,
+				sizeof(o->s3.cred.source));
 	if (!o->s3.cred.anonymous) {
-		size_t n = strlen(o->s3.cred.access_key) +
-			   strlen(o->s3.cred.secret_key) + 2;
-
-		userpwd = malloc(n);
-		if (!userpwd) {
-			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		snprintf(userpwd, n, "%s:%s", o->s3.cred.access_key,
-			 o->s3.cred.secret_key);
 		pf_s3_sigv4_param(&o->s3, sig, sizeof(sig));
 		cc.sigv4 = sig;
-		cc.userpwd = userpwd;
-		cc.session_token = o->s3.cred.session_token;
+		cc.creds = o->creds;
 	}
 	ret = pf_curl_new(&cc, &o->curl);
-	if (userpwd) {
-		explicit_bzero(userpwd, strlen(userpwd));
-		free(userpwd);
-	}
 	if (ret < 0) {
 		snprintf(err, errlen, "cannot start the HTTP client: %s",
 			 strerror(-ret));

@@ -356,10 +356,10 @@ const struct pf_opt pf_opt_table[] = {
 	  .help = "S3 region, for signing" },
 	{ .name = "profile", .arg = "NAME", .type = PF_OT_STR,
 	  .group = PF_OG_OBJECT, F(profile),
-	  .def = "AWS_ACCESS_KEY_ID of the environment, else AWS_PROFILE, "
-		 "else default",
+	  .def = "the AWS credential chain",
 	  .help = "take the S3 credentials from this profile of "
-		  "~/.aws/credentials or ~/.aws/config" },
+		  "~/.aws/credentials or ~/.aws/config only: its keys, role, "
+		  "process or SSO" },
 	{ .name = "addressing", .arg = "path|virtual|auto", .type = PF_OT_FN,
 	  .group = PF_OG_OBJECT, NOFIELD, .set = set_addressing,
 	  .get = get_addressing, .choices = "path, virtual or auto",

@@ -7,15 +7,20 @@
  * DESIGN: everything but ini_scan() is pure string work over the
  * caller's buffers; the environment comes through an injected lookup, so
  * the tests run without touching the real one.  Secrets (key values) are
- * copied only into struct pf_s3_cred and into the scratch struct
- * aws_prof, which is wiped before pf_s3_resolve() returns; error messages
- * name variables, profiles and files, never values.  URLs are encoded
+ * copied only into struct pf_s3_cred and into the scratch structs
+ * pf_aws_profile, which are wiped before pf_s3_resolve() and
+ * pf_s3_profile_read() return (the latter's output is the caller's to
+ * wipe); error messages name variables, profiles and files, never values.
+ * The other credential sources (roles, SSO, processes, web identity,
+ * containers, instance metadata) are creds.c's: this file only reads
+ * their settings.  URLs are encoded
  * exactly as SigV4 wants the canonical request, because curl 7.88 signs
  * the path and the query as it finds them in the URL.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -330,16 +335,6 @@ static bool is_ip_host(const char *ep)
 
 /* ---- the AWS shared files ---- */
 
-/* What one file says about one profile.  Holds secrets: wipe it. */
-struct aws_prof {
-	bool found;		/* the profile's section is in the file */
-	bool other_creds;	/* role_arn, sso_*, credential_process... */
-	char access_key[256];
-	char secret_key[256];
-	char session_token[4096];
-	char region[64];
-};
-
 /* Path of an AWS file: $VAR (with "~/" expanded), else ~/.aws/NAME. */
 static int aws_path(pf_env_fn env, const char *var, const char *name,
 		    char *out, size_t outlen, char *err, size_t errlen)
@@ -380,20 +375,26 @@ static char *trim(char *s)
 }
 
 /*
- * Whether section @sect names @profile: in the credentials file the
- * section is the name itself; in the config file it is "profile NAME",
- * and "default" may also be written bare.
+ * Whether section @sect names @profile: in the credentials file
+ * (INI_CRED) the section is the name itself; in the config file
+ * (INI_CONF) it is "profile NAME", and "default" may also be written
+ * bare; an SSO session (INI_SSO) is "sso-session NAME".
  */
-static bool section_is(const char *sect, bool config, const char *profile)
+enum { INI_CRED, INI_CONF, INI_SSO };
+
+static bool section_is(const char *sect, int kind, const char *profile)
 {
-	if (!config)
+	const char *word = kind == INI_SSO ? "sso-session" : "profile";
+	size_t wl = strlen(word);
+
+	if (kind == INI_CRED)
 		return strcmp(sect, profile) == 0;
-	if (strcmp(sect, "default") == 0)
+	if (kind == INI_CONF && strcmp(sect, "default") == 0)
 		return strcmp(profile, "default") == 0;
-	if (strncmp(sect, "profile", 7) != 0 ||
-	    (sect[7] != ' ' && sect[7] != '\t'))
+	if (strncmp(sect, word, wl) != 0 ||
+	    (sect[wl] != ' ' && sect[wl] != '\t'))
 		return false;
-	sect += 7;
+	sect += wl;
 	while (*sect == ' ' || *sect == '\t')
 		sect++;
 	return strcmp(sect, profile) == 0;
@@ -411,17 +412,46 @@ static int store(char *dst, size_t dstlen, const char *val,
 	return -ENAMETOOLONG;
 }
 
-/* Keys that mean "credentials from somewhere we do not support". */
-static const char *const other_cred_keys[] = {
-	"role_arn", "credential_process", "sso_start_url", "sso_session",
-	"web_identity_token_file", "credential_source", NULL,
+/* The settings of a profile that the credential chain reads. */
+#define PF_PROF_FIELD(name) \
+	{ #name, offsetof(struct pf_aws_profile, name), \
+	  sizeof(((struct pf_aws_profile *)0)->name) }
+static const struct {
+	const char *key;
+	size_t off;
+	size_t size;
+} prof_fields[] = {
+	PF_PROF_FIELD(role_arn),
+	PF_PROF_FIELD(source_profile),
+	PF_PROF_FIELD(credential_source),
+	PF_PROF_FIELD(credential_process),
+	PF_PROF_FIELD(web_identity_token_file),
+	PF_PROF_FIELD(role_session_name),
+	PF_PROF_FIELD(external_id),
+	PF_PROF_FIELD(duration_seconds),
+	PF_PROF_FIELD(sso_start_url),
+	PF_PROF_FIELD(sso_session),
+	PF_PROF_FIELD(sso_account_id),
+	PF_PROF_FIELD(sso_role_name),
+	PF_PROF_FIELD(sso_region),
 };
+#define NFIELDS (sizeof(prof_fields) / sizeof(prof_fields[0]))
 
 /* One "key = value" line of the profile's section. */
-static int ini_key(struct aws_prof *p, bool config, char *key, char *val,
+static int ini_key(struct pf_aws_profile *p, int kind, char *key, char *val,
 		   const char *profile, const char *path, char *err,
 		   size_t errlen)
 {
+	if (kind == INI_SSO) {
+		/* an [sso-session] gives only these two */
+		if (strcasecmp(key, "sso_start_url") == 0)
+			return store(p->sso_start_url, sizeof(p->sso_start_url),
+				     val, key, profile, path, err, errlen);
+		if (strcasecmp(key, "sso_region") == 0)
+			return store(p->sso_region, sizeof(p->sso_region), val,
+				     key, profile, path, err, errlen);
+		return 0;
+	}
 	if (strcasecmp(key, "aws_access_key_id") == 0)
 		return store(p->access_key, sizeof(p->access_key), val, key,
 			     profile, path, err, errlen);
@@ -434,12 +464,23 @@ static int ini_key(struct aws_prof *p, bool config, char *key, char *val,
 	     !p->session_token[0]))
 		return store(p->session_token, sizeof(p->session_token), val,
 			     key, profile, path, err, errlen);
-	if (config && strcasecmp(key, "region") == 0)
+	if (kind == INI_CONF && strcasecmp(key, "region") == 0)
 		return store(p->region, sizeof(p->region), val, key, profile,
 			     path, err, errlen);
-	for (const char *const *k = other_cred_keys; *k; k++)
-		if (strcasecmp(key, *k) == 0 && *val)
+	for (size_t i = 0; i < NFIELDS; i++) {
+		if (strcasecmp(key, prof_fields[i].key) != 0 || !*val)
+			continue;
+		if (strcmp(prof_fields[i].key, "role_session_name") &&
+		    strcmp(prof_fields[i].key, "external_id") &&
+		    strcmp(prof_fields[i].key, "duration_seconds") &&
+		    strcmp(prof_fields[i].key, "sso_region") &&
+		    strcmp(prof_fields[i].key, "sso_account_id") &&
+		    strcmp(prof_fields[i].key, "sso_role_name"))
 			p->other_creds = true;
+		return store((char *)p + prof_fields[i].off,
+			     prof_fields[i].size, val, key, profile, path,
+			     err, errlen);
+	}
 	return 0;
 }
 
@@ -452,8 +493,8 @@ static int ini_key(struct aws_prof *p, bool config, char *key, char *val,
  * key of its own.  Values are taken whole: an inline '#' is part of them.
  * A file that does not exist says nothing: returns 0.
  */
-static int ini_scan(const char *path, bool config, const char *profile,
-		    struct aws_prof *p, char *err, size_t errlen)
+static int ini_scan(const char *path, int kind, const char *profile,
+		    struct pf_aws_profile *p, char *err, size_t errlen)
 {
 	char *line = NULL;
 	size_t cap = 0;
@@ -503,7 +544,7 @@ static int ini_scan(const char *path, bool config, const char *profile,
 			if (!close)
 				continue;
 			*close = '\0';
-			in = section_is(trim(s + 1), config, profile);
+			in = section_is(trim(s + 1), kind, profile);
 			if (in)
 				p->found = true;
 			continue;
@@ -520,7 +561,7 @@ static int ini_scan(const char *path, bool config, const char *profile,
 		if (!in)
 			continue;
 		*eq = '\0';
-		ret = ini_key(p, config, trim(s), trim(eq + 1), profile, path,
+		ret = ini_key(p, kind, trim(s), trim(eq + 1), profile, path,
 			      err, errlen);
 		if (ret < 0)
 			break;
@@ -590,7 +631,7 @@ static int cred_from_env(pf_env_fn env, struct pf_s3_cred *cr, char *err,
 }
 
 /* 1 if @p (from @path) holds a key pair, 0 if it holds no key at all. */
-static int cred_from_prof(const struct aws_prof *p, const char *profile,
+static int cred_from_prof(const struct pf_aws_profile *p, const char *profile,
 			  const char *path, struct pf_s3_cred *cr, char *err,
 			  size_t errlen)
 {
@@ -648,7 +689,7 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		  size_t errlen)
 {
 	static const struct pf_s3_opts none;
-	struct aws_prof *pc = NULL, *pg = NULL;
+	struct pf_aws_profile *pc = NULL, *pg = NULL;
 	char cred_path[512], conf_path[512];
 	const char *profile = "default", *profile_from = NULL;
 	const char *region = NULL, *region_from = NULL;
@@ -703,9 +744,14 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		ret = cred_from_env(env, &out->cred, err, errlen);
 		if (ret < 0)
 			goto out;
+		/* web identity comes before the shared files */
+		if (!out->cred.source[0] &&
+		    env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
+			out->cred.chain = 1;
 	}
 	need_files = profile_from || !region ||
-		     (!out->cred.anonymous && !out->cred.source[0]);
+		     (!out->cred.anonymous && !out->cred.source[0] &&
+		      !out->cred.chain);
 
 	pc = calloc(1, sizeof(*pc));
 	pg = calloc(1, sizeof(*pg));
@@ -723,10 +769,10 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 				       conf_path, sizeof(conf_path), err,
 				       errlen);
 		if (ret == 0)
-			ret = ini_scan(cred_path, false, profile, pc, err,
+			ret = ini_scan(cred_path, INI_CRED, profile, pc, err,
 				       errlen);
 		if (ret == 0)
-			ret = ini_scan(conf_path, true, profile, pg, err,
+			ret = ini_scan(conf_path, INI_CONF, profile, pg, err,
 				       errlen);
 		if (ret < 0)
 			goto out;
@@ -752,7 +798,8 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		}
 	}
 
-	if (!out->cred.anonymous && !out->cred.source[0]) {
+	if (!out->cred.anonymous && !out->cred.source[0] &&
+	    !out->cred.chain) {
 		ret = cred_from_prof(pc, profile, cred_path, &out->cred, err,
 				     errlen);
 		if (ret == 0)
@@ -760,27 +807,22 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 					     &out->cred, err, errlen);
 		if (ret < 0)
 			goto out;
-		if (ret == 0 && (pc->other_creds || pg->other_creds)) {
+		if (ret == 0 && (pc->other_creds || pg->other_creds ||
+				 !profile_from)) {
+			/*
+			 * A role, SSO, a process or web identity; or, for
+			 * the default profile, the container and instance
+			 * sources: pf_creds_new() goes on with the chain.
+			 */
+			out->cred.chain = 1;
+		} else if (ret == 0) {
 			ret = -ENOKEY;
-			seterr(err, errlen, "AWS profile '%s' gets its "
-			       "credentials from a role, SSO or a process, "
-			       "which prefetchfs does not support: put "
-			       "aws_access_key_id and aws_secret_access_key "
-			       "in it, export AWS_ACCESS_KEY_ID and "
-			       "AWS_SECRET_ACCESS_KEY, or use -o no_sign",
-			       profile);
-			goto out;
-		}
-		if (ret == 0) {
-			ret = -ENOKEY;
-			seterr(err, errlen, "no AWS credentials (profile '%s', "
-			       "%s): set AWS_ACCESS_KEY_ID and "
-			       "AWS_SECRET_ACCESS_KEY, add them to %s, or use "
-			       "-o no_sign for a public bucket", profile,
-			       pc->found || pg->found ? "which has no keys" :
-							"not found",
-			       cred_path[0] ? cred_path :
-					      "~/.aws/credentials");
+			seterr(err, errlen, "AWS profile '%s' (from %s) has no "
+			       "credentials: put aws_access_key_id and "
+			       "aws_secret_access_key, role_arn, "
+			       "credential_process or sso_session in it, or "
+			       "use -o no_sign for a public bucket", profile,
+			       profile_from);
 			goto out;
 		}
 	}
@@ -849,6 +891,102 @@ out:
 	free(pg);
 	if (ret < 0)
 		explicit_bzero(&out->cred, sizeof(out->cred));
+	return ret;
+}
+
+int pf_s3_profile_read(pf_env_fn env, const char *profile,
+		       struct pf_aws_profile *p, char *err, size_t errlen)
+{
+	struct pf_aws_profile *pc = NULL, *pg = NULL, *ps = NULL;
+	char cred_path[512], conf_path[512];
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (err && errlen)
+		err[0] = '\0';
+	ret = check_profile_name(profile, "the chain", err, errlen);
+	if (ret < 0)
+		return ret;
+	pc = calloc(1, sizeof(*pc));
+	pg = calloc(1, sizeof(*pg));
+	ps = calloc(1, sizeof(*ps));
+	if (!pc || !pg || !ps) {
+		ret = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
+		       cred_path, sizeof(cred_path), err, errlen);
+	if (ret == 0)
+		ret = aws_path(env, "AWS_CONFIG_FILE", "config", conf_path,
+			       sizeof(conf_path), err, errlen);
+	if (ret == 0)
+		ret = ini_scan(cred_path, INI_CRED, profile, pc, err, errlen);
+	if (ret == 0)
+		ret = ini_scan(conf_path, INI_CONF, profile, pg, err, errlen);
+	if (ret < 0)
+		goto out;
+	if (!pc->found && !pg->found) {
+		ret = -ENOENT;
+		seterr(err, errlen, "AWS profile '%s' not found in %s or %s",
+		       profile, cred_path[0] ? cred_path : "(none)",
+		       conf_path[0] ? conf_path : "(none)");
+		goto out;
+	}
+	/* the credentials file wins, as for the AWS CLI */
+	if (pc->access_key[0] || pc->secret_key[0]) {
+		memcpy(p->access_key, pc->access_key, sizeof(p->access_key));
+		memcpy(p->secret_key, pc->secret_key, sizeof(p->secret_key));
+		memcpy(p->session_token, pc->session_token,
+		       sizeof(p->session_token));
+	} else {
+		memcpy(p->access_key, pg->access_key, sizeof(p->access_key));
+		memcpy(p->secret_key, pg->secret_key, sizeof(p->secret_key));
+		memcpy(p->session_token, pg->session_token,
+		       sizeof(p->session_token));
+	}
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const char *a = (const char *)pc + prof_fields[i].off;
+		const char *b = (const char *)pg + prof_fields[i].off;
+
+		memcpy((char *)p + prof_fields[i].off, *a ? a : b,
+		       prof_fields[i].size);
+	}
+	memcpy(p->region, pg->region, sizeof(p->region));
+	p->found = true;
+	p->other_creds = pc->other_creds || pg->other_creds;
+	snprintf(p->path, sizeof(p->path), "%s",
+		 pc->found ? cred_path : conf_path);
+	if (p->sso_session[0]) {
+		ret = ini_scan(conf_path, INI_SSO, p->sso_session, ps, err,
+			       errlen);
+		if (ret < 0)
+			goto out;
+		if (!ps->found) {
+			ret = -ENOENT;
+			seterr(err, errlen, "sso-session '%s' of AWS profile "
+			       "'%s' not found in %s", p->sso_session,
+			       profile, conf_path[0] ? conf_path : "(none)");
+			goto out;
+		}
+		if (!p->sso_start_url[0])
+			memcpy(p->sso_start_url, ps->sso_start_url,
+			       sizeof(p->sso_start_url));
+		if (!p->sso_region[0])
+			memcpy(p->sso_region, ps->sso_region,
+			       sizeof(p->sso_region));
+	}
+	ret = 0;
+out:
+	if (pc)
+		explicit_bzero(pc, sizeof(*pc));
+	if (pg)
+		explicit_bzero(pg, sizeof(*pg));
+	free(pc);
+	free(pg);
+	free(ps);
+	if (ret < 0)
+		explicit_bzero(p, sizeof(*p));
 	return ret;
 }
 

@@ -8,10 +8,11 @@ set -eu
 # machine image, or tests/s3/install.sh installs Debian's; python3-torch,
 # python3-numpy, fio: the example trainers (tests/mount_examples.sh);
 # gnuplot-nox, rclone, s3fs: bench/suite.sh and its smoke test
-# (tests/mount_suite.sh).  --bench is accepted for older callers: the list
+# (tests/mount_suite.sh); libexpat1-dev, libjansson-dev: the parsers of
+# the AWS credential sources' answers (src/creds_parse.c).  --bench is accepted for older callers: the list
 # is the same.
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
-libcurl4-openssl-dev check python3 openssl psmisc procps util-linux
+libcurl4-openssl-dev libexpat1-dev libjansson-dev check python3 openssl psmisc procps util-linux
 clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio
 gnuplot-nox rclone s3fs"
 missing=()

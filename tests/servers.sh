@@ -18,7 +18,8 @@
 #       with the BUCKETs made (default: one, "bkt").  Sets S3_ENDPOINT
 #       (http://127.0.0.1:PORT), S3_PORT, S3_PID, S3_DIR (log), S3_DATA
 #       (its object store), S3_BUCKET (the first bucket), S3_KEY, S3_SECRET,
-#       S3_REGION; prints S3_ENDPOINT.
+#       S3_REGION; prints S3_ENDPOINT.  With S3_KEYS=FILE it also takes
+#       the temporary keys listed in FILE (tests/s3/s3server.js --keys).
 #   s3_put_tree BUCKET PREFIX DIR
 #       every file DIR/a/b becomes the object PREFIX + "a/b" ("p/" + "a/b"
 #       is "p/a/b") of the last S3 server started; fast (through the
@@ -330,7 +331,7 @@ s3_start() {
 	mkdir -p "$dir/data"
 	# (s3rver makes its continuation tokens with DES, which OpenSSL 3
 	# has only in its legacy provider)
-	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log} ${S3_RAW:+--raw})
+	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log} ${S3_RAW:+--raw} ${S3_KEYS:+--keys "$S3_KEYS"})
 	# the server picks its port and writes it once it listens
 	_SRV_T0=
 	while _srv_until "$SRV_START_SECS"; do

@@ -5,7 +5,16 @@
  * a directory) on 127.0.0.1, started by tests/servers.sh (s3_start).
  *
  *   node --openssl-legacy-provider s3server.js DATADIR PORTFILE \
- *       [--bucket NAME]... [--raw] [--log]
+ *       [--bucket NAME]... [--raw] [--log] [--keys FILE]
+ *
+ * --keys FILE: more key pairs besides S3RVER/S3RVER, the temporary
+ * credentials a test's credential endpoints hand out (tests/creds/):
+ * FILE holds one JSON object a line, {"ak", "sk", "token", "exp"} (exp in
+ * Unix seconds, 0: never), appended to while the server runs.  A request
+ * signed with one of those keys must carry its token in a signed
+ * x-amz-security-token header (else 403 InvalidToken) before it expires
+ * (else 400 ExpiredToken), as S3 checks temporary credentials; each
+ * accepted request is logged as "cred AK ok" to stderr (the log).
  *
  * Listens on a port the kernel picks and, once it accepts connections,
  * writes that port to PORTFILE (written to a temporary name and renamed,
@@ -37,7 +46,7 @@ const path = require('path');
 const S3RVER = path.dirname(require.resolve('@20minutes/s3rver/package.json'));
 
 function usage() {
-	console.error('usage: node s3server.js DATADIR PORTFILE [--bucket NAME]... [--raw] [--log]');
+	console.error('usage: node s3server.js DATADIR PORTFILE [--bucket NAME]... [--raw] [--log] [--keys FILE]');
 	process.exit(2);
 }
 
@@ -45,6 +54,7 @@ const args = process.argv.slice(2);
 const buckets = [];
 let raw = false;
 let log = false;
+let keysFile = null;
 const pos = [];
 for (let i = 0; i < args.length; i++) {
 	if (args[i] === '--bucket' && i + 1 < args.length)
@@ -53,6 +63,8 @@ for (let i = 0; i < args.length; i++) {
 		raw = true;
 	else if (args[i] === '--log')
 		log = true;
+	else if (args[i] === '--keys' && i + 1 < args.length)
+		keysFile = args[++i];
 	else if (args[i].startsWith('-'))
 		usage();
 	else
@@ -233,6 +245,48 @@ if (!raw) {
 		ctx.status = 412;
 		ctx.type = 'application/xml';
 		ctx.body = ctx.method === 'HEAD' ? null : msg;
+	});
+}
+
+if (keysFile) {
+	const AWSAccount = require(path.join(S3RVER, 'lib/models/account'));
+	const s3err = (ctx, status, code, msg) => {
+		ctx.status = status;
+		ctx.type = 'application/xml';
+		ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>' + code +
+			'</Code><Message>' + msg + '</Message></Error>';
+	};
+	server.middleware.unshift(async (ctx, next) => {
+		const auth = ctx.headers.authorization || '';
+		const m = /Credential=([^/]+)\/[^,]*,\s*SignedHeaders=([^,]+)/.exec(auth);
+		if (!m || m[1] === 'S3RVER')
+			return next();
+		let keys = [];
+		try {
+			keys = fs.readFileSync(keysFile, 'utf8').split('\n').filter((l) => l.trim())
+				.map((l) => JSON.parse(l));
+		} catch (e) {
+			/* no file yet: no key */
+		}
+		const k = keys.filter((x) => x.ak === m[1]).pop();
+		if (!k) {
+			console.error(`cred ${m[1]} unknown`);
+			return s3err(ctx, 403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.');
+		}
+		const signed = m[2].split(';');
+		if (k.token && (ctx.headers['x-amz-security-token'] !== k.token ||
+				!signed.includes('x-amz-security-token'))) {
+			console.error(`cred ${m[1]} bad-token`);
+			return s3err(ctx, 403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.');
+		}
+		if (k.exp && Date.now() / 1000 >= k.exp) {
+			console.error(`cred ${m[1]} expired`);
+			return s3err(ctx, 400, 'ExpiredToken', 'The provided token has expired.');
+		}
+		if (!AWSAccount.registry.has(k.ak))
+			AWSAccount.DUMMY_ACCOUNT.createKeyPair(k.ak, k.sk);
+		await next();
+		console.error(`cred ${m[1]} ok ${ctx.status}`);
 	});
 }
 
