@@ -46,6 +46,8 @@ struct pf_opts {
 	unsigned retries;
 	char trace[1024];	/* -o trace=FILE: Chrome trace JSON; "" none */
 	double trace_seconds;	/* trace the first this many seconds */
+	char cache_dir[1024];	/* -o cache_dir=DIR: disk cache; "" none */
+	uint64_t cache_size;	/* 0: keep 10% of its filesystem free */
 	int fetch_size_set;	/* -o fetch_size given */
 	int min_window_set;	/* -o min_window given */
 	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pf_diskcache.h"
 #include "pf_fuse.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
@@ -456,6 +457,20 @@ int main(int argc, char **argv)
 	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
 	if (ret < 0)
 		goto out;
+	if (o.cache_dir[0]) {
+		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
+						 .source = src,
+						 .size = o.cache_size };
+		struct pf_backend *dbe;
+
+		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
+					       sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "prefetchfs: %s\n", err);
+			goto out_be;
+		}
+		be = dbe;
+	}
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache: %s\n",

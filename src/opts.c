@@ -152,7 +152,8 @@ static const char *const own[] = {
 	"entry_timeout", "attr_timeout", "readahead_kb", "max_threads", "io",
 	"log_level", "endpoint", "region", "profile", "addressing",
 	"no_sign", "manifest", "cacert", "insecure", "connect_timeout",
-	"timeout", "retries", "trace", "trace_seconds", NULL,
+	"timeout", "retries", "trace", "trace_seconds", "cache_dir",
+	"cache_size", NULL,
 };
 
 /* Options whose value is kept as a string in struct pf_opts. */
@@ -165,7 +166,8 @@ struct str_opt {
 		     sizeof(((struct pf_opts *)0)->f) }
 static const struct str_opt str_opts[] = {
 	STR_OPT(endpoint), STR_OPT(region), STR_OPT(profile),
-	STR_OPT(manifest), STR_OPT(cacert), STR_OPT(trace), { NULL, 0, 0 },
+	STR_OPT(manifest), STR_OPT(cacert), STR_OPT(trace),
+	STR_OPT(cache_dir), { NULL, 0, 0 },
 };
 
 static bool known(const char *opt)
@@ -309,6 +311,11 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 			BAD("bad value for max_memory: '%s' (a size of at "
 			    "least 16M, e.g. 4G)", val);
 		c->max_memory = sz;
+	} else if (strcmp(opt, "cache_size") == 0) {
+		if (pf_parse_size(val, &sz) < 0 || sz < (16u << 20))
+			BAD("bad value for cache_size: '%s' (a size of at "
+			    "least 16M, e.g. 100G)", val);
+		o->cache_size = sz;
 	} else if (strcmp(opt, "block_size") == 0) {
 		if (pf_parse_size(val, &sz) < 0 || sz < 4096 ||
 		    sz > (16u << 20) || (sz & (sz - 1)))
@@ -554,6 +561,11 @@ void pf_opts_usage(const char *prog, uint64_t ram_bytes)
 	       "io_uring, pread if unavailable)\n"
 	       "    -o log_level=LEVEL     err, warn, info or debug "
 	       "(default info)\n"
+	       "    -o cache_dir=DIR       keep what is read in a disk "
+	       "cache in DIR, across mounts\n"
+	       "                           (default none)\n"
+	       "    -o cache_size=SIZE     its size (default: what leaves "
+	       "10%% of DIR's filesystem free)\n"
 	       "    -o trace=FILE          write a trace of reads, fetches "
 	       "and refills to FILE\n"
 	       "                           (Chrome JSON, for ui.perfetto.dev;"
