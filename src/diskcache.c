@@ -27,16 +27,16 @@
  * access (lookup, hit or miss) ticks a clock; a slot remembers the tick
  * of its last hit or write.  A new block takes a free slot, else the first
  * slot from a clock hand (at most SCAN_MAX looked at) that is cold: not
- * touched in the last COLD_FACTOR x nslots ticks.  If none is cold the new
- * block is not admitted.  A data set read in a new random order every
- * epoch touches each cached block once per epoch, so as long as an epoch
- * is shorter than the cold window (data up to 2x the cache: a block's two
- * hits are at most two epochs apart) the first cache-full of blocks stays
- * and the hit rate is cache/data; LRU would keep the most recently read
- * half and lose it again before it is read next.  When the reader moves
- * on to other data, the old blocks go cold and are replaced.  After a
- * restart the clock starts again at 0 and every block counts as touched
- * then.
+ * touched in the last COLD_FACTOR (8) x nslots ticks.  If none is cold the
+ * new block is not admitted.  A data set read in a new random order every
+ * epoch touches each cached block once per epoch, two hits at most two
+ * epochs apart; as long as that is shorter than the cold window (data up
+ * to 4x the cache, with room for reads the memory tier absorbs) the first
+ * cache-full of blocks stays and the hit rate is cache/data.  LRU would
+ * keep the most recently read blocks and lose each before it is read
+ * again.  When the readers move on to other data, the old blocks go cold
+ * after 8 cache-fulls of accesses and are replaced.  After a restart the
+ * clock starts again at 0 and every block counts as touched then.
  *
  * Threads and locks: dc->lock guards the index (slots, hash, free list,
  * clock, counters) and is never held across I/O.  Journal appends and
@@ -66,7 +66,8 @@
 #define J_DEL 3u
 #define J_REC 48
 #define SCAN_MAX 64
-#define COLD_FACTOR 4
+#define COLD_FACTOR 8
+#define JOURNAL_FACTOR 4	/* records per slot before a compaction */
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 
@@ -411,7 +412,7 @@ void pf_dc_maintain(struct pf_dc *dc)
 {
 	int ret;
 
-	if (dc->jrecs <= (uint64_t)COLD_FACTOR * dc->nslots + 1024)
+	if (dc->jrecs <= (uint64_t)JOURNAL_FACTOR * dc->nslots + 1024)
 		return;
 	ret = compact(dc);
 	if (ret < 0)

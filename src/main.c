@@ -458,9 +458,12 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		goto out;
 	if (o.cache_dir[0]) {
-		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
-						 .source = src,
-						 .size = o.cache_size };
+		/* its staging buffers come on top of max_memory */
+		struct pf_diskcache_cfg dcfg = {
+			.dir = o.cache_dir, .source = src,
+			.size = o.cache_size,
+			.staging = o.engine.max_memory / 10,
+		};
 		struct pf_backend *dbe;
 
 		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
