@@ -20,7 +20,7 @@
  * is torn or fails its own CRC and truncates the journal there.
  * Start-up reads the journal once: its length is bounded by compaction
  * (rewritten with one PUT per live slot when it holds more than
- * 4 x nslots records), so start-up time grows with the cache's size in
+ * 2 x nslots records), so start-up time grows with the cache's size in
  * slots, never with the number of files cached.
  *
  * Policy: keep a stable subset, admit only over cold blocks.  Every block
@@ -67,7 +67,7 @@
 #define J_REC 48
 #define SCAN_MAX 64
 #define COLD_FACTOR 8
-#define JOURNAL_FACTOR 4	/* records per slot before a compaction */
+#define JOURNAL_FACTOR 2	/* records per slot before a compaction */
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 

@@ -412,7 +412,7 @@ START_TEST(test_compaction)
 		ck_assert_uint_gt(s.evictions, 1000);
 	}
 	ck_assert_int_le(file_size("journal"),
-			 (off_t)48 * (4 * cache + 1024 + 2));
+			 (off_t)48 * (2 * cache + 1024 + 2));
 	pf_dc_close(dc);
 	dc = open_dc(cache);
 	/* the last files read are there (get_n checks the bytes) */
