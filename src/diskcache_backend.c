@@ -281,6 +281,7 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op = op_new(d, OP_MISS, nblk);
 	if (!op)
 		return -ENOMEM;
+	/* the ring takes at most RING_DEPTH writes of one op */
 	op->ubio = ubio;
 	op->key = f->key;
 	op->fsize = f->size;
@@ -289,7 +290,7 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->ibio.file = f->inner;
 	op->ibio.done = miss_done;
 	op->ibio.priv = op;
-	if (stage_get(d, wend - b0 * d->bs)) {
+	if (nblk <= RING_DEPTH && stage_get(d, wend - b0 * d->bs)) {
 		op->staged = wend - b0 * d->bs;
 		op->buf = malloc(op->staged);
 	}
@@ -328,7 +329,6 @@ static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	uint64_t b0;
 	unsigned nblk;
 	struct op *op;
-	uint64_t bytes = 0;
 	int ret;
 
 	if (!bio || !bio->file || !bio->done || !bio->iov || bio->iovcnt < 1 ||
@@ -383,11 +383,10 @@ static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		}
 		op->blk[i].slot = slot;
 		op->blk[i].len = len;
-		bytes += len;
 	}
-	if (!stage_get(d, bytes))
+	if (!stage_get(d, (uint64_t)nblk * d->bs))
 		goto unpin;
-	op->staged = bytes;
+	op->staged = (uint64_t)nblk * d->bs;
 	op->buf = malloc((size_t)nblk * d->bs);
 	if (!op->buf)
 		goto unpin;
@@ -762,11 +761,31 @@ static void dcb_free(struct dcb *d)
 static void dcb_destroy(struct pf_backend *be)
 {
 	struct dcb *d = to_d(be);
+	struct op *left;
 
 	/* writes still queued are finished: a clean unmount keeps them */
 	dcb_stop(d);
 	/* completions of the inner backend find the ring stopped now */
 	d->inner->ops->destroy(d->inner);
+	/* what was queued after the ring thread's last look */
+	pthread_mutex_lock(&d->lock);
+	d->stopped = true;
+	left = d->qhead;
+	d->qhead = NULL;
+	d->qtail = NULL;
+	pthread_mutex_unlock(&d->lock);
+	while (left) {
+		struct op *next = left->next;
+		struct pf_bio *ubio = left->ubio;
+
+		if (left->type == OP_HIT)
+			for (unsigned i = 0; i < left->nblk; i++)
+				pf_dc_unpin(d->dc, (uint32_t)left->blk[i].slot);
+		op_free(left);
+		if (ubio)
+			ubio->done(ubio, -ECANCELED);
+		left = next;
+	}
 	dcb_free(d);
 }
 

@@ -798,6 +798,75 @@ START_TEST(test_decorator_corrupt_block)
 }
 END_TEST
 
+struct rd_arg {
+	struct pf_backend *be;
+	struct pf_bfile *f;
+	const char *want;
+	size_t len;
+	unsigned seed;
+	int bad;
+};
+
+static void *random_reader(void *p)
+{
+	struct rd_arg *a = p;
+	char *buf = malloc(256 << 10);
+
+	for (int i = 0; i < 300; i++) {
+		size_t off = (size_t)rand_r(&a->seed) % a->len;
+		size_t n = 1 + (size_t)rand_r(&a->seed) % (200 << 10);
+		size_t exp = off + n > a->len ? a->len - off : n;
+
+		if (read_at(a->be, a->f, buf, off, n) != (int64_t)exp ||
+		    memcmp(buf, a->want + off, exp) != 0)
+			a->bad++;
+	}
+	free(buf);
+	return NULL;
+}
+
+START_TEST(test_decorator_threads)
+{
+	/* readers at random ranges at once, while blocks are written and
+	 * then while they are read back: every byte exact */
+	enum { NT = 4 };
+	const size_t len = 3 * 256 * BS / 2 + 77;	/* 1.5x the cache */
+	char root[256];
+	char fpath[PATH_MAX];
+	struct rd_arg args[NT];
+	pthread_t t[NT];
+	struct pf_backend *be;
+	struct pf_bfile *f = NULL;
+	struct stat st;
+	char *want = malloc(len);
+
+	snprintf(root, sizeof(root), "%s/src", tmpdir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	snprintf(fpath, sizeof(fpath), "%s/r.bin", root);
+	write_file(fpath, 4, len);
+	fill(4, 0, want, (uint32_t)len);
+	for (int round = 0; round < 2; round++) {
+		be = wrap(root);
+		ck_assert_int_eq(be->ops->open(be, "r.bin", &f, &st), 0);
+		for (int i = 0; i < NT; i++) {
+			args[i] = (struct rd_arg){ be, f, want, len,
+						   (unsigned)(i + 10 * round),
+						   0 };
+			ck_assert_int_eq(pthread_create(&t[i], NULL,
+							random_reader,
+							&args[i]), 0);
+		}
+		for (int i = 0; i < NT; i++) {
+			pthread_join(t[i], NULL);
+			ck_assert_int_eq(args[i].bad, 0);
+		}
+		be->ops->close(be, f);
+		be->ops->destroy(be);
+	}
+	free(want);
+}
+END_TEST
+
 static Suite *diskcache_suite(void)
 {
 	Suite *s = suite_create("diskcache");
@@ -829,6 +898,7 @@ static Suite *diskcache_suite(void)
 	tcase_set_timeout(td, 60);
 	tcase_add_test(td, test_decorator);
 	tcase_add_test(td, test_decorator_corrupt_block);
+	tcase_add_test(td, test_decorator_threads);
 	suite_add_tcase(s, td);
 	return s;
 }
