@@ -35,7 +35,12 @@ struct pf_dc_key {
 
 struct pf_dc_cfg {
 	uint64_t size;		/* bytes of slots; 0: keep 10% of the fs free */
-	uint32_t block_size;	/* 0: PF_DC_BLOCK; a power of two >= 4K */
+	/*
+	 * A power of two >= 4K; 0: PF_DC_BLOCK, doubled (up to 16M) while
+	 * the cache would have more than 2^20 slots.  A journal of another
+	 * block size is discarded.
+	 */
+	uint32_t block_size;
 };
 
 #define PF_DC_BLOCK (256u << 10)
@@ -138,7 +143,7 @@ struct pf_diskcache_cfg {
 	const char *dir;	/* the cache directory */
 	const char *source;	/* names the source in the keys */
 	uint64_t size;		/* 0: keep 10% of the filesystem free */
-	uint32_t block_size;	/* 0: PF_DC_BLOCK */
+	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
 	uint64_t staging;	/* bytes of staging buffers; 0: 64 MiB */
 };
 

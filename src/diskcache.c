@@ -70,6 +70,7 @@
 #define JOURNAL_FACTOR 2	/* records per slot before a compaction */
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
+#define MAX_AUTO_SLOTS (1u << 20)
 
 enum { S_FREE, S_WRITING, S_VALID };
 
@@ -571,9 +572,12 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 			    0644);
 	if (dc->lockfd < 0 || flock(dc->lockfd, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		snprintf(err, errlen, "cache_dir '%s' %s", dir,
-			 ret == -EBUSY ? "is in use by another prefetchfs" :
-					 strerror(-ret));
+		if (ret == -EBUSY)
+			snprintf(err, errlen, "cache_dir '%s' is in use by "
+				 "another prefetchfs", dir);
+		else
+			snprintf(err, errlen, "cache_dir '%s': %s", dir,
+				 strerror(-ret));
 		goto out;
 	}
 	dc->datafd = openat(dc->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC,
@@ -588,6 +592,10 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	}
 	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
 							     dc->datafd);
+	/* a large cache gets larger blocks: the index stays <= 48 MiB */
+	if (!(cfg && cfg->block_size))
+		while (size / dc->bs > MAX_AUTO_SLOTS && dc->bs < (16u << 20))
+			dc->bs <<= 1;
 	if (size / dc->bs < MIN_SLOTS || size / dc->bs >= NIL) {
 		snprintf(err, errlen, "cache_dir '%s': a cache of %" PRIu64
 			 " bytes is %s", dir, size,
