@@ -5,7 +5,8 @@
 #      the files read without a single GET of file data (nginx's access
 #      log), every read a hit
 #   2. a file changed at the source while unmounted (new bytes, new mtime):
-#      the remount serves the new bytes, never the cached old ones
+#      the remount serves the new bytes, never the cached old ones; over
+#      S3 an object replaced by one of the same size (a new ETag) too
 #   3. kill -9 of the daemon at random moments while it fills the cache
 #      (5 times), then a remount: bytes exact
 #   4. disk full: the cache dir is an 8 MiB tmpfs, the cache told to be
@@ -144,6 +145,33 @@ check "changed files: the new bytes (small file)" cmp -s "$SRC/d/s3.jpg" "$M/d/s
 check "changed files: the rest byte-exact" all_same "$M"
 pf_umount "$M" || fail "unmount"
 nginx_stop
+
+# ---- 2b. the same over S3: an object replaced by one of the same size ----
+
+S3SRC=$WORK/s3src
+mkdir -p "$S3SRC"
+mkfile "$S3SRC/x.bin" $((3 << 20))
+mkfile "$S3SRC/y.bin" 70000
+S3_LOG=1 s3_start bkt >/dev/null || { fail "s3 server"; finish; }
+s3_put_tree bkt ds/ "$S3SRC" || { fail "s3_put_tree"; finish; }
+creds() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET "$@"; }
+S3OPTS=endpoint=$S3_ENDPOINT,cache_dir=$WORK/s3cache,cache_size=32M
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
+check "s3: byte-exact" cmp -s "$S3SRC/x.bin" "$M/x.bin"
+check "s3: byte-exact (small)" cmp -s "$S3SRC/y.bin" "$M/y.bin"
+check "s3: blocks written to the cache" wait_cached "$M" $(((3 << 20) + 70000))
+pf_umount "$M" || fail "unmount"
+# same sizes, new bytes: only the ETag (and maybe not the second of
+# LastModified) tells the versions apart
+mkfile "$WORK/x.v2" $((3 << 20))
+mv "$WORK/x.v2" "$S3SRC/x.bin"
+s3_replace bkt ds/x.bin "$S3SRC/x.bin" || fail "s3_replace"
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
+check "s3: the replaced object reads new bytes" cmp -s "$S3SRC/x.bin" "$M/x.bin"
+check "s3: the other object byte-exact" cmp -s "$S3SRC/y.bin" "$M/y.bin"
+check "s3: the other object is served from the cache" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+pf_umount "$M" || fail "unmount"
+s3_stop
 
 # ---- 3. kill -9 while filling ------------------------------------------------
 
