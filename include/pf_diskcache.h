@@ -34,7 +34,7 @@ struct pf_dc_key {
 };
 
 struct pf_dc_cfg {
-	uint64_t size;		/* bytes of slots; 0: keep 10% of the fs free */
+	uint64_t size;		/* bytes; 0: leave 10% of the fs free */
 	/*
 	 * A power of two >= 4K; 0: PF_DC_BLOCK, doubled (up to 16M) while
 	 * the cache would have more than 2^20 slots.  A journal of another

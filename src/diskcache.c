@@ -91,7 +91,7 @@ struct pf_dc {
 	int lockfd;
 	int datafd;
 	int jfd;
-	uint64_t jlen;		/* bytes of valid journal (writer thread) */
+	uint64_t jlen;		/* valid journal bytes (writer thread) */
 	uint64_t jrecs;
 	uint32_t bs;
 	uint32_t nslots;
@@ -126,8 +126,9 @@ static void crc_init(void)
 	}
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
-			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
-					  crc_table[0][crc_table[t - 1][i] & 0xff];
+			crc_table[t][i] =
+				(crc_table[t - 1][i] >> 8) ^
+				crc_table[0][crc_table[t - 1][i] & 0xff];
 }
 
 #if defined(__x86_64__)
@@ -858,7 +859,8 @@ int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 
 	if (slot < 0)
 		return slot;
-	n = pwrite(dc->datafd, buf, len, (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
+	n = pwrite(dc->datafd, buf, len,
+		   (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
 	if (n != (ssize_t)len) {
 		int ret = n < 0 ? -errno : -ENOSPC;
 
@@ -880,7 +882,8 @@ int pf_dc_get(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 
 	if (slot < 0)
 		return slot;
-	n = pread(dc->datafd, buf, len, (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
+	n = pread(dc->datafd, buf, len,
+		  (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
 	if (n != (ssize_t)len || pf_dc_crc32c(0, buf, len) != crc) {
 		pf_dc_drop(dc, (uint32_t)slot);
 		return -EBADMSG;

@@ -88,7 +88,7 @@ struct op {
 	struct pf_dc_key key;
 	uint64_t fsize;
 	uint64_t b0;		/* first cache block */
-	uint64_t want;		/* bytes the reader gets (clipped at EOF) */
+	uint64_t want;		/* bytes the reader gets (to EOF) */
 	char *buf;		/* staging, from cache block b0 on */
 	uint64_t staged;	/* bytes of staging counted */
 	unsigned nblk;
@@ -112,11 +112,11 @@ struct dcb {
 	bool thread_started;
 	unsigned sq_used;	/* SQEs in flight (ring thread) */
 
-	pthread_mutex_t lock;	/* guards qhead, qtail, stopping, cancelled */
+	pthread_mutex_t lock;	/* guards the queue and the flags below */
 	struct op *qhead;
 	struct op *qtail;
 	bool stopping;		/* the ring thread is to exit */
-	bool cancelled;		/* cancel(): reads fail, writes dropped */
+	bool cancelled;		/* cancel(): reads fail, writes go */
 	bool stopped;		/* the ring thread has exited */
 
 	atomic_bool warned_io;
@@ -318,7 +318,7 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	return ret;
 }
 
-/* ---- submit --------------------------------------------------------------- */
+/* ---- submit ---------------------------------------------------------- */
 
 static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 {
@@ -406,7 +406,7 @@ miss:
 	return submit_miss(d, bio, total);
 }
 
-/* ---- the ring thread -------------------------------------------------------- */
+/* ---- the ring thread ------------------------------------------------- */
 
 static void hit_finish(struct dcb *d, struct op *op)
 {

@@ -458,13 +458,16 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		goto out;
 	if (o.cache_dir[0]) {
-		/* its staging buffers come on top of max_memory */
-		struct pf_diskcache_cfg dcfg = {
-			.dir = o.cache_dir, .source = src,
-			.size = o.cache_size,
-			.staging = o.engine.max_memory / 10,
-		};
+		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
+						 .source = src,
+						 .size = o.cache_size };
 		struct pf_backend *dbe;
+
+		/* staging, on top of max_memory: a tenth of it, at least 4
+		 * fetches (a fetch finding no room bypasses the cache) */
+		dcfg.staging = o.engine.max_memory / 10;
+		if (dcfg.staging < 4 * o.engine.fetch_size)
+			dcfg.staging = 4 * o.engine.fetch_size;
 
 		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
 					       sizeof(err));
