@@ -281,7 +281,6 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op = op_new(d, OP_MISS, nblk);
 	if (!op)
 		return -ENOMEM;
-	/* the ring takes at most RING_DEPTH writes of one op */
 	op->ubio = ubio;
 	op->key = f->key;
 	op->fsize = f->size;
@@ -290,6 +289,7 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->ibio.file = f->inner;
 	op->ibio.done = miss_done;
 	op->ibio.priv = op;
+	/* the ring takes at most RING_DEPTH writes of one op */
 	if (nblk <= RING_DEPTH && stage_get(d, wend - b0 * d->bs)) {
 		op->staged = wend - b0 * d->bs;
 		op->buf = malloc(op->staged);
