@@ -658,11 +658,14 @@ void pf_dc_close(struct pf_dc *dc)
 {
 	if (!dc)
 		return;
-	/* a clean unmount leaves a cache that survives a power cut */
-	if (dc->datafd >= 0) {
-		fdatasync(dc->datafd);
+	/*
+	 * No fdatasync() of the data: at an unmount right after a fill it
+	 * would wait for every dirty block (seconds), and a block lost to a
+	 * power cut before writeback only fails its checksum.  The journal
+	 * is small: it is synced, so its records survive.
+	 */
+	if (dc->datafd >= 0)
 		close(dc->datafd);
-	}
 	if (dc->jfd >= 0) {
 		fdatasync(dc->jfd);
 		close(dc->jfd);
