@@ -56,6 +56,8 @@ struct pf_opts {
 	char log_file[1024];	/* -o log_file=FILE; "" syslog */
 	uint64_t ram_bytes;	/* of the machine, from pf_opts_default() */
 	int max_memory_set;	/* -o max_memory given */
+	char cache_dir[1024];	/* -o cache_dir=DIR: disk cache; "" none */
+	uint64_t cache_size;	/* 0: keep 10% of its filesystem free */
 	int fetch_size_set;	/* -o fetch_size given */
 	int min_window_set;	/* -o min_window given */
 	char fuse_opts[1024];	/* comma-separated, for fuse_session_new */

@@ -567,8 +567,20 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
 		size_t o = (size_t)off < sf->len ? (size_t)off : sf->len;
 		size_t n = sf->len - o < size ? sf->len - o : size;
+		/*
+		 * From a copy: once the kernel has the reply, the reader may
+		 * close and RELEASE free sf on another thread while this
+		 * writev is still returning (ASAN checks the iovec after it)
+		 */
+		char *copy = malloc(n + 1);
 
-		fuse_reply_buf(req, sf->buf + o, n);
+		if (!copy) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		memcpy(copy, sf->buf + o, n);
+		fuse_reply_buf(req, copy, n);
+		free(copy);
 		return;
 	}
 	pf_engine_read((struct pf_efile *)(uintptr_t)fi->fh, (uint64_t)off,

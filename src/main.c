@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "pf_diskcache.h"
 #include "pf_fuse.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
@@ -635,6 +636,26 @@ int main(int argc, char **argv)
 	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
 	if (ret < 0)
 		goto out;
+	if (o.cache_dir[0]) {
+		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
+						 .source = src,
+						 .size = o.cache_size };
+		struct pf_backend *dbe;
+
+		/* staging, on top of max_memory: a tenth of it, at least 4
+		 * fetches (a fetch finding no room bypasses the cache) */
+		dcfg.staging = o.engine.max_memory / 10;
+		if (dcfg.staging < 4 * o.engine.fetch_size)
+			dcfg.staging = 4 * o.engine.fetch_size;
+
+		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
+					       sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "prefetchfs: %s\n", err);
+			goto out_be;
+		}
+		be = dbe;
+	}
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache of "

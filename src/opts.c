@@ -250,6 +250,15 @@ const struct pf_opt pf_opt_table[] = {
 	  .def = "a quarter of RAM, 256M to 16G",
 	  .help = "memory for cached data; a hard budget for every reader "
 		  "together, at most the machine's RAM" },
+	{ .name = "cache_dir", .arg = "DIR", .type = PF_OT_STR,
+	  .group = PF_OG_PREFETCH, F(cache_dir), .def = "none",
+	  .help = "keep what is read in a disk cache in DIR, across "
+		  "unmounts, restarts and reboots" },
+	{ .name = "cache_size", .arg = "SIZE", .type = PF_OT_SIZE,
+	  .group = PF_OG_PREFETCH, F(cache_size), .lo = 16 << 20,
+	  .flags = PF_OF_MACHINE,
+	  .def = "what leaves 10% of DIR's filesystem free",
+	  .help = "the disk cache's size" },
 	{ .name = "prefetch", .arg = "on|off", .type = PF_OT_BOOL,
 	  .group = PF_OG_PREFETCH, F(engine.prefetch),
 	  .help = "learn patterns and read ahead; off serves demand reads "

@@ -1,0 +1,159 @@
+/*
+ * pf_diskcache.h - a persistent local disk cache of dataset blocks.
+ *
+ * Two layers:
+ *  - struct pf_dc, the store: fixed-size block slots in one data file, an
+ *    in-memory index rebuilt at start-up from an append-only journal, the
+ *    admission/eviction policy.  Synchronous, no threads of its own.
+ *  - pf_diskcache_backend_new(), a backend decorator: it wraps any backend
+ *    (posix, http, s3) and serves reads from the store when every block of
+ *    a read is cached and checks out, else from the wrapped backend, and
+ *    then writes the fetched blocks to the store in the background.
+ *
+ * Cache blocks are keyed by (source, path, size, mtime with nanoseconds,
+ * block index).  Object stores put a hash of the ETag in st_mtim.tv_nsec,
+ * so a changed object has a new key and is never served from the cache.
+ *
+ * Errors: >= 0 on success, -errno on failure.
+ */
+#ifndef PF_DISKCACHE_H
+#define PF_DISKCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "pf_backend.h"
+
+struct pf_dc;
+
+/* The version of one file: two 64-bit hashes of what names it. */
+struct pf_dc_key {
+	uint64_t a;
+	uint64_t b;
+};
+
+struct pf_dc_cfg {
+	uint64_t size;		/* bytes; 0: leave 10% of the fs free */
+	/*
+	 * A power of two >= 4K; 0: PF_DC_BLOCK, doubled (up to 16M) while
+	 * the cache would have more than 2^20 slots.  A journal of another
+	 * block size is discarded.
+	 */
+	uint32_t block_size;
+};
+
+#define PF_DC_BLOCK (256u << 10)
+
+/* Counters, all since the store was opened (capacity and cached: now). */
+struct pf_dc_stats {
+	uint64_t capacity;	/* bytes of slots in use or usable */
+	uint64_t bytes_cached;	/* bytes of valid blocks */
+	uint64_t blocks;	/* valid blocks */
+	uint64_t hits;		/* reads served from the cache */
+	uint64_t misses;	/* reads sent to the store */
+	uint64_t bytes_hit;
+	uint64_t bytes_written;	/* blocks written to the cache */
+	uint64_t evictions;	/* valid blocks replaced */
+	uint64_t rejected;	/* blocks not admitted: nothing cold */
+	uint64_t dropped;	/* blocks whose checksum failed on read */
+	uint64_t errors;	/* I/O errors and disk full on the cache */
+	uint64_t replayed;	/* journal records replayed at open */
+};
+
+/*
+ * Opens (creating if needed) the store in directory @dir: takes an
+ * exclusive lock on DIR/lock (-EBUSY if another daemon holds it), replays
+ * DIR/journal, compacts it when it holds many dead records.  On error
+ * writes one line to err.
+ */
+int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
+	       struct pf_dc **out, char *err, size_t errlen);
+/* Flushes data and journal to disk, releases the lock, frees. */
+void pf_dc_close(struct pf_dc *dc);
+
+void pf_dc_key_of(const char *source, const char *path,
+		  const struct stat *st, struct pf_dc_key *key);
+
+/* CRC32C (Castagnoli) of @len bytes, continuing from @crc (0 to start). */
+uint32_t pf_dc_crc32c(uint32_t crc, const void *buf, size_t len);
+
+uint32_t pf_dc_block_size(const struct pf_dc *dc);
+int pf_dc_data_fd(const struct pf_dc *dc);
+/* File offset of @slot in the data file. */
+uint64_t pf_dc_slot_off(const struct pf_dc *dc, uint32_t slot);
+
+/*
+ * The index.  Every function below locks dc's index mutex internally; none
+ * does I/O but pf_dc_commit(), pf_dc_drop() and pf_dc_maintain(), which
+ * write the journal and belong to one thread (the cache's writer).
+ */
+
+/*
+ * Looks up block @blk of @key, which must hold @len bytes.  On a hit
+ * counts an access to it (the policy's clock), pins the slot (it is not
+ * reused until pf_dc_unpin()) and returns the slot, *crc its checksum.
+ * -ENOENT on a miss.
+ */
+int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
+		 uint64_t blk, uint32_t len, uint32_t *crc);
+void pf_dc_unpin(struct pf_dc *dc, uint32_t slot);
+
+/*
+ * A slot to write block @blk of @key into: a free one, else a cold one
+ * (see the policy in diskcache.c).  -ENOSPC when nothing may be evicted
+ * (the block is not admitted), -EEXIST when it is cached or being written.
+ * The slot is pinned in state "writing" until pf_dc_commit() or
+ * pf_dc_abort().
+ */
+int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
+		  uint64_t blk, uint32_t len);
+/* The slot's data is written: journal it and make it visible. */
+int pf_dc_commit(struct pf_dc *dc, uint32_t slot, uint32_t crc);
+void pf_dc_abort(struct pf_dc *dc, uint32_t slot);
+/*
+ * The block in @slot failed its checksum or could not be read: forget it
+ * (journalled).  The caller holds a pin from pf_dc_lookup(), which this
+ * releases.
+ */
+void pf_dc_drop(struct pf_dc *dc, uint32_t slot);
+/*
+ * After a write failed with disk full: slots never written so far are not
+ * used any more (capacity shrinks to what the disk held).
+ */
+void pf_dc_shrink(struct pf_dc *dc);
+/* Compacts the journal if it grew past its bound. */
+void pf_dc_maintain(struct pf_dc *dc);
+
+/* Synchronous put and get of a whole block, for tests and tools. */
+int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	      const void *buf, uint32_t len);
+/* -ENOENT: not cached; -EBADMSG: checksum failed (the block is dropped) */
+int pf_dc_get(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	      void *buf, uint32_t len);
+
+/* hits/misses/bytes_hit are the decorator's to count through this */
+void pf_dc_count(struct pf_dc *dc, int hit, uint64_t bytes);
+void pf_dc_count_error(struct pf_dc *dc);
+void pf_dc_get_stats(struct pf_dc *dc, struct pf_dc_stats *st);
+
+/* ---- the backend decorator ---- */
+
+struct pf_diskcache_cfg {
+	const char *dir;	/* the cache directory */
+	const char *source;	/* names the source in the keys */
+	uint64_t size;		/* 0: keep 10% of the filesystem free */
+	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
+	uint64_t staging;	/* bytes of staging buffers; 0: 64 MiB */
+};
+
+/*
+ * Wraps @inner.  On success the decorator owns @inner (its destroy()
+ * destroys inner); on failure @inner is untouched and err holds one line.
+ */
+int pf_diskcache_backend_new(struct pf_backend *inner,
+			     const struct pf_diskcache_cfg *cfg,
+			     struct pf_backend **out, char *err,
+			     size_t errlen);
+
+#endif

@@ -1,0 +1,931 @@
+/*
+ * diskcache.c - the store of the disk cache: block slots in one data file,
+ * an index in memory, an append-only journal that rebuilds the index at
+ * start-up, and the admission/eviction policy.
+ *
+ * DESIGN
+ * Layout of the cache directory:
+ *   lock     flock()ed exclusively while a daemon uses the directory
+ *   data     nslots slots of block_size bytes (sparse: a slot takes disk
+ *            space once written); slot i is at offset i * block_size
+ *   journal  fixed 48-byte records, each with its own CRC32C: a header
+ *            (block size, slots), then PUT (slot holds block blk of key,
+ *            len bytes, data CRC32C) and DEL (slot is empty)
+ * A block is written to its slot first and journalled after the write
+ * completed; every read from the cache checks the block's CRC32C against
+ * the journalled one.  So a kill -9 (or a power cut) at any moment leaves
+ * at worst records whose data is missing or was overwritten by a later
+ * write that was not journalled yet: those blocks fail the check, are
+ * dropped and read from the store.  Replay stops at the first record that
+ * is torn or fails its own CRC and truncates the journal there.
+ * Start-up reads the journal once: its length is bounded by compaction
+ * (rewritten with one PUT per live slot when it holds more than
+ * 2 x nslots records), so start-up time grows with the cache's size in
+ * slots, never with the number of files cached.
+ *
+ * Policy: keep a stable subset, admit only over cold blocks.  Every block
+ * access (lookup, hit or miss) ticks a clock; a slot remembers the tick
+ * of its last hit or write.  A new block takes a free slot, else the first
+ * slot from a clock hand (at most SCAN_MAX looked at) that is cold: not
+ * touched in the last COLD_FACTOR (8) x nslots ticks.  If none is cold the
+ * new block is not admitted.  A data set read in a new random order every
+ * epoch touches each cached block once per epoch, two hits at most two
+ * epochs apart; as long as that is shorter than the cold window (data up
+ * to 4x the cache, with room for reads the memory tier absorbs) the first
+ * cache-full of blocks stays and the hit rate is cache/data.  LRU would
+ * keep the most recently read blocks and lose each before it is read
+ * again.  When the readers move on to other data, the old blocks go cold
+ * after 8 cache-fulls of accesses and are replaced.  After a restart the
+ * clock starts again at 0 and every block counts as touched then.
+ *
+ * Threads and locks: dc->lock guards the index (slots, hash, free list,
+ * clock, counters) and is never held across I/O.  Journal appends and
+ * compaction (pf_dc_commit, pf_dc_drop, pf_dc_maintain) run on one thread
+ * only, the decorator's ring thread (or the test's), so the journal's fd
+ * and length need no lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "pf_diskcache.h"
+#include "pf_log.h"
+
+#define J_MAGIC 0x314a4650u	/* "PFJ1" */
+#define J_HDR 1u
+#define J_PUT 2u
+#define J_DEL 3u
+#define J_REC 48
+#define SCAN_MAX 64
+#define COLD_FACTOR 8
+#define JOURNAL_FACTOR 2	/* records per slot before a compaction */
+#define NIL UINT32_MAX
+#define MIN_SLOTS 16
+#define MAX_AUTO_SLOTS (1u << 20)
+
+enum { S_FREE, S_WRITING, S_VALID };
+
+struct dc_slot {
+	uint64_t ka;
+	uint64_t kb;
+	uint64_t blk;
+	uint64_t touch;		/* clock tick of the last hit or write */
+	uint32_t len;
+	uint32_t crc;
+	uint32_t hnext;		/* hash chain */
+	uint16_t pins;
+	uint8_t state;
+};
+
+struct pf_dc {
+	int dirfd;
+	int lockfd;
+	int datafd;
+	int jfd;
+	uint64_t jlen;		/* valid journal bytes (writer thread) */
+	uint64_t jrecs;
+	uint32_t bs;
+	uint32_t nslots;
+
+	pthread_mutex_t lock;	/* guards all below */
+	struct dc_slot *slots;
+	uint32_t *buckets;
+	uint32_t nbuckets;	/* a power of two */
+	uint32_t *freel;	/* stack of free slots */
+	uint32_t nfree;
+	bool no_new;		/* disk full: do not use free slots */
+	uint32_t hand;
+	uint64_t now;
+	uint64_t nvalid;
+	uint64_t bytes;		/* of valid blocks */
+	struct pf_dc_stats st;
+};
+
+/* ---- CRC32C --------------------------------------------------------- */
+
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++)
+			crc_table[t][i] =
+				(crc_table[t - 1][i] >> 8) ^
+				crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t c, const unsigned char *p, size_t len)
+{
+	uint64_t c64 = c;
+
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, v);
+		p += 8;
+		len -= 8;
+	}
+	c = (uint32_t)c64;
+	while (len--)
+		c = __builtin_ia32_crc32qi(c, *p++);
+	return c;
+}
+#endif
+
+uint32_t pf_dc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint32_t c = ~crc;
+
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_hw(c, p, len);
+#endif
+	pthread_once(&crc_once, crc_init);
+	while (len >= 8) {
+		uint32_t lo;
+		uint32_t hi;
+
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + 4, 4);
+		lo ^= c;
+		c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
+		    crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
+		    crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+		    crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+	return ~c;
+}
+
+/* ---- keys ------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return mix64(h ^ len);
+}
+
+void pf_dc_key_of(const char *source, const char *path,
+		  const struct stat *st, struct pf_dc_key *key)
+{
+	int64_t v[3] = { (int64_t)st->st_size, (int64_t)st->st_mtim.tv_sec,
+			 (int64_t)st->st_mtim.tv_nsec };
+	uint64_t seeds[2] = { 0xcbf29ce484222325ull, 0x84222325cbf29ce4ull };
+	uint64_t out[2];
+
+	for (int i = 0; i < 2; i++) {
+		uint64_t h = seeds[i];
+
+		/* each part's length is hashed in: no two splits collide */
+		h = hash_bytes(h, source, strlen(source) + 1);
+		h = hash_bytes(h, path, strlen(path) + 1);
+		h = hash_bytes(h, v, sizeof(v));
+		out[i] = h;
+	}
+	key->a = out[0];
+	key->b = out[1];
+}
+
+/* ---- index (dc->lock held) --------------------------------------------- */
+
+static uint32_t bucket_of(const struct pf_dc *dc, uint64_t ka, uint64_t kb,
+			  uint64_t blk)
+{
+	return (uint32_t)(mix64(ka ^ mix64(kb + blk)) & (dc->nbuckets - 1));
+}
+
+static uint32_t find(const struct pf_dc *dc, uint64_t ka, uint64_t kb,
+		     uint64_t blk)
+{
+	uint32_t i = dc->buckets[bucket_of(dc, ka, kb, blk)];
+
+	while (i != NIL) {
+		const struct dc_slot *s = &dc->slots[i];
+
+		if (s->ka == ka && s->kb == kb && s->blk == blk)
+			return i;
+		i = s->hnext;
+	}
+	return NIL;
+}
+
+static void hash_in(struct pf_dc *dc, uint32_t i)
+{
+	struct dc_slot *s = &dc->slots[i];
+	uint32_t b = bucket_of(dc, s->ka, s->kb, s->blk);
+
+	s->hnext = dc->buckets[b];
+	dc->buckets[b] = i;
+}
+
+static void hash_out(struct pf_dc *dc, uint32_t i)
+{
+	struct dc_slot *s = &dc->slots[i];
+	uint32_t *pp = &dc->buckets[bucket_of(dc, s->ka, s->kb, s->blk)];
+
+	while (*pp != NIL && *pp != i)
+		pp = &dc->slots[*pp].hnext;
+	if (*pp == i)
+		*pp = s->hnext;
+	s->hnext = NIL;
+}
+
+/* Takes a valid slot out of the index (it stays allocated). */
+static void unvalidate(struct pf_dc *dc, uint32_t i)
+{
+	struct dc_slot *s = &dc->slots[i];
+
+	if (s->state != S_VALID)
+		return;
+	hash_out(dc, i);
+	dc->nvalid--;
+	dc->bytes -= s->len;
+	s->state = S_FREE;
+}
+
+static void release(struct pf_dc *dc, uint32_t i)
+{
+	struct dc_slot *s = &dc->slots[i];
+
+	unvalidate(dc, i);
+	s->state = S_FREE;
+	s->pins = 0;
+	if (!dc->no_new)
+		dc->freel[dc->nfree++] = i;
+}
+
+/* ---- journal (writer thread) ------------------------------------------- */
+
+struct jrec {
+	uint32_t magic;
+	uint32_t type;
+	uint64_t ka;
+	uint64_t kb;
+	uint64_t blk;
+	uint32_t slot;
+	uint32_t len;
+	uint32_t dcrc;
+	uint32_t rcrc;		/* of the 44 bytes before it */
+};
+_Static_assert(sizeof(struct jrec) == J_REC, "journal record size");
+
+static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
+		      uint64_t blk, uint32_t slot, uint32_t len, uint32_t dcrc)
+{
+	memset(r, 0, sizeof(*r));
+	r->magic = J_MAGIC;
+	r->type = type;
+	r->ka = ka;
+	r->kb = kb;
+	r->blk = blk;
+	r->slot = slot;
+	r->len = len;
+	r->dcrc = dcrc;
+	r->rcrc = pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
+}
+
+static bool jrec_ok(const struct jrec *r)
+{
+	return r->magic == J_MAGIC &&
+	       r->rcrc == pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
+}
+
+static int jappend(struct pf_dc *dc, const struct jrec *r)
+{
+	ssize_t n = pwrite(dc->jfd, r, sizeof(*r), (off_t)dc->jlen);
+
+	if (n == (ssize_t)sizeof(*r)) {
+		dc->jlen += sizeof(*r);
+		dc->jrecs++;
+		return 0;
+	}
+	/* a torn record would end the replay early: cut it off */
+	if (n > 0 && ftruncate(dc->jfd, (off_t)dc->jlen) < 0)
+		pf_debug("disk cache: truncating the journal: %s",
+			 strerror(errno));
+	return n < 0 ? -errno : -ENOSPC;
+}
+
+/*
+ * Writes the header and one PUT per valid slot to journal.tmp and renames
+ * it over the journal.  Writer thread; dc->lock not held.
+ */
+static int compact(struct pf_dc *dc)
+{
+	struct jrec *recs;
+	uint64_t n = 0;
+	uint64_t cap;
+	int fd = -1;
+	int ret = 0;
+
+	pthread_mutex_lock(&dc->lock);
+	cap = dc->nvalid + 1;
+	recs = malloc(cap * sizeof(*recs));
+	if (recs) {
+		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0, 0);
+		for (uint32_t i = 0; i < dc->nslots; i++) {
+			const struct dc_slot *s = &dc->slots[i];
+
+			if (s->state == S_VALID)
+				jrec_fill(&recs[n++], J_PUT, s->ka, s->kb,
+					  s->blk, i, s->len, s->crc);
+		}
+	}
+	pthread_mutex_unlock(&dc->lock);
+	if (!recs)
+		return -ENOMEM;
+	fd = openat(dc->dirfd, "journal.tmp",
+		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (uint64_t off = 0; off < n * J_REC;) {
+		ssize_t w = pwrite(fd, (char *)recs + off, n * J_REC - off,
+				   (off_t)off);
+
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -ENOSPC;
+			goto out;
+		}
+		off += (uint64_t)w;
+	}
+	/* the old journal stays until the new one is on disk */
+	if (fsync(fd) < 0 ||
+	    renameat(dc->dirfd, "journal.tmp", dc->dirfd, "journal") < 0) {
+		ret = -errno;
+		goto out;
+	}
+	fsync(dc->dirfd);
+	close(dc->jfd);
+	dc->jfd = fd;
+	fd = -1;
+	dc->jlen = n * J_REC;
+	dc->jrecs = n;
+out:
+	if (fd >= 0) {
+		close(fd);
+		unlinkat(dc->dirfd, "journal.tmp", 0);
+	}
+	free(recs);
+	return ret;
+}
+
+void pf_dc_maintain(struct pf_dc *dc)
+{
+	int ret;
+
+	if (dc->jrecs <= (uint64_t)JOURNAL_FACTOR * dc->nslots + 1024)
+		return;
+	ret = compact(dc);
+	if (ret < 0)
+		pf_warn("disk cache: cannot compact the journal: %s",
+			strerror(-ret));
+}
+
+/* Applies one record at replay; dc->lock not needed (one thread). */
+static void replay_rec(struct pf_dc *dc, const struct jrec *r)
+{
+	struct dc_slot *s;
+	uint32_t dup;
+
+	if (r->slot >= dc->nslots)
+		return;
+	s = &dc->slots[r->slot];
+	if (r->type == J_DEL) {
+		unvalidate(dc, r->slot);
+		return;
+	}
+	if (r->type != J_PUT || r->len == 0 || r->len > dc->bs)
+		return;
+	unvalidate(dc, r->slot);
+	/* the same block written again elsewhere: the later one holds */
+	dup = find(dc, r->ka, r->kb, r->blk);
+	if (dup != NIL)
+		unvalidate(dc, dup);
+	s->ka = r->ka;
+	s->kb = r->kb;
+	s->blk = r->blk;
+	s->len = r->len;
+	s->crc = r->dcrc;
+	s->touch = 0;
+	s->state = S_VALID;
+	hash_in(dc, r->slot);
+	dc->nvalid++;
+	dc->bytes += r->len;
+}
+
+/*
+ * Replays the journal; a journal from another block size is discarded.
+ * Returns whether it needs rewriting (no header, or mostly dead records).
+ */
+static int replay(struct pf_dc *dc, bool *rewrite)
+{
+	enum { CHUNK = J_REC * 4096 };
+	char *buf = malloc(CHUNK);
+	uint64_t off = 0;
+	bool hdr = false;
+	int ret = 0;
+
+	*rewrite = false;
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = pread(dc->jfd, buf, CHUNK, (off_t)off);
+		ssize_t i;
+
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		for (i = 0; i + J_REC <= n; i += J_REC) {
+			struct jrec r;
+
+			memcpy(&r, buf + i, J_REC);
+			if (!jrec_ok(&r))
+				goto end;
+			if (!hdr) {
+				if (r.type != J_HDR || r.ka != dc->bs)
+					goto end;
+				hdr = true;
+			} else {
+				replay_rec(dc, &r);
+			}
+			dc->st.replayed++;
+			off += J_REC;
+		}
+		if (n < CHUNK)
+			break;
+	}
+end:
+	if (!hdr) {
+		*rewrite = true;
+		off = 0;
+	}
+	dc->jlen = off;
+	dc->jrecs = off / J_REC;
+	/* cut a torn or corrupt tail: appends go after the last good one */
+	if (ftruncate(dc->jfd, (off_t)off) < 0)
+		ret = -errno;
+	if (dc->jrecs > 2 * dc->nvalid + 1024)
+		*rewrite = true;
+out:
+	free(buf);
+	return ret;
+}
+
+/* ---- open, close ------------------------------------------------------- */
+
+/* Slots for a cache of @size bytes, or, for 0, what leaves 10% free. */
+static uint64_t size_default(int dirfd, int datafd)
+{
+	struct statvfs sv;
+	struct stat st;
+	uint64_t avail;
+	uint64_t total;
+	uint64_t ours = 0;
+
+	if (fstatvfs(dirfd, &sv) < 0)
+		return 0;
+	if (fstat(datafd, &st) == 0)
+		ours = (uint64_t)st.st_blocks * 512;
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize + ours;
+	total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	return avail > total / 10 ? avail - total / 10 : 0;
+}
+
+int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
+	       struct pf_dc **out, char *err, size_t errlen)
+{
+	struct pf_dc *dc;
+	uint64_t size;
+	bool rewrite;
+	int ret;
+
+	*out = NULL;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	dc->dirfd = dc->lockfd = dc->datafd = dc->jfd = -1;
+	pthread_mutex_init(&dc->lock, NULL);
+	dc->bs = cfg && cfg->block_size ? cfg->block_size : PF_DC_BLOCK;
+	if (dc->bs < 4096 || (dc->bs & (dc->bs - 1))) {
+		snprintf(err, errlen, "disk cache block size %u: not a power "
+			 "of two of at least 4K", dc->bs);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		ret = -errno;
+		snprintf(err, errlen, "cache_dir '%s': %s", dir,
+			 strerror(-ret));
+		goto out;
+	}
+	dc->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dc->dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cache_dir '%s': %s", dir,
+			 strerror(-ret));
+		goto out;
+	}
+	dc->lockfd = openat(dc->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
+			    0644);
+	if (dc->lockfd < 0 || flock(dc->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (ret == -EBUSY)
+			snprintf(err, errlen, "cache_dir '%s' is in use by "
+				 "another prefetchfs", dir);
+		else
+			snprintf(err, errlen, "cache_dir '%s': %s", dir,
+				 strerror(-ret));
+		goto out;
+	}
+	dc->datafd = openat(dc->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC,
+			    0644);
+	dc->jfd = openat(dc->dirfd, "journal", O_RDWR | O_CREAT | O_CLOEXEC,
+			 0644);
+	if (dc->datafd < 0 || dc->jfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cache_dir '%s': %s", dir,
+			 strerror(-ret));
+		goto out;
+	}
+	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
+							     dc->datafd);
+	/* a large cache gets larger blocks: the index stays <= 48 MiB */
+	if (!(cfg && cfg->block_size))
+		while (size / dc->bs > MAX_AUTO_SLOTS && dc->bs < (16u << 20))
+			dc->bs <<= 1;
+	if (size / dc->bs < MIN_SLOTS || size / dc->bs >= NIL) {
+		snprintf(err, errlen, "cache_dir '%s': a cache of %" PRIu64
+			 " bytes is %s", dir, size,
+			 size / dc->bs < MIN_SLOTS ? "too small (the disk is "
+			 "full?)" : "too large");
+		ret = -ENOSPC;
+		goto out;
+	}
+	dc->nslots = (uint32_t)(size / dc->bs);
+	dc->nbuckets = 1;
+	while (dc->nbuckets < dc->nslots)
+		dc->nbuckets <<= 1;
+	dc->slots = calloc(dc->nslots, sizeof(*dc->slots));
+	dc->buckets = malloc(dc->nbuckets * sizeof(*dc->buckets));
+	dc->freel = malloc(dc->nslots * sizeof(*dc->freel));
+	if (!dc->slots || !dc->buckets || !dc->freel) {
+		snprintf(err, errlen, "out of memory for a disk cache index "
+			 "of %u slots", dc->nslots);
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(dc->buckets, 0xff, dc->nbuckets * sizeof(*dc->buckets));
+	for (uint32_t i = 0; i < dc->nslots; i++)
+		dc->slots[i].hnext = NIL;
+	ret = replay(dc, &rewrite);
+	if (ret < 0) {
+		snprintf(err, errlen, "cache_dir '%s': reading the journal: "
+			 "%s", dir, strerror(-ret));
+		goto out;
+	}
+	for (uint32_t i = dc->nslots; i-- > 0;)
+		if (dc->slots[i].state != S_VALID)
+			dc->freel[dc->nfree++] = i;
+	/* sparse: slots take disk space only once written; a smaller
+	 * cache than last time gives the space of the cut slots back */
+	if (ftruncate(dc->datafd, (off_t)dc->nslots * dc->bs) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cache_dir '%s': sizing the data file: "
+			 "%s", dir, strerror(-ret));
+		goto out;
+	}
+	if (rewrite) {
+		ret = compact(dc);
+		if (ret < 0) {
+			snprintf(err, errlen, "cache_dir '%s': writing the "
+				 "journal: %s", dir, strerror(-ret));
+			goto out;
+		}
+	}
+	dc->st.capacity = (uint64_t)dc->nslots * dc->bs;
+	*out = dc;
+	return 0;
+out:
+	pf_dc_close(dc);
+	return ret;
+}
+
+void pf_dc_close(struct pf_dc *dc)
+{
+	if (!dc)
+		return;
+	/*
+	 * No fdatasync() of the data: at an unmount right after a fill it
+	 * would wait for every dirty block (seconds), and a block lost to a
+	 * power cut before writeback only fails its checksum.  The journal
+	 * is small: it is synced, so its records survive.
+	 */
+	if (dc->datafd >= 0)
+		close(dc->datafd);
+	if (dc->jfd >= 0) {
+		fdatasync(dc->jfd);
+		close(dc->jfd);
+	}
+	if (dc->lockfd >= 0)
+		close(dc->lockfd);
+	if (dc->dirfd >= 0)
+		close(dc->dirfd);
+	pthread_mutex_destroy(&dc->lock);
+	free(dc->slots);
+	free(dc->buckets);
+	free(dc->freel);
+	free(dc);
+}
+
+uint32_t pf_dc_block_size(const struct pf_dc *dc)
+{
+	return dc->bs;
+}
+
+int pf_dc_data_fd(const struct pf_dc *dc)
+{
+	return dc->datafd;
+}
+
+uint64_t pf_dc_slot_off(const struct pf_dc *dc, uint32_t slot)
+{
+	return (uint64_t)slot * dc->bs;
+}
+
+/* ---- index operations --------------------------------------------------- */
+
+int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
+		 uint64_t blk, uint32_t len, uint32_t *crc)
+{
+	uint32_t i;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&dc->lock);
+	dc->now++;
+	i = find(dc, key->a, key->b, blk);
+	if (i != NIL && dc->slots[i].state == S_VALID &&
+	    dc->slots[i].len == len) {
+		struct dc_slot *s = &dc->slots[i];
+
+		s->touch = dc->now;
+		s->pins++;
+		*crc = s->crc;
+		ret = (int)i;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
+void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
+{
+	pthread_mutex_lock(&dc->lock);
+	if (dc->slots[slot].pins)
+		dc->slots[slot].pins--;
+	pthread_mutex_unlock(&dc->lock);
+}
+
+/* A cold, unpinned valid slot from the clock hand, or NIL.  Locked. */
+static uint32_t victim(struct pf_dc *dc)
+{
+	uint64_t cold = (uint64_t)COLD_FACTOR * dc->nslots;
+
+	for (int n = 0; n < SCAN_MAX; n++) {
+		uint32_t i = dc->hand;
+		struct dc_slot *s = &dc->slots[i];
+
+		dc->hand = i + 1 == dc->nslots ? 0 : i + 1;
+		if (s->state == S_VALID && !s->pins &&
+		    dc->now - s->touch > cold)
+			return i;
+	}
+	return NIL;
+}
+
+int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
+		  uint64_t blk, uint32_t len)
+{
+	struct dc_slot *s;
+	uint32_t i;
+	int ret;
+
+	if (len == 0 || len > dc->bs)
+		return -EINVAL;
+	pthread_mutex_lock(&dc->lock);
+	if (find(dc, key->a, key->b, blk) != NIL) {
+		ret = -EEXIST;
+		goto out;
+	}
+	if (dc->nfree) {
+		i = dc->freel[--dc->nfree];
+	} else {
+		i = victim(dc);
+		if (i == NIL) {
+			dc->st.rejected++;
+			ret = -ENOSPC;
+			goto out;
+		}
+		unvalidate(dc, i);
+		dc->st.evictions++;
+	}
+	s = &dc->slots[i];
+	s->ka = key->a;
+	s->kb = key->b;
+	s->blk = blk;
+	s->len = len;
+	s->crc = 0;
+	s->pins = 1;
+	s->state = S_WRITING;
+	/* in the hash already, so that a second reserve sees it */
+	hash_in(dc, i);
+	ret = (int)i;
+out:
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
+int pf_dc_commit(struct pf_dc *dc, uint32_t slot, uint32_t crc)
+{
+	struct dc_slot *s = &dc->slots[slot];
+	struct jrec r;
+	int ret;
+
+	/* fields of a writing slot change only on this thread */
+	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, crc);
+	ret = jappend(dc, &r);
+	pthread_mutex_lock(&dc->lock);
+	if (ret < 0) {
+		hash_out(dc, slot);
+		release(dc, slot);
+		dc->st.errors++;
+	} else {
+		s->crc = crc;
+		s->state = S_VALID;
+		s->pins = 0;
+		s->touch = dc->now;
+		dc->nvalid++;
+		dc->bytes += s->len;
+		dc->st.bytes_written += s->len;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
+void pf_dc_abort(struct pf_dc *dc, uint32_t slot)
+{
+	pthread_mutex_lock(&dc->lock);
+	hash_out(dc, slot);
+	release(dc, slot);
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
+{
+	struct jrec r;
+	bool gone = false;
+
+	pthread_mutex_lock(&dc->lock);
+	if (dc->slots[slot].state == S_VALID) {
+		/* other readers of the slot check the CRC too */
+		release(dc, slot);
+		dc->st.dropped++;
+		gone = true;
+	} else if (dc->slots[slot].pins) {
+		dc->slots[slot].pins--;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	if (gone) {
+		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, 0);
+		if (jappend(dc, &r) < 0)
+			pf_debug("disk cache: journal append failed");
+	}
+}
+
+void pf_dc_shrink(struct pf_dc *dc)
+{
+	pthread_mutex_lock(&dc->lock);
+	dc->no_new = true;
+	dc->nfree = 0;
+	pthread_mutex_unlock(&dc->lock);
+}
+
+/* ---- synchronous put/get, counters ------------------------------------ */
+
+int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	      const void *buf, uint32_t len)
+{
+	int slot = pf_dc_reserve(dc, key, blk, len);
+	ssize_t n;
+
+	if (slot < 0)
+		return slot;
+	n = pwrite(dc->datafd, buf, len,
+		   (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
+	if (n != (ssize_t)len) {
+		int ret = n < 0 ? -errno : -ENOSPC;
+
+		pf_dc_abort(dc, (uint32_t)slot);
+		return ret;
+	}
+	n = pf_dc_commit(dc, (uint32_t)slot, pf_dc_crc32c(0, buf, len));
+	if (n >= 0)
+		pf_dc_maintain(dc);
+	return (int)n;
+}
+
+int pf_dc_get(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	      void *buf, uint32_t len)
+{
+	uint32_t crc;
+	int slot = pf_dc_lookup(dc, key, blk, len, &crc);
+	ssize_t n;
+
+	if (slot < 0)
+		return slot;
+	n = pread(dc->datafd, buf, len,
+		  (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
+	if (n != (ssize_t)len || pf_dc_crc32c(0, buf, len) != crc) {
+		pf_dc_drop(dc, (uint32_t)slot);
+		return -EBADMSG;
+	}
+	pf_dc_unpin(dc, (uint32_t)slot);
+	return 0;
+}
+
+void pf_dc_count(struct pf_dc *dc, int hit, uint64_t bytes)
+{
+	pthread_mutex_lock(&dc->lock);
+	if (hit) {
+		dc->st.hits++;
+		dc->st.bytes_hit += bytes;
+	} else {
+		dc->st.misses++;
+	}
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void pf_dc_count_error(struct pf_dc *dc)
+{
+	pthread_mutex_lock(&dc->lock);
+	dc->st.errors++;
+	pthread_mutex_unlock(&dc->lock);
+}
+
+void pf_dc_get_stats(struct pf_dc *dc, struct pf_dc_stats *st)
+{
+	pthread_mutex_lock(&dc->lock);
+	*st = dc->st;
+	st->blocks = dc->nvalid;
+	st->bytes_cached = dc->bytes;
+	if (dc->no_new) {
+		uint64_t used = 0;
+
+		for (uint32_t i = 0; i < dc->nslots; i++)
+			used += dc->slots[i].state != S_FREE;
+		st->capacity = used * dc->bs;
+	}
+	pthread_mutex_unlock(&dc->lock);
+}

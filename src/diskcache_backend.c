@@ -1,0 +1,900 @@
+/*
+ * diskcache_backend.c - the disk cache as a backend decorator: it wraps any
+ * backend and keeps the blocks read through it in a pf_dc store (see
+ * diskcache.c), so that they are read from local disk the next time, in
+ * this run or after a remount.
+ *
+ * getattr, readdir, readlink and statfs pass through.  open() opens the
+ * inner file, which pins its version, and derives the cache key from the
+ * source, the path and that version (size, mtime with nanoseconds; object
+ * stores put a hash of the ETag in the nanoseconds).  submit():
+ *  - every cache block the read touches is cached: the blocks are read
+ *    from the data file into a staging buffer, their CRC32C checked, the
+ *    bytes copied to the reader and bio->done() called, on the ring thread;
+ *    a block that fails (I/O error, checksum) is dropped and the read goes
+ *    to the inner backend instead;
+ *  - else the read goes to the inner backend, widened to whole cache
+ *    blocks, into a staging buffer; its completion copies the bytes to the
+ *    reader, calls bio->done() at once, and only then hands the buffer to
+ *    the ring thread, which writes the whole blocks to free or cold slots
+ *    and journals them after the write completed.
+ * When no staging memory is left (the writes lag behind), a read goes to
+ * the inner backend directly and is not cached.  A write that fails with
+ * disk full shrinks the cache to what the disk holds; any I/O error on the
+ * cache is logged once and costs only a read from the store.
+ *
+ * DESIGN
+ * Threads: one ring thread owns the io_uring on the data file, the ops it
+ * has in flight and the journal (pf_dc_commit/drop/maintain).  Other
+ * threads (the engine's, the inner backend's completions) only queue ops
+ * under d->lock and signal the eventfd registered with the ring; the ring
+ * thread sleeps in read() on it, as in posix_backend.c.  d->lock guards
+ * the queue and the stopping flags and is never held across I/O or a
+ * done() call.  Staging memory is counted in an atomic, bounded by
+ * cfg->staging.
+ * Ownership: an op owns its staging buffer; a miss op is freed by the
+ * inner completion (after done()) unless it becomes a write op, which the
+ * ring thread frees when its last write completed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <liburing.h>
+
+#include "pf_diskcache.h"
+#include "pf_log.h"
+
+#define RING_DEPTH 256
+#define CQE_BATCH 32
+#define DEFAULT_STAGING (64ull << 20)
+
+enum op_type { OP_HIT, OP_MISS, OP_PASS, OP_WRITE };
+
+struct pf_bfile {
+	struct pf_bfile *inner;
+	struct pf_dc_key key;
+	uint64_t size;		/* pinned at open */
+};
+
+struct dcb;
+
+/* One cache block of an op. */
+struct op_blk {
+	struct op *op;
+	int32_t slot;		/* -1: none */
+	uint32_t crc;
+	uint32_t len;
+	int32_t res;		/* of its read or write */
+};
+
+struct op {
+	enum op_type type;
+	struct op *next;	/* queue */
+	struct dcb *d;
+	struct pf_bio *ubio;	/* the reader's; NULL for a write */
+	struct pf_bio ibio;	/* to the inner backend */
+	struct iovec iov;
+	struct pf_dc_key key;
+	uint64_t fsize;
+	uint64_t b0;		/* first cache block */
+	uint64_t want;		/* bytes the reader gets (to EOF) */
+	char *buf;		/* staging, from cache block b0 on */
+	uint64_t staged;	/* bytes of staging counted */
+	unsigned nblk;
+	unsigned pending;	/* SQEs in flight (ring thread) */
+	struct op_blk blk[];
+};
+
+struct dcb {
+	struct pf_backend be;	/* first */
+	struct pf_backend *inner;
+	struct pf_dc *dc;
+	char *source;
+	uint32_t bs;
+	uint64_t staging_max;
+	atomic_uint_least64_t staging;
+
+	struct io_uring ring;
+	bool ring_ready;
+	int efd;
+	pthread_t thread;
+	bool thread_started;
+	unsigned sq_used;	/* SQEs in flight (ring thread) */
+
+	pthread_mutex_t lock;	/* guards the queue and the flags below */
+	struct op *qhead;
+	struct op *qtail;
+	bool stopping;		/* the ring thread is to exit */
+	bool cancelled;		/* cancel(): reads fail, writes go */
+	bool stopped;		/* the ring thread has exited */
+
+	atomic_bool warned_io;
+	atomic_bool warned_full;
+	atomic_bool warned_journal;
+};
+
+static struct dcb *to_d(struct pf_backend *be)
+{
+	return (struct dcb *)be;
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static bool stage_get(struct dcb *d, uint64_t n)
+{
+	uint64_t cur = atomic_load(&d->staging);
+
+	do {
+		if (cur + n > d->staging_max)
+			return false;
+	} while (!atomic_compare_exchange_weak(&d->staging, &cur, cur + n));
+	return true;
+}
+
+static void op_free(struct op *op)
+{
+	if (!op)
+		return;
+	if (op->staged)
+		atomic_fetch_sub(&op->d->staging, op->staged);
+	free(op->buf);
+	free(op);
+}
+
+static struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
+{
+	struct op *op = calloc(1, sizeof(*op) + nblk * sizeof(op->blk[0]));
+
+	if (!op)
+		return NULL;
+	op->type = type;
+	op->d = d;
+	op->nblk = nblk;
+	for (unsigned i = 0; i < nblk; i++) {
+		op->blk[i].op = op;
+		op->blk[i].slot = -1;
+	}
+	return op;
+}
+
+/* Copies @n bytes of @src to @iov from its start. */
+static void copy_to_iov(const struct iovec *iov, int cnt, const char *src,
+			uint64_t n)
+{
+	for (int i = 0; i < cnt && n; i++) {
+		uint64_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+
+		memcpy(iov[i].iov_base, src, k);
+		src += k;
+		n -= k;
+	}
+}
+
+/* "disk cache: WHAT: ERROR; THEN", the first time only */
+static void warn_once(atomic_bool *flag, const char *what, int err,
+		      const char *then)
+{
+	if (!atomic_exchange(flag, true))
+		pf_warn("disk cache: %s: %s; %s", what, strerror(-err), then);
+}
+
+/* Queues @op for the ring thread; false if it has stopped. */
+static bool enqueue(struct dcb *d, struct op *op)
+{
+	uint64_t one = 1;
+	bool wake;
+
+	pthread_mutex_lock(&d->lock);
+	if (d->stopped || (d->cancelled && op->type == OP_WRITE)) {
+		pthread_mutex_unlock(&d->lock);
+		return false;
+	}
+	op->next = NULL;
+	wake = !d->qhead;
+	if (d->qtail)
+		d->qtail->next = op;
+	else
+		d->qhead = op;
+	d->qtail = op;
+	pthread_mutex_unlock(&d->lock);
+	if (wake)
+		while (write(d->efd, &one, sizeof(one)) < 0 && errno == EINTR)
+			;
+	return true;
+}
+
+/* ---- misses: the inner backend --------------------------------------- */
+
+static void miss_done(struct pf_bio *ibio, int64_t res)
+{
+	struct op *op = ibio->priv;
+	struct dcb *d = op->d;
+	struct pf_bio *ubio = op->ubio;
+	uint64_t skip = ubio->off - op->b0 * d->bs;
+	int64_t ures = res;
+	unsigned keep = 0;
+
+	if (op->type == OP_PASS) {
+		op_free(op);
+		ubio->done(ubio, res);
+		return;
+	}
+	if (res >= 0) {
+		uint64_t got = (uint64_t)res > skip ? (uint64_t)res - skip : 0;
+
+		ures = (int64_t)(got < op->want ? got : op->want);
+		copy_to_iov(ubio->iov, ubio->iovcnt, op->buf + skip,
+			    (uint64_t)ures);
+		/* whole blocks, and the file's last one if it ends there */
+		for (unsigned i = 0; i < op->nblk; i++) {
+			uint64_t end = (uint64_t)i * d->bs + op->blk[i].len;
+
+			if (end > (uint64_t)res)
+				break;
+			keep = i + 1;
+		}
+	}
+	op->ubio = NULL;
+	/* the reader first: writing to the cache must not delay it */
+	ubio->done(ubio, ures);
+	if (keep == 0) {
+		op_free(op);
+		return;
+	}
+	op->type = OP_WRITE;
+	op->nblk = keep;
+	if (!enqueue(d, op))
+		op_free(op);
+}
+
+/*
+ * Sends @ubio to the inner backend: widened to whole cache blocks through a
+ * staging buffer when there is room (then cached), else as it is.
+ */
+static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
+{
+	struct pf_bfile *f = ubio->file;
+	uint64_t end = ubio->off + total;
+	uint64_t b0 = ubio->off / d->bs;
+	uint64_t b1;
+	uint64_t wend;
+	unsigned nblk;
+	struct op *op;
+	int ret;
+
+	if (end > f->size)
+		end = f->size;
+	b1 = (end - 1) / d->bs;
+	nblk = (unsigned)(b1 - b0 + 1);
+	wend = (b1 + 1) * d->bs < f->size ? (b1 + 1) * d->bs : f->size;
+	op = op_new(d, OP_MISS, nblk);
+	if (!op)
+		return -ENOMEM;
+	op->ubio = ubio;
+	op->key = f->key;
+	op->fsize = f->size;
+	op->b0 = b0;
+	op->want = end - ubio->off;
+	op->ibio.file = f->inner;
+	op->ibio.done = miss_done;
+	op->ibio.priv = op;
+	/* the ring takes at most RING_DEPTH writes of one op */
+	if (nblk <= RING_DEPTH && stage_get(d, wend - b0 * d->bs)) {
+		op->staged = wend - b0 * d->bs;
+		op->buf = malloc(op->staged);
+	}
+	if (op->buf) {
+		for (unsigned i = 0; i < nblk; i++) {
+			uint64_t bo = (b0 + i) * d->bs;
+
+			op->blk[i].len = (uint32_t)(f->size - bo < d->bs ?
+						    f->size - bo : d->bs);
+		}
+		op->iov.iov_base = op->buf;
+		op->iov.iov_len = op->staged;
+		op->ibio.off = b0 * d->bs;
+		op->ibio.iov = &op->iov;
+		op->ibio.iovcnt = 1;
+	} else {
+		op->type = OP_PASS;
+		op->ibio.off = ubio->off;
+		op->ibio.iov = ubio->iov;
+		op->ibio.iovcnt = ubio->iovcnt;
+	}
+	ret = pf_backend_submit(d->inner, &op->ibio);
+	if (ret < 0)
+		op_free(op);
+	return ret;
+}
+
+/* ---- submit ---------------------------------------------------------- */
+
+static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	struct dcb *d = to_d(be);
+	struct pf_bfile *f;
+	uint64_t total = 0;
+	uint64_t end;
+	uint64_t b0;
+	unsigned nblk;
+	struct op *op;
+	int ret;
+
+	if (!bio || !bio->file || !bio->done || !bio->iov || bio->iovcnt < 1 ||
+	    bio->iovcnt > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < bio->iovcnt; i++)
+		total += bio->iov[i].iov_len;
+	pthread_mutex_lock(&d->lock);
+	if (d->cancelled || d->stopping) {
+		pthread_mutex_unlock(&d->lock);
+		return -ESHUTDOWN;
+	}
+	pthread_mutex_unlock(&d->lock);
+	f = bio->file;
+	bio->bdone = 0;
+	bio->bnext = NULL;
+	if (total == 0 || bio->off >= f->size) {
+		/* nothing of the file: let the inner backend say so */
+		op = op_new(d, OP_PASS, 0);
+		if (!op)
+			return -ENOMEM;
+		op->ubio = bio;
+		op->ibio = (struct pf_bio){ .file = f->inner, .off = bio->off,
+					    .iov = bio->iov,
+					    .iovcnt = bio->iovcnt,
+					    .done = miss_done, .priv = op };
+		ret = pf_backend_submit(d->inner, &op->ibio);
+		if (ret < 0)
+			op_free(op);
+		return ret;
+	}
+	end = bio->off + total < f->size ? bio->off + total : f->size;
+	b0 = bio->off / d->bs;
+	nblk = (unsigned)((end - 1) / d->bs - b0 + 1);
+	if (nblk > RING_DEPTH || (uint64_t)nblk * d->bs > d->staging_max)
+		goto miss;
+	op = op_new(d, OP_HIT, nblk);
+	if (!op)
+		goto miss;
+	for (unsigned i = 0; i < nblk; i++) {
+		uint64_t bo = (b0 + i) * d->bs;
+		uint32_t len = (uint32_t)(f->size - bo < d->bs ? f->size - bo
+							       : d->bs);
+		int slot = pf_dc_lookup(d->dc, &f->key, b0 + i, len,
+					&op->blk[i].crc);
+
+		if (slot < 0) {
+			for (unsigned k = 0; k < i; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+			op_free(op);
+			goto miss;
+		}
+		op->blk[i].slot = slot;
+		op->blk[i].len = len;
+	}
+	if (!stage_get(d, (uint64_t)nblk * d->bs))
+		goto unpin;
+	op->staged = (uint64_t)nblk * d->bs;
+	op->buf = malloc((size_t)nblk * d->bs);
+	if (!op->buf)
+		goto unpin;
+	op->ubio = bio;
+	op->key = f->key;
+	op->fsize = f->size;
+	op->b0 = b0;
+	op->want = end - bio->off;
+	if (enqueue(d, op))
+		return 0;
+unpin:
+	for (unsigned k = 0; k < nblk; k++)
+		pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+	op_free(op);
+miss:
+	pf_dc_count(d->dc, 0, 0);
+	return submit_miss(d, bio, total);
+}
+
+/* ---- the ring thread ------------------------------------------------- */
+
+static void hit_finish(struct dcb *d, struct op *op)
+{
+	struct pf_bio *ubio = op->ubio;
+	bool bad = false;
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < op->nblk; i++) {
+		struct op_blk *b = &op->blk[i];
+
+		if (b->res != (int32_t)b->len) {
+			warn_once(&d->warned_io, "read",
+				  b->res < 0 ? b->res : -EIO,
+				  "reading from the source");
+			pf_dc_count_error(d->dc);
+			pf_dc_drop(d->dc, (uint32_t)b->slot);
+			bad = true;
+		} else if (pf_dc_crc32c(0, op->buf + (uint64_t)i * d->bs,
+					b->len) != b->crc) {
+			pf_debug("disk cache: block %" PRIu64 " of a file "
+				 "failed its checksum; dropped",
+				 op->b0 + i);
+			pf_dc_drop(d->dc, (uint32_t)b->slot);
+			bad = true;
+		} else {
+			pf_dc_unpin(d->dc, (uint32_t)b->slot);
+		}
+	}
+	if (bad) {
+		int ret;
+
+		op->ubio = NULL;
+		op_free(op);
+		pf_dc_count(d->dc, 0, 0);
+		for (int i = 0; i < ubio->iovcnt; i++)
+			total += ubio->iov[i].iov_len;
+		ret = submit_miss(d, ubio, total);
+		if (ret < 0)
+			ubio->done(ubio, ret);
+		return;
+	}
+	copy_to_iov(ubio->iov, ubio->iovcnt,
+		    op->buf + (ubio->off - op->b0 * d->bs), op->want);
+	pf_dc_count(d->dc, 1, op->want);
+	total = op->want;
+	op_free(op);
+	ubio->done(ubio, (int64_t)total);
+}
+
+static void write_finish(struct dcb *d, struct op *op)
+{
+	for (unsigned i = 0; i < op->nblk; i++) {
+		struct op_blk *b = &op->blk[i];
+		int ret;
+
+		if (b->slot < 0)
+			continue;
+		if (b->res == (int32_t)b->len) {
+			ret = pf_dc_commit(d->dc, (uint32_t)b->slot, b->crc);
+			if (ret < 0)
+				warn_once(&d->warned_journal, "journal", ret,
+					  "blocks are not cached");
+			continue;
+		}
+		pf_dc_abort(d->dc, (uint32_t)b->slot);
+		pf_dc_count_error(d->dc);
+		if (b->res >= 0 || b->res == -ENOSPC || b->res == -EDQUOT) {
+			warn_once(&d->warned_full, "write", -ENOSPC,
+				  "the cache stays at the size it has");
+			pf_dc_shrink(d->dc);
+		} else {
+			warn_once(&d->warned_io, "write", b->res,
+				  "reading from the source");
+		}
+	}
+	op_free(op);
+}
+
+static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
+{
+	struct op *op = b->op;
+
+	b->res = res;
+	d->sq_used--;
+	if (--op->pending)
+		return;
+	if (op->type == OP_HIT)
+		hit_finish(d, op);
+	else
+		write_finish(d, op);
+}
+
+/* Prepares the SQEs of @op; returns how many. */
+static unsigned ring_start(struct dcb *d, struct op *op)
+{
+	int fd = pf_dc_data_fd(d->dc);
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < op->nblk; i++) {
+		struct op_blk *b = &op->blk[i];
+		char *p = op->buf + (uint64_t)i * d->bs;
+		struct io_uring_sqe *sqe;
+
+		if (op->type == OP_WRITE) {
+			int slot = pf_dc_reserve(d->dc, &op->key, op->b0 + i,
+						 b->len);
+
+			if (slot < 0)
+				continue;	/* cached, or not admitted */
+			b->slot = slot;
+			b->crc = pf_dc_crc32c(0, p, b->len);
+		}
+		sqe = io_uring_get_sqe(&d->ring);
+		if (!sqe) {
+			io_uring_submit(&d->ring);
+			sqe = io_uring_get_sqe(&d->ring);
+		}
+		if (op->type == OP_WRITE)
+			io_uring_prep_write(sqe, fd, p, b->len,
+					    pf_dc_slot_off(d->dc,
+							   (uint32_t)b->slot));
+		else
+			io_uring_prep_read(sqe, fd, p, b->len,
+					   pf_dc_slot_off(d->dc,
+							  (uint32_t)b->slot));
+		io_uring_sqe_set_data(sqe, b);
+		n++;
+	}
+	return n;
+}
+
+/* Takes queued ops while the ring has room; cancels reads once cancelled. */
+static bool ring_fill(struct dcb *d)
+{
+	bool stop;
+
+	for (;;) {
+		struct op *op;
+		bool cancelled;
+
+		pthread_mutex_lock(&d->lock);
+		op = d->qhead;
+		stop = d->stopping;
+		cancelled = d->cancelled;
+		if (op && (cancelled ||
+			   d->sq_used + op->nblk <= RING_DEPTH)) {
+			d->qhead = op->next;
+			if (!d->qhead)
+				d->qtail = NULL;
+		} else {
+			op = NULL;
+		}
+		pthread_mutex_unlock(&d->lock);
+		if (!op)
+			break;
+		if (cancelled) {
+			struct pf_bio *ubio = op->ubio;
+
+			if (op->type == OP_HIT)
+				for (unsigned i = 0; i < op->nblk; i++)
+					pf_dc_unpin(d->dc,
+						    (uint32_t)op->blk[i].slot);
+			op_free(op);
+			if (ubio)
+				ubio->done(ubio, -ECANCELED);
+			continue;
+		}
+		op->pending = ring_start(d, op);
+		d->sq_used += op->pending;
+		if (op->pending == 0)
+			write_finish(d, op);
+	}
+	return stop;
+}
+
+static unsigned ring_reap(struct dcb *d)
+{
+	struct {
+		uint64_t ud;
+		int res;
+	} batch[CQE_BATCH];
+	struct io_uring_cqe *cqe;
+	unsigned total = 0;
+	unsigned head;
+	unsigned n;
+
+	do {
+		n = 0;
+		io_uring_for_each_cqe(&d->ring, head, cqe) {
+			batch[n].ud = cqe->user_data;
+			batch[n].res = cqe->res;
+			if (++n == CQE_BATCH)
+				break;
+		}
+		io_uring_cq_advance(&d->ring, n);
+		total += n;
+		for (unsigned i = 0; i < n; i++)
+			ring_cqe(d, (struct op_blk *)(uintptr_t)batch[i].ud,
+				 batch[i].res);
+	} while (n == CQE_BATCH);
+	if (total)
+		pf_dc_maintain(d->dc);
+	return total;
+}
+
+static void *ring_main(void *arg)
+{
+	struct dcb *d = arg;
+
+	for (;;) {
+		bool stop = ring_fill(d);
+		bool empty;
+		uint64_t v;
+		int ret;
+
+		pthread_mutex_lock(&d->lock);
+		empty = !d->qhead;
+		pthread_mutex_unlock(&d->lock);
+		if (stop && empty && d->sq_used == 0)
+			break;
+		do {
+			ret = io_uring_submit(&d->ring);
+		} while (ret == -EINTR);
+		if (ring_reap(d))
+			continue;
+		pthread_mutex_lock(&d->lock);
+		empty = !d->qhead || d->sq_used + d->qhead->nblk > RING_DEPTH;
+		stop = d->stopping;
+		pthread_mutex_unlock(&d->lock);
+		if (!empty || (stop && d->sq_used == 0))
+			continue;
+		if (read(d->efd, &v, sizeof(v)) < 0 && errno != EINTR) {
+			const struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+		}
+	}
+	pthread_mutex_lock(&d->lock);
+	d->stopped = true;
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* ---- pass-through ops, life cycle ------------------------------------- */
+
+static int dcb_getattr(struct pf_backend *be, const char *path,
+		       struct stat *st)
+{
+	struct pf_backend *in = to_d(be)->inner;
+
+	return in->ops->getattr(in, path, st);
+}
+
+static int dcb_readdir(struct pf_backend *be, const char *path,
+		       pf_dirent_fn fn, void *arg)
+{
+	struct pf_backend *in = to_d(be)->inner;
+
+	return in->ops->readdir(in, path, fn, arg);
+}
+
+static int dcb_readlink(struct pf_backend *be, const char *path, char *buf,
+			size_t size)
+{
+	struct pf_backend *in = to_d(be)->inner;
+
+	return in->ops->readlink(in, path, buf, size);
+}
+
+static int dcb_statfs(struct pf_backend *be, struct statvfs *sv)
+{
+	struct pf_backend *in = to_d(be)->inner;
+
+	return in->ops->statfs(in, sv);
+}
+
+static int dcb_open(struct pf_backend *be, const char *path,
+		    struct pf_bfile **out, struct stat *st)
+{
+	struct dcb *d = to_d(be);
+	struct pf_bfile *in = NULL;
+	struct pf_bfile *f;
+	int ret;
+
+	*out = NULL;
+	ret = d->inner->ops->open(d->inner, path, &in, st);
+	if (ret < 0)
+		return ret;
+	f = malloc(sizeof(*f));
+	if (!f) {
+		d->inner->ops->close(d->inner, in);
+		return -ENOMEM;
+	}
+	f->inner = in;
+	f->size = (uint64_t)st->st_size;
+	pf_dc_key_of(d->source, path, st, &f->key);
+	*out = f;
+	return 0;
+}
+
+static void dcb_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	struct dcb *d = to_d(be);
+
+	if (!f)
+		return;
+	d->inner->ops->close(d->inner, f->inner);
+	free(f);
+}
+
+static void dcb_cancel(struct pf_backend *be)
+{
+	struct dcb *d = to_d(be);
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&d->lock);
+	d->cancelled = true;
+	pthread_mutex_unlock(&d->lock);
+	if (write(d->efd, &one, sizeof(one)) < 0)
+		pf_debug("disk cache: eventfd: %s", strerror(errno));
+	if (d->inner->ops->cancel)
+		d->inner->ops->cancel(d->inner);
+}
+
+static void dcb_stop(struct dcb *d)
+{
+	uint64_t one = 1;
+
+	if (!d->thread_started)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stopping = true;
+	pthread_mutex_unlock(&d->lock);
+	if (write(d->efd, &one, sizeof(one)) < 0)
+		pf_debug("disk cache: eventfd: %s", strerror(errno));
+	pthread_join(d->thread, NULL);
+	d->thread_started = false;
+}
+
+static void dcb_free(struct dcb *d)
+{
+	if (d->ring_ready)
+		io_uring_queue_exit(&d->ring);
+	if (d->efd >= 0)
+		close(d->efd);
+	pf_dc_close(d->dc);
+	pthread_mutex_destroy(&d->lock);
+	free(d->source);
+	free(d);
+}
+
+static void dcb_destroy(struct pf_backend *be)
+{
+	struct dcb *d = to_d(be);
+	struct op *left;
+
+	/* writes still queued are finished: a clean unmount keeps them */
+	dcb_stop(d);
+	/* completions of the inner backend find the ring stopped now */
+	d->inner->ops->destroy(d->inner);
+	/* what was queued after the ring thread's last look */
+	pthread_mutex_lock(&d->lock);
+	d->stopped = true;
+	left = d->qhead;
+	d->qhead = NULL;
+	d->qtail = NULL;
+	pthread_mutex_unlock(&d->lock);
+	while (left) {
+		struct op *next = left->next;
+		struct pf_bio *ubio = left->ubio;
+
+		if (left->type == OP_HIT)
+			for (unsigned i = 0; i < left->nblk; i++)
+				pf_dc_unpin(d->dc, (uint32_t)left->blk[i].slot);
+		op_free(left);
+		if (ubio)
+			ubio->done(ubio, -ECANCELED);
+		left = next;
+	}
+	dcb_free(d);
+}
+
+static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
+{
+	struct dcb *d = to_d(be);
+	struct pf_dc_stats s;
+	char inner[1024] = "";
+	const char *rest = "";
+	size_t n;
+
+	if (d->inner->ops->stats_json)
+		d->inner->ops->stats_json(d->inner, inner, sizeof(inner));
+	/* the inner object's fields follow ours: "{...}" -> ", ...}" */
+	n = strlen(inner);
+	if (n > 2 && inner[0] == '{' && inner[n - 1] == '}')
+		rest = inner + 1;
+	pf_dc_get_stats(d->dc, &s);
+	snprintf(buf, size,
+		 "{\"disk_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
+		 ", \"bytes_hit\": %" PRIu64 ", \"bytes_cached\": %" PRIu64
+		 ", \"blocks\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+		 ", \"evictions\": %" PRIu64 ", \"rejected\": %" PRIu64
+		 ", \"dropped\": %" PRIu64 ", \"errors\": %" PRIu64
+		 ", \"capacity\": %" PRIu64 ", \"replayed\": %" PRIu64
+		 "}%s%s",
+		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
+		 s.bytes_written, s.evictions, s.rejected, s.dropped,
+		 s.errors, s.capacity, s.replayed, *rest ? ", " : "}",
+		 rest);
+}
+
+static const struct pf_backend_ops dcb_ops = {
+	.name = "diskcache",
+	.getattr = dcb_getattr,
+	.readdir = dcb_readdir,
+	.readlink = dcb_readlink,
+	.open = dcb_open,
+	.close = dcb_close,
+	.submit = dcb_submit,
+	.statfs = dcb_statfs,
+	.destroy = dcb_destroy,
+	.cancel = dcb_cancel,
+	.stats_json = dcb_stats_json,
+};
+
+int pf_diskcache_backend_new(struct pf_backend *inner,
+			     const struct pf_diskcache_cfg *cfg,
+			     struct pf_backend **out, char *err,
+			     size_t errlen)
+{
+	struct pf_dc_cfg dcfg = { .size = cfg->size,
+				  .block_size = cfg->block_size };
+	sigset_t all;
+	sigset_t old;
+	struct dcb *d;
+	int ret;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->be.ops = &dcb_ops;
+	d->efd = -1;
+	d->inner = inner;
+	pthread_mutex_init(&d->lock, NULL);
+	d->staging_max = cfg->staging ? cfg->staging : DEFAULT_STAGING;
+	d->source = strdup(cfg->source ? cfg->source : "");
+	if (!d->source) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = pf_dc_open(cfg->dir, &dcfg, &d->dc, err, errlen);
+	if (ret < 0)
+		goto out;
+	d->bs = pf_dc_block_size(d->dc);
+	if ((uint64_t)d->bs * 2 > d->staging_max)
+		d->staging_max = (uint64_t)d->bs * 2;
+	ret = io_uring_queue_init(RING_DEPTH, &d->ring, 0);
+	if (ret < 0) {
+		snprintf(err, errlen, "disk cache: io_uring: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	d->ring_ready = true;
+	d->efd = eventfd(0, EFD_CLOEXEC);
+	ret = d->efd < 0 ? -errno : io_uring_register_eventfd(&d->ring, d->efd);
+	if (ret < 0) {
+		snprintf(err, errlen, "disk cache: eventfd: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	/* the thread must not take the daemon's signals */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&d->thread, NULL, ring_main, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret < 0) {
+		snprintf(err, errlen, "disk cache: thread: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	d->thread_started = true;
+	*out = &d->be;
+	return 0;
+out:
+	dcb_free(d);
+	return ret;
+}

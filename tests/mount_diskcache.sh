@@ -1,0 +1,227 @@
+#!/bin/bash
+# The disk cache (-o cache_dir): every check compares what readers got with
+# the source byte for byte.
+#   1. over nginx: a first mount fills the cache; after unmount and remount
+#      the files read without a single GET of file data (nginx's access
+#      log), every read a hit
+#   2. a file changed at the source while unmounted (new bytes, new mtime):
+#      the remount serves the new bytes, never the cached old ones; over
+#      S3 an object replaced by one of the same size (a new ETag) too
+#   3. kill -9 of the daemon at random moments while it fills the cache
+#      (5 times), then a remount: bytes exact
+#   4. disk full: the cache dir is an 8 MiB tmpfs, the cache told to be
+#      64M: every read is byte-exact, the log says so once, no reader sees
+#      an error; the next mount serves what fitted
+#   5. two daemons on one cache dir: the second refuses with one line
+#   6. the stats file shows the cache's counters
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
+need_fuse
+need_tools
+
+SRC=$WORK/src
+CACHE=$WORK/cache
+M=$WORK/mnt
+mkdir -p "$SRC/d" "$SRC/e"
+mkfile "$SRC/big.bin" $((6 << 20))
+mkfile "$SRC/odd.bin" 1234567
+for i in $(seq 1 12); do
+	mkfile "$SRC/d/s$i.jpg" $((110 * 1024 + i))
+done
+mkfile "$SRC/e/tiny" 100
+TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+
+# mount_fg SRC MNT [options...]: prefetchfs -f in the background (not a job
+# of this shell, which cleanup kills first), its stderr in the daemon log
+mount_fg() {
+	local src=$1 mnt=$2 i pid
+	shift 2
+	mkdir -p "$mnt"
+	local log="$WORK/daemon.$(basename "$mnt").log"
+	MOUNTS+=("$mnt")
+	DAEMON_LOGS+=("$log")
+	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
+	for ((i = 0; i < 200; i++)); do
+		mountpoint -q "$mnt" && break
+		sleep 0.05
+	done
+	pid=$(pf_pid "$mnt")
+	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
+	if ! mountpoint -q "$mnt"; then
+		echo "mount of $src on $mnt failed:"
+		cat "$log"
+		return 1
+	fi
+	for ((i = 0; i < 200; i++)); do
+		[ -r "$mnt/.prefetchfs/stats" ] && return 0
+		sleep 0.05
+	done
+	echo "$mnt: no stats file"
+	return 1
+}
+
+# all_same MNT: every file of SRC reads the same through MNT
+all_same() {
+	local f
+	for f in $(cd "$SRC" && find . -type f | sort); do
+		if ! cmp -s "$SRC/$f" "$1/$f"; then
+			echo "differs: $f"
+			return 1
+		fi
+	done
+	return 0
+}
+
+# dc MNT EXPR: EXPR over the stats' transport.disk_cache as `c`
+dc() {
+	stats_json "$1" | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["transport"]["disk_cache"]
+print(eval(sys.argv[1]))' "$2"
+}
+
+# wait_cached MNT BYTES: the ring thread has written BYTES (10 s at most)
+wait_cached() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(dc "$1" "c['bytes_cached'] >= $2")" = True ] && return 0
+		sleep 0.1
+	done
+	echo "cached: $(dc "$1" c)"
+	return 1
+}
+
+# data_gets: GETs of files (not of directory listings) in nginx's log
+data_gets() {
+	grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"
+}
+
+# ---- 1. persistence across a remount, over nginx ---------------------------
+
+nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
+OPTS=cache_dir=$CACHE,cache_size=64M
+mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount with cache_dir"; finish; }
+check "first mount: byte-exact" all_same "$M"
+check "first mount: blocks written to the cache" wait_cached "$M" "$TOTAL"
+check "first mount: reads missed the cache" [ "$(dc "$M" "c['misses'] > 0")" = True ]
+pf_umount "$M" || fail "unmount"
+before=$(data_gets)
+mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "remount"; finish; }
+check "remount: byte-exact" all_same "$M"
+after=$(data_gets)
+echo "GETs of file data: first mount $before, after the remount $((after - before))"
+check "remount: no GET of file data reached the server" [ "$after" -eq "$before" ]
+check "remount: every read hit the cache" [ "$(dc "$M" "c['misses'] == 0 and c['hits'] > 0 and c['bytes_hit'] >= $TOTAL")" = True ]
+echo "stats after the remount: $(dc "$M" c)"
+
+# ---- 6. the stats file -------------------------------------------------------
+
+check "stats: the cache's counters" [ "$(dc "$M" "all(k in c for k in ('hits', 'misses', 'bytes_cached', 'bytes_written', 'evictions', 'errors', 'capacity')) and c['capacity'] == 64 << 20")" = True ]
+check "stats: the HTTP transport's counters are kept" [ "$(stats_json "$M" | json_eval "'requests' in s['transport']")" = True ]
+
+# ---- 5. two daemons on one cache dir ---------------------------------------
+
+mkdir -p "$WORK/mnt2"
+"$PF" -o "$OPTS" "$SRC" "$WORK/mnt2" >"$WORK/second.out" 2>&1
+rc=$?
+check "second daemon on the cache dir: refused" [ $rc -ne 0 ]
+check "second daemon: one line" one_line_err "$WORK/second.out"
+check "second daemon: says the dir is in use" grep -q "in use by another prefetchfs" "$WORK/second.out"
+not_mounted() { ! mountpoint -q "$1"; }
+check "second daemon: not mounted" not_mounted "$WORK/mnt2"
+pf_umount "$M" || fail "unmount"
+
+# ---- 2. a changed file after a remount -------------------------------------
+
+mkfile "$SRC/odd.bin.new" 1234567
+mv "$SRC/odd.bin.new" "$SRC/odd.bin"
+touch -d '2001-02-03 04:05:06' "$SRC/odd.bin"
+mkfile "$SRC/d/s3.jpg.x" $((110 * 1024 + 3))
+mv "$SRC/d/s3.jpg.x" "$SRC/d/s3.jpg"
+touch -d '2002-02-03 04:05:06' "$SRC/d/s3.jpg"
+mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "remount"; finish; }
+check "changed files: the new bytes" cmp -s "$SRC/odd.bin" "$M/odd.bin"
+check "changed files: the new bytes (small file)" cmp -s "$SRC/d/s3.jpg" "$M/d/s3.jpg"
+check "changed files: the rest byte-exact" all_same "$M"
+pf_umount "$M" || fail "unmount"
+nginx_stop
+
+# ---- 2b. the same over S3: an object replaced by one of the same size ----
+
+S3SRC=$WORK/s3src
+mkdir -p "$S3SRC"
+mkfile "$S3SRC/x.bin" $((3 << 20))
+mkfile "$S3SRC/y.bin" 70000
+S3_LOG=1 s3_start bkt >/dev/null || { fail "s3 server"; finish; }
+s3_put_tree bkt ds/ "$S3SRC" || { fail "s3_put_tree"; finish; }
+creds() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET "$@"; }
+S3OPTS=endpoint=$S3_ENDPOINT,cache_dir=$WORK/s3cache,cache_size=32M
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
+check "s3: byte-exact" cmp -s "$S3SRC/x.bin" "$M/x.bin"
+check "s3: byte-exact (small)" cmp -s "$S3SRC/y.bin" "$M/y.bin"
+check "s3: blocks written to the cache" wait_cached "$M" $(((3 << 20) + 70000))
+pf_umount "$M" || fail "unmount"
+# same sizes, new bytes: only the ETag (and maybe not the second of
+# LastModified) tells the versions apart
+mkfile "$WORK/x.v2" $((3 << 20))
+mv "$WORK/x.v2" "$S3SRC/x.bin"
+s3_replace bkt ds/x.bin "$S3SRC/x.bin" || fail "s3_replace"
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
+check "s3: the replaced object reads new bytes" cmp -s "$S3SRC/x.bin" "$M/x.bin"
+check "s3: the other object byte-exact" cmp -s "$S3SRC/y.bin" "$M/y.bin"
+check "s3: the other object is served from the cache" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+pf_umount "$M" || fail "unmount"
+s3_stop
+
+# ---- 3. kill -9 while filling ------------------------------------------------
+
+# each round adds a file the cache has not seen, so that the kill comes
+# while blocks are written and journalled; after each kill a remount
+# replays the journal and must read every file exactly
+KC=$WORK/kcache
+KOPTS=cache_dir=$KC,cache_size=96M,max_memory=32M
+bad=0
+for i in 1 2 3 4 5; do
+	mkfile "$SRC/k$i.bin" $((8 << 20))
+	mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount $i"; break; }
+	(cd "$M" && find . -type f -exec cat {} + >/dev/null 2>&1) &
+	reader=$!
+	sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
+	kill_daemon "$M"
+	wait "$reader" 2>/dev/null
+	mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill $i"; break; }
+	all_same "$M" || bad=$((bad + 1))
+	echo "after kill -9 number $i: $(dc "$M" "(c['replayed'], c['hits'], c['misses'], c['dropped'])") (records replayed, hits, misses, dropped)"
+	pf_umount "$M" || fail "unmount"
+done
+check "5 x kill -9 while filling, remount after each: byte-exact" [ $bad -eq 0 ]
+mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill -9"; finish; }
+check "after kill -9: byte-exact" all_same "$M"
+check "after kill -9: the cache served reads" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+pf_umount "$M" || fail "unmount"
+
+# ---- 4. disk full -----------------------------------------------------------
+
+TC=$WORK/tcache
+mkdir -p "$TC"
+if mount -t tmpfs -o size=8m tmpfs "$TC"; then
+	CLEANUP_HOOKS+=("umount '$TC'")
+	mount_fg "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "mount on a full disk"; finish; }
+	check "disk full: byte-exact" all_same "$M"
+	check "disk full: byte-exact, twice" all_same "$M"
+	log="$WORK/daemon.$(basename "$M").log"
+	n=$(grep -c "disk cache: write: No space left on device" "$log")
+	check "disk full: logged once ($n)" [ "$n" -eq 1 ]
+	check "disk full: counted as errors, capacity shrunk" [ "$(dc "$M" "c['errors'] > 0 and c['capacity'] < 16 << 20")" = True ]
+	echo "disk full: $(dc "$M" c)"
+	pf_umount "$M" || fail "unmount"
+	mount_fg "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "remount on a full disk"; finish; }
+	check "disk full, remount: byte-exact" all_same "$M"
+	check "disk full, remount: what fitted is served" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+	pf_umount "$M" || fail "unmount"
+	# (the tmpfs is unmounted by cleanup, after the mounts)
+else
+	fail "cannot mount a tmpfs for the disk-full case"
+fi
+
+finish
