@@ -37,10 +37,15 @@ examples/torch_loader.py), samples_s, mb_s (10^6 bytes/s).  The first
 epoch's wall includes starting the workers.  With --checksum also digest=,
 a sum of per-file hashes that does not depend on the order (compare a run
 on the mount with one on the source tree).
+
+--after-epoch CMD runs the shell command CMD after each epoch's line, with
+EPOCH=n in its environment, before the next epoch starts and outside its
+timing (a benchmark reads its counters there).
 """
 import argparse
 import hashlib
 import os
+import subprocess
 import sys
 import time
 
@@ -165,6 +170,8 @@ def main():
     ap.add_argument("--mountpoint", default=None,
                     help="--hints: the prefetchfs mount point"
                     " (default: the mount point holding ROOT)")
+    ap.add_argument("--after-epoch", metavar="CMD", default=None,
+                    help="shell command run after each epoch (EPOCH=n set)")
     a = ap.parse_args()
     if a.batch <= 0 or a.workers < 0 or a.epochs <= 0 or a.compute_ms < 0:
         ap.error("--batch and --epochs must be positive, --workers and"
@@ -223,6 +230,9 @@ def main():
             if a.checksum:
                 line += " digest=%016x" % digest
             print(line, flush=True)
+            if a.after_epoch:
+                subprocess.run(a.after_epoch, shell=True,
+                               env=dict(os.environ, EPOCH=str(epoch)))
     except OSError as e:
         # a worker's error arrives with the worker's traceback: keep its
         # last line, the error itself
