@@ -18,9 +18,14 @@
 #   inorder  examples/folder_loader.py --in-order: 4 workers, each reading
 #            its own directory of --inorder-files files of 256 KiB in name
 #            order, batches of 8, 50 ms compute
-#   twice    the tree again, with the disk cache's cache_size half of it:
-#            the data set twice the cache, reshuffled every epoch (only
-#            the cache_dir system); reports epoch 2's disk-cache hit rate
+#   twice    a tree like the first (files of 96 MiB / --files if the tree
+#            is smaller than 96 MiB), with the disk cache's cache_size
+#            half of it, max_memory 24M and keep_cache=off (so that reads
+#            reach the disk tier, not the kernel's page cache or the
+#            daemon's memory): the data set twice the cache, reshuffled
+#            every epoch
+#            (only the cache_dir system and the floor); reports epoch 2's
+#            disk-cache hit rate
 # Epochs: 1 and 2 of one mount, then "remount": unmount, mount again (the
 # same cache directory where there is one) and one more epoch; every epoch
 # is a new random order.  inorder: epochs 1 and 2; twice: 1 and 2.
@@ -148,7 +153,10 @@ FBYTES=$(bytes_of "$FSIZE")
 # ---- what this build and checkout offer ------------------------------------
 declare -A AVAIL
 for s in $SYSTEMS; do AVAIL[$s]=""; done
-if ! ./prefetchfs --help 2>&1 | grep -q 'cache_dir'; then
+# (the help in a variable: grep -q in a pipe ends it early, and with
+# pipefail prefetchfs's SIGPIPE would read as "not built")
+PF_HELP=$(./prefetchfs --help 2>&1)
+if [[ $PF_HELP != *cache_dir* ]]; then
 	AVAIL[cache_dir]="not built (./prefetchfs --help has no cache_dir)"
 fi
 if [ ! -f examples/prefetchfs_hints.py ]; then
@@ -169,7 +177,13 @@ RECFILE=records/file-000000.bin
 $PY bench/mktree.py --classes 4 --prefix dir- --seed 5 "$D/inorder" $((INORDER * 4)) 256K >/dev/null || exit 1
 cat $(find "$D" -type f) >/dev/null	# the store serves from the page cache
 TREE_BYTES=$((FILES * FBYTES))
-TWICE_CACHE=$(( (TREE_BYTES / 2 + (1 << 20) - 1) >> 20 ))M
+TWICE_FBYTES=$FBYTES
+[ "$TREE_BYTES" -lt $((96 << 20)) ] && TWICE_FBYTES=$(( ((96 << 20) / FILES + 1023) / 1024 * 1024 ))
+TWICE_BYTES=$((FILES * TWICE_FBYTES))
+TWICE_CACHE=$(( (TWICE_BYTES / 2) >> 20 ))M
+if [[ " $TRAINERS " == *" twice "* ]]; then
+	$PY bench/mktree.py --seed 9 "$D/twice" "$FILES" "$TWICE_FBYTES" >/dev/null || exit 1
+fi
 HINTS_MEM=$(( TREE_BYTES / 3 >> 20 ))
 [ "$HINTS_MEM" -lt 24 ] && HINTS_MEM=24
 HINTS_MEM=${HINTS_MEM}M
@@ -243,7 +257,7 @@ sys_mount() {
 	prefetchfs|cache_dir|hints)
 		case $sys in
 		cache_dir) o=cache_dir=$WORK/cache.$tr
-			[ "$tr" = twice ] && o=$o,cache_size=$TWICE_CACHE ;;
+			[ "$tr" = twice ] && o=$o,cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off ;;
 		hints) o=max_memory=$HINTS_MEM ;;
 		esac
 		mkdir -p "$WORK/cache.$tr"
@@ -311,7 +325,7 @@ run_epochs() {
 	[ "$sys" = hints ] && hint=(--hints --mountpoint "$ROOT")
 	case $tr in
 	tree|twice|inorder)
-		local extra=() dir=tree
+		local extra=() dir=$tr
 		if [ "$tr" = inorder ]; then
 			extra=(--in-order --batch 8)
 			dir=inorder
@@ -358,7 +372,7 @@ run_epochs() {
 
 # ---- the matrix ------------------------------------------------------------
 TSV=$WORK/shuffle.tsv
-printf 'system\ttrainer\tepoch\twait_pct\tmb_s\tdelta_pts\trequests\tamp\thit_rate\tcpu_s\trss_mib\tbytes\tnote\n' >"$TSV"
+printf 'system\ttrainer\tepoch\twait_pct\tmb_s\tdelta_pts\trequests\tamp\thit_rate\tcpu_s\trss_mib\tbytes\tnote\tdisk_mib\n' >"$TSV"
 FAILED=0
 # cell SYS TRAINER: every epoch of one system and trainer; rows go to
 # $WORK/rows (system trainer epoch file-prefix note cpu rss)
@@ -372,8 +386,6 @@ cell() {
 		echo "$sys	$tr	-	-	${AVAIL[$sys]}	-	-" >>"$WORK/rows"
 		return
 	fi
-	# (the local copy's twice rows are its tree rows)
-	[ "$tr" = twice ] && [ "$sys" = local ] && return
 	say "$sys $tr: epochs ${labels[*]}"
 	if ! sys_mount "$sys" "$tr" "$mnt"; then
 		[[ $WHY == "not built"* ]] && AVAIL[$sys]=$WHY || FAILED=1
@@ -464,7 +476,7 @@ def disk_counts(path):
     if not found:
         return None
     o = found[0][1]
-    return float(o["hits"]), float(o["misses"])
+    return float(o["hits"]), float(o["misses"]), o.get("bytes_cached"), o.get("capacity")
 
 # the local copy: the reference digests and waits
 ref = {}
@@ -474,12 +486,13 @@ for sysn, tr, ep, pfx, note, cpu, rss in rows:
         if d:
             ref[(tr, ep)] = d
             ref.setdefault((tr, "digest"), d.get("digest"))
-ref_tr = {"twice": "tree"}
+ref_tr = {}
 out_rows = []
 bad = 0
 for sysn, tr, ep, pfx, note, cpu, rss in rows:
     r = {"system": sysn, "trainer": tr, "epoch": ep, "note": note, "cpu": cpu, "rss": rss,
-         "wait": "-", "mbs": "-", "delta": "-", "req": "-", "amp": "-", "hit": "-", "bytes": "-"}
+         "wait": "-", "mbs": "-", "delta": "-", "req": "-", "amp": "-", "hit": "-", "bytes": "-",
+         "disk": "-"}
     d = kv(pfx) if pfx != "-" else None
     if d:
         r["wait"] = d["data_wait_pct"]
@@ -509,6 +522,10 @@ for sysn, tr, ep, pfx, note, cpu, rss in rows:
         a, b = disk_counts(prev + ".json"), disk_counts(pfx + ".snap.json")
         if a and b and (b[0] - a[0]) + (b[1] - a[1]) > 0:
             r["hit"] = "%.2f" % ((b[0] - a[0]) / ((b[0] - a[0]) + (b[1] - a[1])))
+        if b and b[2] is not None:
+            r["disk"] = "%.0f" % (b[2] / 2**20)
+            if b[3]:
+                r["disk"] += " / %.0f" % (b[3] / 2**20)
     elif pfx != "-" and not note:
         r["note"] = "no result"
     out_rows.append(r)
@@ -516,7 +533,8 @@ for sysn, tr, ep, pfx, note, cpu, rss in rows:
 with open(tsv, "a") as f:
     for r in out_rows:
         f.write("\t".join([r["system"], r["trainer"], r["epoch"], r["wait"], r["mbs"], r["delta"],
-                           r["req"], r["amp"], r["hit"], r["cpu"], r["rss"], r["bytes"], r["note"]]) + "\n")
+                           r["req"], r["amp"], r["hit"], r["cpu"], r["rss"], r["bytes"], r["note"],
+                           r["disk"]]) + "\n")
 
 trname = {"tree": "shuffled file tree", "records": "shuffled records of one file",
           "inorder": "4 readers in name order", "twice": "tree twice the disk cache"}
@@ -534,7 +552,10 @@ o.append("Data: a tree of $FILES files of $FSIZE in 10 class directories ($((TRE
          "tree = examples/folder_loader.py (shuffle=True, batches of $BATCH); records = "
          "examples/torch_loader.py --shuffle --record $FSIZE (batches of $BATCH); inorder = "
          "folder_loader.py --in-order (each worker its own directory in name order, batches of 8); "
-         "twice = the tree with -o cache_size=$TWICE_CACHE (half of it), reshuffled every epoch.")
+         "twice = a tree of $FILES files of $((TWICE_FBYTES >> 10)) KiB ($((TWICE_BYTES >> 20)) MiB) with "
+         "-o cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off (cache/data = %.2f; keep_cache=off: the kernel's page cache would otherwise hold the data set), reshuffled every epoch; the cache keeps "
+         "whole blocks (block_size), so a file's last partial block takes a whole one."
+         % (${TWICE_CACHE%M} * 2**20 / $TWICE_BYTES))
 o.append("")
 o.append("Systems: local = the same files on local disk, in the page cache (the floor; its "
          "'remount' row is a third epoch); prefetchfs = defaults; cache_dir = -o cache_dir=DIR "
@@ -547,7 +568,8 @@ o.append("")
 o.append("wait % = (wall - compute) / wall of the epoch (epoch 1 includes starting the workers); "
          "Δ local = wait minus the local copy's in the same epoch, in points; requests = responses "
          "the store sent during the epoch; fetched/read = bytes the store sent (headers included) / "
-         "bytes the trainer read; disk hits = the disk cache's hit rate in the epoch (its stats); "
+         "bytes the trainer read; disk hits = the disk cache's hit rate in the epoch and disk MiB = "
+         "what it holds at the epoch's end / its capacity (its stats: transport.disk_cache); "
          "CPU s and RSS MiB = the daemon's CPU time and peak resident memory over the mount "
          "(e.g. epochs 1+2); bytes = the trainer's digest equals the local copy's. Other "
          "processes shared the machine: compare within one run only.")
@@ -555,13 +577,13 @@ for tr in dict.fromkeys(r["trainer"] for r in out_rows):
     o.append("")
     o.append("## %s" % trname[tr])
     o.append("")
-    o.append("| system | epoch | wait % | MB/s | Δ local | requests | fetched/read | disk hits | CPU s | RSS MiB | bytes | note |")
-    o.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    o.append("| system | epoch | wait % | MB/s | Δ local | requests | fetched/read | disk hits | disk MiB | CPU s | RSS MiB | bytes | note |")
+    o.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in out_rows:
         if r["trainer"] == tr:
-            o.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            o.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 r["system"], r["epoch"], r["wait"], r["mbs"], r["delta"], r["req"], r["amp"],
-                r["hit"], r["cpu"], r["rss"], r["bytes"], r["note"]))
+                r["hit"], r["disk"], r["cpu"], r["rss"], r["bytes"], r["note"]))
 open(os.path.join(out, "shuffle.md"), "w").write("\n".join(o) + "\n")
 sys.exit(1 if bad else 0)
 PY

@@ -35,7 +35,7 @@ fi
 check "shuffle.md has the tree's table" grep -q '^## shuffled file tree$' "$OUT/shuffle.md"
 
 avail=local,prefetchfs
-"$PF" --help 2>&1 | grep -q cache_dir && avail=$avail,cache_dir
+[[ $("$PF" --help 2>&1) == *cache_dir* ]] && avail=$avail,cache_dir
 [ -f "$TOP/examples/prefetchfs_hints.py" ] && avail=$avail,hints
 command -v rclone >/dev/null && avail=$avail,rclone
 
