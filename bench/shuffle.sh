@@ -51,7 +51,7 @@
 #
 # Options:
 #   --quick           ~3 minutes: 400 files, 32 in-order files per dir
-#   --smoke           about a minute: 64 files, trainers tree and twice only
+#   --smoke           about a minute: 40 files, trainers tree and twice only
 #                     (a check that the benchmark works, not figures)
 #   --files N         files of the tree and records of the file (default 1000)
 #   --file-size SIZE  bytes per file and record (default 110K)
@@ -84,7 +84,7 @@ need_arg() { [ $# -ge 2 ] || usage_err "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) PRESET=quick; FILES=400; INORDER=32; TMO=300; shift ;;
-	--smoke) PRESET=smoke; FILES=64; INORDER=4; TMO=60; TRAINERS="tree twice"; shift ;;
+	--smoke) PRESET=smoke; FILES=40; INORDER=4; TMO=60; TRAINERS="tree twice"; shift ;;
 	--files) need_arg "$@"; FILES=$2; shift 2 ;;
 	--file-size) need_arg "$@"; FSIZE=$2; shift 2 ;;
 	--inorder-files) need_arg "$@"; INORDER=$2; shift 2 ;;

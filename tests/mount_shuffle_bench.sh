@@ -1,6 +1,6 @@
 #!/bin/bash
 # The shuffled-training benchmark cannot rot: bench/shuffle.sh --smoke (a
-# tree of 64 files behind a 50 ms / 64 MiB/s store, PyTorch trainers,
+# tree of 40 files behind a 50 ms / 64 MiB/s store, PyTorch trainers,
 # epochs 1, 2 and after a remount, and the tree at twice a disk cache) runs
 # to the end and exits 0, which it does only if every trainer's digest
 # equals the local copy's, and
