@@ -27,8 +27,8 @@ IterableDataset): N readers each on its own directory.
 --hints: the sampler is wrapped with prefetchfs_hints.HintedSampler (the
 module next to this file), which writes each epoch's order to the mount's
 plan file before the first batch, so that prefetchfs can fetch ahead in
-that order.  Sample paths are given relative to --mountpoint (default: the
-mount point that holds ROOT).
+that order.  locate(i) gives the sample's absolute path, under
+--mountpoint (default: the mount point that holds ROOT).
 
 Output, one line of key=value pairs per epoch: epoch, batches, samples,
 bytes, wall_s, compute_s, data_wait_pct = (wall - compute) / wall (the
@@ -140,7 +140,7 @@ class InOrderDirs(IterableDataset):
 
 
 def mount_of(path):
-    p = os.path.realpath(path)
+    p = os.path.abspath(path)
     while not os.path.ismount(p):
         p = os.path.dirname(p)
     return p
@@ -200,8 +200,8 @@ def main():
             except ImportError as e:
                 sys.exit("folder_loader.py: --hints needs examples/prefetchfs_hints.py"
                          " (%s)" % e)
-            mnt = os.path.realpath(a.mountpoint or mount_of(a.root))
-            paths = [os.path.relpath(os.path.realpath(p), mnt) for p, _ in ds.samples]
+            mnt = os.path.abspath(a.mountpoint or mount_of(a.root))
+            paths = [os.path.abspath(p) for p, _ in ds.samples]
             sampler = HintedSampler(sampler, paths.__getitem__, mnt)
         loader = DataLoader(ds, batch_size=a.batch, sampler=sampler,
                             num_workers=a.workers, collate_fn=collate,
