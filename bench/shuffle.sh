@@ -551,8 +551,8 @@ o.append("# prefetchfs shuffled-training benchmark (%s, %s cores)" % ("$(date -u
 o.append("")
 o.append("Command: \`$CMD\` ($PRESET preset).")
 o.append("")
-o.append("Store: nginx behind bench/delayproxy: $DELAY_DESC (%s ms before the first byte of "
-         "every response, $BW/s per connection)." % "$LAT")
+o.append("Store: nginx on 127.0.0.1 behind bench/delayproxy, which injects a latency before the "
+         "first byte of every response and caps every connection's bandwidth: $DELAY_DESC.")
 o.append("")
 o.append("Data: a tree of $FILES files of $FSIZE in 10 class directories ($((TREE_BYTES >> 20)) MiB); "
          "one file of $FILES records of $FSIZE; 4 directories of $INORDER files of 256 KiB. "
