@@ -67,7 +67,7 @@
 #   --trainers "..."  subset of "tree records inorder twice"
 #   --out DIR         where the results go (default bench/results)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ARGS="$*"
 FILES=1500
 FSIZE=110K
@@ -178,7 +178,7 @@ $PY bench/mktree.py "$D/tree" "$FILES" "$FSIZE" >/dev/null || exit 1
 bench/mkdata --seed 3 "$D/records" 1 $((FILES * FBYTES)) >/dev/null || exit 1
 RECFILE=records/file-000000.bin
 $PY bench/mktree.py --classes 4 --prefix dir- --seed 5 "$D/inorder" $((INORDER * 4)) 256K >/dev/null || exit 1
-cat $(find "$D" -type f) >/dev/null	# the store serves from the page cache
+find "$D" -type f -exec cat {} + >/dev/null	# the store serves from the page cache
 TREE_BYTES=$((FILES * FBYTES))
 TWICE_FBYTES=$FBYTES
 [ "$TREE_BYTES" -lt $((96 << 20)) ] && TWICE_FBYTES=$(( ((96 << 20) / FILES + 1023) / 1024 * 1024 ))
