@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench/objstore.sh - prefetchfs over an object store, side by side in one run.
 #
-#   make bench && bench/objstore.sh [--size 1G] [--latency-ms 50] [--bw 64M]
-#                                   [--batch 8M] [--compute-ms 40]
+#   make bench && bench/objstore.sh [--quick] [--size 1G] [--latency-ms 50]
+#                                   [--bw 64M] [--batch 8M] [--compute-ms 40]
+#                                   [--shard-size 512M] [--runs 5]
 #
 # The store: nginx (Debian) serving the dataset from local disk (its files
 # in the page cache), behind bench/delayproxy, which holds the first byte
@@ -19,10 +20,21 @@
 #    prefetchfs -o prefetch=off, prefetchfs; data wait % = (wall -
 #    compute) / wall; p50 ms: the median time to read a batch; 1st ms:
 #    from the open to the first whole batch.
+# 3. Four readers (issue 14), each on its own --shard-size shard, read()
+#    of 1 MiB after POSIX_FADV_SEQUENTIAL, 8 MiB batches, 160 ms compute
+#    after each (200 MiB/s in all), --runs times, each on a fresh mount,
+#    next to the same readers over the local page-cached shards (the
+#    floor); then the same with 40 ms compute over the first half of each
+#    shard (800 MiB/s).  Reports every run and min / median / max wait.
 # Each prefetchfs row also gives the CPU seconds the daemon and the proxy
-# used during it (utime + stime), what limits a 2-core machine.
+# used during it (utime + stime, from /proc), what limits a 2-core
+# machine, the daemon's CPU seconds per GiB delivered to the readers and
+# its peak RSS (VmHWM, read just before the unmount); every shape has its
+# local page-cache floor (the same reader over the local copy).
+# --quick: --size 256M, --shard-size 128M, --runs 3 (about a minute).
 #
-# Results are printed and written to bench/results/objstore.md.
+# Results are printed and written to OUT/objstore.md (--out OUT, default
+# bench/results).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE=1G
@@ -30,6 +42,11 @@ LAT=50
 BW=64M
 BATCH=8M
 COMPUTE=40
+SHARD=512M
+RUNS=5
+
+OUTD=bench/results
+ARGS="$*"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) SIZE=$2; shift 2 ;;
@@ -37,6 +54,10 @@ while [ $# -gt 0 ]; do
 	--bw) BW=$2; shift 2 ;;
 	--batch) BATCH=$2; shift 2 ;;
 	--compute-ms) COMPUTE=$2; shift 2 ;;
+	--shard-size) SHARD=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
+	--out) OUTD=$2; shift 2 ;;
+	--quick) SIZE=256M; SHARD=128M; RUNS=3; shift ;;
 	-h|--help) sed -n '2,/^# Results are printed/p' "$0"; exit 0 ;;
 	*) echo "bench/objstore.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -51,12 +72,16 @@ command -v nginx >/dev/null || { echo "bench/objstore.sh: nginx missing: run tes
 . tests/lib.sh
 . tests/servers.sh
 set +u
-R=$TOP/bench/results
-mkdir -p "$WORK/www" "$R"
+mkdir -p "$WORK/www" "$OUTD"
+R=$(cd "$OUTD" && pwd)
 bench/mkdata "$WORK/www" 1 "$SIZE" >/dev/null
 FILE=file-000000.bin
-cat "$WORK/www/$FILE" >/dev/null
+bench/mkdata --seed 7 "$WORK/gen" 4 "$SHARD" >/dev/null
+mkdir -p "$WORK/www/shards"
+for i in 0 1 2 3; do mv "$WORK/gen/file-00000$i.bin" "$WORK/www/shards/shard-$i.bin"; done
+cat "$WORK/www/$FILE" "$WORK"/www/shards/* >/dev/null
 BYTES=$(stat -c %s "$WORK/www/$FILE")
+SHARD_BYTES=$(stat -c %s "$WORK/www/shards/shard-0.bin")
 nginx_start "$WORK/www" >/dev/null
 UP=${NGINX_URL#http://}
 delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/objstore.sh: delayproxy did not start" >&2; exit 1; }
@@ -66,33 +91,92 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # cpu_s PID TICKS0: CPU seconds PID used since TICKS0
 cpu_s() { python3 -c "print('%.2f' % (($(cpu_ticks "$1") - $2) / $(getconf CLK_TCK)))"; }
 
-mount_pf() { # mnt opts
-	pf_mount "$URL" "$1" -o "$2" || { echo "mount failed" >&2; exit 1; }
+mount_pf() { # mnt [opts]
+	pf_mount "$URL" "$1" ${2:+-o "$2"} || { echo "mount failed" >&2; exit 1; }
 }
-# cpu_start MNT / cpu_cols: the daemon's and the proxy's CPU seconds
+hwm_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || echo -; }
+# cpu_start MNT / cpu_cols BYTES: the daemon's and the proxy's CPU seconds
+# since cpu_start, the daemon's CPU seconds per GiB of BYTES and its peak
+# RSS (call it before the unmount)
 cpu_start() {
 	DPID=$(pf_pid "$1")
 	D0=$(cpu_ticks "$DPID")
 	P0=$(cpu_ticks "$DELAY_PID")
 }
-cpu_cols() { printf '%8s | %8s' "$(cpu_s "$DPID" "$D0")" "$(cpu_s "$DELAY_PID" "$P0")"; }
-scan() { # label mnt file
-	local out
-	cpu_start "$2"
-	out=$(bench/trainer --scan "$2/$3")
+cpu_cols() {
+	local d
+	d=$(cpu_s "$DPID" "$D0")
+	printf '%8s | %7s | %7s | %8s' "$d" "$(python3 -c "print('%.2f' % ($d / ($1 / 2**30)) if $1 else '-')")" \
+		"$(hwm_mib "$DPID")" "$(cpu_s "$DELAY_PID" "$P0")"
+}
+NOCPU="       - |       - |       - |        -"
+scan() { # label mnt file (mnt "": the local copy)
+	local out cols=$NOCPU
+	[ -n "$2" ] && cpu_start "$2"
+	out=$(bench/trainer --scan "${2:-$WORK/www}/$3")
+	[ -n "$2" ] && cols=$(cpu_cols "$(field bytes "$out")")
 	printf '| %-34s | %9s | %8s | %s |\n' "$1" "$(field mb_s "$out")" \
-		"$(python3 -c "print('%.1f' % ($(field mb_s "$out") / $SINGLE))")" \
-		"$(cpu_cols)"
+		"$(python3 -c "print('%.1f' % ($(field mb_s "$out") / $SINGLE))")" "$cols"
 }
 train() { # label mnt file (mnt "" : the local copy)
-	local out cols="       - |        -"
+	local out cols=$NOCPU
 	[ -n "$2" ] && cpu_start "$2"
 	out=$(bench/trainer --batch "$BATCH" --compute-ms "$COMPUTE" "${2:-$WORK/www}/$3")
-	[ -n "$2" ] && cols=$(cpu_cols)
+	[ -n "$2" ] && cols=$(cpu_cols "$(field bytes "$out")")
 	printf '| %-34s | %8s | %9s | %9s | %9s | %s |\n' "$1" \
 		"$(field data_wait_pct "$out")" "$(field mb_s "$out")" \
 		"$(field batch_wait_p50_ms "$out")" \
 		"$(field first_batch_ms "$out")" "$cols"
+}
+# readers DIR COMPUTE BATCHES: four bench/trainer processes, reader r on
+# DIR/shards/shard-r.bin (--batches per reader, 0: all); prints "wait mb_s
+# bytes": the mean wait of the four, all bytes / the longest wall
+readers() {
+	local r pids=() lim=()
+	[ "$3" != 0 ] && lim=(--batches "$3")
+	for r in 0 1 2 3; do
+		bench/trainer --fadvise sequential --batch 8M --read-size 1M \
+			--compute-ms "$2" "${lim[@]}" "$1/shards/shard-$r.bin" >"$WORK/rd.$r" &
+		pids+=($!)
+	done
+	for r in "${pids[@]}"; do wait "$r"; done
+	python3 - "$WORK"/rd.[0-3] <<'PY'
+import sys
+rows = [dict(t.split("=", 1) for t in open(f).read().split() if "=" in t) for f in sys.argv[1:]]
+b = sum(int(r["bytes"]) for r in rows)
+wall = max(float(r["wall_s"]) for r in rows)
+print("%.1f %.1f %d" % (sum(float(r["data_wait_pct"]) for r in rows) / len(rows), b / wall / 1e6, b))
+PY
+}
+# shape LABEL COMPUTE BATCHES: --runs runs of the four readers over the
+# local copy and over a fresh prefetchfs mount each, one row per run, then
+# min / median / max
+shape() {
+	local i loc pf w m b cols
+	printf '| %3s | %8s | %10s | %8s | %9s | %s |\n' "run" "floor %" "floor MB/s" "wait %" "MB/s" \
+		"daemon s | s / GiB | RSS MiB |  proxy s"
+	printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' "-----" "----------" "------------" "----------" "-----------" \
+		"----------" "---------" "---------" "----------"
+	: >"$WORK/shape.tsv"
+	for i in $(seq "$RUNS"); do
+		read -r lw lm _ <<<"$(readers "$WORK/www" "$2" "$3")"
+		mount_pf "$WORK/rd$i"
+		cpu_start "$WORK/rd$i"
+		read -r w m b <<<"$(readers "$WORK/rd$i" "$2" "$3")"
+		cols=$(cpu_cols "$b")
+		pf_umount "$WORK/rd$i"
+		printf '| %3s | %8s | %10s | %8s | %9s | %s |\n' "$i" "$lw" "$lm" "$w" "$m" "$cols"
+		printf '%s\t%s\n' "$lw" "$w" >>"$WORK/shape.tsv"
+	done
+	echo
+	python3 - "$WORK/shape.tsv" "$1" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for name, col in (("local page-cache floor", 0), ("prefetchfs", 1)):
+    v = sorted(float(r[col]) for r in rows)
+    print("%s, %s: data wait min %.1f%% / median %.1f%% / max %.1f%% over %d runs"
+          % (sys.argv[2], name, v[0], statistics.median(v), v[-1], len(v)))
+PY
 }
 
 # the single-connection rate: one ranged GET of 256 MiB through the proxy
@@ -108,9 +192,10 @@ echo "per connection. Object: $((BYTES >> 20)) MiB."
 echo
 echo "### Sequential read (1 MiB read()s, no compute)"
 echo
-printf '| %-34s | %9s | %8s | %8s | %8s |\n' "reader" "MB/s" "x single" "daemon s" "proxy s"
-printf '|%s|%s|%s|%s|%s|\n' "------------------------------------" "-----------" "----------" "----------" "----------"
-printf '| %-34s | %9s | %8s | %8s | %8s |\n' "one connection (curl, one GET)" "$SINGLE" "1.0" "-" "-"
+printf '| %-34s | %9s | %8s | %8s | %7s | %7s | %8s |\n' "reader" "MB/s" "x single" "daemon s" "s / GiB" "RSS MiB" "proxy s"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "-----------" "----------" "----------" "---------" "---------" "----------"
+printf '| %-34s | %9s | %8s | %s |\n' "one connection (curl, one GET)" "$SINGLE" "1.0" "$NOCPU"
+scan "local copy (page cache, no FUSE)" "" "$FILE"
 mount_pf "$WORK/off" prefetch=off
 scan "prefetchfs -o prefetch=off" "$WORK/off" "$FILE"
 pf_umount "$WORK/off"
@@ -121,8 +206,8 @@ pf_umount "$WORK/on"
 echo
 echo "### Trainer-like load: batches of $BATCH, ${COMPUTE} ms of compute after each"
 echo
-printf '| %-34s | %8s | %9s | %9s | %9s | %8s | %8s |\n' "reader" "wait %" "MB/s" "p50 ms" "1st ms" "daemon s" "proxy s"
-printf '|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------" "-----------" "----------" "----------"
+printf '| %-34s | %8s | %9s | %9s | %9s | %8s | %7s | %7s | %8s |\n' "reader" "wait %" "MB/s" "p50 ms" "1st ms" "daemon s" "s / GiB" "RSS MiB" "proxy s"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' "------------------------------------" "----------" "-----------" "-----------" "-----------" "----------" "---------" "---------" "----------"
 train "local copy (page cache, no FUSE)" "" "$FILE"
 mount_pf "$WORK/off2" prefetch=off
 train "prefetchfs -o prefetch=off" "$WORK/off2" "$FILE"
@@ -131,6 +216,20 @@ mount_pf "$WORK/on2" max_memory=2G
 train "prefetchfs" "$WORK/on2" "$FILE"
 cp "$WORK/on2/.prefetchfs/stats" "$WORK/train.json"
 pf_umount "$WORK/on2"
+echo
+NB160=0
+NB40=$(( SHARD_BYTES / 2 / (8 << 20) ))
+[ "$NB40" -lt 1 ] && NB40=1
+echo "### Four readers, each its own $((SHARD_BYTES >> 20)) MiB shard: 1 MiB read()s (POSIX_FADV_SEQUENTIAL), 8 MiB batches, 160 ms compute"
+echo
+echo "prefetchfs with its defaults, a fresh mount per run; floor: the same readers over the local"
+echo "page-cached shards. wait % = mean of the four readers; MB/s = all bytes / the longest wall."
+echo
+shape "160 ms" 160 "$NB160"
+echo
+echo "### Four readers, $((NB40 * 8)) MiB of each shard, 40 ms compute"
+echo
+shape "40 ms" 40 "$NB40"
 echo
 python3 - "$WORK/scan.json" "$WORK/train.json" <<'PY'
 import json, sys
@@ -146,10 +245,18 @@ PY
 {
 	echo "# prefetchfs object-store benchmark ($(date -u +%Y-%m-%d), $(nproc) cores)"
 	echo
-	echo "Command: bench/objstore.sh --size $SIZE --latency-ms $LAT --bw $BW --batch $BATCH --compute-ms $COMPUTE"
+	echo "Command: bench/objstore.sh${ARGS:+ $ARGS} (--size $SIZE --latency-ms $LAT --bw $BW --batch $BATCH --compute-ms $COMPUTE --shard-size $SHARD --runs $RUNS)"
+	echo
+	echo "Daemon s = CPU seconds (utime + stime) of the prefetchfs daemon during the row; s / GiB = the"
+	echo "same per GiB the readers got; RSS MiB = the daemon's peak resident memory (VmHWM, read before"
+	echo "its unmount: the mount's whole life); proxy s = CPU seconds of bench/delayproxy. Other"
+	echo "processes may share the machine: compare within one run."
 	echo
 	cat "$WORK/out.md"
 } >"$R/objstore.md"
 echo
-echo "written: bench/results/objstore.md"
+echo "written: $R/objstore.md"
+# (without -e: lib.sh's exit trap ends with a pkill that finds nothing,
+# which under -e made the script's status 1 after a good run)
+set +e
 finish >/dev/null

@@ -12,6 +12,8 @@
 #   s3      the S3 test server (s3rver, tests/servers.sh) behind
 #           bench/delayproxy, likewise
 # Systems (one fresh mount per row):
+#   local       the local files, in the page cache: the floor of each
+#               shape (what the trainer costs with no store at all)
 #   direct      the store without prefetching: slowfs read directly
 #               (read_ahead_kb=1024), for http/s3 prefetchfs -o prefetch=off
 #   prefetchfs  prefetchfs with its defaults
@@ -25,21 +27,25 @@
 #   stride   4 processes on one file, rank r: --offset r*1M --stride 4M
 #            --record 1M, batches of 2 MiB, 40 ms compute
 #   workers  4 processes, each its own shard, batches of 2 MiB, 40 ms
+#   readers  4 processes, each its own shard, 1 MiB read()s after
+#            POSIX_FADV_SEQUENTIAL, batches of 8 MiB, 160 ms compute
+#            (issue 14's shape; bench/objstore.sh runs it at 512 MiB
+#            shards, 5 times)
 #   scan     1 MiB read()s, no compute
 #   random   256 KiB preads at random offsets, 4 per batch, 10 ms compute
 # Figures per row: data wait % (time waiting for data / wall; mean over the
 # processes), MB/s (all processes' bytes / the longest wall), amplification
 # (bytes the store served during the run / bytes read; at slowfs: READ
 # bytes, through delayproxy: response bytes with headers), daemon CPU s
-# (utime+stime of the FUSE daemon at the end of the run) and peak RSS MiB
-# (its VmHWM).  Also prefetchfs scan MB/s against -o max_inflight on the
+# (utime+stime of the FUSE daemon at the end of the run, its whole life),
+# daemon CPU s per GiB the trainers read, and peak RSS MiB (its VmHWM).  Also prefetchfs scan MB/s against -o max_inflight on the
 # http and s3 stores at the highest latency.
 #
 # Writes OUT/suite.md, OUT/suite.tsv, OUT/suite-wait-latency.png and
 # OUT/suite-inflight.png (OUT: --out, default bench/results).
 #
 # Options:
-#   --quick           ~3 minutes: 64M files, 3 s runs, workloads seq, scan
+#   --quick           ~4 minutes: 64M files, 3 s runs, workloads seq, readers, scan
 #                     and random, fewer max_inflight values
 #   --smoke           about a minute: 16M files, seq workload only
 #   (--quick and --smoke start the next row while a daemon still exits)
@@ -49,8 +55,8 @@
 #   --slowfs-bw MIB   slowfs bandwidth per READ in MiB/s (default 100)
 #   --time-limit S    seconds per run at most (default 6)
 #   --stores "..."    subset of "slowfs http s3"
-#   --systems "..."   subset of "direct prefetchfs rclone rclone-tuned s3fs"
-#   --workloads "..." subset of "seq mmap stride workers scan random"
+#   --systems "..."   subset of "local direct prefetchfs rclone rclone-tuned s3fs"
+#   --workloads "..." subset of "seq mmap stride workers readers scan random"
 #   --inflight "N.."  max_inflight values of the plot (default 1..32)
 #   --out DIR         where the results go (default bench/results)
 #   --no-deps         do not run tests/deps.sh first
@@ -64,8 +70,8 @@ SLOW_BW=100
 TLIMIT=6
 UMOUNT_WAIT=1
 STORES="slowfs http s3"
-SYSTEMS="direct prefetchfs rclone rclone-tuned s3fs"
-WORKLOADS="seq mmap stride workers scan random"
+SYSTEMS="local direct prefetchfs rclone rclone-tuned s3fs"
+WORKLOADS="seq mmap stride workers readers scan random"
 INFLIGHT="1 2 4 8 16 32"
 RAND_BATCHES=25
 OUT=bench/results
@@ -76,7 +82,7 @@ need_arg() { [ $# -ge 2 ] || usage_err "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) PRESET=quick; SIZE=64M; TLIMIT=3; INFLIGHT="1 4 16"
-		WORKLOADS="seq scan random"; RAND_BATCHES=10; UMOUNT_WAIT=0
+		WORKLOADS="seq readers scan random"; RAND_BATCHES=10; UMOUNT_WAIT=0
 		shift ;;
 	--smoke) PRESET=smoke; SIZE=16M; TLIMIT=2; INFLIGHT="1 8"
 		WORKLOADS=seq; RAND_BATCHES=5; UMOUNT_WAIT=0; shift ;;
@@ -103,8 +109,8 @@ only_of() { # WHAT "VALUES" "ALLOWED"
 	done
 }
 only_of stores "$STORES" "slowfs http s3"
-only_of systems "$SYSTEMS" "direct prefetchfs rclone rclone-tuned s3fs"
-only_of workloads "$WORKLOADS" "seq mmap stride workers scan random"
+only_of systems "$SYSTEMS" "local direct prefetchfs rclone rclone-tuned s3fs"
+only_of workloads "$WORKLOADS" "seq mmap stride workers readers scan random"
 for v in $LATS $INFLIGHT $SLOW_BW; do
 	[[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage_err "'$v' is not a number"
 done
@@ -268,6 +274,10 @@ sys_mount() {
 	log=$WORK/daemon.$(basename "$mnt").log
 	mkdir -p "$mnt"
 	case $sys in
+	local)
+		RMNT=$D
+		return 0
+		;;
 	direct|prefetchfs)
 		if [ "$sys" = direct ] && [ "$KIND" = slowfs ]; then
 			RMNT=$SRC
@@ -380,11 +390,14 @@ workload() {
 	scan) "${tr[@]}" --scan "$dir/scan.bin" >"$WORK/wl.0" 2>"$WORK/wl.err.0" || rc=$? ;;
 	random) "${tr[@]}" --random 1 --read-size 256K --batch 1M --compute-ms 10 \
 		--batches "$RAND_BATCHES" "$dir/random.bin" >"$WORK/wl.0" 2>"$WORK/wl.err.0" || rc=$? ;;
-	stride|workers)
+	stride|workers|readers)
 		for r in 0 1 2 3; do
 			if [ "$wl" = stride ]; then
 				"${tr[@]}" --batch 2M --compute-ms 40 --record 1M --stride 4M \
 					--offset "${r}M" "$dir/stride.bin" >"$WORK/wl.$r" 2>"$WORK/wl.err.$r" &
+			elif [ "$wl" = readers ]; then
+				"${tr[@]}" --fadvise sequential --batch 8M --compute-ms 160 \
+					"$dir/shard-$r.bin" >"$WORK/wl.$r" 2>"$WORK/wl.err.$r" &
 			else
 				"${tr[@]}" --batch 2M --compute-ms 40 "$dir/shard-$r.bin" \
 					>"$WORK/wl.$r" 2>"$WORK/wl.err.$r" &
@@ -422,7 +435,7 @@ PY
 
 # ---- the matrix ------------------------------------------------------------
 TSV=$WORK/suite.tsv
-printf 'store\tlatency_ms\tsystem\tworkload\twait_pct\tmb_s\tamplification\tcpu_s\trss_mib\tbytes\tstore_bytes\tlimited\tnote\n' >"$TSV"
+printf 'store\tlatency_ms\tsystem\tworkload\twait_pct\tmb_s\tamplification\tcpu_s\trss_mib\tbytes\tstore_bytes\tlimited\tnote\tcpu_s_per_gib\n' >"$TSV"
 printf 'store\tmax_inflight\tmb_s\tamplification\n' >"$WORK/inflight.tsv"
 : >"$WORK/stores.txt"
 NROWS=0
@@ -435,7 +448,7 @@ for k in $STORES; do
 done
 ROW=0
 row() { # SYS WL [prefetchfs options]: mount, run, measure, unmount
-	local sys=$1 wl=$2 extra=${3:-} mnt res b0 b1 amp cpu="-" rss="-" note=""
+	local sys=$1 wl=$2 extra=${3:-} mnt res b0 b1 amp cpu="-" rss="-" note="" gib="-"
 	local bytes="" wall wait mbs lim
 	ROW=$((ROW + 1))
 	mnt=$WORK/m.$KIND.$LAT.$sys.$wl${extra:+.${extra//[=,]/_}}
@@ -453,6 +466,7 @@ row() { # SYS WL [prefetchfs options]: mount, run, measure, unmount
 			sleep 0.3	# fetches still in flight count too
 			b1=$(store_bytes)
 			amp=$(python3 -c "print('%.2f' % (($b1 - $b0) / $bytes) if $bytes else '-')")
+			[ "$sys" = local ] && amp=-
 			[ "$lim" = 1 ] && note="stopped after ${TLIMIT} s"
 		else
 			note=$WHY
@@ -460,16 +474,18 @@ row() { # SYS WL [prefetchfs options]: mount, run, measure, unmount
 		if [ -n "$DPID" ]; then
 			cpu=$(daemon_cpu "$DPID")
 			rss=$(daemon_hwm "$DPID")
+			[ -n "$bytes" ] && [ -n "$cpu" ] && [ "$bytes" -gt 0 ] &&
+				gib=$(python3 -c "print('%.2f' % ($cpu / ($bytes / 2**30)))")
 		fi
 		sys_umount "$mnt" || note="${note:+$note; }unmount failed"
 	fi
 	if [ -n "$bytes" ]; then
-		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$KIND" "$LAT" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$KIND" "$LAT" \
 			"$sys${extra:+ -o $extra}" "$wl" "$wait" "$mbs" "$amp" "${cpu:--}" "${rss:--}" \
-			"$bytes" "$((b1 - b0))" "$lim" "$note" >>"$ROWTSV"
-		say "[$ROW/$NROWS] $KIND ${LAT}ms $sys${extra:+ -o $extra} $wl: wait ${wait}% ${mbs} MB/s amp $amp cpu ${cpu:--}s rss ${rss:--}MiB${note:+ ($note)}"
+			"$bytes" "$((b1 - b0))" "$lim" "$note" "$gib" >>"$ROWTSV"
+		say "[$ROW/$NROWS] $KIND ${LAT}ms $sys${extra:+ -o $extra} $wl: wait ${wait}% ${mbs} MB/s amp $amp cpu ${cpu:--}s (${gib}s/GiB) rss ${rss:--}MiB${note:+ ($note)}"
 	else
-		printf '%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\n' "$KIND" "$LAT" \
+		printf '%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\n' "$KIND" "$LAT" \
 			"$sys" "$wl" "$note" >>"$ROWTSV"
 		say "[$ROW/$NROWS] $KIND ${LAT}ms $sys $wl: $note"
 	fi
@@ -514,7 +530,7 @@ inf = [l.rstrip("\n").split("\t") for l in open(inflight)][1:]
 stores = [l.rstrip("\n").split("\t") for l in open(stores_txt)]
 names = {"slowfs": "slow directory", "http": "HTTP", "s3": "S3"}
 wlname = {"seq": "seq batches", "mmap": "mmap batches", "stride": "4 strided ranks",
-          "workers": "4 workers, shards", "scan": "scan", "random": "random 256K"}
+          "workers": "4 workers, shards", "readers": "4 readers, 160 ms", "scan": "scan", "random": "random 256K"}
 o = []
 o.append("# prefetchfs comparative benchmark (%s, %s cores)" % ("$(date -u +%Y-%m-%d)", "$(nproc)"))
 o.append("")
@@ -528,10 +544,12 @@ o.append("")
 o.append("Workloads (bench/trainer): seq = batches of 8 MiB read with 1 MiB read()s, 40 ms compute "
          "after each; mmap = the same copied out of a mapping; 4 strided ranks = 4 processes on one "
          "file, rank r reads 1 MiB records at r MiB + 4i MiB, batches of 2 MiB, 40 ms; 4 workers = "
-         "4 processes each on its own shard, batches of 2 MiB, 40 ms; scan = 1 MiB read()s, no "
+         "4 processes each on its own shard, batches of 2 MiB, 40 ms; 4 readers, 160 ms = 4 processes "
+         "each on its own shard, 1 MiB read()s after POSIX_FADV_SEQUENTIAL, batches of 8 MiB, 160 ms; scan = 1 MiB read()s, no "
          "compute; random = 256 KiB preads at random offsets, 4 per batch, 10 ms compute.")
 o.append("")
-o.append("Systems: direct = the store without prefetching: slowfs read directly (read_ahead_kb=1024), "
+o.append("Systems: local = the files on local disk, in the page cache (the floor of each "
+         "shape: no store, no FUSE); direct = the store without prefetching: slowfs read directly (read_ahead_kb=1024), "
          "or prefetchfs -o prefetch=off for HTTP/S3; prefetchfs = its defaults; rclone = "
          "\`rclone mount --read-only\` of the slowfs path, an :http: remote or an :s3: remote "
          "(provider Other), $(rclone version 2>/dev/null | head -1 | sed 's/^rclone //'); "
@@ -542,21 +560,21 @@ o.append("wait % = time waiting for data / wall (mean over processes); MB/s = by
          "processes / longest wall; amp = bytes the store served during the run (slowfs READ bytes; "
          "delayproxy response bytes, headers included) / bytes read, so read-ahead still in flight "
          "when a time-limited run stops counts; CPU s = utime+stime of the FUSE daemon at the end of "
-         "the run (from its mount); RSS = its peak (VmHWM). An amp below 1: a chunk read twice "
+         "the run (from its mount); s/GiB = that CPU per GiB the trainers read; RSS = its peak (VmHWM). An amp below 1: a chunk read twice "
          "(random reads are drawn with replacement) came from the kernel's page cache the second time. "
          "Rows of one run were measured on the same machine minutes apart; compare within a run only.")
 for k, lat, desc in stores:
     o.append("")
     o.append("## %s, %s ms" % (names[k], lat))
     o.append("")
-    o.append("| workload | system | wait % | MB/s | amp | CPU s | RSS MiB | note |")
-    o.append("|---|---|---:|---:|---:|---:|---:|---|")
+    o.append("| workload | system | wait % | MB/s | amp | CPU s | s/GiB | RSS MiB | note |")
+    o.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
     sel = [r for r in rows if r[0] == k and r[1] == lat]
     order = list(dict.fromkeys(r[3] for r in sel))
     for w in order:
         for r in sel:
             if r[3] == w:
-                o.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (wlname[w], r[2], r[4], r[5], r[6], r[7], r[8], r[12]))
+                o.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (wlname[w], r[2], r[4], r[5], r[6], r[7], r[13] if len(r) > 13 else "-", r[8], r[12]))
 if inf:
     o.append("")
     o.append("## prefetchfs scan vs -o max_inflight (%s ms)" % "$MAXLAT")

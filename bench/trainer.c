@@ -30,6 +30,9 @@
  * --time-limit S stops at the first batch boundary after S seconds of wall
  * time (the output then says limited=1): a bounded run of a slow reader.
  *
+ * --fadvise sequential|random|normal calls posix_fadvise() on each FILE
+ * after opening it (default: none), as a loader that declares its access.
+ *
  * --scan: no compute; read whole files in --read-size chunks (batch =
  * one chunk), for hot-data throughput.
  *
@@ -83,6 +86,7 @@ struct cfg {
 	int random;
 	uint64_t seed;
 	double time_limit_s;	/* 0: no limit */
+	int fadvise;		/* POSIX_FADV_*, or -1: none */
 };
 
 struct stats {
@@ -179,6 +183,8 @@ static void usage(FILE *f)
 "  --random SEED      --read-size chunks at random aligned offsets, as\n"
 "                     many as the file has chunks\n"
 "  --time-limit S     stop at a batch boundary after S seconds\n"
+"  --fadvise ADVICE   posix_fadvise() each FILE after opening it:\n"
+"                     sequential, random or normal (default: none)\n"
 "  --check REF        compare the data with REF (a file, or a directory\n"
 "                     holding files of the same basename); exit 1 on a\n"
 "                     mismatch\n"
@@ -392,6 +398,15 @@ static int open_input(struct input *in, const struct cfg *c)
 		return -1;
 	}
 	in->size = (uint64_t)sb.st_size;
+	if (c->fadvise >= 0) {
+		int err = posix_fadvise(in->fd, 0, 0, c->fadvise);
+
+		if (err) {
+			fprintf(stderr, "%s: posix_fadvise %s: %s\n", prog,
+				in->path, strerror(err));
+			return -1;
+		}
+	}
 	if (c->use_mmap && in->size) {
 		void *p = mmap(NULL, in->size, PROT_READ, MAP_SHARED, in->fd,
 			       0);
@@ -496,7 +511,7 @@ int main(int argc, char *argv[])
 {
 	enum { O_BATCH = 256, O_COMPUTE, O_READSIZE, O_MODE, O_BATCHES,
 	       O_PASSES, O_SCAN, O_CHECK, O_STRIDE, O_RECORD, O_OFFSET,
-	       O_RANDOM, O_TIMELIMIT };
+	       O_RANDOM, O_TIMELIMIT, O_FADVISE };
 	static const struct option longopts[] = {
 		{ "batch", required_argument, NULL, O_BATCH },
 		{ "compute-ms", required_argument, NULL, O_COMPUTE },
@@ -511,6 +526,7 @@ int main(int argc, char *argv[])
 		{ "offset", required_argument, NULL, O_OFFSET },
 		{ "random", required_argument, NULL, O_RANDOM },
 		{ "time-limit", required_argument, NULL, O_TIMELIMIT },
+		{ "fadvise", required_argument, NULL, O_FADVISE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -519,6 +535,7 @@ int main(int argc, char *argv[])
 		.read_size = 1ULL << 20,
 		.compute_ms = 40.0,
 		.passes = 1,
+		.fadvise = -1,
 	};
 	struct stats st = { 0 };
 	unsigned char *buf, *cbuf = NULL;
@@ -583,6 +600,16 @@ int main(int argc, char *argv[])
 			c.time_limit_s = strtod(optarg, &end);
 			bad = errno || *end || end == optarg ||
 			      !(c.time_limit_s >= 0);
+			break;
+		case O_FADVISE:
+			if (!strcmp(optarg, "sequential"))
+				c.fadvise = POSIX_FADV_SEQUENTIAL;
+			else if (!strcmp(optarg, "random"))
+				c.fadvise = POSIX_FADV_RANDOM;
+			else if (!strcmp(optarg, "normal"))
+				c.fadvise = POSIX_FADV_NORMAL;
+			else
+				bad = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -7,8 +7,9 @@
 #  - every system that can read a store has numbers in its row: data wait
 #    within 0..100 %, MB/s > 0, amplification >= 0.95 (the store's byte
 #    counter saw at least the bytes read: nothing reads these files from a
-#    cache between rows), and for a FUSE daemon CPU seconds and a peak
-#    RSS; a system that cannot has a row saying why;
+#    cache between rows), and for a FUSE daemon CPU seconds, CPU seconds
+#    per GiB and a peak RSS; a system that cannot has a row saying why;
+#    the local floor has a wait and MB/s (no store bytes, no daemon);
 #  - the max_inflight sweep has a number for each value and store;
 #  - a bad argument is one error line and exit 2.
 . "$(dirname "$0")/lib.sh"
@@ -53,7 +54,7 @@ def num(v):
         return float(v)
     except ValueError:
         return None
-systems = ["direct", "prefetchfs", "rclone", "rclone-tuned", "s3fs"]
+systems = ["local", "direct", "prefetchfs", "rclone", "rclone-tuned", "s3fs"]
 for store in ["slowfs", "http", "s3"]:
     for lat in ["5", "50"]:
         for s in systems:
@@ -73,10 +74,15 @@ for store in ["slowfs", "http", "s3"]:
                 print("no numbers:", m[0]); bad += 1
                 continue
             w, mb, amp = num(r["wait_pct"]), num(r["mb_s"]), num(r["amplification"])
-            ok = 0 <= w <= 100 and mb and mb > 0 and amp is not None and amp >= 0.95
-            daemon = not (store == "slowfs" and s == "direct")
+            ok = 0 <= w <= 100 and mb and mb > 0
+            if s == "local":
+                ok = ok and r["amplification"] == "-" and r["cpu_s"] == "-"
+            else:
+                ok = ok and amp is not None and amp >= 0.95
+            daemon = s != "local" and not (store == "slowfs" and s == "direct")
             if daemon:
-                ok = ok and num(r["cpu_s"]) is not None and (num(r["rss_mib"]) or 0) > 0
+                ok = (ok and num(r["cpu_s"]) is not None and (num(r["rss_mib"]) or 0) > 0
+                      and num(r["cpu_s_per_gib"]) is not None)
             if not ok:
                 print("bad numbers:", m[0]); bad += 1
 print("%d rows checked, %d bad" % (len(rows), bad))
@@ -92,7 +98,7 @@ print("%d values, missing or zero: %s" % (len(rows), bad or "none"))
 sys.exit(1 if bad else 0)'
 
 check "suite.md names every system" bash -c \
-	'for s in direct prefetchfs rclone rclone-tuned s3fs; do grep -q "| $s |" "$1" || exit 1; done' _ "$OUT/suite.md"
+	'for s in local direct prefetchfs rclone rclone-tuned s3fs; do grep -q "| $s |" "$1" || exit 1; done' _ "$OUT/suite.md"
 
 "$TOP/bench/suite.sh" --no-deps --stores nfs >"$WORK/bad.out" 2>&1
 rc=$?
