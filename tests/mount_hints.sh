@@ -97,7 +97,7 @@ cat >"$FAKE/.prefetchfs/stats" <<'EOF'
   "ahead_entries": 80, "ahead_bytes": 9175040, "read_planned": 12, "read_unplanned": 0,
   "wasted_bytes": 0, "latency_ns": 0}]}
 EOF
-"$TOP/prefetchfs-stat" -n 1 "$FAKE" >"$WORK/stat.out" 2>&1
+COLUMNS=200 "$TOP/prefetchfs-stat" -n 1 "$FAKE" >"$WORK/stat.out" 2>&1
 check "prefetchfs-stat: a line per plan" \
 	grep -qE '^3 +abandoned +1281167 +5120 +0 +0 +5200 +54 +70.0M +52.3  reads stopped matching: 10 of' "$WORK/stat.out"
 check "prefetchfs-stat: a following plan" \
