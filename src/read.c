@@ -244,11 +244,23 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		engine_stream_get(f, stream->id);
 	}
 	if (!read_pin_or_park(e, p, &later)) {
-		if (!read_move_to_heap(e, p)) {
-			pf_err("out of memory parking a read");
-			abort();
+		if (read_move_to_heap(e, p)) {
+			p = NULL;
+		} else {
+			/*
+			 * No memory to park it: take it off the list it heads
+			 * (it holds no pins there) and answer ENOMEM; the
+			 * mount stays up.
+			 */
+			if (p->parked)
+				p->parked->waiters = p->wnext;
+			else
+				e->memwait = p->wnext;
+			p->wnext = NULL;
+			p->nblk = 0;
+			p->err = ENOMEM;
+			pf_err("out of memory parking a read of %s", f->path);
 		}
-		p = NULL;
 	}
 	if (stream && !e->stopping)
 		plan_stream(e, f, stream, &later);
