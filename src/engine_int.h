@@ -237,6 +237,8 @@ struct pf_efile {
 	unsigned hint_pending;	/* ranges of it being fetched */
 	bool hint_held;		/* the plans hold a reference */
 	bool hint_open;		/* the plans hold an open */
+	bool hint_opening;	/* an opener thread is opening it */
+	int hint_err;		/* that open failed (-errno), once */
 };
 
 struct pf_engine {

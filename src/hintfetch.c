@@ -22,10 +22,14 @@
  * then asks the plans for more ranges.  A range's efile is kept alive by
  * one reference (hint_held) until its plan releases a range of it, so the
  * blocks stay reachable for the reader's open: pf_efile_new() finds the
- * efile by path through the table.  The backend opens needed for fetching are held for
- * at most MAX_HINT_OPEN files at once; the oldest with no pending range is
- * closed when a new one is needed.
+ * efile by path through the table.  The backend opens needed for fetching
+ * are made by HINT_OPENERS opener threads (an open over HTTP is a HEAD: one
+ * latency each, so they run in parallel) and held for at most
+ * MAX_HINT_OPEN files at once; the oldest with no pending range is closed
+ * when a new one is needed.
  *
+ * Threads: the hint thread, the openers, and FUSE workers and the
+ * completion thread through hint_read()/hint_kick() and the control file.
  * Locks: the plan set and the plans are guarded by e->lock (their calls
  * are pure and short); the intern table by h->mu, a leaf taken after
  * e->lock or alone (the resolver).  Each control-file handle has its own
@@ -43,6 +47,8 @@
 #include "engine_int.h"
 
 #define MAX_HINT_OPEN	32	/* backend files held open for plans */
+#define HINT_OPENERS	8	/* threads opening them (a HEAD each over
+				 * HTTP: one latency) */
 #define MAX_PENDING	256	/* ranges being fetched */
 #define BATCH		32
 
@@ -57,6 +63,11 @@ struct pending {
 	struct pf_efile *f;	/* holds a hint reference */
 	uint64_t upto;		/* covered up to */
 	int err;
+};
+
+struct hint_closed {
+	uint64_t plans, declared, missing, fetched, fetched_bytes;
+	uint64_t read_planned, read_unplanned, wasted_bytes, bad_writes;
 };
 
 struct hintfetch {
@@ -80,7 +91,13 @@ struct hintfetch {
 	unsigned npend;
 	struct pf_efile *open[MAX_HINT_OPEN];
 	unsigned nopen;
+	struct pf_efile *oq[MAX_HINT_OPEN];	/* to open, FIFO */
+	unsigned oq_head, noq, nopening;
+	pthread_cond_t ocond;	/* with e->lock: oq grew, or stop */
+	pthread_t openers[HINT_OPENERS];
+	unsigned nopeners;
 	uint64_t opens, open_errors;
+	struct hint_closed closed;	/* of the plans ended so far */
 };
 
 /* A control-file handle. */
@@ -375,44 +392,114 @@ static bool open_evict(struct pf_engine *e)
 	return false;
 }
 
+/* Under e->lock: hold @f's new open (made by an opener thread). */
+static void open_hold(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+
+	if (h->nopen == MAX_HINT_OPEN)
+		open_evict(e);
+	if (h->nopen == MAX_HINT_OPEN) {
+		/* every held file has a range pending: rare, and bounded by
+		 * the openers; let this one go at once */
+		if (--f->opens == 0) {
+			bfile_ref_put(f->cur);
+			f->cur = NULL;
+		}
+		return;
+	}
+	f->hint_open = true;
+	h->open[h->nopen++] = f;
+}
+
 /*
- * Under e->lock, released around the backend open: make sure @f is open
- * (held in h->open).  Returns 0, or -errno.
+ * Under e->lock: have @f opened for a pending range.  Returns 0 when it
+ * is open, -EINPROGRESS while an opener thread works on it (the hint
+ * thread is kicked when it is done), -EAGAIN when no open may be held
+ * now, or the open's -errno.
  */
 static int file_open(struct pf_engine *e, struct pf_efile *f)
 {
 	struct hintfetch *h = e->hf;
-	struct stat st;
 	int ret;
 
-	if (f->hint_open || f->opens)
-		return f->cur ? 0 : -EAGAIN;
-	if (h->nopen == MAX_HINT_OPEN && !open_evict(e))
-		return -EAGAIN;
-	f->hint_open = true;	/* nobody else opens it for plans */
-	f->refs++;		/* across the unlocked open */
-	h->opens++;
-	pthread_mutex_unlock(&e->lock);
-	ret = efile_open(f, &st, false);
-	pthread_mutex_lock(&e->lock);
-	f->refs--;
-	if (ret < 0) {
-		f->hint_open = false;
-		h->open_errors++;
-		efile_maybe_free(e, f);
+	if (f->cur)
+		return 0;
+	if (f->hint_opening)
+		return -EINPROGRESS;
+	if (f->hint_err) {
+		ret = f->hint_err;
+		f->hint_err = 0;
 		return ret;
 	}
-	if (h->nopen == MAX_HINT_OPEN && !open_evict(e)) {
-		/* cannot happen often: every held file has work; keep it
-		 * anyway, the bound is exceeded by one for a pass */
-		pf_debug("hints: more than %u files open ahead",
-			 MAX_HINT_OPEN);
+	if (h->nopen + h->nopening >= MAX_HINT_OPEN && !open_evict(e))
+		return -EAGAIN;
+	if (!h->nopeners || h->noq == MAX_HINT_OPEN)
+		return -EAGAIN;
+	f->hint_opening = true;
+	f->refs++;		/* while the opener has it */
+	h->nopening++;
+	h->oq[(h->oq_head + h->noq++) % MAX_HINT_OPEN] = f;
+	pthread_cond_signal(&h->ocond);
+	return -EINPROGRESS;
+}
+
+static void *opener_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	struct hintfetch *h = e->hf;
+	struct stat st;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct pf_efile *f;
+		int ret;
+
+		while (!h->noq && !h->stop)
+			pthread_cond_wait(&h->ocond, &e->lock);
+		if (h->stop)
+			break;
+		f = h->oq[h->oq_head];
+		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
+		h->noq--;
+		pthread_mutex_unlock(&e->lock);
+		/* the backend open may block: not under the lock */
+		ret = efile_open(f, &st, false);
+		pthread_mutex_lock(&e->lock);
+		h->opens++;
+		h->nopening--;
+		f->hint_opening = false;
+		if (ret < 0) {
+			h->open_errors++;
+			f->hint_err = ret;
+		} else if (h->stop) {
+			if (--f->opens == 0) {
+				bfile_ref_put(f->cur);
+				f->cur = NULL;
+			}
+		} else {
+			open_hold(e, f);
+		}
+		f->refs--;
+		efile_maybe_free(e, f);
+		if (!h->kick) {
+			h->kick = true;
+			pthread_cond_signal(&h->cond);
+		}
 	}
-	if (h->nopen < MAX_HINT_OPEN)
-		h->open[h->nopen++] = f;
-	else
-		h->open[MAX_HINT_OPEN - 1] = f;
-	return 0;
+	/* what is still queued is let go */
+	while (h->noq) {
+		struct pf_efile *f = h->oq[h->oq_head];
+
+		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
+		h->noq--;
+		h->nopening--;
+		f->hint_opening = false;
+		f->refs--;
+		efile_maybe_free(e, f);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
 }
 
 /* ---- releases ---------------------------------------------------------- */
@@ -494,7 +581,7 @@ static bool pend_step(struct pf_engine *e, unsigned i, struct deferred *later)
 	if (!pd->err && !f->cur && pd->upto < end) {
 		int ret = file_open(e, f);
 
-		if (ret == -EAGAIN)
+		if (ret == -EAGAIN || ret == -EINPROGRESS)
 			return false;
 		if (ret < 0)
 			pd->err = ret;
@@ -627,6 +714,7 @@ int hint_start(struct pf_engine *e)
 		return -ENOMEM;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cond, NULL);
+	pthread_cond_init(&h->ocond, NULL);
 	pf_hint_cfg_default(&h->cfg);
 	h->cfg.max_inflight = e->cfg.max_inflight > reserve + 1 ?
 				      e->cfg.max_inflight - reserve : 1;
@@ -641,6 +729,10 @@ int hint_start(struct pf_engine *e)
 	e->hf = h;
 	if (pthread_create(&h->thread, NULL, hint_main, e) == 0)
 		h->running = true;
+	while (h->running && h->nopeners < HINT_OPENERS &&
+	       pthread_create(&h->openers[h->nopeners], NULL, opener_main,
+			      e) == 0)
+		h->nopeners++;
 	return 0;
 }
 
@@ -656,8 +748,12 @@ void hint_stop(struct pf_engine *e)
 		pthread_mutex_lock(&e->lock);
 		h->stop = true;
 		pthread_cond_broadcast(&h->cond);
+		pthread_cond_broadcast(&h->ocond);
 		pthread_mutex_unlock(&e->lock);
 		pthread_join(h->thread, NULL);
+		for (unsigned i = 0; i < h->nopeners; i++)
+			pthread_join(h->openers[i], NULL);
+		h->nopeners = 0;
 		h->running = false;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -694,12 +790,27 @@ void hint_free(struct pf_engine *e)
 	free(h->v);
 	free(h->tab);
 	pthread_cond_destroy(&h->cond);
+	pthread_cond_destroy(&h->ocond);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 	e->hf = NULL;
 }
 
 /* ---- the control file (pf_engine.h) ------------------------------------- */
+
+/* Under e->lock: a plan ended (replaced or closed); bad_writes are kept
+ * across a handle's plans, so they count at its close only. */
+static void hint_ended(struct hintfetch *h, const struct pf_hint_stats *st)
+{
+	h->closed.plans++;
+	h->closed.declared += st->declared;
+	h->closed.missing += st->missing;
+	h->closed.fetched += st->fetched;
+	h->closed.fetched_bytes += st->fetched_bytes;
+	h->closed.read_planned += st->read_planned;
+	h->closed.read_unplanned += st->read_unplanned;
+	h->closed.wasted_bytes += st->wasted_bytes;
+}
 
 int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out)
 {
@@ -746,6 +857,12 @@ int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *ch,
 	pthread_mutex_lock(&ch->mu);
 	pf_hint_parse(ch->text, buf, len, off, hint_resolve, e, &ch->batch);
 	pthread_mutex_lock(&e->lock);
+	if (ch->batch.restart) {
+		/* the plan it replaces ends: its counts go to the totals */
+		pf_hint_stats(ch->plan, &st);
+		if (st.declared || st.bad_writes)
+			hint_ended(h, &st);
+	}
 	ret = pf_hint_apply(ch->plan, &ch->batch, engine_now(e));
 	pf_hint_stats(ch->plan, &st);
 	if (!h->kick) {
@@ -763,7 +880,12 @@ void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *ch)
 {
 	struct hintfetch *h = e->hf;
 
+	struct pf_hint_stats st;
+
 	pthread_mutex_lock(&e->lock);
+	pf_hint_stats(ch->plan, &st);
+	hint_ended(h, &st);
+	h->closed.bad_writes += st.bad_writes;
 	pf_hintset_close(h->set, ch->plan);
 	h->nplans--;
 	/* the thread drains the releases: one more pass */
@@ -789,6 +911,8 @@ void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
 	struct hintfetch *h = e->hf;
 	struct pf_hint_stats *st = NULL;
 	unsigned n = 0;
+	uint64_t opens, open_errors;
+	struct hint_closed c;
 
 	if (!h)
 		return;
@@ -798,7 +922,24 @@ void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
 		st = calloc(n, sizeof(*st));
 	for (unsigned i = 0; st && i < n; i++)
 		pf_hint_stats(pf_hintset_plan(h->set, i), &st[i]);
+	c = h->closed;
+	opens = h->opens;
+	open_errors = h->open_errors;
 	pthread_mutex_unlock(&e->lock);
+	pf_strbuf_addf(sb,
+		       ",\n  \"plans_ended\": {\"plans\": %" PRIu64
+		       ", \"declared\": %" PRIu64 ", \"missing\": %" PRIu64
+		       ", \"fetched\": %" PRIu64
+		       ", \"fetched_bytes\": %" PRIu64
+		       ", \"read_planned\": %" PRIu64
+		       ", \"read_unplanned\": %" PRIu64
+		       ", \"wasted_bytes\": %" PRIu64
+		       ", \"bad_writes\": %" PRIu64
+		       ", \"files_opened_ahead\": %" PRIu64
+		       ", \"open_errors\": %" PRIu64 "}",
+		       c.plans, c.declared, c.missing, c.fetched,
+		       c.fetched_bytes, c.read_planned, c.read_unplanned,
+		       c.wasted_bytes, c.bad_writes, opens, open_errors);
 	pf_strbuf_addf(sb, ",\n  \"plans\": [");
 	for (unsigned i = 0; st && i < n; i++) {
 		pf_strbuf_addf(sb, "%s\n    ", i ? "," : "");
