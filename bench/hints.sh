@@ -5,6 +5,7 @@
 #   make bench && bench/hints.sh [--size 768M] [--max-memory 256M]
 #       [--latency-ms 50] [--bw 64M] [--record 256K] [--file 256K]
 #       [--batch 16] [--workers 4] [--compute-ms 40] [--max-inflight 64]
+#       [--only records|tree]
 #
 # The store: nginx serving the data set from local disk behind
 # bench/delayproxy (--latency-ms before the first byte of every response,
@@ -35,6 +36,7 @@ BATCH=16
 WORKERS=4
 COMPUTE=40
 INFLIGHT=64
+ONLY=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--size) SIZE=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--workers) WORKERS=$2; shift 2 ;;
 	--compute-ms) COMPUTE=$2; shift 2 ;;
 	--max-inflight) INFLIGHT=$2; shift 2 ;;
+	--only) ONLY=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^# Results are printed/p' "$0"; exit 0 ;;
 	*) echo "bench/hints.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
@@ -106,7 +109,9 @@ row() {
 	if [ -n "$stats" ]; then
 		read -r ratio plans < <($PY - "$stats" "$bytes" <<-'PY'
 		import json, sys
-		s = json.load(open(sys.argv[1]))
+		# strict=False: a stray control byte was once seen in a big
+		# stats file (a stream entry); the totals parse all the same
+		s = json.loads(open(sys.argv[1], errors="replace").read(), strict=False)
 		t = s["totals"]
 		r = int(sys.argv[2]) or 1
 		p = s.get("plans_ended", {})
@@ -156,6 +161,7 @@ echo "nginx behind bench/delayproxy: ${LAT} ms before the first byte of every re
 echo "per connection. Data set $((TOTAL >> 20)) MiB; prefetchfs -o $OPTS, no cache_dir."
 echo "$WORKERS DataLoader workers, batches of $BATCH samples, ${COMPUTE} ms of compute after each."
 echo "Machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start (shared)."
+if [ "$ONLY" != tree ]; then
 echo
 echo "### Records of one big file ($RECORD a record), torch_loader.py --shuffle, 1 epoch"
 echo
@@ -164,6 +170,8 @@ out=$(records "$WORK/www/$BIG" 2>&1); echo "$out" >>"$WORK/loaders.log"
 row "local copy (page cache, no FUSE)" "$out"
 mount_run "prefetchfs" records "$WORK/r1" "$WORK/r1/$BIG"
 mount_run "prefetchfs, --hints" records "$WORK/r2" "$WORK/r2/$BIG" --hints
+fi
+if [ "$ONLY" != records ]; then
 echo
 echo "### A tree of $NFILES files of $FILE, folder_loader.py (shuffled), 2 epochs (without hints: 1)"
 echo
@@ -172,6 +180,7 @@ out=$(tree --epochs 2 "$WORK/www/tree" 2>&1); echo "$out" >>"$WORK/loaders.log"
 row "local copy (page cache, no FUSE)" "$out"
 mount_run "prefetchfs" tree "$WORK/t1" --epochs 1 "$WORK/t1/tree"
 mount_run "prefetchfs, --hints" tree "$WORK/t2" --epochs 2 "$WORK/t2/tree" --hints
+fi
 echo
 echo "wait % and MB/s of a 2-epoch run are its last epoch's; MiB read is the whole run's."
 echo "Per epoch:"

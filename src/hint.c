@@ -540,6 +540,16 @@ static void targets(const struct pf_hint *p, uint64_t budget, uint64_t *tb,
 	b = (uint64_t)((double)max4(p->rate_b, p->nrate) * lat) + 2 * bb;
 	e = (uint64_t)((double)max4(p->rate_e, p->nrate) * lat + 0.999) +
 	    2 * be;
+	/* readers that ask for many entries at once (a DataLoader's
+	 * workers x prefetch_factor batches) read up to hi: the plan keeps
+	 * its depth ahead of that spread, not of the oldest unread entry
+	 * (a spread inside one entry is the bursts' already) */
+	if (p->hi > p->done_idx + 1) {
+		uint64_t spread = p->hi - p->done_idx - 1;
+
+		e += spread;
+		b += spread * p->max_len;
+	}
 	if (b < c->min_ahead)
 		b = c->min_ahead;
 	if (b > budget)

@@ -25,8 +25,9 @@
  * efile by path through the table.  The backend opens needed for fetching
  * are made by HINT_OPENERS opener threads (an open over HTTP is a HEAD: one
  * latency each, so they run in parallel) and held for at most
- * MAX_HINT_OPEN files at once; the oldest with no pending range is closed
- * when a new one is needed.
+ * MAX_HINT_OPEN files at once, until the plan releases the file (so the
+ * reader's open shares it: over HTTP, no second HEAD); the oldest with no
+ * pending range is closed when a new one is needed.
  *
  * Threads: the hint thread, the openers, and FUSE workers and the
  * completion thread through hint_read()/hint_kick() and the control file.
@@ -46,7 +47,7 @@
 #include "pf_strbuf.h"
 #include "engine_int.h"
 
-#define MAX_HINT_OPEN	64	/* backend files held open for plans */
+#define MAX_HINT_OPEN	1024	/* backend files held open for plans */
 #define HINT_OPENERS	32	/* threads opening them (a HEAD each over
 				 * HTTP: one latency; 32 in parallel keep
 				 * 600 files a second coming at 50 ms) */
@@ -358,10 +359,43 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 	return f;
 }
 
-/* Under e->lock: the plans let @f go (unless a range of it is pending). */
+/* Under e->lock: close the open the plans hold at h->open[i]. */
+static void open_close_at(struct pf_engine *e, unsigned i)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_efile *f = h->open[i];
+
+	memmove(&h->open[i], &h->open[i + 1],
+		(h->nopen - i - 1) * sizeof(h->open[0]));
+	h->nopen--;
+	f->hint_open = false;
+	if (--f->opens == 0) {
+		bfile_ref_put(f->cur);
+		f->cur = NULL;
+	}
+	efile_maybe_free(e, f);
+}
+
+/*
+ * Under e->lock: the plans let @f go (unless a range of it is pending):
+ * its open, so that its reader's open finds it open and shares it (no
+ * second HEAD over HTTP), is held until then, and its reference.
+ */
 static void file_put(struct pf_engine *e, struct pf_efile *f)
 {
-	if (f->hint_held && !f->hint_pending) {
+	struct hintfetch *h = e->hf;
+
+	if (f->hint_pending)
+		return;
+	if (f->hint_open) {
+		for (unsigned i = 0; i < h->nopen; i++) {
+			if (h->open[i] == f) {
+				open_close_at(e, i);
+				break;
+			}
+		}
+	}
+	if (f->hint_held) {
 		f->hint_held = false;
 		f->refs--;
 		efile_maybe_free(e, f);
@@ -375,19 +409,9 @@ static bool open_evict(struct pf_engine *e)
 	struct hintfetch *h = e->hf;
 
 	for (unsigned i = 0; i < h->nopen; i++) {
-		struct pf_efile *f = h->open[i];
-
-		if (f->hint_pending)
+		if (h->open[i]->hint_pending)
 			continue;
-		memmove(&h->open[i], &h->open[i + 1],
-			(h->nopen - i - 1) * sizeof(h->open[0]));
-		h->nopen--;
-		f->hint_open = false;
-		if (--f->opens == 0) {
-			bfile_ref_put(f->cur);
-			f->cur = NULL;
-		}
-		efile_maybe_free(e, f);
+		open_close_at(e, i);
 		return true;
 	}
 	return false;
