@@ -701,7 +701,8 @@ void hint_kick(struct pf_engine *e)
 {
 	struct hintfetch *h = e->hf;
 
-	if (h && h->nplans && !h->kick) {
+	/* pending ranges of closed plans must still be reported */
+	if (h && (h->nplans || h->npend) && !h->kick) {
 		h->kick = true;
 		pthread_cond_signal(&h->cond);
 	}
