@@ -96,7 +96,7 @@ class ShardRecords(Dataset):
     all workers).
     """
 
-    def __init__(self, paths, record, checksum):
+    def __init__(self, paths, record, checksum, random=False):
         self.record = record
         self.checksum = checksum
         self.files = []     # (path, first record index, records)
@@ -109,6 +109,7 @@ class ShardRecords(Dataset):
         self.len = first
         self.fds = {}
         self.pid = None
+        self.random = random
 
     def __len__(self):
         return self.len
@@ -120,6 +121,10 @@ class ShardRecords(Dataset):
         fd = self.fds.get(path)
         if fd is None:
             fd = os.open(path, os.O_RDONLY)
+            if self.random:
+                # shuffled records: the kernel's read-ahead around each
+                # one would only read bytes no sample uses
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
             self.fds[path] = fd
         return fd
 
@@ -185,7 +190,7 @@ def main():
         if not os.path.exists(p):
             ap.error("no such file or directory: %s" % p)
 
-    ds = ShardRecords(a.paths, a.record, a.checksum)
+    ds = ShardRecords(a.paths, a.record, a.checksum, random=a.shuffle)
     if len(ds) == 0:
         ap.error("no file holds a whole record of %d bytes" % a.record)
     gen = torch.Generator()

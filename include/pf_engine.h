@@ -164,4 +164,18 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
  */
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc);
 
+/*
+ * Declared plans (pf_hint.h, hintfetch.c): one struct pf_engine_hint per
+ * handle of the control file.  open: -EMFILE past PF_HINTSET_MAX plans,
+ * -EOPNOTSUPP without prefetch.  write: what the write() replies (its
+ * length, or -EINVAL / -ENOSPC with the reason logged and in the plan's
+ * stats); one write at a time per handle (serialised inside), any
+ * thread, no lock held.  close: the plan ends, @h is freed.
+ */
+struct pf_engine_hint;
+int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out);
+int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *h,
+			 const char *buf, size_t len, uint64_t off);
+void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
+
 #endif

@@ -24,11 +24,14 @@
 #include "pf_engine.h"
 
 #define PF_ROOT_INO 1
-/* Reserved for the virtual stats directory and file. */
+/* Reserved for the virtual directory, its stats and plan files. */
 #define PF_META_DIR_INO 2
 #define PF_META_STATS_INO 3
 #define PF_META_DIR_NAME ".prefetchfs"
 #define PF_META_STATS_NAME "stats"
+/* The control file of declared plans (hints, pf_hint.h). */
+#define PF_META_PLAN_INO 4
+#define PF_META_PLAN_NAME "plan"
 
 struct pf_inode {
 	uint64_t ino;

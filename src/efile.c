@@ -77,6 +77,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag)
 {
 	struct pf_efile *f = efile_alloc(e, strdup(path), tag);
+	struct pf_efile *h;
 
 	if (!f)
 		return NULL;
@@ -95,6 +96,15 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			return g;
 		}
 	}
+	/* a file a plan fetched ahead of its reader: that one */
+	h = hint_efile_find(e, path);
+	if (h) {
+		h->tag = tag;
+		pthread_mutex_unlock(&e->lock);
+		free(f->path);
+		free(f);
+		return h;
+	}
 	list_add_tail(&e->files, &f->node);
 	pthread_mutex_unlock(&e->lock);
 	return f;
@@ -105,6 +115,7 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 {
 	if (f->refs || f->opens || f->fetches)
 		return;
+	hint_forget(e, f);
 	file_drop_blocks(e, f);
 	list_del(&f->node);
 	pf_tracker_free(f->tracker);

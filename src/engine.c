@@ -90,12 +90,22 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	pthread_cond_init(&e->next_cond, NULL);
+	if (cfg->prefetch && hint_start(e) < 0) {
+		ret = -ENOMEM;
+		goto out_pool;
+	}
 	if (cfg->prefetch && cfg->next_file && be->ops->readdir &&
 	    pthread_create(&e->next_thread, NULL, next_main, e) == 0)
 		e->next_running = true;
 	*out = e;
 	return 0;
 
+out_pool:
+	pthread_cond_destroy(&e->next_cond);
+	pthread_cond_destroy(&e->idle_cond);
+	pthread_cond_destroy(&e->push_cond);
+	pthread_mutex_destroy(&e->lock);
+	pf_pool_free(e->pool);
 out_hash:
 	free(e->hash);
 out_free:
@@ -117,6 +127,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 	e->stopping = true;
 	pthread_mutex_unlock(&e->lock);
 	next_stop(e);
+	hint_stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
 	e->queue = NULL;
@@ -141,6 +152,7 @@ void pf_engine_free(struct pf_engine *e)
 	if (!e)
 		return;
 	next_stop(e);
+	hint_stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
 						  struct pf_efile, node);
@@ -154,6 +166,7 @@ void pf_engine_free(struct pf_engine *e)
 		f->fetches = 0;
 		efile_maybe_free(e, f);
 	}
+	hint_free(e);
 	pf_engine_stop_push(e);
 	pf_pool_free(e->pool);
 	free(e->hash);

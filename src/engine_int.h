@@ -12,6 +12,8 @@
  *                over a range's blocks that every planner uses
  *   push.c       the pusher thread and the tripwires
  *   nextfile.c   the next-file thread and the files opened ahead ("ghosts")
+ *   hintfetch.c  declared plans: the control file's writes, the hint
+ *                thread that fetches what the plans declare
  *   efile.c      files: open generations, versions, references
  *   engine_stats.c, engine_trace.c  the stats file and the trace
  *   engine.c     create, quiesce, free
@@ -229,6 +231,14 @@ struct pf_efile {
 				 * yet by a reader */
 	uint64_t ghost_upto;	/* read-ahead of a ghost: planned up to ... */
 	uint64_t ghost_want;	/* ... this offset */
+	/* declared plans: see hintfetch.c */
+	uint64_t hint_id;	/* its path's id, 0 = not named (yet) */
+	size_t hint_seen;	/* names interned when last looked up */
+	unsigned hint_pending;	/* ranges of it being fetched */
+	bool hint_held;		/* the plans hold a reference */
+	bool hint_open;		/* the plans hold an open */
+	bool hint_opening;	/* an opener thread is opening it */
+	int hint_err;		/* that open failed (-errno), once */
 };
 
 struct pf_engine {
@@ -280,6 +290,8 @@ struct pf_engine {
 	struct next_req *nextq;	/* protected by e->lock */
 	struct pf_efile *ghosts[MAX_GHOSTS]; /* protected by e->lock */
 	unsigned nghosts;	/* protected by e->lock */
+	/* declared plans (hintfetch.c); set before threads start */
+	struct hintfetch *hf;
 };
 
 /* What cover_range() is asked to do and what it found (on the caller's
@@ -365,6 +377,19 @@ void ghost_release(struct pf_engine *e, struct pf_efile *f);
 void *next_main(void *arg);
 /* lock not held */
 void next_stop(struct pf_engine *e);
+
+/* hintfetch.c */
+struct pf_strbuf;
+int hint_start(struct pf_engine *e);
+void hint_kick(struct pf_engine *e);
+bool hint_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+	       uint64_t len, uint64_t now);
+struct pf_efile *hint_efile_find(struct pf_engine *e, const char *path);
+void hint_forget(struct pf_engine *e, struct pf_efile *f);
+/* lock not held */
+void hint_stop(struct pf_engine *e);
+void hint_free(struct pf_engine *e);
+void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
 void trace_counters(struct pf_engine *e, uint64_t now);

@@ -307,6 +307,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		plan_file(e, f, &later);
 	if (e->nghosts)
 		ghosts_plan(e, &later);
+	hint_kick(e);
 	if (!pushed)
 		fetch_free(e, ft);
 	if (e->memwait) {

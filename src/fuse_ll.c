@@ -9,8 +9,9 @@
  * thread (libfuse allows replying after the handler returned).  Errors
  * travel as -errno and become fuse_reply_err() only here.
  *
- * The virtual directory /.prefetchfs holds the stats file; it is found by
- * lookup but not listed by readdir.  A source entry of that name at the
+ * The virtual directory /.prefetchfs holds the stats file and the plan
+ * file (declared read order, written by the mount's owner: see pf_hint.h
+ * and pf_engine_hint_*); it is found by lookup but not listed by readdir.  A source entry of that name at the
  * root is neither found nor listed (see hide_meta_name()).  Statics are
  * lo_*, as in libfuse's passthrough_ll.c; pf_* names are public.
  */
@@ -73,6 +74,9 @@ static void meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
 	if (ino == PF_META_DIR_INO) {
 		st->st_mode = S_IFDIR | 0500 | others;
 		st->st_nlink = 2;
+	} else if (ino == PF_META_PLAN_INO) {
+		st->st_mode = S_IFREG | 0200 | (others ? 0022 : 0);
+		st->st_nlink = 1;
 	} else {
 		char *buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
 
@@ -85,7 +89,8 @@ static void meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
 
 static bool is_meta(fuse_ino_t ino)
 {
-	return ino == PF_META_DIR_INO || ino == PF_META_STATS_INO;
+	return ino == PF_META_DIR_INO || ino == PF_META_STATS_INO ||
+	       ino == PF_META_PLAN_INO;
 }
 
 struct stats_fh {
@@ -121,7 +126,11 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	if (parent == PF_META_DIR_INO) {
-		if (strcmp(name, PF_META_STATS_NAME) != 0) {
+		fuse_ino_t mi = PF_META_STATS_INO;
+
+		if (strcmp(name, PF_META_PLAN_NAME) == 0) {
+			mi = PF_META_PLAN_INO;
+		} else if (strcmp(name, PF_META_STATS_NAME) != 0) {
 			fuse_reply_err(req, ENOENT);
 			return;
 		}
@@ -129,8 +138,8 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		/* timeouts 0: the kernel asks again each time */
 		memset(&e, 0, sizeof(e));
-		e.ino = PF_META_STATS_INO;
-		meta_attr(fs, PF_META_STATS_INO, &e.attr);
+		e.ino = mi;
+		meta_attr(fs, mi, &e.attr);
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -478,6 +487,53 @@ static int open_current(struct pf_fs *fs, struct pf_inode *in,
 	return 0;
 }
 
+/*
+ * The plan file: each open for writing is one plan (pf_engine_hint_*).
+ * Only the mount's owner may write plans unless the mount is shared: the
+ * kernel checks the mode only with default_permissions, so the caller's
+ * uid is checked here too.
+ */
+static void lo_open_plan(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct pf_engine_hint *h;
+	int ret;
+
+	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
+	    (ctx->uid != getuid() && !shared(fs))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	ret = pf_engine_hint_open(fs->engine, &h);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 1;	/* writes reach us as written */
+	fuse_reply_open(req, fi);
+}
+
+static void lo_write_plan(fuse_req_t req, fuse_ino_t ino, const char *buf,
+			  size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	int ret;
+
+	if (ino != PF_META_PLAN_INO) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	ret = pf_engine_hint_write(fs->engine,
+				   (struct pf_engine_hint *)(uintptr_t)fi->fh,
+				   buf, size, (uint64_t)off);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_write(req, (size_t)ret);
+}
+
 static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -486,6 +542,10 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct stat st;
 	int ret;
 
+	if (ino == PF_META_PLAN_INO) {
+		lo_open_plan(req, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -595,6 +655,9 @@ static void lo_release(fuse_req_t req, fuse_ino_t ino,
 
 		free(sf->buf);
 		free(sf);
+	} else if (ino == PF_META_PLAN_INO) {
+		pf_engine_hint_close(fs_of(req)->engine,
+				     (struct pf_engine_hint *)(uintptr_t)fi->fh);
 	} else {
 		pf_efile_close((struct pf_efile *)(uintptr_t)fi->fh);
 	}
@@ -607,10 +670,16 @@ static void lo_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
 			     struct stat *attr, int to_set,
 			     struct fuse_file_info *fi)
 {
-	(void)ino;
 	(void)attr;
-	(void)to_set;
 	(void)fi;
+	if (ino == PF_META_PLAN_INO && to_set == FUSE_SET_ATTR_SIZE) {
+		struct stat st;
+
+		/* open(O_TRUNC) of the plan file: nothing to cut */
+		meta_attr(fs_of(req), ino, &st);
+		fuse_reply_attr(req, &st, 0);
+		return;
+	}
 	fuse_reply_err(req, EROFS);
 }
 
@@ -668,17 +737,6 @@ static void lo_erofs_link(fuse_req_t req, fuse_ino_t ino,
 	(void)ino;
 	(void)newparent;
 	(void)newname;
-	fuse_reply_err(req, EROFS);
-}
-
-static void lo_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-			   size_t size, off_t off, struct fuse_file_info *fi)
-{
-	(void)ino;
-	(void)buf;
-	(void)size;
-	(void)off;
-	(void)fi;
 	fuse_reply_err(req, EROFS);
 }
 
@@ -905,7 +963,7 @@ const struct fuse_lowlevel_ops pf_fuse_ops = {
 	.symlink = lo_erofs_symlink,
 	.rename = lo_erofs_rename,
 	.link = lo_erofs_link,
-	.write = lo_erofs_write,
+	.write = lo_write_plan,
 	.create = lo_erofs_create,
 	.setxattr = lo_erofs_setxattr,
 	.removexattr = lo_erofs_removexattr,

@@ -677,8 +677,10 @@ int main(int argc, char **argv)
 	pthread_cond_init(&fs.init_cond, NULL);
 
 	escape_opt(src, fsname, sizeof(fsname));
+	/* not "ro": the plan file (hints) is written; every other change
+	 * gets EROFS from fuse_ll.c */
 	snprintf(fuse_opts, sizeof(fuse_opts),
-		 "ro,fsname=%s,subtype=prefetchfs%s%s", fsname,
+		 "fsname=%s,subtype=prefetchfs%s%s", fsname,
 		 o.fuse_opts[0] ? "," : "", o.fuse_opts);
 	if (fuse_opt_add_arg(&args, argv[0]) < 0 ||
 	    fuse_opt_add_arg(&args, "-o") < 0 ||

@@ -262,7 +262,8 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 			pf_err("out of memory parking a read of %s", f->path);
 		}
 	}
-	if (stream && !e->stopping)
+	/* a file a plan follows is read ahead by the plan */
+	if (!hint_read(e, f, off, size, now) && stream && !e->stopping)
 		plan_stream(e, f, stream, &later);
 	pthread_mutex_unlock(&e->lock);
 	if (p) {

@@ -1039,6 +1039,31 @@ START_TEST(t_json)
 }
 END_TEST
 
+/*
+ * A DataLoader's workers ask for several batches at once: a READ of entry
+ * 96 while entry 1 is the oldest unread one.  The plan's depth counts from
+ * the furthest entry read, so it aims past it.
+ */
+START_TEST(t_spread)
+{
+	char *s = plan_text(0, 512, NULL);
+	struct pf_hint_stats st;
+
+	declare(0, s, 0);
+	free(s);
+	advance(50 * MS);
+	rd_file(0, 0, 0);
+	st = stats(0);
+	ck_assert_uint_lt(st.target_entries, 64);
+	rd_file(0, 96, 96);
+	st = stats(0);
+	ck_assert_uint_eq(st.read_planned, 2);
+	ck_assert_uint_ge(st.target_entries, 95 + 2);
+	ck_assert_uint_ge(st.target_bytes, 95 * 100 * KiB);
+	ck_assert_uint_le(st.target_bytes, cfg.budget);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -1069,6 +1094,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_clock_skew);
 	tcase_add_test(f, t_total);
 	tcase_add_test(f, t_json);
+	tcase_add_test(f, t_spread);
 	suite_add_tcase(s, f);
 	return s;
 }

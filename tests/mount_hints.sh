@@ -11,6 +11,15 @@
 #     and the same records.
 #  3. The same on the source directory, not a prefetchfs mount: one
 #     warning, the same records.
+#  4. The control file MOUNTPOINT/.prefetchfs/plan: its mode, a bad line
+#     (EINVAL, the line number in the stats and in the log), a missing
+#     path (counted, skipped), a read-only open and another uid (EACCES),
+#     two writer handles at once (two plans), a new plan at offset 0
+#     (replaces), closing (the plan goes, its counts stay in
+#     plans_ended), the rest of the mount still EROFS.
+#  5. torch_loader.py --hints --shuffle over a mount of a slow source
+#     (bench/slowfs, 20 ms a READ): byte-exact, and the plans read as
+#     planned and fetched ahead.
 # Needs python3-torch for /usr/bin/python3 (tests/deps.sh installs it): a
 # missing one is a failure.
 . "$(dirname "$0")/lib.sh"
@@ -82,6 +91,130 @@ if loader srchints "$SRC/shards" --hints --mountpoint "$SRC"; then
 else
 	fail "torch_loader.py --hints on the source"
 	tail -20 "$WORK/srchints.out"
+fi
+
+# ---- the control file ---------------------------------------------------
+M2=$WORK/mnt2
+PLAN=$M2/.prefetchfs/plan
+if pf_mount "$SRC" "$M2" -o log_file="$WORK/pf2.log"; then
+	check "the plan file is mode 0200 (no allow_other)" \
+		test "$(stat -c %a "$PLAN")" = 200
+	# ctl.py PYTHON: runs PYTHON with m (the mount), plan (its path),
+	# stats() (the parsed stats file) and os, errno, json, sys
+	ctl() {
+		$PY - "$M2" "$@" >>"$WORK/ctl.out" 2>&1 <<-PYEOF
+		import errno, json, os, sys
+		m = sys.argv[1]
+		plan = m + "/.prefetchfs/plan"
+		def stats():
+		    with open(m + "/.prefetchfs/stats") as f:
+		        return json.load(f)
+		def err_of(fn):
+		    try:
+		        fn()
+		    except OSError as e:
+		        return e.errno
+		    return 0
+		$1
+		PYEOF
+	}
+	check "a bad line: EINVAL, 'line 2' in the plan's why" ctl '
+fd = os.open(plan, os.O_WRONLY)
+e = err_of(lambda: os.write(fd, b"shards/shard-0.bin\nshards/shard-1.bin 0 0\n"))
+p = stats()["plans"]
+print("bad line:", e, p)
+ok = e == errno.EINVAL and len(p) == 1 and p[0]["state"] == "abandoned" \
+    and "line 2" in p[0]["why"] and p[0]["bad_writes"] == 1 and p[0]["entries"] == 0
+# later writes of that plan fail too, until one at offset 0
+e2 = err_of(lambda: os.pwrite(fd, b"shards/shard-0.bin\n", 100))
+os.pwrite(fd, b"shards/shard-0.bin\n", 0)
+p = stats()["plans"]
+print("after:", e2, p)
+ok = ok and e2 == errno.EINVAL and p[0]["state"] == "following" and p[0]["entries"] == 1
+os.close(fd)
+sys.exit(not ok)'
+	check "a bad line: 'write refused' with the line in the log" \
+		grep -q 'write refused: .*line 2: zero length' "$WORK/pf2.log"
+	check "a missing path: counted and skipped" ctl '
+fd = os.open(plan, os.O_WRONLY | os.O_TRUNC)
+n = os.write(fd, b"shards/none.bin\nshards/shard-1.bin 65536 65536\n../etc/passwd\n")
+p = stats()["plans"]
+print("missing:", n, p)
+os.close(fd)
+sys.exit(not (n == 61 and p[0]["missing"] == 2 and p[0]["declared"] == 3
+              and p[0]["entries"] == 1))'
+	check "a read-only open of the plan file: EACCES" ctl '
+sys.exit(err_of(lambda: open(plan, "rb")) != errno.EACCES)'
+	check "writing a data file or making one: still EROFS" ctl '
+sys.exit(not (err_of(lambda: open(m + "/shards/shard-0.bin", "r+b")) == errno.EROFS
+              and err_of(lambda: open(m + "/new", "wb")) == errno.EROFS
+              and err_of(lambda: os.chmod(plan, 0o666)) == errno.EROFS))'
+	check "two writer handles at once: two plans, each its own" ctl '
+a = os.open(plan, os.O_WRONLY)
+b = os.open(plan, os.O_WRONLY)
+os.write(a, b"shards/shard-0.bin\nshards/shard-1.bin\n")
+os.write(b, b"shards/shard-2.bin 0 4096\n")
+os.write(a, b"shards/shard-2.bin\n")
+p = sorted(stats()["plans"], key=lambda x: x["id"])
+print("two:", p)
+ok = len(p) == 2 and p[0]["entries"] == 3 and p[1]["entries"] == 1
+os.pwrite(b, b"shards/shard-1.bin\nshards/shard-0.bin\n", 0)
+p = sorted(stats()["plans"], key=lambda x: x["id"])
+print("replaced:", p)
+ok = ok and p[1]["entries"] == 2 and p[1]["gen"] == 2 and p[0]["entries"] == 3
+os.close(a)
+p = stats()["plans"]
+ok = ok and len(p) == 1
+os.close(b)
+s = stats()
+print("closed:", s["plans"], s["plans_ended"])
+ok = ok and s["plans"] == [] and s["plans_ended"]["plans"] >= 4
+sys.exit(not ok)'
+	if command -v setpriv >/dev/null; then
+		check "another uid: EACCES on the plan file" \
+			setpriv --reuid=65534 --regid=65534 --clear-groups \
+			$PY -c 'import errno, sys
+try:
+    open(sys.argv[1], "wb")
+except OSError as e:
+    sys.exit(e.errno != errno.EACCES)
+sys.exit(1)' "$PLAN"
+	else
+		fail "setpriv missing (util-linux)"
+	fi
+	pf_umount "$M2"
+	tail -20 "$WORK/ctl.out"
+else
+	fail "prefetchfs mount for the control file"
+fi
+
+# ---- a plan followed over a slow source -------------------------------------
+SLOW=$WORK/slow
+M3=$WORK/mnt3
+if slowfs_mount "$SRC" "$SLOW" -o latency_ms=20 &&
+	pf_mount "$SLOW" "$M3" -o max_memory=64M; then
+	if guard "$M3" 180 $PY "$EX/torch_loader.py" --record 64K --batch 8 \
+		--workers 2 --compute-ms 5 --epochs 2 --shuffle --seed 9 \
+		--checksum --hints "$M3/shards" >"$WORK/slow.out" 2>&1; then
+		check "--hints over a slow source: records byte-exact" \
+			test -n "$WANT" -a "$(digest slow)" = "$WANT"
+		stats_json "$M3" >"$WORK/slow.json"
+		cat "$WORK/slow.out"
+		json_eval 's["plans_ended"]' <"$WORK/slow.json"
+		json_eval 's["totals"]' <"$WORK/slow.json"
+		check "--hints over a slow source: two plans (epochs), entries read as planned" \
+			test "$(json_eval 'int(s["plans_ended"]["plans"] >= 2 and s["plans_ended"]["read_planned"] > 0)' \
+				<"$WORK/slow.json")" = 1
+		check "--hints over a slow source: entries fetched ahead" \
+			test "$(json_eval 'int(s["plans_ended"]["fetched"] > 0 and s["totals"]["bytes_prefetched"] > 0)' \
+				<"$WORK/slow.json")" = 1
+	else
+		fail "torch_loader.py --hints over a slow source"
+		tail -20 "$WORK/slow.out"
+	fi
+	pf_umount "$M3"
+else
+	fail "mount of a slow source"
 fi
 
 # prefetchfs-stat shows the plans of a stats file that has some (a

@@ -1,0 +1,976 @@
+/*
+ * hintfetch.c - the engine follows declared plans (pf_hint.h): the control
+ * file's writes become plans, the plans' next ranges become read-ahead.
+ *
+ * DESIGN
+ * File ids.  A plan names files by path; the resolver interns each path
+ * once (id = its index + 1 in a table guarded by h->mu) with the size the
+ * backend's getattr gives, without opening anything, so a plan of 1.28 M
+ * files costs 1.28 M small entries, not open files.  An efile learns its
+ * id lazily (efile->hint_id, checked again whenever the table grew), and
+ * the table's entry keeps a weak pointer to the efile of its path, cleared
+ * when the efile is freed (efile_maybe_free -> hint_forget).
+ *
+ * One thread, the hint thread (hint_main), does the planning: READs and
+ * fetch completions only tell the plans what happened (under e->lock) and
+ * kick it, because fetching a file nobody opened yet means opening it at
+ * the backend, which may block.  Each pass of the thread (under e->lock
+ * but for the opens): drains the plans' releases (their blocks go first in
+ * line for eviction: mark_consumed), moves the pending ranges on (a range
+ * is covered with cover_range() as read-ahead as fetch slots and memory
+ * allow, and is reported done to its plan once every block of it is in),
+ * then asks the plans for more ranges.  A range's efile is kept alive by
+ * one reference (hint_held) until its plan releases a range of it, so the
+ * blocks stay reachable for the reader's open: pf_efile_new() finds the
+ * efile by path through the table.  The backend opens needed for fetching
+ * are made by HINT_OPENERS opener threads (an open over HTTP is a HEAD: one
+ * latency each, so they run in parallel) and held for at most
+ * MAX_HINT_OPEN files at once, until the plan releases the file (so the
+ * reader's open shares it: over HTTP, no second HEAD); the oldest with no
+ * pending range is closed when a new one is needed.
+ *
+ * Threads: the hint thread, the openers, and FUSE workers and the
+ * completion thread through hint_read()/hint_kick() and the control file.
+ * Locks: the plan set and the plans are guarded by e->lock (their calls
+ * are pure and short); the intern table by h->mu, a leaf taken after
+ * e->lock or alone (the resolver).  Each control-file handle has its own
+ * mutex that serialises its writes (the parser runs with no engine lock).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_hint.h"
+#include "pf_log.h"
+#include "pf_strbuf.h"
+#include "engine_int.h"
+
+#define MAX_HINT_OPEN	1024	/* backend files held open for plans */
+#define HINT_OPENERS	32	/* threads opening them (a HEAD each over
+				 * HTTP: one latency; 32 in parallel keep
+				 * 600 files a second coming at 50 ms) */
+#define MAX_PENDING	256	/* ranges being fetched */
+#define BATCH		32
+
+struct hname {
+	char *path;
+	uint64_t size;
+	struct pf_efile *f;	/* weak: cleared when it is freed */
+};
+
+struct pending {
+	struct pf_hint_range r;
+	struct pf_efile *f;	/* holds a hint reference */
+	uint64_t upto;		/* covered up to */
+	int err;
+};
+
+struct hint_closed {
+	uint64_t plans, declared, missing, fetched, fetched_bytes;
+	uint64_t read_planned, read_unplanned, wasted_bytes, bad_writes;
+};
+
+struct hintfetch {
+	/* the intern table, guarded by mu */
+	pthread_mutex_t mu;
+	struct hname *v;
+	size_t n, cap;
+	uint32_t *tab;		/* open addressing: index + 1, 0 = empty */
+	size_t tmask;
+	/* guarded by e->lock */
+	struct pf_hintset *set;
+	struct pf_hint_cfg cfg;
+	unsigned nplans;
+	unsigned following;
+	bool kick;
+	bool stop;
+	bool running;
+	pthread_t thread;
+	pthread_cond_t cond;
+	struct pending pend[MAX_PENDING];
+	unsigned npend;
+	struct pf_efile *open[MAX_HINT_OPEN];
+	unsigned nopen;
+	struct pf_efile *oq[MAX_HINT_OPEN];	/* to open, FIFO */
+	unsigned oq_head, noq, nopening;
+	pthread_cond_t ocond;	/* with e->lock: oq grew, or stop */
+	pthread_t openers[HINT_OPENERS];
+	unsigned nopeners;
+	uint64_t opens, open_errors;
+	struct hint_closed closed;	/* of the plans ended so far */
+};
+
+/* A control-file handle. */
+struct pf_engine_hint {
+	pthread_mutex_t mu;	/* one write at a time */
+	struct pf_hint_text *text;
+	struct pf_hint_batch batch;
+	struct pf_hint *plan;	/* e->lock */
+};
+
+/* ---- the intern table (h->mu) ------------------------------------------ */
+
+static uint64_t hash_path(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static struct hname *name_find(struct hintfetch *h, const char *path)
+{
+	size_t i;
+
+	if (!h->tab)
+		return NULL;
+	for (i = hash_path(path) & h->tmask; h->tab[i]; i = (i + 1) & h->tmask)
+		if (strcmp(h->v[h->tab[i] - 1].path, path) == 0)
+			return &h->v[h->tab[i] - 1];
+	return NULL;
+}
+
+static int name_grow(struct hintfetch *h)
+{
+	size_t ncap = h->tmask ? 2 * (h->tmask + 1) : 1024;
+	uint32_t *t;
+
+	if (h->n + 1 >= UINT32_MAX)
+		return -ENOSPC;
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 512;
+		struct hname *v = realloc(h->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		h->v = v;
+		h->cap = cap;
+	}
+	if (h->tab && 2 * (h->n + 1) <= h->tmask + 1)
+		return 0;
+	t = calloc(ncap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t k = 0; k < h->n; k++) {
+		size_t i = hash_path(h->v[k].path) & (ncap - 1);
+
+		while (t[i])
+			i = (i + 1) & (ncap - 1);
+		t[i] = (uint32_t)k + 1;
+	}
+	free(h->tab);
+	h->tab = t;
+	h->tmask = ncap - 1;
+	return 0;
+}
+
+static bool bad_path(const char *p)
+{
+	const char *s = p;
+
+	if (!*p)
+		return true;
+	for (;;) {
+		const char *e = strchr(s, '/');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+
+		if (len == 0 || (len == 1 && s[0] == '.') ||
+		    (len == 2 && s[0] == '.' && s[1] == '.'))
+			return true;
+		if (!e)
+			return false;
+		s = e + 1;
+	}
+}
+
+/* pf_hint_resolve_fn: no engine lock held. */
+static int hint_resolve(void *ctx, const char *path, uint64_t *file,
+			uint64_t *size)
+{
+	struct pf_engine *e = ctx;
+	struct hintfetch *h = e->hf;
+	struct hname *nm;
+	struct stat st;
+	char *copy;
+	int ret;
+
+	if (bad_path(path))
+		return -ENOENT;
+	pthread_mutex_lock(&h->mu);
+	nm = name_find(h, path);
+	if (nm) {
+		*file = (uint64_t)(nm - h->v) + 1;
+		*size = nm->size;
+		pthread_mutex_unlock(&h->mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&h->mu);
+	/* the backend may block: not under any lock */
+	ret = e->be->ops->getattr(e->be, path, &st);
+	if (ret < 0)
+		return ret == -ENOMEM ? ret : -ENOENT;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&h->mu);
+	nm = name_find(h, path);
+	if (!nm) {
+		ret = name_grow(h);
+		if (ret < 0) {
+			pthread_mutex_unlock(&h->mu);
+			free(copy);
+			return ret;
+		}
+		nm = &h->v[h->n];
+		nm->path = copy;
+		nm->size = (uint64_t)st.st_size;
+		nm->f = NULL;
+		h->n++;
+		copy = NULL;
+		/* rebuild the slot: name_grow() left room for one more */
+		{
+			size_t i = hash_path(path) & h->tmask;
+
+			while (h->tab[i])
+				i = (i + 1) & h->tmask;
+			h->tab[i] = (uint32_t)h->n;
+		}
+	}
+	*file = (uint64_t)(nm - h->v) + 1;
+	*size = nm->size;
+	pthread_mutex_unlock(&h->mu);
+	free(copy);
+	return 0;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/* Under e->lock: the id of @f's path, 0 when no plan named it. */
+static uint64_t file_id(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+	struct hname *nm;
+
+	if (f->hint_id)
+		return f->hint_id;
+	pthread_mutex_lock(&h->mu);
+	if (f->hint_seen != h->n) {
+		f->hint_seen = h->n;
+		nm = name_find(h, f->path);
+		if (nm) {
+			f->hint_id = (uint64_t)(nm - h->v) + 1;
+			if (!nm->f)
+				nm->f = f;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return f->hint_id;
+}
+
+/* Under e->lock, from pf_efile_new(): the efile a plan made for @path
+ * that no reader has yet, with a reference taken, or NULL. */
+struct pf_efile *hint_efile_find(struct pf_engine *e, const char *path)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_efile *f = NULL;
+	struct hname *nm;
+
+	if (!h)
+		return NULL;
+	pthread_mutex_lock(&h->mu);
+	nm = h->n ? name_find(h, path) : NULL;
+	if (nm && nm->f && nm->f->tag == 0 &&
+	    (nm->f->hint_held || nm->f->hint_open))
+		f = nm->f;
+	pthread_mutex_unlock(&h->mu);
+	if (f)
+		f->refs++;
+	return f;
+}
+
+/* Under e->lock, from efile_maybe_free(). */
+void hint_forget(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+
+	if (!h || !f->hint_id)
+		return;
+	pthread_mutex_lock(&h->mu);
+	if (f->hint_id <= h->n && h->v[f->hint_id - 1].f == f)
+		h->v[f->hint_id - 1].f = NULL;
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Under e->lock: the efile for id @id, made if needed, held by the plans
+ * (one reference, hint_held); NULL on allocation failure. */
+static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_efile *f;
+	char *path;
+
+	pthread_mutex_lock(&h->mu);
+	f = h->v[id - 1].f;
+	path = f ? NULL : strdup(h->v[id - 1].path);
+	pthread_mutex_unlock(&h->mu);
+	if (!f) {
+		if (!path)
+			return NULL;
+		/* a reader's efile of that path made before the plan named
+		 * it (bounded walk: the table learns readers' efiles on
+		 * their first READ otherwise) */
+		unsigned walked = 0;
+
+		for (struct list *l = e->files.next;
+		     l != &e->files && walked < 4096; l = l->next, walked++) {
+			struct pf_efile *c =
+				container_of(l, struct pf_efile, node);
+
+			if (strcmp(c->path, path) == 0) {
+				f = c;
+				break;
+			}
+		}
+		if (f) {
+			free(path);
+		} else {
+			f = efile_alloc(e, path, 0);
+			if (!f)
+				return NULL;
+			f->refs = 0;
+			list_add_tail(&e->files, &f->node);
+		}
+		f->hint_id = id;
+		pthread_mutex_lock(&h->mu);
+		h->v[id - 1].f = f;
+		pthread_mutex_unlock(&h->mu);
+	}
+	if (!f->hint_held) {
+		f->hint_held = true;
+		f->refs++;
+	}
+	return f;
+}
+
+/* Under e->lock: close the open the plans hold at h->open[i]. */
+static void open_close_at(struct pf_engine *e, unsigned i)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_efile *f = h->open[i];
+
+	memmove(&h->open[i], &h->open[i + 1],
+		(h->nopen - i - 1) * sizeof(h->open[0]));
+	h->nopen--;
+	f->hint_open = false;
+	if (--f->opens == 0) {
+		bfile_ref_put(f->cur);
+		f->cur = NULL;
+	}
+	efile_maybe_free(e, f);
+}
+
+/*
+ * Under e->lock: the plans let @f go (unless a range of it is pending):
+ * its open, so that its reader's open finds it open and shares it (no
+ * second HEAD over HTTP), is held until then, and its reference.
+ */
+static void file_put(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+
+	if (f->hint_pending)
+		return;
+	if (f->hint_open) {
+		for (unsigned i = 0; i < h->nopen; i++) {
+			if (h->open[i] == f) {
+				open_close_at(e, i);
+				break;
+			}
+		}
+	}
+	if (f->hint_held) {
+		f->hint_held = false;
+		f->refs--;
+		efile_maybe_free(e, f);
+	}
+}
+
+/* Under e->lock: close the oldest open held for plans with no pending
+ * range, to make room. */
+static bool open_evict(struct pf_engine *e)
+{
+	struct hintfetch *h = e->hf;
+
+	for (unsigned i = 0; i < h->nopen; i++) {
+		if (h->open[i]->hint_pending)
+			continue;
+		open_close_at(e, i);
+		return true;
+	}
+	return false;
+}
+
+/* Under e->lock: hold @f's new open (made by an opener thread). */
+static void open_hold(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+
+	if (h->nopen == MAX_HINT_OPEN)
+		open_evict(e);
+	if (h->nopen == MAX_HINT_OPEN) {
+		/* every held file has a range pending: rare, and bounded by
+		 * the openers; let this one go at once */
+		if (--f->opens == 0) {
+			bfile_ref_put(f->cur);
+			f->cur = NULL;
+		}
+		return;
+	}
+	f->hint_open = true;
+	h->open[h->nopen++] = f;
+}
+
+/*
+ * Under e->lock: have @f opened for a pending range.  Returns 0 when it
+ * is open, -EINPROGRESS while an opener thread works on it (the hint
+ * thread is kicked when it is done), -EAGAIN when no open may be held
+ * now, or the open's -errno.
+ */
+static int file_open(struct pf_engine *e, struct pf_efile *f)
+{
+	struct hintfetch *h = e->hf;
+	int ret;
+
+	if (f->cur)
+		return 0;
+	if (f->hint_opening)
+		return -EINPROGRESS;
+	if (f->hint_err) {
+		ret = f->hint_err;
+		f->hint_err = 0;
+		return ret;
+	}
+	if (h->nopen + h->nopening >= MAX_HINT_OPEN && !open_evict(e))
+		return -EAGAIN;
+	if (!h->nopeners || h->noq == MAX_HINT_OPEN)
+		return -EAGAIN;
+	f->hint_opening = true;
+	f->refs++;		/* while the opener has it */
+	h->nopening++;
+	h->oq[(h->oq_head + h->noq++) % MAX_HINT_OPEN] = f;
+	pthread_cond_signal(&h->ocond);
+	return -EINPROGRESS;
+}
+
+static void *opener_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	struct hintfetch *h = e->hf;
+	struct stat st;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct pf_efile *f;
+		int ret;
+
+		while (!h->noq && !h->stop)
+			pthread_cond_wait(&h->ocond, &e->lock);
+		if (h->stop)
+			break;
+		f = h->oq[h->oq_head];
+		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
+		h->noq--;
+		pthread_mutex_unlock(&e->lock);
+		/* the backend open may block: not under the lock */
+		ret = efile_open(f, &st, false);
+		pthread_mutex_lock(&e->lock);
+		h->opens++;
+		h->nopening--;
+		f->hint_opening = false;
+		if (ret < 0) {
+			h->open_errors++;
+			f->hint_err = ret;
+		} else if (h->stop) {
+			if (--f->opens == 0) {
+				bfile_ref_put(f->cur);
+				f->cur = NULL;
+			}
+		} else {
+			open_hold(e, f);
+		}
+		f->refs--;
+		efile_maybe_free(e, f);
+		if (!h->kick) {
+			h->kick = true;
+			pthread_cond_signal(&h->cond);
+		}
+	}
+	/* what is still queued is let go */
+	while (h->noq) {
+		struct pf_efile *f = h->oq[h->oq_head];
+
+		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
+		h->noq--;
+		h->nopening--;
+		f->hint_opening = false;
+		f->refs--;
+		efile_maybe_free(e, f);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+/* ---- releases ---------------------------------------------------------- */
+
+/* Under e->lock: the idle blocks of [off, off + len) of @f go first in
+ * line for eviction. */
+static void mark_consumed(struct pf_engine *e, struct pf_efile *f,
+			  uint64_t off, uint64_t len)
+{
+	uint64_t end = off + len;
+
+	if (end > f->size)
+		end = f->size;
+	for (uint64_t idx = off >> e->bshift; (idx << e->bshift) < end;
+	     idx++) {
+		struct block *b = block_find(e, f, idx);
+
+		if (!b || !b->in_lru)
+			continue;
+		list_del(&b->lru);
+		list_add_tail(e->lru_read.next, &b->lru);
+	}
+}
+
+static void drain_releases(struct pf_engine *e)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_hint_range rel[BATCH];
+	unsigned k;
+
+	do {
+		k = pf_hintset_release(h->set, rel, BATCH);
+		for (unsigned i = 0; i < k; i++) {
+			struct pf_efile *f;
+
+			pthread_mutex_lock(&h->mu);
+			f = rel[i].file <= h->n ? h->v[rel[i].file - 1].f :
+						  NULL;
+			pthread_mutex_unlock(&h->mu);
+			if (!f)
+				continue;
+			mark_consumed(e, f, rel[i].off, rel[i].len);
+			file_put(e, f);
+		}
+	} while (k == BATCH);
+}
+
+/* ---- the hint thread ---------------------------------------------------- */
+
+static bool range_busy(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+		       uint64_t end)
+{
+	for (uint64_t idx = off >> e->bshift; (idx << e->bshift) < end;
+	     idx++) {
+		struct block *b = block_find(e, f, idx);
+
+		if (b && b->busy)
+			return true;
+	}
+	return false;
+}
+
+static void pend_drop(struct hintfetch *h, unsigned i)
+{
+	h->pend[i] = h->pend[--h->npend];
+}
+
+/* Under e->lock: move pending range @i on; true when it was reported. */
+static bool pend_step(struct pf_engine *e, unsigned i, struct deferred *later)
+{
+	struct hintfetch *h = e->hf;
+	struct pending *pd = &h->pend[i];	/* only this thread moves it */
+	struct pf_efile *f = pd->f;
+	uint64_t end = pd->r.off + pd->r.len;
+	struct fetch_builder fb = { 0 };
+	struct cover c = { 0 };
+
+	/* open first: the size is the open's */
+	if (!pd->err && !f->cur && pd->upto < end) {
+		int ret = file_open(e, f);
+
+		if (ret == -EAGAIN || ret == -EINPROGRESS)
+			return false;
+		if (ret < 0)
+			pd->err = ret;
+	}
+	if (end > f->size)
+		end = f->size;
+	if (!pd->err && pd->upto < end) {
+		if (f->cur && !e->stopping) {
+			pd->upto = cover_range(e, f, pd->upto, end, &c, &fb,
+					       later);
+			fetch_builder_flush(e, &fb, later);
+		}
+	}
+	if (!pd->err && (pd->upto < end || range_busy(e, f, pd->r.off, end)))
+		return false;
+	pf_hintset_done(h->set, &pd->r, engine_now(e), pd->err);
+	/* the file stays held until the plan releases the range */
+	f->hint_pending--;
+	pend_drop(h, i);
+	return true;
+}
+
+static void hint_pass(struct pf_engine *e, struct deferred *later)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_hint_range r[BATCH];
+	unsigned n;
+
+	drain_releases(e);
+	for (unsigned i = 0; i < h->npend;) {
+		if (!pend_step(e, i, later))
+			i++;
+	}
+	while (!e->stopping && h->npend + BATCH <= MAX_PENDING) {
+		n = pf_hintset_next(h->set, engine_now(e), r, BATCH);
+		for (unsigned i = 0; i < n; i++) {
+			struct pf_efile *f = file_get(e, r[i].file);
+			struct pending *pd;
+
+			if (!f) {
+				pf_hintset_done(h->set, &r[i], engine_now(e),
+						-ENOMEM);
+				continue;
+			}
+			f->hint_pending++;
+			pd = &h->pend[h->npend++];
+			memset(pd, 0, sizeof(*pd));
+			pd->r = r[i];
+			pd->f = f;
+			pd->upto = r[i].off;
+			pend_step(e, h->npend - 1, later);
+		}
+		if (n < BATCH)
+			break;
+	}
+	drain_releases(e);
+	h->following = 0;
+	for (unsigned i = 0; i < pf_hintset_count(h->set); i++) {
+		struct pf_hint_stats st;
+
+		pf_hint_stats(pf_hintset_plan(h->set, i), &st);
+		if (st.state == PF_HINT_FOLLOWING)
+			h->following++;
+	}
+}
+
+static void *hint_main(void *arg)
+{
+	struct pf_engine *e = arg;
+	struct hintfetch *h = e->hf;
+
+	pthread_mutex_lock(&e->lock);
+	for (;;) {
+		struct deferred later = { 0 };
+
+		while (!h->kick && !h->stop)
+			pthread_cond_wait(&h->cond, &e->lock);
+		if (h->stop)
+			break;
+		h->kick = false;
+		hint_pass(e, &later);
+		pthread_mutex_unlock(&e->lock);
+		deferred_run(e, &later);
+		pthread_mutex_lock(&e->lock);
+	}
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+/* Under e->lock: wake the hint thread. */
+void hint_kick(struct pf_engine *e)
+{
+	struct hintfetch *h = e->hf;
+
+	/* pending ranges of closed plans must still be reported */
+	if (h && (h->nplans || h->npend) && !h->kick) {
+		h->kick = true;
+		pthread_cond_signal(&h->cond);
+	}
+}
+
+/*
+ * Under e->lock, for every READ of a regular file: tell the plans.
+ * Returns true when a following plan holds @f (the pattern read-ahead
+ * leaves it to the plan).
+ */
+bool hint_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+	       uint64_t len, uint64_t now)
+{
+	struct hintfetch *h = e->hf;
+	uint64_t id;
+
+	if (!h || !h->nplans)
+		return false;
+	id = file_id(e, f);
+	if (!id)
+		return false;
+	pf_hintset_read(h->set, id, off, len, now);
+	hint_kick(e);
+	return h->following > 0;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+int hint_start(struct pf_engine *e)
+{
+	struct hintfetch *h = calloc(1, sizeof(*h));
+	unsigned reserve = e->cfg.max_inflight / 4;
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	pthread_cond_init(&h->ocond, NULL);
+	pf_hint_cfg_default(&h->cfg);
+	h->cfg.max_inflight = e->cfg.max_inflight > reserve + 1 ?
+				      e->cfg.max_inflight - reserve : 1;
+	h->cfg.budget = e->cfg.max_memory / 2;
+	h->cfg.piece = e->cfg.fetch_size;
+	h->cfg.min_ahead = e->cfg.min_window;
+	h->set = pf_hintset_new(&h->cfg);
+	if (!h->set) {
+		free(h);
+		return -ENOMEM;
+	}
+	e->hf = h;
+	if (pthread_create(&h->thread, NULL, hint_main, e) == 0)
+		h->running = true;
+	while (h->running && h->nopeners < HINT_OPENERS &&
+	       pthread_create(&h->openers[h->nopeners], NULL, opener_main,
+			      e) == 0)
+		h->nopeners++;
+	return 0;
+}
+
+/* Stops the thread, reports the pending ranges, lets the files go.
+ * Lock not held. */
+void hint_stop(struct pf_engine *e)
+{
+	struct hintfetch *h = e->hf;
+
+	if (!h)
+		return;
+	if (h->running) {
+		pthread_mutex_lock(&e->lock);
+		h->stop = true;
+		pthread_cond_broadcast(&h->cond);
+		pthread_cond_broadcast(&h->ocond);
+		pthread_mutex_unlock(&e->lock);
+		pthread_join(h->thread, NULL);
+		for (unsigned i = 0; i < h->nopeners; i++)
+			pthread_join(h->openers[i], NULL);
+		h->nopeners = 0;
+		h->running = false;
+	}
+	pthread_mutex_lock(&e->lock);
+	while (h->npend) {
+		struct pending *pd = &h->pend[0];
+
+		pf_hintset_done(h->set, &pd->r, engine_now(e), -ECANCELED);
+		pd->f->hint_pending--;
+		pend_drop(h, 0);
+	}
+	drain_releases(e);
+	while (h->nopen && open_evict(e))
+		;
+	/* what the closed plans did not hand back is let go too */
+	for (struct list *l = e->files.next; l != &e->files;) {
+		struct pf_efile *f = container_of(l, struct pf_efile, node);
+
+		l = l->next;
+		file_put(e, f);
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* After hint_stop() and with every file gone. */
+void hint_free(struct pf_engine *e)
+{
+	struct hintfetch *h = e->hf;
+
+	if (!h)
+		return;
+	pf_hintset_free(h->set);
+	for (size_t i = 0; i < h->n; i++)
+		free(h->v[i].path);
+	free(h->v);
+	free(h->tab);
+	pthread_cond_destroy(&h->cond);
+	pthread_cond_destroy(&h->ocond);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+	e->hf = NULL;
+}
+
+/* ---- the control file (pf_engine.h) ------------------------------------- */
+
+/* Under e->lock: a plan ended (replaced or closed); bad_writes are kept
+ * across a handle's plans, so they count at its close only. */
+static void hint_ended(struct hintfetch *h, const struct pf_hint_stats *st)
+{
+	h->closed.plans++;
+	h->closed.declared += st->declared;
+	h->closed.missing += st->missing;
+	h->closed.fetched += st->fetched;
+	h->closed.fetched_bytes += st->fetched_bytes;
+	h->closed.read_planned += st->read_planned;
+	h->closed.read_unplanned += st->read_unplanned;
+	h->closed.wasted_bytes += st->wasted_bytes;
+}
+
+int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_engine_hint *ch;
+
+	if (!h)
+		return -EOPNOTSUPP;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->text = pf_hint_text_new(&h->cfg);
+	if (!ch->text) {
+		free(ch);
+		return -ENOMEM;
+	}
+	pf_hint_batch_init(&ch->batch);
+	pthread_mutex_init(&ch->mu, NULL);
+	pthread_mutex_lock(&e->lock);
+	ch->plan = pf_hintset_open(h->set);
+	if (ch->plan)
+		h->nplans++;
+	pthread_mutex_unlock(&e->lock);
+	if (!ch->plan) {
+		bool full = pf_hintset_count(h->set) >= PF_HINTSET_MAX;
+
+		pf_hint_text_free(ch->text);
+		pf_hint_batch_fini(&ch->batch);
+		pthread_mutex_destroy(&ch->mu);
+		free(ch);
+		return full ? -EMFILE : -ENOMEM;
+	}
+	*out = ch;
+	return 0;
+}
+
+int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *ch,
+			 const char *buf, size_t len, uint64_t off)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_hint_stats st;
+	int ret;
+
+	pthread_mutex_lock(&ch->mu);
+	pf_hint_parse(ch->text, buf, len, off, hint_resolve, e, &ch->batch);
+	pthread_mutex_lock(&e->lock);
+	if (ch->batch.restart) {
+		/* the plan it replaces ends: its counts go to the totals */
+		pf_hint_stats(ch->plan, &st);
+		if (st.declared || st.bad_writes)
+			hint_ended(h, &st);
+	}
+	ret = pf_hint_apply(ch->plan, &ch->batch, engine_now(e));
+	pf_hint_stats(ch->plan, &st);
+	if (!h->kick) {
+		h->kick = true;
+		pthread_cond_signal(&h->cond);
+	}
+	pthread_mutex_unlock(&e->lock);
+	pthread_mutex_unlock(&ch->mu);
+	if (ret < 0)
+		pf_warn("plan %u: write refused: %s", st.id, st.why);
+	return ret;
+}
+
+void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *ch)
+{
+	struct hintfetch *h = e->hf;
+
+	struct pf_hint_stats st;
+
+	pthread_mutex_lock(&e->lock);
+	pf_hint_stats(ch->plan, &st);
+	hint_ended(h, &st);
+	h->closed.bad_writes += st.bad_writes;
+	pf_hintset_close(h->set, ch->plan);
+	h->nplans--;
+	/* the thread drains the releases: one more pass */
+	if (!h->kick) {
+		h->kick = true;
+		pthread_cond_signal(&h->cond);
+	}
+	pthread_mutex_unlock(&e->lock);
+	pf_hint_text_free(ch->text);
+	pf_hint_batch_fini(&ch->batch);
+	pthread_mutex_destroy(&ch->mu);
+	free(ch);
+}
+
+static void sb_put(void *arg, const char *s, size_t n)
+{
+	pf_strbuf_add(arg, s, n);
+}
+
+/* Under no lock: the "plans" member of the stats file. */
+void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
+{
+	struct hintfetch *h = e->hf;
+	struct pf_hint_stats *st = NULL;
+	unsigned n = 0;
+	uint64_t opens, open_errors;
+	struct hint_closed c;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&e->lock);
+	n = pf_hintset_count(h->set);
+	if (n)
+		st = calloc(n, sizeof(*st));
+	for (unsigned i = 0; st && i < n; i++)
+		pf_hint_stats(pf_hintset_plan(h->set, i), &st[i]);
+	c = h->closed;
+	opens = h->opens;
+	open_errors = h->open_errors;
+	pthread_mutex_unlock(&e->lock);
+	pf_strbuf_addf(sb,
+		       ",\n  \"plans_ended\": {\"plans\": %" PRIu64
+		       ", \"declared\": %" PRIu64 ", \"missing\": %" PRIu64
+		       ", \"fetched\": %" PRIu64
+		       ", \"fetched_bytes\": %" PRIu64
+		       ", \"read_planned\": %" PRIu64
+		       ", \"read_unplanned\": %" PRIu64
+		       ", \"wasted_bytes\": %" PRIu64
+		       ", \"bad_writes\": %" PRIu64
+		       ", \"files_opened_ahead\": %" PRIu64
+		       ", \"open_errors\": %" PRIu64 "}",
+		       c.plans, c.declared, c.missing, c.fetched,
+		       c.fetched_bytes, c.read_planned, c.read_unplanned,
+		       c.wasted_bytes, c.bad_writes, opens, open_errors);
+	pf_strbuf_addf(sb, ",\n  \"plans\": [");
+	for (unsigned i = 0; st && i < n; i++) {
+		pf_strbuf_addf(sb, "%s\n    ", i ? "," : "");
+		pf_hint_stats_json(&st[i], sb_put, sb);
+	}
+	pf_strbuf_addf(sb, "\n  ]");
+	free(st);
+}
