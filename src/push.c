@@ -173,6 +173,10 @@ static void *pusher_main(void *arg)
 		for (unsigned i = 0; i < ft->nblk; i++) {
 			struct block *b = ft->blk[i];
 
+			/* all in the page cache: block_idle() lets its
+			 * buffer go (not the tripwire's, a READ is coming) */
+			if (bytes && !(ft->trip && i == ft->nblk - 1))
+				b->all_pushed = true;
 			if (--b->refs == 0) {
 				struct parked_read *w = b->waiters;
 
