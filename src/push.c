@@ -8,7 +8,9 @@
  * queues them on e->pushq.  The pusher thread takes them one at a time,
  * calls the push function with e->lock released (it may block on page
  * locks held by READs in flight, which other threads answer), then unpins
- * the blocks under the lock.  The last page of every fetch ending at a
+ * the blocks under the lock; a block it pushed whole then lets its buffer
+ * go (a husk, cache.c).  The queue holds 32 fetches at most (pushq_cap()):
+ * its blocks are pinned.  The last page of every fetch ending at a
  * half-batch boundary is held back as a tripwire: its READ shows that the
  * reader consumed the pushed bytes before it (tripwire()), so the stream's
  * windows move on although those bytes produced no READs.
