@@ -122,9 +122,13 @@ START_TEST(test_push_releases_consumed)
 	/* read-ahead of 8 MiB batches: a few windows, never the 56 MiB read
 	 * (before, every pushed block stayed: memory_used grew with it); a
 	 * pushed block keeps no buffer, so what is held is the tripwire
-	 * blocks, fetches in flight and read-ahead not pushed yet */
-	ck_assert_uint_le(peak_used, 32u << 20);
-	ck_assert_uint_le(t.memory_mapped, 32u << 20);
+	 * blocks, fetches in flight, the pusher's queue (its thread may lag
+	 * behind this one) and read-ahead not pushed yet */
+	ck_assert_uint_le(peak_used, 48u << 20);
+	ck_assert_uint_le(t.memory_mapped, 48u << 20);
+	/* at the end: at most the 8 MiB left of the file ahead and the 8 MiB
+	 * of first READs (before, the whole 64 MiB file) */
+	ck_assert_uint_le(t.memory_used, 24u << 20);
 	/* cached for re-read: at most the first READs, made before the
 	 * stream was known (demand fetches) */
 	ck_assert_uint_le(t.memory_reread, 8u << 20);
