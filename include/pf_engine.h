@@ -160,9 +160,6 @@ struct pf_engine_totals {
 	uint64_t memory_reread;	/* read, not pushed: kept for re-reads */
 	uint64_t memory_max;
 	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak) */
-	uint64_t bytes_repushed; /* pushed, let go, then READ after all:
-				  * fetched again (the page cache dropped
-				  * them, or the READ raced the push) */
 };
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);

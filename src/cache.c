@@ -23,15 +23,7 @@
  * frontier passes its end (the page cache holds its bytes; the engine
  * keeps a pushed one that long for tripwire() and so that the planner does
  * not fetch it again), then its buffer goes straight back to the pool
- * (block_consumed()).  Before that, a block whose every byte was pushed
- * keeps no buffer at all: it stays in the hash as a "husk" (on lru_husk,
- * as many at most as the pool has buffers), so the planner and tripwire()
- * see its bytes as there, and a READ that needs them after all (the page
- * cache let them go) gets it a buffer and fetches it again
- * (block_refill()).  So the daemon does not keep a second copy of what the
- * kernel holds: its memory is the fetches in flight, the pusher's queue,
- * the tripwire blocks and what is read ahead but not pushed.
- * Other blocks read by READs stay cached for re-read
+ * (block_consumed()).  Other blocks read by READs stay cached for re-read
  * (strided and random readers come back to the rest of a block), at most
  * a quarter of the pool (REREAD_SHARE); the oldest goes first.  The pool hands out the most recently freed, warm, buffer before
  * it maps new memory, so the daemon's resident set is the streams' windows
@@ -41,7 +33,6 @@
  * completion thread, the pusher, the next-file thread); everything here is
  * called under it.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -76,7 +67,6 @@ static void lru_add(struct pf_engine *e, struct block *b, enum lru_kind k)
 		[LRU_READ] = offsetof(struct pf_engine, lru_read),
 		[LRU_PUSHED] = offsetof(struct pf_engine, lru_pushed),
 		[LRU_UNREAD] = offsetof(struct pf_engine, lru_unread),
-		[LRU_HUSK] = offsetof(struct pf_engine, lru_husk),
 	};
 
 	list_add_tail((struct list *)((char *)e + off[k]), &b->lru);
@@ -101,8 +91,7 @@ static void block_destroy(struct pf_engine *e, struct block *b)
 		if (s)
 			s->bytes_unused += unused;
 	}
-	if (b->buf)
-		pf_pool_put(e->pool, b->buf);
+	pf_pool_put(e->pool, b->buf);
 	free(b);
 }
 
@@ -139,17 +128,8 @@ static void reread_trim(struct pf_engine *e)
 					      lru));
 }
 
-/* Free the oldest husks beyond as many as the pool has buffers. */
-static void husk_trim(struct pf_engine *e)
-{
-	while (e->lru_count[LRU_HUSK] > pf_pool_max(e->pool))
-		block_destroy(e, container_of(e->lru_husk.next, struct block,
-					      lru));
-}
-
 /* Give an idle block back to the LRU, or free it if it is detached or
- * consumed; a block whose bytes are all in the page cache keeps no
- * buffer. */
+ * consumed. */
 void block_idle(struct pf_engine *e, struct block *b)
 {
 	if (b->busy || b->refs)
@@ -158,17 +138,9 @@ void block_idle(struct pf_engine *e, struct block *b)
 		block_destroy(e, b);
 		return;
 	}
-	if (b->all_pushed && b->buf) {
-		lru_remove(b);
-		pf_pool_put(e->pool, b->buf);
-		b->buf = NULL;
-	}
 	if (b->in_lru)
 		return;
-	if (!b->buf) {
-		lru_add(e, b, LRU_HUSK);
-		husk_trim(e);
-	} else if (b->pushed) {
+	if (b->pushed) {
 		lru_add(e, b, LRU_PUSHED);
 	} else if (b->read_seen) {
 		lru_add(e, b, LRU_READ);
@@ -233,29 +205,6 @@ static void *buf_get(struct pf_engine *e, bool demand)
 		return NULL;
 	block_destroy(e, victim);
 	return pf_pool_get(e->pool);
-}
-
-/*
- * A READ needs a husk's bytes (the page cache let them go): give it a
- * buffer and make it empty, to be fetched like a new block.  -ENOMEM when
- * no buffer can be had now.
- */
-int block_refill(struct pf_engine *e, struct block *b)
-{
-	void *buf = buf_get(e, true);
-
-	if (!buf)
-		return -ENOMEM;
-	lru_remove(b);
-	e->tot.bytes_repushed += b->vhi - b->vlo;
-	b->buf = buf;
-	b->vlo = 0;
-	b->vhi = 0;
-	b->pushed = false;
-	b->all_pushed = false;
-	b->read_seen = false;
-	b->prefetched = false;
-	return 0;
 }
 
 struct block *block_new(struct pf_engine *e, struct pf_efile *f,

@@ -88,7 +88,6 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->lru_read);
 	list_init(&e->lru_unread);
 	list_init(&e->lru_pushed);
-	list_init(&e->lru_husk);
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	pthread_cond_init(&e->next_cond, NULL);

@@ -94,7 +94,7 @@ static inline bool list_empty(const struct list *l)
 struct parked_read;
 
 /* which LRU an idle block is on (cache.c) */
-enum lru_kind { LRU_READ, LRU_PUSHED, LRU_UNREAD, LRU_HUSK, LRU_KINDS };
+enum lru_kind { LRU_READ, LRU_PUSHED, LRU_UNREAD, LRU_KINDS };
 
 /*
  * A block_size piece of a file (cache.c).  Every field is protected by
@@ -109,8 +109,7 @@ struct block {
 	struct list lru;	/* on e->lru_read / _pushed / _unread when
 				 * idle */
 	struct list fnode;	/* on file->blocks while attached */
-	char *buf;		/* set at creation; NULL for a husk (its
-				 * bytes are in the page cache, cache.c) */
+	char *buf;		/* set at creation */
 	uint32_t vlo;		/* valid bytes: [vlo, vhi) */
 	uint32_t vhi;
 	uint32_t refs;
@@ -119,7 +118,6 @@ struct block {
 	bool prefetched;
 	bool in_lru;
 	bool pushed;		/* its bytes went to the page cache */
-	bool all_pushed;	/* every valid byte did (not a tripwire's) */
 	size_t *lru_n;		/* while in_lru: e->lru_count[] of its LRU */
 	unsigned stream;	/* stream that prefetched it */
 	struct parked_read *waiters;
@@ -256,8 +254,6 @@ struct pf_engine {
 	struct list lru_pushed;	/* protected by e->lock: idle blocks pushed
 				 * to the page cache, not yet passed by their
 				 * stream */
-	struct list lru_husk;	/* protected by e->lock: blocks whose bytes
-				 * are all in the page cache, without buffer */
 	size_t lru_count[LRU_KINDS]; /* protected by e->lock */
 	struct list files;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
@@ -324,7 +320,6 @@ uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
 void release_consumed(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to);
-int block_refill(struct pf_engine *e, struct block *b);
 void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread);
 

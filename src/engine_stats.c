@@ -130,7 +130,6 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"memory_ahead\": %" PRIu64
 		  ", \"memory_reread\": %" PRIu64
 		  ", \"memory_mapped\": %" PRIu64
-		  ", \"bytes_repushed\": %" PRIu64
 		  "},\n  \"streams\": [",
 		  e->cfg.prefetch ? "true" : "false",
 		  e->push_fn ? "true" : "false", e->bs,
@@ -141,7 +140,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max,
 		  t.memory_inflight, t.memory_ahead, t.memory_reread,
-		  t.memory_mapped, t.bytes_repushed);
+		  t.memory_mapped);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {

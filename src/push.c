@@ -8,9 +8,8 @@
  * queues them on e->pushq.  The pusher thread takes them one at a time,
  * calls the push function with e->lock released (it may block on page
  * locks held by READs in flight, which other threads answer), then unpins
- * the blocks under the lock; a block it pushed whole then lets its buffer
- * go (a husk, cache.c).  The queue holds 32 fetches at most (pushq_cap()):
- * its blocks are pinned.  The last page of every fetch ending at a
+ * the blocks under the lock.  The queue holds 32 fetches at most
+ * (pushq_cap()): its blocks are pinned.  The last page of every fetch ending at a
  * half-batch boundary is held back as a tripwire: its READ shows that the
  * reader consumed the pushed bytes before it (tripwire()), so the stream's
  * windows move on although those bytes produced no READs.
@@ -175,10 +174,6 @@ static void *pusher_main(void *arg)
 		for (unsigned i = 0; i < ft->nblk; i++) {
 			struct block *b = ft->blk[i];
 
-			/* all in the page cache: block_idle() lets its
-			 * buffer go (not the tripwire's, a READ is coming) */
-			if (bytes && !(ft->trip && i == ft->nblk - 1))
-				b->all_pushed = true;
 			if (--b->refs == 0) {
 				struct parked_read *w = b->waiters;
 

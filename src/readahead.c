@@ -90,13 +90,6 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		    e->inflight + e->queued >= e->cfg.max_inflight)
 			break;
 		b = block_find(e, f, idx);
-		/* a husk: its bytes are in the page cache; a READ of them
-		 * (the page cache let them go) fetches them again */
-		if (b && !b->buf && c->demand && block_refill(e, b) < 0) {
-			c->nomem = true;
-			off = bstart + hi;
-			continue;
-		}
 		if (b && block_covers(b, lo, hi)) {
 			if (c->demand)
 				c->read->blk[c->read->nblk++] = b;
