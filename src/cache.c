@@ -25,9 +25,10 @@
  * not fetch it again), then its buffer goes straight back to the pool
  * (block_consumed()).  Other blocks read by READs stay cached for re-read
  * (strided and random readers come back to the rest of a block), at most
- * a quarter of the pool (REREAD_SHARE); the oldest goes first.  The pool hands out the most recently freed, warm, buffer before
- * it maps new memory, so the daemon's resident set is the streams' windows
- * in flight and ahead plus that re-read share, whatever max_memory is.
+ * a quarter of the pool (REREAD_SHARE); the oldest goes first.  The pool
+ * hands out the most recently freed, warm, buffer before it maps new
+ * memory, so the daemon's resident set is the streams' windows in flight
+ * and ahead plus that re-read share, whatever max_memory is.
  *
  * Threads: any thread that holds e->lock (FUSE workers, the backend's
  * completion thread, the pusher, the next-file thread); everything here is

@@ -9,10 +9,10 @@
  * calls the push function with e->lock released (it may block on page
  * locks held by READs in flight, which other threads answer), then unpins
  * the blocks under the lock.  The queue holds 32 fetches at most
- * (pushq_cap()): its blocks are pinned.  The last page of every fetch ending at a
- * half-batch boundary is held back as a tripwire: its READ shows that the
- * reader consumed the pushed bytes before it (tripwire()), so the stream's
- * windows move on although those bytes produced no READs.
+ * (pushq_cap()): its blocks are pinned.  The last page of every fetch
+ * ending at a half-batch boundary is held back as a tripwire: its READ
+ * shows that the reader consumed the pushed bytes before it (tripwire()),
+ * so the stream's windows move on although those bytes produced no READs.
  *
  * Threads: the pusher thread (pusher_main) and, for push_wanted(),
  * push_enqueue() and tripwire(), the threads that complete fetches and make
