@@ -152,8 +152,14 @@ struct pf_engine_totals {
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;
-	uint64_t memory_used;	/* bytes of block buffers in use */
+	uint64_t memory_used;	/* bytes of block buffers in use: */
+	uint64_t memory_inflight; /* being fetched, or pinned by a reply or
+				   * the pusher */
+	uint64_t memory_ahead;	/* read-ahead nobody read yet, or pushed
+				 * and not yet passed by its stream */
+	uint64_t memory_reread;	/* read, not pushed: kept for re-reads */
 	uint64_t memory_max;
+	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak) */
 };
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);

@@ -11,11 +11,24 @@
  * reference to a busy block and a block with references is never written,
  * so the bytes a reply points at never change under it.
  *
- * Idle blocks sit on one of two LRUs.  Read-ahead takes memory only from
- * blocks that have been read already (lru_read); a demand miss may also
- * take prefetched blocks nobody has read yet (lru_unread).  A block whose
- * file is dropped while it is in use is detached and freed when its fetch
- * or its last pin ends.
+ * Idle blocks sit on one of three LRUs.  Read-ahead takes memory only
+ * from blocks that have been read already (lru_read) or that were pushed
+ * to the page cache and wait for their reader there (lru_pushed); a demand
+ * miss may also take prefetched blocks nobody has read yet (lru_unread).
+ * A block whose file is dropped while it is in use is detached and freed
+ * when its fetch or its last pin ends.
+ *
+ * Memory follows read-ahead, not bytes read.  A block of read-ahead of a
+ * sequential stream, pushed or read, is kept only until the stream's
+ * frontier passes its end (the page cache holds its bytes; the engine
+ * keeps a pushed one that long for tripwire() and so that the planner does
+ * not fetch it again), then its buffer goes straight back to the pool
+ * (block_consumed()).  Other blocks read by READs stay cached for re-read
+ * (strided and random readers come back to the rest of a block), at most
+ * a quarter of the pool (REREAD_SHARE); the oldest goes first.  The pool
+ * hands out the most recently freed, warm, buffer before it maps new
+ * memory, so the daemon's resident set is the streams' windows in flight
+ * and ahead plus that re-read share, whatever max_memory is.
  *
  * Threads: any thread that holds e->lock (FUSE workers, the backend's
  * completion thread, the pusher, the next-file thread); everything here is
@@ -26,6 +39,9 @@
 
 #include "pf_pool.h"
 #include "engine_int.h"
+
+/* at most 1/REREAD_SHARE of the pool is kept for re-reads */
+#define REREAD_SHARE 4
 
 static void hash_remove(struct pf_engine *e, struct block *b)
 {
@@ -42,7 +58,22 @@ void lru_remove(struct block *b)
 	if (b->in_lru) {
 		list_del(&b->lru);
 		b->in_lru = false;
+		(*b->lru_n)--;
 	}
+}
+
+static void lru_add(struct pf_engine *e, struct block *b, enum lru_kind k)
+{
+	static const size_t off[LRU_KINDS] = {
+		[LRU_READ] = offsetof(struct pf_engine, lru_read),
+		[LRU_PUSHED] = offsetof(struct pf_engine, lru_pushed),
+		[LRU_UNREAD] = offsetof(struct pf_engine, lru_unread),
+	};
+
+	list_add_tail((struct list *)((char *)e + off[k]), &b->lru);
+	b->in_lru = true;
+	b->lru_n = &e->lru_count[k];
+	e->lru_count[k]++;
 }
 
 static void block_destroy(struct pf_engine *e, struct block *b)
@@ -65,23 +96,99 @@ static void block_destroy(struct pf_engine *e, struct block *b)
 	free(b);
 }
 
-/* Give an idle block back to the LRU, or free it if it is detached. */
+/*
+ * A block of read-ahead, pushed or read by READs, whose sequential stream
+ * has read past its end: its bytes are in the reader's page cache (pushed
+ * there, or put there by the READ's reply), a sequential stream does not
+ * come back, and neither the planner nor tripwire() looks behind a
+ * stream's frontier.
+ */
+static bool block_consumed(struct pf_engine *e, const struct block *b)
+{
+	const struct pf_stream *st;
+	uint64_t end;
+
+	if (!(b->pushed || (b->prefetched && b->read_seen)) ||
+	    !b->file->tracker)
+		return false;
+	st = pf_tracker_find(b->file->tracker, b->stream);
+	end = (b->idx << e->bshift) + block_len(e, b->file, b->idx);
+	return st && st->pattern == PF_PAT_SEQUENTIAL && st->next_off >= end &&
+	       st->next_off - end <= (uint64_t)MAX_DEPTH * e->plan.max_window;
+}
+
+/* Free the oldest blocks cached for re-read beyond their share. */
+static void reread_trim(struct pf_engine *e)
+{
+	size_t cap = pf_pool_max(e->pool) / REREAD_SHARE;
+
+	if (cap == 0)
+		cap = 1;
+	while (e->lru_count[LRU_READ] > cap)
+		block_destroy(e, container_of(e->lru_read.next, struct block,
+					      lru));
+}
+
+/* Give an idle block back to the LRU, or free it if it is detached or
+ * consumed. */
 void block_idle(struct pf_engine *e, struct block *b)
 {
 	if (b->busy || b->refs)
 		return;
-	if (!b->file || b->vhi == b->vlo) {
+	if (!b->file || b->vhi == b->vlo || block_consumed(e, b)) {
 		block_destroy(e, b);
 		return;
 	}
-	if (!b->in_lru) {
-		list_add_tail(b->read_seen ? &e->lru_read : &e->lru_unread,
-			      &b->lru);
-		b->in_lru = true;
+	if (b->in_lru)
+		return;
+	if (b->pushed) {
+		lru_add(e, b, LRU_PUSHED);
+	} else if (b->read_seen) {
+		lru_add(e, b, LRU_READ);
+		reread_trim(e);
+	} else {
+		lru_add(e, b, LRU_UNREAD);
 	}
 }
 
-/* A buffer: a fresh one while the budget allows, else an evicted one. */
+/*
+ * A sequential stream of @f read [from, to) in the page cache, where those
+ * bytes were pushed (a tripwire READ at @to): the idle pushed blocks that
+ * end by @to go back to the pool.  Those still pinned go when unpinned
+ * (block_idle()).
+ */
+void release_consumed(struct pf_engine *e, struct pf_efile *f,
+		      uint64_t from, uint64_t to)
+{
+	for (uint64_t idx = from >> e->bshift; idx << e->bshift < to; idx++) {
+		struct block *b = block_find(e, f, idx);
+		uint64_t end = (idx << e->bshift) + block_len(e, f, idx);
+
+		if (!b || !b->pushed || b->busy || b->refs || end > to)
+			continue;
+		block_destroy(e, b);
+	}
+}
+
+/* Bytes of block buffers by use (under the lock). */
+void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
+		  uint64_t *reread)
+{
+	uint64_t used = pf_pool_in_use(e->pool);
+	uint64_t a = e->lru_count[LRU_PUSHED] + e->lru_count[LRU_UNREAD];
+	uint64_t r = e->lru_count[LRU_READ];
+
+	*inflight = (used - a - r) * e->bs;
+	*ahead = a * e->bs;
+	*reread = r * e->bs;
+}
+
+/*
+ * A buffer: a free one (the pool gives warm ones before it maps more) while
+ * the budget allows, else an evicted one: cached for re-read first, then
+ * pushed ahead (its bytes are in the page cache), then, for a demand miss
+ * only, read-ahead nobody has read yet.
+ */
 static void *buf_get(struct pf_engine *e, bool demand)
 {
 	struct block *victim;
@@ -91,6 +198,8 @@ static void *buf_get(struct pf_engine *e, bool demand)
 		return buf;
 	if (!list_empty(&e->lru_read))
 		victim = container_of(e->lru_read.next, struct block, lru);
+	else if (!list_empty(&e->lru_pushed))
+		victim = container_of(e->lru_pushed.next, struct block, lru);
 	else if (demand && !list_empty(&e->lru_unread))
 		victim = container_of(e->lru_unread.next, struct block, lru);
 	else

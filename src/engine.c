@@ -87,6 +87,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	pthread_cond_init(&e->idle_cond, NULL);
 	list_init(&e->lru_read);
 	list_init(&e->lru_unread);
+	list_init(&e->lru_pushed);
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	pthread_cond_init(&e->next_cond, NULL);

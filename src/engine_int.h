@@ -95,6 +95,9 @@ static inline bool list_empty(const struct list *l)
 
 struct parked_read;
 
+/* which LRU an idle block is on (cache.c) */
+enum lru_kind { LRU_READ, LRU_PUSHED, LRU_UNREAD, LRU_KINDS };
+
 /*
  * A block_size piece of a file (cache.c).  Every field is protected by
  * e->lock.  The bytes of buf are written by the backend only while the
@@ -105,7 +108,8 @@ struct block {
 	struct pf_efile *file;	/* NULL once detached from its file */
 	uint64_t idx;
 	struct block *hnext;
-	struct list lru;	/* on e->lru_read / e->lru_unread when idle */
+	struct list lru;	/* on e->lru_read / _pushed / _unread when
+				 * idle */
 	struct list fnode;	/* on file->blocks while attached */
 	char *buf;		/* set at creation */
 	uint32_t vlo;		/* valid bytes: [vlo, vhi) */
@@ -116,6 +120,7 @@ struct block {
 	bool prefetched;
 	bool in_lru;
 	bool pushed;		/* its bytes went to the page cache */
+	size_t *lru_n;		/* while in_lru: e->lru_count[] of its LRU */
 	unsigned stream;	/* stream that prefetched it */
 	struct parked_read *waiters;
 };
@@ -256,6 +261,10 @@ struct pf_engine {
 				 * were read, evicted first */
 	struct list lru_unread;	/* protected by e->lock: idle prefetched
 				 * blocks not read yet */
+	struct list lru_pushed;	/* protected by e->lock: idle blocks pushed
+				 * to the page cache, not yet passed by their
+				 * stream */
+	size_t lru_count[LRU_KINDS]; /* protected by e->lock */
 	struct list files;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
@@ -321,6 +330,10 @@ struct block *block_new(struct pf_engine *e, struct pf_efile *f,
 void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
 uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
+void release_consumed(struct pf_engine *e, struct pf_efile *f,
+		      uint64_t from, uint64_t to);
+void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
+		  uint64_t *reread);
 
 /* fetch.c */
 void bfile_ref_put(struct bfile_ref *r);

@@ -21,6 +21,9 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 	*t = e->tot;
 	t->inflight = e->inflight + e->queued;
 	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
+	cache_memory(e, &t->memory_inflight, &t->memory_ahead,
+		     &t->memory_reread);
+	t->memory_mapped = (uint64_t)pf_pool_allocated(e->pool) * e->bs;
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -123,6 +126,10 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
 		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
+		  ", \"memory_inflight\": %" PRIu64
+		  ", \"memory_ahead\": %" PRIu64
+		  ", \"memory_reread\": %" PRIu64
+		  ", \"memory_mapped\": %" PRIu64
 		  "},\n  \"streams\": [",
 		  e->cfg.prefetch ? "true" : "false",
 		  e->push_fn ? "true" : "false", e->bs,
@@ -131,7 +138,9 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.inflight_waits, (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
 		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
 		  t.next_files, t.fetches,
-		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
+		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max,
+		  t.memory_inflight, t.memory_ahead, t.memory_reread,
+		  t.memory_mapped);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {

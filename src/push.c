@@ -8,10 +8,11 @@
  * queues them on e->pushq.  The pusher thread takes them one at a time,
  * calls the push function with e->lock released (it may block on page
  * locks held by READs in flight, which other threads answer), then unpins
- * the blocks under the lock.  The last page of every fetch ending at a
- * half-batch boundary is held back as a tripwire: its READ shows that the
- * reader consumed the pushed bytes before it (tripwire()), so the stream's
- * windows move on although those bytes produced no READs.
+ * the blocks under the lock.  The queue holds 32 fetches at most
+ * (pushq_cap()): its blocks are pinned.  The last page of every fetch
+ * ending at a half-batch boundary is held back as a tripwire: its READ
+ * shows that the reader consumed the pushed bytes before it (tripwire()),
+ * so the stream's windows move on although those bytes produced no READs.
  *
  * Threads: the pusher thread (pusher_main) and, for push_wanted(),
  * push_enqueue() and tripwire(), the threads that complete fetches and make
@@ -38,6 +39,20 @@ static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 }
 
 /*
+ * Bytes queued for the pusher at most.  Its blocks are pinned: memory that
+ * follows how far the pusher is behind, not the windows ahead.  The pusher
+ * copies at memory speed, so a few fetches per stream keep it busy; the
+ * rest is read ahead all the same and answered by READs if the reader gets
+ * there first.  Also a quarter of the budget at most.
+ */
+static uint64_t pushq_cap(const struct pf_engine *e)
+{
+	uint64_t cap = 32 * e->cfg.fetch_size;
+
+	return cap < e->cfg.max_memory / 4 ? cap : e->cfg.max_memory / 4;
+}
+
+/*
  * Under the lock, from fetch_done() before the blocks are updated: is this
  * completed read-ahead fetch one for the pusher?  Only fetches that leave
  * every block whole and attached, so that no READ ever waits for a block
@@ -49,7 +64,7 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 	if (err || !ft->pushable || !e->push_fn || e->push_stop ||
 	    !ft->file->opens ||
 	    /* pinned for the pusher: never the memory others need */
-	    e->pushq_bytes + ft->len > e->cfg.max_memory / 4 ||
+	    e->pushq_bytes + ft->len > pushq_cap(e) ||
 	    pf_pool_in_use(e->pool) * 4 > pf_pool_max(e->pool) * 3 ||
 	    (ft->off & (PAGE_BYTES - 1)) || ft->len <= PAGE_BYTES)
 		return false;

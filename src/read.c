@@ -240,6 +240,9 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 
 		stream = pf_tracker_observe(f->tracker, from,
 					    off + size - from, now);
+		if (from < off)
+			/* the pushed bytes before it were read */
+			release_consumed(e, f, from, off);
 		p->stream = stream->id;
 		engine_stream_get(f, stream->id);
 	}

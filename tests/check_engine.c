@@ -214,6 +214,49 @@ START_TEST(test_budget_holds)
 }
 END_TEST
 
+/*
+ * Blocks read by READs that no sequential stream passed stay cached for
+ * re-read, but at most a quarter of the budget (16 MiB here): 4 KiB reads
+ * at random offsets over 64 MiB, without read-ahead, then a re-read of the
+ * latest ones is answered without a fetch.
+ */
+START_TEST(test_reread_cache_bounded)
+{
+	struct pf_engine_totals t;
+	uint64_t offs[400];
+	uint32_t x = 777;
+	uint64_t fetched;
+
+	tb.autocomplete = 1;
+	for (int i = 0; i < 400; i++) {
+		x = x * 1103515245u + 12345u;
+		offs[i] = ((uint64_t)x % (FSIZE / 4096)) * 4096;
+		read_sync(rq, offs[i], 4096);
+		assert_bytes(rq, offs[i], 4096);
+		pf_engine_totals(eng, &t);
+		ck_assert_uint_le(t.memory_reread, 4u << 20);
+		ck_assert_uint_eq(t.memory_inflight + t.memory_ahead +
+				  t.memory_reread, t.memory_used);
+	}
+	/* 400 blocks were read: the share is full, and what is kept is the
+	 * newest, so re-reads of the last ten fetch nothing */
+	ck_assert_uint_ge(t.memory_reread, 3u << 20);
+	fetched = t.bytes_fetched;
+	for (int i = 390; i < 400; i++) {
+		read_sync(rq, offs[i], 4096);
+		assert_bytes(rq, offs[i], 4096);
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_fetched, fetched);
+	ck_assert_uint_le(t.memory_mapped, 16u << 20);
+}
+END_TEST
+
+static void setup_reread(void)
+{
+	setup_with(16u << 20, 0, 16, 0);
+}
+
 static void setup_budget(void)
 {
 	setup_with(16u << 20, 1, 16, 0);
@@ -242,6 +285,11 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup_budget, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_budget_holds);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reread");
+	tcase_add_checked_fixture(tc, setup_reread, teardown);
+	tcase_add_test(tc, test_reread_cache_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

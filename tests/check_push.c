@@ -75,6 +75,62 @@ START_TEST(test_push_and_tripwires)
 }
 END_TEST
 
+/*
+ * Memory follows read-ahead, not bytes read: a pushed block goes back to
+ * the pool once its stream read past it, and the pool reuses those
+ * buffers before it maps more.  A sequential reader through 56 MiB of
+ * pushed read-ahead, with a budget of 256 MiB: the blocks in use stay
+ * within the windows ahead, the pool never maps anywhere near what was
+ * read, nothing is fetched twice, and what is held is ahead of the reader.
+ */
+START_TEST(test_push_releases_consumed)
+{
+	struct pf_engine_totals t;
+	uint64_t off, peak_used = 0;
+
+	tb.autocomplete = 1;
+	pushed_bytes = 0;
+	push_bad = 0;
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	for (off = 0; off < (8u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	pthread_mutex_lock(&push_lock);
+	while (!pushed_bytes)
+		pthread_cond_wait(&push_cond, &push_lock);
+	pthread_mutex_unlock(&push_lock);
+	for (off += 4u << 20; off <= (56u << 20); off += 4u << 20) {
+		advance_ms(5);
+		read_sync(rq, off - 4096, 4096);
+		assert_bytes(rq, off - 4096, 4096);
+		pf_engine_totals(eng, &t);
+		if (t.memory_used > peak_used)
+			peak_used = t.memory_used;
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	pf_engine_totals(eng, &t);
+	/* the parts add up */
+	ck_assert_uint_eq(t.memory_inflight + t.memory_ahead + t.memory_reread,
+			  t.memory_used);
+	/* nothing fetched twice: the file is 64 MiB */
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	ck_assert_uint_ge(t.bytes_fetched, 56u << 20);
+	ck_assert_int_eq(t.fetch_errors, 0);
+	/* read-ahead of 8 MiB batches: a few windows, never the 56 MiB read
+	 * (before, every pushed block stayed: memory_used grew with it);
+	 * the pusher's queue is part of it (its thread may lag behind this
+	 * one) */
+	ck_assert_uint_le(peak_used, 48u << 20);
+	ck_assert_uint_le(t.memory_mapped, 48u << 20);
+	/* at the end: at most the 8 MiB left of the file ahead and the 8 MiB
+	 * of first READs (before, the whole 64 MiB file) */
+	ck_assert_uint_le(t.memory_used, 24u << 20);
+	/* cached for re-read: at most the first READs, made before the
+	 * stream was known (demand fetches) */
+	ck_assert_uint_le(t.memory_reread, 8u << 20);
+}
+END_TEST
+
 static void setup_push(void)
 {
 	fake_clock = 1;
@@ -91,6 +147,7 @@ static Suite *push_suite(void)
 	tcase_add_checked_fixture(tc, setup_push, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_push_and_tripwires);
+	tcase_add_test(tc, test_push_releases_consumed);
 	suite_add_tcase(s, tc);
 	return s;
 }
