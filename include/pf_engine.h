@@ -42,7 +42,13 @@ struct pf_engine_cfg {
 	int push;		/* hand read-ahead to the push callback */
 	int next_file;		/* a sequential reader nearing the end of a
 				 * file reads ahead into the next file of its
-				 * directory (in name order) */
+				 * directory (in name order), and readers that
+				 * open the files of a directory in name order
+				 * get the next files read ahead whole */
+	int fill;		/* shuffled readers of a tree (or of one big
+				 * file) that fits the cache: the rest is read
+				 * in the background */
+	unsigned xfile_files;	/* files opened ahead at most (0: 64) */
 	/*
 	 * The engine's clock, monotonic nanoseconds: READ arrivals and
 	 * completions as the pattern tracker sees them, wait times, ages.
@@ -149,6 +155,8 @@ struct pf_engine_totals {
 	uint64_t bytes_pushed;	/* handed to the push function */
 	uint64_t next_files;	/* files opened ahead of their reader */
 	uint64_t next_asks;	/* next files asked of the next-file thread */
+	uint64_t next_taken;	/* files opened ahead whose open went to
+				 * their reader (no round trip) */
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;

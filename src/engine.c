@@ -39,6 +39,7 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	cfg->max_window = 256u << 20;
 	cfg->push = 1;
 	cfg->next_file = 1;
+	cfg->fill = 1;
 }
 
 /* ---- engine ---------------------------------------------------------- */
@@ -90,12 +91,17 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	pthread_cond_init(&e->next_cond, NULL);
-	if (cfg->prefetch && cfg->next_file && be->ops->readdir &&
-	    pthread_create(&e->next_thread, NULL, next_main, e) == 0)
-		e->next_running = true;
+	if (next_start(e) < 0) {
+		ret = -ENOMEM;
+		goto out_pool;
+	}
 	*out = e;
 	return 0;
 
+out_pool:
+	free(e->ghosts);
+	xfile_free(e);
+	pf_pool_free(e->pool);
 out_hash:
 	free(e->hash);
 out_free:
@@ -155,6 +161,8 @@ void pf_engine_free(struct pf_engine *e)
 		efile_maybe_free(e, f);
 	}
 	pf_engine_stop_push(e);
+	free(e->ghosts);
+	xfile_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	pthread_cond_destroy(&e->push_cond);

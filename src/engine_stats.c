@@ -123,7 +123,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
 		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
-		  "},\n  \"streams\": [",
+		  "}",
 		  e->cfg.prefetch ? "true" : "false",
 		  e->push_fn ? "true" : "false", e->bs,
 		  e->cfg.fetch_size, e->cfg.max_inflight,
@@ -134,6 +134,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
+	xfile_stats(e, &sb);
+	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
 		unsigned n;
