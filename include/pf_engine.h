@@ -137,6 +137,15 @@ void pf_efile_close(struct pf_efile *f);
 void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		    pf_reply_fn reply, void *req);
 
+/*
+ * Read-ahead across files (dirahead.c): the files to keep opened and read
+ * ahead of one reader that opens a directory's files at @stride, one
+ * every @gap_ns (the directory's interval), when an open of the store
+ * takes @open_ns: two round trips of its rate, 2 to @max.
+ */
+unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
+			unsigned max);
+
 /* Engine-wide totals, for tests and the stats file. */
 struct pf_engine_totals {
 	uint64_t reads;

@@ -256,19 +256,31 @@ static bool xdir_was_asked(struct xdir *d, long idx)
 	return false;
 }
 
-/* Files ahead per reader: two round trips of its rate, see DESIGN. */
-static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
+/*
+ * Files to keep ahead of one reader: two round trips of its rate (see
+ * DESIGN), from the learned open latency, the interval between opens of
+ * the directory and the stride; at most @max.  Pure, for the tests.
+ */
+unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
+			unsigned max)
 {
-	uint64_t lat = 2 * e->xf->lat_ns;
-	uint64_t gap = d->gap_ns * (d->stride ? d->stride : 1);
+	uint64_t lat = 2 * open_ns;
+	uint64_t gap = gap_ns * (stride ? stride : 1);
 	uint64_t n;
 
 	if (!lat || !gap)
-		return 4;
-	n = 2 * ((lat + gap - 1) / gap) + 2;
-	if (n > e->max_ghosts / 2)
-		n = e->max_ghosts / 2;
+		n = 4;
+	else
+		n = 2 * ((lat + gap - 1) / gap) + 2;
+	if (n > max)
+		n = max;
 	return n < 2 ? 2 : (unsigned)n;
+}
+
+static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
+{
+	return pf_xfile_ahead(e->xf->lat_ns, d->gap_ns, d->stride,
+			      e->max_ghosts / 2);
 }
 
 /* Ask for the files after index @j at stride d->stride. */
@@ -351,6 +363,30 @@ static void xfile_outcome(struct pf_engine *e, bool followed, const char *dir,
 		fill_stop(e, "the readers open files in order now");
 }
 
+/* An open of @base in listed directory @d; @ask: ask for what follows. */
+static void xdir_learn(struct pf_engine *e, struct xdir *d, const char *base,
+		       bool ask)
+{
+	long j = xdir_index(d, base);
+	int s;
+
+	if (j < 0)
+		return;
+	s = xdir_follows(d, j);
+	if (s < 0)
+		return;		/* opened again: tells nothing */
+	xdir_remember(d, base);
+	if (s > 0) {
+		d->stride = (unsigned)s;
+		d->runs++;
+	} else {
+		d->runs = 0;
+	}
+	xfile_outcome(e, s > 0, d->path, strlen(d->path));
+	if (ask && d->runs >= XD_LEARN && e->cfg.next_file)
+		xdir_ask(e, d, j);
+}
+
 /* Under the lock, after a reader's open of @f succeeded. */
 void xfile_opened(struct pf_engine *e, struct pf_efile *f)
 {
@@ -360,8 +396,6 @@ void xfile_opened(struct pf_engine *e, struct pf_efile *f)
 	uint64_t now;
 	size_t dlen;
 	struct xdir *d;
-	long j;
-	int s;
 
 	if (!xf || !e->cfg.prefetch || !e->next_running || e->stopping)
 		return;
@@ -388,22 +422,7 @@ void xfile_opened(struct pf_engine *e, struct pf_efile *f)
 			return;
 		}
 	}
-	j = xdir_index(d, base);
-	if (j < 0)
-		return;
-	s = xdir_follows(d, j);
-	if (s < 0)
-		return;		/* opened again: tells nothing */
-	xdir_remember(d, base);
-	if (s > 0) {
-		d->stride = (unsigned)s;
-		d->runs++;
-	} else {
-		d->runs = 0;
-	}
-	xfile_outcome(e, s > 0, f->path, dlen);
-	if (d->runs >= XD_LEARN && e->cfg.next_file)
-		xdir_ask(e, d, j);
+	xdir_learn(e, d, base, true);
 }
 
 /* ---- the fill ---------------------------------------------------------- */
@@ -519,8 +538,27 @@ void xfile_listed(struct pf_engine *e, const struct next_req *r,
 			free(d->ls.size);
 			d->ls = *ns;
 			memset(ns, 0, sizeof(*ns));
-			d->listed = true;
 			d->listed_ns = engine_now(e);
+			if (!d->listed) {
+				/* the opens made before the listing came */
+				char *old[XD_RECENT];
+				unsigned n = d->rn;
+
+				for (unsigned k = 0; k < n; k++) {
+					unsigned at = (d->rpos + XD_RECENT - n +
+						       k) % XD_RECENT;
+
+					old[k] = d->recent[at];
+					d->recent[at] = NULL;
+				}
+				d->rn = 0;
+				d->rpos = 0;
+				d->listed = true;
+				for (unsigned k = 0; k < n; k++) {
+					xdir_learn(e, d, old[k], k + 1 == n);
+					free(old[k]);
+				}
+			}
 			return;
 		}
 		return;
