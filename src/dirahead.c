@@ -8,8 +8,8 @@
  * pf_efile_open()).  Per directory it keeps the sorted listing (asked of the
  * next-file threads once, NR_LIST) and the names of the last XD_RECENT
  * files opened there.  An open of the file at index j of the listing
- * "follows" when the file at j - s, for a stride s <= XD_STRIDE, was among
- * the last 2s opens: one reader in name order (s = 1), N readers each on
+ * "follows" when the file at j - s, for a stride s <= XD_STRIDE, was the
+ * s-th latest open, give or take one: one reader in name order (s = 1), N readers each on
  * its own directory (one learner each), N ranks taking files i, i+N, i+2N
  * (s = N, or s = 1 while they keep in step) all follow.  The open's pid is
  * not known to the engine, so readers are told apart by that sequence
@@ -20,7 +20,8 @@
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
  * an open plus a fetch (2 x the opens the engine made) and interval the
  * learned time between two opens of one reader (the directory's interval
- * x s).  The ghosts' bounds (max_ghosts files, max_memory / 4) hold.
+ * x s); each reader that opens a file whose read-ahead is still in flight
+ * adds two (xfile_late(): a POSIX source opens at once and reads slowly).  The ghosts' bounds (max_ghosts files, max_memory / 4) hold.
  * cfg.next_file (the option next_file=on|off) turns both this and the
  * older next file of a sequential stream on or off.
  *
@@ -88,6 +89,8 @@ struct xdir {
 	uint64_t gap_ns;	/* learned interval between opens */
 	long asked[XD_ASKED];
 	unsigned apos;
+	unsigned extra;		/* files ahead added: readers that opened a
+				 * file still being read ahead */
 };
 
 struct xfile {
@@ -239,8 +242,11 @@ static int xdir_follows(const struct xdir *d, long j)
 	for (unsigned k = 0; k < d->rn; k++)
 		if (xdir_recent(d, k) == j)
 			return -1;
+	/* N readers at stride N opened j - N about N opens ago: allow one
+	 * open of drift either way, no more (a shuffled reader of a small
+	 * directory would "follow" too often) */
 	for (unsigned s = 1; s <= XD_STRIDE; s++)
-		for (unsigned k = 0; k < 2 * s && k < d->rn; k++)
+		for (unsigned k = s >= 2 ? s - 2 : 0; k <= s && k < d->rn; k++)
 			if (xdir_recent(d, k) == j - (long)s)
 				return (int)s;
 	return 0;
@@ -279,8 +285,34 @@ unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 
 static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
 {
-	return pf_xfile_ahead(e->xf->lat_ns, d->gap_ns, d->stride,
-			      e->max_ghosts / 2);
+	unsigned n = pf_xfile_ahead(e->xf->lat_ns, d->gap_ns, d->stride,
+				    e->max_ghosts / 2) + d->extra;
+
+	return n < e->max_ghosts / 2 ? n : e->max_ghosts / 2;
+}
+
+/*
+ * Under the lock: a reader opened @f, read ahead by the engine, before its
+ * read-ahead was in.  The open's latency underestimates a fetch's (a POSIX
+ * source opens at once but reads slowly): go two files further ahead.
+ */
+void xfile_late(struct pf_engine *e, const struct pf_efile *f)
+{
+	const char *slash = strrchr(f->path, '/');
+	size_t dlen = slash ? (size_t)(slash - f->path) : 0;
+
+	if (!e->xf)
+		return;
+	for (unsigned i = 0; i < XD_DIRS; i++) {
+		struct xdir *d = &e->xf->dirs[i];
+
+		if (d->path && strlen(d->path) == dlen &&
+		    memcmp(d->path, f->path, dlen) == 0) {
+			if (d->extra < e->max_ghosts / 2)
+				d->extra += 2;
+			return;
+		}
+	}
 }
 
 /* Ask for the files after index @j at stride d->stride. */

@@ -417,6 +417,7 @@ void xfile_plan(struct pf_engine *e, struct deferred *later);
 void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);
 void xfile_latency(struct pf_engine *e, uint64_t ns);
+void xfile_late(struct pf_engine *e, const struct pf_efile *f);
 void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb);
 void xfile_release_all(struct pf_engine *e);
 /* on a next-file thread, lock held on entry and return (dropped inside) */

@@ -152,6 +152,12 @@ bool ghost_take(struct pf_engine *e, struct pf_efile *f)
 		ghost_release(e, f);
 		return false;
 	}
+	{
+		struct block *b = block_find(e, f, 0);
+
+		if (f->ghost_upto < f->ghost_want || !b || b->busy)
+			xfile_late(e, f);
+	}
 	ghost_unlist(e, f);
 	f->refs--;
 	e->tot.next_taken++;
@@ -255,6 +261,12 @@ static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
 
 	*shared = false;
 	if (f) {
+		if (fill && f->ghost == GHOST_OPEN) {
+			/* read ahead already: its open becomes the fill's */
+			ghost_unlist(e, f);
+			*shared = true;
+			return f;
+		}
 		if (f->ghost || f->held)
 			return NULL;
 		if (fill && f->opens) {
