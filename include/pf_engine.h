@@ -48,7 +48,7 @@ struct pf_engine_cfg {
 	int fill;		/* shuffled readers of a tree (or of one big
 				 * file) that fits the cache: the rest is read
 				 * in the background */
-	unsigned xfile_files;	/* files opened ahead at most (0: 64) */
+	unsigned xfile_files;	/* files opened ahead at most (0: 256) */
 	/*
 	 * The engine's clock, monotonic nanoseconds: READ arrivals and
 	 * completions as the pattern tracker sees them, wait times, ages.

@@ -285,10 +285,11 @@ unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 
 static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
 {
+	unsigned max = e->max_ghosts / 4 < 64 ? e->max_ghosts / 4 : 64;
 	unsigned n = pf_xfile_ahead(e->xf->lat_ns, d->gap_ns, d->stride,
-				    e->max_ghosts / 2) + d->extra;
+				    max) + d->extra;
 
-	return n < e->max_ghosts / 2 ? n : e->max_ghosts / 2;
+	return n < max ? n : max;
 }
 
 /*
@@ -308,7 +309,7 @@ void xfile_late(struct pf_engine *e, const struct pf_efile *f)
 
 		if (d->path && strlen(d->path) == dlen &&
 		    memcmp(d->path, f->path, dlen) == 0) {
-			if (d->extra < e->max_ghosts / 2)
+			if (d->extra < 64)
 				d->extra += 2;
 			return;
 		}

@@ -53,8 +53,8 @@ struct pf_strbuf;
 #define MAX_READ_BLOCKS 1024
 /* files opened ahead of their readers, at most (cfg.xfile_files: 0 means
  * this); threads that open them */
-#define DEF_GHOSTS 64
-#define NEXT_THREADS 8
+#define DEF_GHOSTS 256
+#define NEXT_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 /* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16

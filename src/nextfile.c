@@ -23,11 +23,13 @@
  *
  * Listing and opening may block (a listing request, a HEAD), so
  * NEXT_THREADS threads of the engine do them, concurrently: against a
- * store with a 50 ms round trip one thread would open 20 files a second.
+ * store with a 50 ms round trip one thread opens 20 files a second, and
+ * four readers of small files at local speed open hundreds.
  * The read-ahead is planned under the lock like any other and continues as
  * fetches complete.  At most max_ghosts files, and max_memory / 4 of their
- * sizes, are held this way: a new one lets the oldest go (its blocks are
- * unread read-ahead, the first memory evicted, counted as unused).  With
+ * sizes, are held this way: a new one lets the oldest go if its reader did
+ * not come within GHOST_FRESH_NS (its blocks are unread read-ahead, the
+ * first memory evicted, counted as unused), else is let go itself.  With
  * nothing queued the threads run the background fill's steps
  * (xfile_work()).
  *
@@ -348,10 +350,19 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 	f->ghost = GHOST_OPEN;
 	f->ghost_upto = 0;
 	f->ghost_want = want < f->size ? want : f->size;
+	/* full: the oldest goes if its reader did not come in time, else
+	 * this one is not kept (the oldest are the next to be read) */
 	while (e->nghosts && (e->nghosts == e->max_ghosts ||
 			      e->ghost_bytes + f->size >
-				      e->cfg.max_memory / 4))
+				      e->cfg.max_memory / 4) &&
+	       f->ghost_ns - e->ghosts[0]->ghost_ns > GHOST_FRESH_NS)
 		ghost_release(e, e->ghosts[0]);
+	if (e->nghosts == e->max_ghosts ||
+	    e->ghost_bytes + f->size > e->cfg.max_memory / 4) {
+		ghost_release(e, f);	/* not listed: drops its open */
+		pthread_mutex_unlock(&e->lock);
+		return NULL;
+	}
 	e->ghosts[e->nghosts++] = f;
 	e->ghost_bytes += f->size;
 	e->tot.next_files++;

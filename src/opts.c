@@ -268,7 +268,7 @@ const struct pf_opt pf_opt_table[] = {
 		  "it fits the cache, read the rest in the background" },
 	{ .name = "xfile_files", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_PREFETCH, F(engine.xfile_files), .lo = 2,
-	  .hi = 4096, .def = "64",
+	  .hi = 4096, .def = "256",
 	  .help = "files opened and read ahead of their readers at most" },
 	{ .name = "prefetch_batches", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_PREFETCH, F(engine.prefetch_batches), .lo = 2,
