@@ -17,7 +17,9 @@
 # 2. Shuffled: a DataLoader with shuffle=True over --classes directories of
 #    --files files of 110 KiB (fits memory), epochs 1 and 2.
 # Rows: the local copy (the floor), prefetchfs with fill=off and
-# next_file=off (this branch's features off), prefetchfs, and rclone mount
+# next_file=off (this branch's features off), prefetchfs, prefetchfs with
+# max_inflight=64 (small files are latency-bound: requests in flight, not
+# bandwidth, set the rate), and rclone mount
 # --vfs-cache-mode full (unless --no-rclone).  Data wait % = (wall -
 # compute) / wall.  Results go to bench/results/xfile.md.  The machine this
 # ran on is shared and loaded: figures are noisy.
@@ -138,6 +140,10 @@ mount_pf "$WORK/m2" "max_memory=2G"
 row "prefetchfs" "$WORK/m2/inorder" 1 --in-order
 stats_line "$WORK/m2"
 pf_umount "$WORK/m2"
+mount_pf "$WORK/m2b" "max_memory=2G,max_inflight=64"
+row "prefetchfs max_inflight=64" "$WORK/m2b/inorder" 1 --in-order
+stats_line "$WORK/m2b"
+pf_umount "$WORK/m2b"
 echo
 echo "### Shuffled: $CLASSES classes x $FILES files of 110 KiB, epochs 1 and 2"
 echo
@@ -152,6 +158,10 @@ mount_pf "$WORK/m4" "max_memory=2G"
 row "prefetchfs" "$WORK/m4/shuf" 2
 stats_line "$WORK/m4"
 pf_umount "$WORK/m4"
+mount_pf "$WORK/m4b" "max_memory=2G,max_inflight=64"
+row "prefetchfs max_inflight=64" "$WORK/m4b/shuf" 2
+stats_line "$WORK/m4b"
+pf_umount "$WORK/m4b"
 if [ $RCLONE = 1 ]; then
 	if mount_rclone "$WORK/m5"; then
 		row "rclone mount --vfs-cache-mode full" "$WORK/m5/shuf" 2

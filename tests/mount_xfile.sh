@@ -9,10 +9,12 @@
 #  - next_file=off: nothing is opened ahead;
 #  - a shuffled reader over a tree that fits memory: the fill runs to
 #    "done" (bytes_done == bytes_total), then every file of the tree is
-#    read byte-exact without one READ waiting.
+#    read byte-exact without one READ waiting;
+#  - random preads of one 24 MiB file: the file is filled, then more random
+#    preads are byte-exact and none waits.
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_tools "$SLOWFS" "$MKDATA"
+need_tools "$SLOWFS" "$MKDATA" "$HELPERS/randread"
 
 DATA=$WORK/data
 SLOW=$WORK/slow
@@ -23,6 +25,7 @@ for d in 0 1; do
 done
 "$MKDATA" --seed 3 "$DATA/tree/c0" 100 64K >/dev/null 2>&1 || fail "bench/mkdata tree"
 "$MKDATA" --seed 4 "$DATA/tree/c1" 100 64K >/dev/null 2>&1 || fail "bench/mkdata tree"
+"$MKDATA" --seed 5 "$DATA/big" 1 24M >/dev/null 2>&1 || fail "bench/mkdata big"
 slowfs_mount "$DATA" "$SLOW" -o latency_ms=20 || { fail "slowfs mount"; finish; }
 
 # The reader: reads FILES whole, in the order given, each checked against
@@ -154,6 +157,33 @@ print("\n".join(n))')
 	w1=$(json_eval 's["totals"]["waits"]' <"$WORK/fill1.json")
 	stats_check "fill: no READ waited after the fill (waits stay $w1)" "$WORK/fill2.json" \
 		't["waits"] == '"${w1:-0}"' and s["tiers"]["memory"]["hits"] > 0'
+fi
+
+# ---- random preads of one big file -----------------------------------------------
+M=$WORK/mnt-big
+BIG=big/file-000000.bin
+if pf_mount "$SLOW" "$M"; then
+	guard "$M" 120 "$HELPERS/randread" -s 1 -a 4096 -m 65536 -n 100 "$M/$BIG" "$DATA/$BIG" \
+		>"$WORK/big1.out" 2>&1 || { fail "big file: random preads"; cat "$WORK/big1.out"; }
+	for ((i = 0; i < 600; i++)); do
+		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
+		sleep 0.1
+	done
+	stats_json "$M" >"$WORK/big1.json"
+	stats_check "big file: filled whole (state done, bytes_done == bytes_total)" "$WORK/big1.json" \
+		'fl["state"] == "done" and fl["root"] == "'$BIG'" and fl["bytes_done"] == fl["bytes_total"] == 24 << 20'
+	if guard "$M" 120 "$HELPERS/randread" -s 2 -a 4096 -m 65536 -n 300 "$M/$BIG" "$DATA/$BIG" \
+		>"$WORK/big2.out" 2>&1; then
+		ok "big file: random preads after the fill byte-exact"
+	else
+		fail "big file: random preads after the fill"
+		cat "$WORK/big2.out"
+	fi
+	stats_json "$M" >"$WORK/big2.json"
+	pf_umount "$M"
+	w1=$(json_eval 's["totals"]["waits"]' <"$WORK/big1.json")
+	stats_check "big file: no READ waited after the fill (waits stay $w1)" "$WORK/big2.json" \
+		't["waits"] == '"${w1:-0}"
 fi
 
 finish
