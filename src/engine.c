@@ -40,6 +40,7 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	cfg->push = 1;
 	cfg->next_file = 1;
 	cfg->fill = 1;
+	cfg->xfile_files = DEF_GHOSTS;
 }
 
 /* ---- engine ---------------------------------------------------------- */
