@@ -9,21 +9,22 @@
  * next-file threads once, NR_LIST) and the names of the last XD_RECENT
  * files opened there.  An open of the file at index j of the listing
  * "follows" when the file at j - s, for a stride s <= XD_STRIDE, was the
- * s-th latest open, give or take one: one reader in name order (s = 1), N readers each on
- * its own directory (one learner each), N ranks taking files i, i+N, i+2N
- * (s = N, or s = 1 while they keep in step) all follow.  The open's pid is
- * not known to the engine, so readers are told apart by that sequence
- * alone.  After XD_LEARN opens in a row that follow, each open asks for
- * the files at j + s, j + 2s, ... to be opened and read whole by the
- * next-file threads (NR_OPEN, nextfile.c), as many as keep two round trips
- * of the reader's rate in flight: files ahead per reader =
+ * s-th latest open, give or take one: one reader in name order (s = 1), N
+ * readers each on its own directory (one learner each), N ranks taking
+ * files i, i+N, i+2N (s = N, or s = 1 while they keep in step) all follow.
+ * The open's pid is not known to the engine, so readers are told apart by
+ * that sequence alone.  After XD_LEARN opens in a row that follow, each
+ * open asks for the files at j + s, j + 2s, ... to be opened and read
+ * whole by the next-file threads (NR_OPEN, nextfile.c), as many as keep
+ * two round trips of the reader's rate in flight: files ahead per reader =
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
  * an open plus a fetch (2 x the opens the engine made) and interval the
  * learned time between two opens of one reader (the directory's interval
  * x s); each reader that opens a file whose read-ahead is still in flight
- * adds two (xfile_late(): a POSIX source opens at once and reads slowly).  The ghosts' bounds (max_ghosts files, max_memory / 4) hold.
- * cfg.next_file (the option next_file=on|off) turns both this and the
- * older next file of a sequential stream on or off.
+ * adds two (xfile_late(): a POSIX source opens at once and reads slowly).
+ * At most 64 per directory; the ghosts' bounds (max_ghosts files,
+ * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
+ * both this and the older next file of a sequential stream on or off.
  *
  * Shuffled readers: opens of listed files that do not follow, at least
  * FILL_RANDOM_OF of the last FILL_WINDOW, mean a reader in random order.
@@ -39,8 +40,9 @@
  * (xfile_random_file()).  The fill stops when it no longer fits (in a
  * memory budget: prefetched bytes evicted unread since it started exceed
  * an eighth of the tree) or the pattern changes (opens follow again); it
- * lets its files go after FILL_HOLD_NS, so a version pinned by the fill is
- * served that long at most.
+ * lets its files go after FILL_HOLD_NS (looked at whenever the next-file
+ * threads wake), so a version pinned by the fill is served about that long
+ * at most.
  *
  * Threads: FUSE workers (xfile_opened), the backend's completion thread
  * (xfile_plan), the next-file threads (xfile_listed, xfile_work,
@@ -89,8 +91,8 @@ struct xdir {
 	uint64_t gap_ns;	/* learned interval between opens */
 	long asked[XD_ASKED];
 	unsigned apos;
-	unsigned extra;		/* files ahead added: readers that opened a
-				 * file still being read ahead */
+	unsigned extra;		/* files ahead added: readers that came
+				 * to a file still being read ahead */
 };
 
 struct xfile {
