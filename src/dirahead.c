@@ -732,7 +732,9 @@ void xfile_plan(struct pf_engine *e, struct deferred *later)
 bool xfile_work(struct pf_engine *e)
 {
 	struct xfile *xf = e->xf;
-	unsigned ahead = e->cfg.max_inflight;
+	/* opens (a round trip each) do not take fetch slots: twice as many
+	 * files opening or waiting for a slot keep the slots busy */
+	unsigned ahead = 2 * e->cfg.max_inflight;
 	uint64_t now;
 	bool memory;
 	char *path;

@@ -155,6 +155,8 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		if (ghost_take(e, f)) {
 			st->st_size = (off_t)f->size;
 			st->st_mtim = f->mtime;
+			if (pf_trace_on() && f->tag)
+				pf_trace_file(f->tag, f->path);
 			pthread_mutex_unlock(&e->lock);
 			return 0;
 		}
