@@ -92,6 +92,13 @@ struct pf_backend_ops {
 	 * backend's to avoid: size is at least 1024).  Any thread.
 	 */
 	void (*stats_json)(struct pf_backend *be, char *buf, size_t size);
+	/*
+	 * Optional: bytes the backend can keep cached itself (a disk cache
+	 * tier in front of the store).  The engine's background fill of a
+	 * shuffled tree uses it as its budget when larger than max_memory.
+	 * Any thread, must not block.
+	 */
+	uint64_t (*capacity)(struct pf_backend *be);
 };
 
 struct pf_backend {

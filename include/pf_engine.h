@@ -42,7 +42,13 @@ struct pf_engine_cfg {
 	int push;		/* hand read-ahead to the push callback */
 	int next_file;		/* a sequential reader nearing the end of a
 				 * file reads ahead into the next file of its
-				 * directory (in name order) */
+				 * directory (in name order), and readers that
+				 * open the files of a directory in name order
+				 * get the next files read ahead whole */
+	int fill;		/* shuffled readers of a tree (or of one big
+				 * file) that fits the cache: the rest is read
+				 * in the background */
+	unsigned xfile_files;	/* files opened ahead at most (0: 256) */
 	/*
 	 * The engine's clock, monotonic nanoseconds: READ arrivals and
 	 * completions as the pattern tracker sees them, wait times, ages.
@@ -131,6 +137,15 @@ void pf_efile_close(struct pf_efile *f);
 void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		    pf_reply_fn reply, void *req);
 
+/*
+ * Read-ahead across files (dirahead.c): the files to keep opened and read
+ * ahead of one reader that opens a directory's files at @stride, one
+ * every @gap_ns (the directory's interval), when an open of the store
+ * takes @open_ns: two round trips of its rate, 2 to @max.
+ */
+unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
+			unsigned max);
+
 /* Engine-wide totals, for tests and the stats file. */
 struct pf_engine_totals {
 	uint64_t reads;
@@ -149,6 +164,8 @@ struct pf_engine_totals {
 	uint64_t bytes_pushed;	/* handed to the push function */
 	uint64_t next_files;	/* files opened ahead of their reader */
 	uint64_t next_asks;	/* next files asked of the next-file thread */
+	uint64_t next_taken;	/* files opened ahead whose open went to
+				 * their reader (no round trip) */
 	uint64_t fetches;
 	uint64_t fetch_errors;
 	unsigned inflight;

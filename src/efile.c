@@ -83,11 +83,11 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		return NULL;
 	pthread_mutex_lock(&e->lock);
 	/* a file the engine opened ahead of its reader: that one */
-	for (struct list *l = e->files.next; e->nghosts && l != &e->files;
-	     l = l->next) {
+	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *g = container_of(l, struct pf_efile, node);
 
-		if (g->tag == 0 && g->ghost && strcmp(g->path, path) == 0) {
+		if (g->tag == 0 && (g->ghost || g->held) &&
+		    strcmp(g->path, path) == 0) {
 			g->tag = tag;
 			g->refs++;
 			pthread_mutex_unlock(&e->lock);
@@ -136,7 +136,15 @@ void pf_efile_put(struct pf_efile *f)
 
 int pf_efile_open(struct pf_efile *f, struct stat *st)
 {
-	return efile_open(f, st, false);
+	int ret = efile_open(f, st, false);
+
+	if (ret >= 0) {
+		/* the cross-file learner (dirahead.c) */
+		pthread_mutex_lock(&f->e->lock);
+		xfile_opened(f->e, f);
+		pthread_mutex_unlock(&f->e->lock);
+	}
+	return ret;
 }
 
 int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
@@ -150,11 +158,19 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 	pthread_mutex_lock(&e->lock);
 	if (!ghost && f->ghost == GHOST_OPEN) {
 		/*
-		 * Opened ahead by the engine: the reader's open is a new
-		 * open all the same and sees the file as it is now.  Its
-		 * blocks stay if the version did not change.
+		 * Opened ahead by the engine: a fresh open of it is handed
+		 * to the reader (nextfile.c); an older one is let go, and
+		 * the reader's open sees the file as it is now.  Its blocks
+		 * stay if the version did not change.
 		 */
-		ghost_release(e, f);
+		if (ghost_take(e, f)) {
+			st->st_size = (off_t)f->size;
+			st->st_mtim = f->mtime;
+			if (pf_trace_on() && f->tag)
+				pf_trace_file(f->tag, f->path);
+			pthread_mutex_unlock(&e->lock);
+			return 0;
+		}
 	} else if (!ghost && f->ghost == GHOST_OPENING) {
 		/* the next-file thread lets its open go when it returns */
 		f->ghost = GHOST_NONE;

@@ -39,6 +39,8 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	cfg->max_window = 256u << 20;
 	cfg->push = 1;
 	cfg->next_file = 1;
+	cfg->fill = 1;
+	cfg->xfile_files = DEF_GHOSTS;
 }
 
 /* ---- engine ---------------------------------------------------------- */
@@ -95,13 +97,19 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		ret = -ENOMEM;
 		goto out_pool;
 	}
-	if (cfg->prefetch && cfg->next_file && be->ops->readdir &&
-	    pthread_create(&e->next_thread, NULL, next_main, e) == 0)
-		e->next_running = true;
+	if (next_start(e) < 0) {
+		ret = -ENOMEM;
+		goto out_hint;
+	}
 	*out = e;
 	return 0;
 
+out_hint:
+	hint_stop(e);
+	hint_free(e);
 out_pool:
+	free(e->ghosts);
+	xfile_free(e);
 	pthread_cond_destroy(&e->next_cond);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
@@ -169,6 +177,8 @@ void pf_engine_free(struct pf_engine *e)
 	}
 	hint_free(e);
 	pf_engine_stop_push(e);
+	free(e->ghosts);
+	xfile_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	pthread_cond_destroy(&e->push_cond);

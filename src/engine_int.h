@@ -11,7 +11,10 @@
  *                pf_plan_ahead(), plan.c), and cover_range(), the one walk
  *                over a range's blocks that every planner uses
  *   push.c       the pusher thread and the tripwires
- *   nextfile.c   the next-file thread and the files opened ahead ("ghosts")
+ *   nextfile.c   the next-file threads and the files opened ahead ("ghosts")
+ *   dirahead.c   the cross-file learner (files of a directory opened in
+ *                name order, by one reader or N striding ones) and the
+ *                background fill of a shuffled tree that fits the cache
  *   hintfetch.c  declared plans: the control file's writes, the hint
  *                thread that fetches what the plans declare
  *   efile.c      files: open generations, versions, references
@@ -45,11 +48,15 @@
 #include "pf_engine.h"
 #include "pf_pattern.h"
 
+struct pf_strbuf;
+
 #define PAGE_BYTES 4096u
 #define MAX_EXTENTS 512
 #define MAX_READ_BLOCKS 1024
-/* files opened ahead of their readers (the next file of a directory) */
-#define MAX_GHOSTS 4
+/* files opened ahead of their readers, at most (cfg.xfile_files: 0 means
+ * this); threads that open them */
+#define DEF_GHOSTS 256
+#define NEXT_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 /* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16
@@ -244,6 +251,10 @@ struct pf_efile {
 	bool hint_open;		/* the plans hold an open */
 	bool hint_opening;	/* an opener thread is opening it */
 	int hint_err;		/* that open failed (-errno), once */
+	uint64_t ghost_ns;	/* when the engine's open of it returned */
+	bool held;		/* the background fill holds an open and a
+				 * reference (dirahead.c) */
+	bool fill_pending;	/* on the fill's list to plan */
 };
 
 struct pf_engine {
@@ -290,17 +301,20 @@ struct pf_engine {
 	struct pf_efile *pushing; /* protected by e->lock: file the pusher
 				   * is pushing for now */
 	bool push_stop;		/* protected by e->lock */
-	/* the next-file thread (nextfile.c) */
-	pthread_t next_thread;	/* set before threads start */
-	bool next_running;	/* set before threads start; cleared by
-				 * next_stop() once the thread is joined */
+	/* the next-file threads (nextfile.c) */
+	pthread_t next_threads[NEXT_THREADS]; /* set before threads start */
+	unsigned next_running;	/* set before threads start; cleared by
+				 * next_stop() once the threads are joined */
 	bool next_stop;		/* protected by e->lock */
 	pthread_cond_t next_cond; /* with e->lock: nextq grew, or stop */
 	struct next_req *nextq;	/* protected by e->lock */
-	struct pf_efile *ghosts[MAX_GHOSTS]; /* protected by e->lock */
+	struct pf_efile **ghosts; /* protected by e->lock; max_ghosts */
 	unsigned nghosts;	/* protected by e->lock */
 	/* declared plans (hintfetch.c); set before threads start */
 	struct hintfetch *hf;
+	unsigned max_ghosts;	/* set before threads start */
+	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
+	struct xfile *xf;	/* dirahead.c's state; protected by e->lock */
 };
 
 /* What cover_range() is asked to do and what it found (on the caller's
@@ -312,6 +326,8 @@ struct cover {
 	struct block *wait_on;	/* demand: first block to wait for */
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
+	unsigned limit;		/* read-ahead: fetches in flight at most
+				 * (0: cfg.max_inflight) */
 };
 
 /* Work collected under the lock and done after it is released. */
@@ -382,12 +398,37 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
 
 /* nextfile.c */
+enum { NR_NEXT, NR_OPEN, NR_LIST, NR_TREE };
+struct next_req {
+	struct next_req *next;
+	int kind;		/* NR_*: the next file after path; open path
+				 * ahead; list directory path (learner);
+				 * list the tree under path (fill) */
+	uint64_t want;		/* bytes to read ahead */
+	char path[];
+};
+struct names {
+	char **v;
+	uint64_t *size;		/* with sizes (NR_TREE, NR_LIST) */
+	size_t n;
+	size_t cap;
+};
 void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
+void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
+	       uint64_t want);
+bool ghost_take(struct pf_engine *e, struct pf_efile *f);
+struct pf_efile *efile_lookup(struct pf_engine *e, const char *path);
+void names_clear(struct names *ns);
+int names_add_sized(struct names *ns, const char *name, uint64_t size);
+void names_sort(struct names *ns);
+/* lock not held */
+int next_start(struct pf_engine *e);
+struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
+			    uint64_t want, bool fill);
 void ghost_plan(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);
 void ghosts_plan(struct pf_engine *e, struct deferred *later);
 void ghost_release(struct pf_engine *e, struct pf_efile *f);
-void *next_main(void *arg);
 /* lock not held */
 void next_stop(struct pf_engine *e);
 
@@ -403,6 +444,23 @@ void hint_forget(struct pf_engine *e, struct pf_efile *f);
 void hint_stop(struct pf_engine *e);
 void hint_free(struct pf_engine *e);
 void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+/* dirahead.c */
+int xfile_new(struct pf_engine *e);
+void xfile_free(struct pf_engine *e);
+void xfile_opened(struct pf_engine *e, struct pf_efile *f);
+void xfile_random_file(struct pf_engine *e, struct pf_efile *f,
+		       struct deferred *later);
+void xfile_plan(struct pf_engine *e, struct deferred *later);
+void xfile_hold(struct pf_engine *e, struct pf_efile *f,
+		struct deferred *later);
+void xfile_latency(struct pf_engine *e, uint64_t ns);
+void xfile_late(struct pf_engine *e, const struct pf_efile *f);
+void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb);
+void xfile_release_all(struct pf_engine *e);
+/* on a next-file thread, lock held on entry and return (dropped inside) */
+bool xfile_work(struct pf_engine *e);
+void xfile_listed(struct pf_engine *e, const struct next_req *r,
+		  struct names *ns, int err);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
 void trace_counters(struct pf_engine *e, uint64_t now);

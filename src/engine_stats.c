@@ -130,7 +130,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"memory_ahead\": %" PRIu64
 		  ", \"memory_reread\": %" PRIu64
 		  ", \"memory_mapped\": %" PRIu64
-		  "},\n  \"streams\": [",
+		  "}",
 		  e->cfg.prefetch ? "true" : "false",
 		  e->push_fn ? "true" : "false", e->bs,
 		  e->cfg.fetch_size, e->cfg.max_inflight,
@@ -143,6 +143,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.memory_mapped);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
+	xfile_stats(e, &sb);
+	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
 		unsigned n;

@@ -305,8 +305,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		trace_fetch(e, ft, err ? -(int64_t)err : res);
 	if (f->opens)
 		plan_file(e, f, &later);
-	if (e->nghosts)
-		ghosts_plan(e, &later);
+	ghosts_plan(e, &later);
 	hint_kick(e);
 	if (!pushed)
 		fetch_free(e, ft);

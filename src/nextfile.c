@@ -1,28 +1,42 @@
 /*
- * nextfile.c - the next-file thread: a sequential reader nearing the end of
- * its file has the next file of its directory opened and read ahead.
+ * nextfile.c - the next-file threads: files opened by the engine ahead of
+ * their readers ("ghosts") and read ahead, and the listings and opens the
+ * cross-file learner and the background fill need (dirahead.c).
  *
  * DESIGN
- * Datasets are mostly shards read one after another in name order (the
- * order of sorted(os.listdir()), of glob, of WebDataset's brace lists), and
- * every new shard would start cold: its reader waits a first-byte latency
- * or more for its first batch.  So when the windows of a sequential stream
- * reach past the end of its file, the next file of the same directory (the
- * smallest name after it, in byte order, regular and not empty) is opened
- * by the engine itself, a "ghost" with no reader yet, and the rest of the
- * windows are read ahead there.  The reader's pf_efile_new() finds the
- * ghost by path, its pf_efile_open() takes over the open (and learns
- * whether the file changed), and the ghost's own open is dropped.
+ * Datasets are mostly files read one after another in name order (shards,
+ * or one sample per file), and every new file would start cold: its reader
+ * waits a first-byte latency or more for its first bytes.  Two kinds of
+ * request bring files in ahead:
+ *  - NR_NEXT: the windows of a sequential stream reach past the end of its
+ *    file, so the next file of the same directory (the smallest name after
+ *    it, in byte order, regular and not empty) is opened and the rest of
+ *    the windows are read ahead there (cfg.next_file);
+ *  - NR_OPEN: the learner (dirahead.c) predicted that a reader opens this
+ *    file soon: it is opened and read ahead whole.
+ * Such a file is a "ghost": the engine holds an open and a reference, no
+ * reader yet.  The reader's pf_efile_new() finds it by path; its
+ * pf_efile_open() takes the engine's open over when the ghost was opened
+ * less than GHOST_FRESH_NS ago (its version was pinned that recently, as if
+ * the reader had opened it then; no second round trip), else opens anew
+ * and keeps the blocks if the version did not change.
  *
- * Listing and opening may block (a listing request, a HEAD), so one thread
- * of the engine does them; the read-ahead is planned under the lock like
- * any other and continues as fetches complete.  At most MAX_GHOSTS files
- * are held open this way: a new one lets the oldest go (its blocks are
- * unread read-ahead, the first memory evicted, counted as unused).
+ * Listing and opening may block (a listing request, a HEAD), so
+ * NEXT_THREADS threads of the engine do them, concurrently: against a
+ * store with a 50 ms round trip one thread opens 20 files a second, and
+ * four readers of small files at local speed open hundreds.
+ * The read-ahead is planned under the lock like any other and continues as
+ * fetches complete.  At most max_ghosts files, and max_memory / 4 of their
+ * sizes, are held this way: a new one lets the oldest go if its reader did
+ * not come within GHOST_FRESH_NS (its blocks are unread read-ahead, the
+ * first memory evicted, counted as unused), else is let go itself.  With
+ * nothing queued the threads run the background fill's steps
+ * (xfile_work()).
  *
- * Threads: the next-file thread (next_main, next_open) lists and opens;
- * READ and completion threads ask (next_ask) and plan ghosts' read-ahead,
- * under e->lock.  next_stop() runs on the thread that shuts down.
+ * Threads: the next-file threads (next_main, ghost_open) list and open;
+ * READ and completion threads ask (next_ask, next_push) and plan ghosts'
+ * read-ahead, under e->lock.  next_stop() runs on the thread that shuts
+ * down.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -34,37 +48,44 @@
 #include "engine_int.h"
 
 #define NEXT_LIST_NS (10ull * 1000000000ull) /* a listing is reused 10 s */
+#define GHOST_FRESH_NS (5ull * 1000000000ull)
 
-struct next_req {
-	struct next_req *next;
-	uint64_t want;		/* bytes to read ahead in the next file */
-	char path[];		/* of the file whose end was reached */
-};
-
-struct names {
-	char **v;
-	size_t n;
-	size_t cap;
-};
-
-/* Under the lock: ask the next-file thread for @f's successor. */
-void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
+/* Under the lock: queue a request for the next-file threads. */
+void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
+	       uint64_t want)
 {
-	size_t len = strlen(f->path);
 	struct next_req *r;
 
-	f->next_asked = true;
-	if (!e->next_running || e->stopping || f->ghost)
+	if (!e->next_running || e->stopping || e->next_stop)
 		return;
 	r = malloc(sizeof(*r) + len + 1);
 	if (!r)
 		return;
-	memcpy(r->path, f->path, len + 1);
+	memcpy(r->path, path, len);
+	r->path[len] = '\0';
+	r->kind = kind;
 	r->want = want;
-	r->next = e->nextq;
-	e->nextq = r;
-	e->tot.next_asks++;
+	/* the learner's opens are needed soonest: in order, before every
+	 * listing and next file */
+	{
+		struct next_req **pp = &e->nextq;
+
+		while (*pp && (kind != NR_OPEN || (*pp)->kind == NR_OPEN))
+			pp = &(*pp)->next;
+		r->next = *pp;
+		*pp = r;
+	}
 	pthread_cond_signal(&e->next_cond);
+}
+
+/* Under the lock: ask the next-file threads for @f's successor. */
+void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
+{
+	f->next_asked = true;
+	if (!e->cfg.next_file || f->ghost || f->held)
+		return;
+	next_push(e, NR_NEXT, f->path, strlen(f->path), want);
+	e->tot.next_asks++;
 }
 
 /* Under the lock: plan the read-ahead of ghost @f that is still missing. */
@@ -92,10 +113,10 @@ void ghosts_plan(struct pf_engine *e, struct deferred *later)
 		if (g->ghost_upto < g->ghost_want)
 			ghost_plan(e, g, later);
 	}
+	xfile_plan(e, later);
 }
 
-/* Under the lock: drop the engine's open and reference of ghost @f. */
-void ghost_release(struct pf_engine *e, struct pf_efile *f)
+static void ghost_unlist(struct pf_engine *e, struct pf_efile *f)
 {
 	unsigned i;
 
@@ -105,8 +126,15 @@ void ghost_release(struct pf_engine *e, struct pf_efile *f)
 		memmove(&e->ghosts[i], &e->ghosts[i + 1],
 			(e->nghosts - i - 1) * sizeof(e->ghosts[0]));
 		e->nghosts--;
+		e->ghost_bytes -= f->size;
 	}
 	f->ghost = GHOST_NONE;
+}
+
+/* Under the lock: drop the engine's open and reference of ghost @f. */
+void ghost_release(struct pf_engine *e, struct pf_efile *f)
+{
+	ghost_unlist(e, f);
 	if (--f->opens == 0) {
 		bfile_ref_put(f->cur);
 		f->cur = NULL;
@@ -115,65 +143,145 @@ void ghost_release(struct pf_engine *e, struct pf_efile *f)
 	efile_maybe_free(e, f);
 }
 
-static int names_add(void *arg, const char *name, const struct stat *st)
+/*
+ * Under the lock, from the reader's open of ghost @f: hand the engine's
+ * open over to the reader when it is fresh (true: f->opens now counts the
+ * reader's open), else let it go (false).
+ */
+bool ghost_take(struct pf_engine *e, struct pf_efile *f)
 {
-	struct names *ns = arg;
+	if (engine_now(e) - f->ghost_ns > GHOST_FRESH_NS) {
+		ghost_release(e, f);
+		return false;
+	}
+	{
+		struct block *b = block_find(e, f, 0);
 
-	if (!S_ISREG(st->st_mode) || st->st_size == 0)
-		return 0;
+		if (f->ghost_upto < f->ghost_want || !b || b->busy)
+			xfile_late(e, f);
+	}
+	ghost_unlist(e, f);
+	f->refs--;
+	e->tot.next_taken++;
+	return true;
+}
+
+int names_add_sized(struct names *ns, const char *name, uint64_t size)
+{
 	if (ns->n == ns->cap) {
 		size_t cap = ns->cap ? 2 * ns->cap : 64;
 		char **v = realloc(ns->v, cap * sizeof(*v));
+		uint64_t *sz;
 
 		if (!v)
 			return 1;
 		ns->v = v;
+		sz = realloc(ns->size, cap * sizeof(*sz));
+		if (!sz)
+			return 1;
+		ns->size = sz;
 		ns->cap = cap;
 	}
 	ns->v[ns->n] = strdup(name);
 	if (!ns->v[ns->n])
 		return 1;
+	ns->size[ns->n] = size;
 	ns->n++;
 	return 0;
 }
 
-static void names_clear(struct names *ns)
+static int names_add(void *arg, const char *name, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode) || st->st_size == 0)
+		return 0;
+	return names_add_sized(arg, name, (uint64_t)st->st_size);
+}
+
+void names_clear(struct names *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
 		free(ns->v[i]);
 	ns->n = 0;
 }
 
-static int name_cmp(const void *a, const void *b)
+struct name_size {
+	char *name;
+	uint64_t size;
+};
+
+static int name_size_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct name_size *)a)->name,
+		      ((const struct name_size *)b)->name);
+}
+
+/* Sorts by name (byte order), keeping each size with its name. */
+void names_sort(struct names *ns)
+{
+	struct name_size *v;
+
+	if (ns->n < 2)
+		return;
+	v = malloc(ns->n * sizeof(*v));
+	if (!v)
+		return;
+	for (size_t i = 0; i < ns->n; i++) {
+		v[i].name = ns->v[i];
+		v[i].size = ns->size[i];
+	}
+	qsort(v, ns->n, sizeof(*v), name_size_cmp);
+	for (size_t i = 0; i < ns->n; i++) {
+		ns->v[i] = v[i].name;
+		ns->size[i] = v[i].size;
+	}
+	free(v);
+}
+
+/* Under the lock: the file of @path in e->files, or NULL. */
+struct pf_efile *efile_lookup(struct pf_engine *e, const char *path)
+{
+	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+		struct pf_efile *c = container_of(l, struct pf_efile, node);
+
+		if (strcmp(c->path, path) == 0)
+			return c;
+	}
+	return NULL;
 }
 
 /*
  * Under the lock: the file at @path as a ghost being opened, with a
  * reference taken, or NULL when it needs none (a reader has it open, it is
- * a ghost already, its first block is in memory) or on allocation failure.
- * Takes @path.
+ * a ghost or held already, its first block is in memory) or on allocation
+ * failure.  For the fill (@fill) a file a reader has open is held at once,
+ * sharing its open (*shared).
  */
-static struct pf_efile *ghost_get(struct pf_engine *e, char *path)
+static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
+				  bool fill, bool *shared)
 {
-	struct pf_efile *f = NULL;
+	struct pf_efile *f = efile_lookup(e, path);
 
-	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
-		struct pf_efile *c = container_of(l, struct pf_efile, node);
-
-		if (strcmp(c->path, path) == 0) {
-			f = c;
-			break;
-		}
-	}
+	*shared = false;
 	if (f) {
-		free(path);
-		if (f->opens || f->ghost || block_find(e, f, 0))
+		if (fill && f->ghost == GHOST_OPEN) {
+			/* read ahead already: its open becomes the fill's */
+			ghost_unlist(e, f);
+			*shared = true;
+			return f;
+		}
+		if (f->ghost || f->held)
+			return NULL;
+		if (fill && f->opens) {
+			f->refs++;
+			f->opens++;
+			*shared = true;
+			return f;
+		}
+		if (f->opens || (!fill && block_find(e, f, 0)))
 			return NULL;
 		f->refs++;
 	} else {
-		f = efile_alloc(e, path, 0);
+		f = efile_alloc(e, strdup(path), 0);
 		if (!f)
 			return NULL;
 		list_add_tail(&e->files, &f->node);
@@ -182,38 +290,126 @@ static struct pf_efile *ghost_get(struct pf_engine *e, char *path)
 	return f;
 }
 
-/* On the next-file thread, lock not held. */
+/*
+ * On a next-file thread, lock not held: open @path ahead of its reader and
+ * read @want bytes of it ahead, as a ghost, or for the fill (@fill: held
+ * and read whole).  Returns the file (no reference for the caller), NULL
+ * when not needed or on failure.
+ */
+struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
+			    uint64_t want, bool fill)
+{
+	struct deferred later = { 0 };
+	struct pf_efile *f;
+	struct stat st;
+	bool shared;
+	uint64_t t0;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	if (e->stopping || e->next_stop)
+		f = NULL;
+	else
+		f = ghost_get(e, path, fill, &shared);
+	if (f && shared) {
+		xfile_hold(e, f, &later);
+		pthread_mutex_unlock(&e->lock);
+		deferred_run(e, &later);
+		return f;
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!f)
+		return NULL;
+	t0 = engine_now(e);
+	ret = efile_open(f, &st, true);
+
+	pthread_mutex_lock(&e->lock);
+	if (ret < 0) {
+		f->ghost = GHOST_NONE;
+		f->refs--;
+		efile_maybe_free(e, f);
+		pthread_mutex_unlock(&e->lock);
+		return NULL;
+	}
+	if (f->ghost != GHOST_OPENING || e->stopping || e->next_stop) {
+		/* a reader opened it meanwhile, or shutdown: not needed */
+		ghost_release(e, f);
+		pthread_mutex_unlock(&e->lock);
+		return NULL;
+	}
+	f->ghost_ns = engine_now(e);
+	if (e->xf)
+		xfile_latency(e, f->ghost_ns - t0);
+	if (fill) {
+		f->ghost = GHOST_NONE;
+		xfile_hold(e, f, &later);
+		pthread_mutex_unlock(&e->lock);
+		deferred_run(e, &later);
+		return f;
+	}
+	f->ghost = GHOST_OPEN;
+	f->ghost_upto = 0;
+	f->ghost_want = want < f->size ? want : f->size;
+	/* full: the oldest goes if its reader did not come in time, else
+	 * this one is not kept (the oldest are the next to be read) */
+	while (e->nghosts && (e->nghosts == e->max_ghosts ||
+			      e->ghost_bytes + f->size >
+				      e->cfg.max_memory / 4) &&
+	       f->ghost_ns - e->ghosts[0]->ghost_ns > GHOST_FRESH_NS)
+		ghost_release(e, e->ghosts[0]);
+	if (e->nghosts == e->max_ghosts ||
+	    e->ghost_bytes + f->size > e->cfg.max_memory / 4) {
+		ghost_release(e, f);	/* not listed: drops its open */
+		pthread_mutex_unlock(&e->lock);
+		return NULL;
+	}
+	e->ghosts[e->nghosts++] = f;
+	e->ghost_bytes += f->size;
+	e->tot.next_files++;
+	pf_debug("next file: %s opened ahead, %" PRIu64 " bytes read ahead",
+		 f->path, f->ghost_want);
+	ghost_plan(e, f, &later);
+	pthread_mutex_unlock(&e->lock);
+	deferred_run(e, &later);
+	return f;
+}
+
+/* Per thread: the last directory listed for NR_NEXT. */
+struct next_list {
+	struct names ns;
+	char *dir;
+	uint64_t listed;
+};
+
+/* On a next-file thread, lock not held: NR_NEXT. */
 static void next_open(struct pf_engine *e, const struct next_req *r,
-		      struct names *ns, char **dir, uint64_t *listed)
+		      struct next_list *nl)
 {
 	const char *slash = strrchr(r->path, '/');
 	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
 	const char *base = slash ? slash + 1 : r->path;
+	struct names *ns = &nl->ns;
 	uint64_t now = engine_now(e);
-	struct deferred later = { 0 };
-	struct pf_efile *f;
-	struct stat st;
 	char *path;
 	size_t lo = 0;
 	size_t hi;
 	int ret;
 
-	if (!*dir || strlen(*dir) != dlen || memcmp(*dir, r->path, dlen) ||
-	    now - *listed > NEXT_LIST_NS) {
+	if (!nl->dir || strlen(nl->dir) != dlen ||
+	    memcmp(nl->dir, r->path, dlen) || now - nl->listed > NEXT_LIST_NS) {
 		names_clear(ns);
-		free(*dir);
-		*dir = strndup(r->path, dlen);
-		if (!*dir)
+		free(nl->dir);
+		nl->dir = strndup(r->path, dlen);
+		if (!nl->dir)
 			return;
-		if (e->be->ops->readdir(e->be, *dir, names_add, ns) < 0) {
+		if (e->be->ops->readdir(e->be, nl->dir, names_add, ns) < 0) {
 			names_clear(ns);
-			free(*dir);
-			*dir = NULL;
+			free(nl->dir);
+			nl->dir = NULL;
 			return;
 		}
-		if (ns->n)
-			qsort(ns->v, ns->n, sizeof(*ns->v), name_cmp);
-		*listed = now;
+		names_sort(ns);
+		nl->listed = now;
 	}
 	/* the first name after @base */
 	hi = ns->n;
@@ -228,71 +424,114 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 	if (lo == ns->n)
 		return;
 	if (dlen)
-		ret = asprintf(&path, "%s/%s", *dir, ns->v[lo]);
+		ret = asprintf(&path, "%s/%s", nl->dir, ns->v[lo]);
 	else
 		ret = asprintf(&path, "%s", ns->v[lo]);
 	if (ret < 0)
 		return;
-
-	pthread_mutex_lock(&e->lock);
-	if (e->stopping || e->next_stop) {
-		free(path);
-		f = NULL;
-	} else {
-		f = ghost_get(e, path);
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!f)
-		return;
-	ret = efile_open(f, &st, true);
-
-	pthread_mutex_lock(&e->lock);
-	if (ret < 0) {
-		f->ghost = GHOST_NONE;
-		f->refs--;
-		efile_maybe_free(e, f);
-		pthread_mutex_unlock(&e->lock);
-		return;
-	}
-	if (f->ghost != GHOST_OPENING || e->stopping || e->next_stop) {
-		/* a reader opened it meanwhile, or shutdown: not needed */
-		ghost_release(e, f);
-		pthread_mutex_unlock(&e->lock);
-		return;
-	}
-	f->ghost = GHOST_OPEN;
-	f->ghost_upto = 0;
-	f->ghost_want = r->want < f->size ? r->want : f->size;
-	if (e->nghosts == MAX_GHOSTS)
-		ghost_release(e, e->ghosts[0]);
-	e->ghosts[e->nghosts++] = f;
-	e->tot.next_files++;
-	pf_debug("next file: %s opened ahead, %" PRIu64 " bytes read ahead",
-		 f->path, f->ghost_want);
-	ghost_plan(e, f, &later);
-	pthread_mutex_unlock(&e->lock);
-	deferred_run(e, &later);
+	ghost_open(e, path, r->want, false);
+	free(path);
 }
 
-void *next_main(void *arg)
+/* Lists @dir (with sizes) for the learner or, recursively, for the fill. */
+static int tree_add(struct pf_engine *e, struct names *ns, const char *dir,
+		    bool recurse, unsigned depth);
+
+struct tree_walk {
+	struct pf_engine *e;
+	struct names *ns;
+	struct names sub;	/* subdirectories to walk */
+	const char *dir;
+};
+
+static int tree_entry(void *arg, const char *name, const struct stat *st)
+{
+	struct tree_walk *w = arg;
+	char *path;
+	int ret;
+
+	if (S_ISDIR(st->st_mode))
+		return names_add_sized(&w->sub, name, 0);
+	if (!S_ISREG(st->st_mode) || st->st_size == 0)
+		return 0;
+	if (!w->dir[0])
+		return names_add_sized(w->ns, name, (uint64_t)st->st_size);
+	if (asprintf(&path, "%s/%s", w->dir, name) < 0)
+		return 1;
+	ret = names_add_sized(w->ns, path, (uint64_t)st->st_size);
+	free(path);
+	return ret;
+}
+
+static int tree_add(struct pf_engine *e, struct names *ns, const char *dir,
+		    bool recurse, unsigned depth)
+{
+	struct tree_walk w = { .e = e, .ns = ns, .dir = dir };
+	int ret;
+
+	if (!recurse)
+		return e->be->ops->readdir(e->be, dir, names_add, ns);
+	ret = e->be->ops->readdir(e->be, dir, tree_entry, &w);
+	for (size_t i = 0; ret >= 0 && i < w.sub.n && depth < 16; i++) {
+		char *sub;
+
+		if (!dir[0])
+			sub = strdup(w.sub.v[i]);
+		else if (asprintf(&sub, "%s/%s", dir, w.sub.v[i]) < 0)
+			sub = NULL;
+		if (!sub) {
+			ret = -1;
+			break;
+		}
+		ret = tree_add(e, ns, sub, true, depth + 1);
+		free(sub);
+	}
+	names_clear(&w.sub);
+	free(w.sub.v);
+	free(w.sub.size);
+	return ret;
+}
+
+static void next_list(struct pf_engine *e, const struct next_req *r)
+{
+	struct names ns = { 0 };
+	int ret = tree_add(e, &ns, r->path, r->kind == NR_TREE, 0);
+
+	names_sort(&ns);
+	pthread_mutex_lock(&e->lock);
+	xfile_listed(e, r, &ns, ret < 0 ? ret : 0);
+	pthread_mutex_unlock(&e->lock);
+	names_clear(&ns);
+	free(ns.v);
+	free(ns.size);
+}
+
+static void *next_main(void *arg)
 {
 	struct pf_engine *e = arg;
-	struct names ns = { 0 };
-	uint64_t listed = 0;
-	char *dir = NULL;
+	struct next_list nl = { 0 };
 
 	pthread_mutex_lock(&e->lock);
 	for (;;) {
 		struct next_req *r;
 
-		while (!e->nextq && !e->next_stop)
+		while (!e->nextq && !e->next_stop) {
+			/* the fill's steps when nothing else is asked */
+			if (xfile_work(e))
+				continue;
 			pthread_cond_wait(&e->next_cond, &e->lock);
+		}
 		if (e->next_stop)
 			break;
 		r = e->nextq;
 		e->nextq = r->next;
 		pthread_mutex_unlock(&e->lock);
-		next_open(e, r, &ns, &dir, &listed);
+		if (r->kind == NR_NEXT)
+			next_open(e, r, &nl);
+		else if (r->kind == NR_OPEN)
+			ghost_open(e, r->path, r->want, false);
+		else
+			next_list(e, r);
 		free(r);
 		pthread_mutex_lock(&e->lock);
 	}
@@ -303,13 +542,34 @@ void *next_main(void *arg)
 		free(r);
 	}
 	pthread_mutex_unlock(&e->lock);
-	names_clear(&ns);
-	free(ns.v);
-	free(dir);
+	names_clear(&nl.ns);
+	free(nl.ns.v);
+	free(nl.ns.size);
+	free(nl.dir);
 	return NULL;
 }
 
-/* Stops the next-file thread and lets every ghost go. */
+/* From pf_engine_new(): the threads, if the backend can list. */
+int next_start(struct pf_engine *e)
+{
+	e->max_ghosts = e->cfg.xfile_files ? e->cfg.xfile_files : DEF_GHOSTS;
+	e->ghosts = calloc(e->max_ghosts, sizeof(*e->ghosts));
+	if (!e->ghosts)
+		return -1;
+	if (xfile_new(e) < 0)
+		return -1;
+	if (!e->cfg.prefetch || !e->be->ops->readdir ||
+	    (!e->cfg.next_file && !e->cfg.fill))
+		return 0;
+	for (unsigned i = 0; i < NEXT_THREADS; i++) {
+		if (pthread_create(&e->next_threads[i], NULL, next_main, e))
+			break;
+		e->next_running++;
+	}
+	return 0;
+}
+
+/* Stops the next-file threads and lets every ghost and held file go. */
 void next_stop(struct pf_engine *e)
 {
 	if (e->next_running) {
@@ -317,11 +577,14 @@ void next_stop(struct pf_engine *e)
 		e->next_stop = true;
 		pthread_cond_broadcast(&e->next_cond);
 		pthread_mutex_unlock(&e->lock);
-		pthread_join(e->next_thread, NULL);
-		e->next_running = false;
+		for (unsigned i = 0; i < e->next_running; i++)
+			pthread_join(e->next_threads[i], NULL);
+		e->next_running = 0;
 	}
 	pthread_mutex_lock(&e->lock);
 	while (e->nghosts)
 		ghost_release(e, e->ghosts[0]);
+	if (e->xf)
+		xfile_release_all(e);
 	pthread_mutex_unlock(&e->lock);
 }

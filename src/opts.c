@@ -269,8 +269,17 @@ const struct pf_opt pf_opt_table[] = {
 		  "page cache, so their reads never wait" },
 	{ .name = "next_file", .arg = "on|off", .type = PF_OT_BOOL,
 	  .group = PF_OG_PREFETCH, F(engine.next_file),
-	  .help = "at the end of a file read ahead into the next file of its "
-		  "directory, by name" },
+	  .help = "read ahead across files: into the next file of its "
+		  "directory at the end of a file, and the next files whole "
+		  "for readers that open a directory's files in name order" },
+	{ .name = "fill", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_PREFETCH, F(engine.fill),
+	  .help = "readers of a tree (or a big file) in random order: when "
+		  "it fits the cache, read the rest in the background" },
+	{ .name = "xfile_files", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.xfile_files), .lo = 2,
+	  .hi = 4096, .def = "256",
+	  .help = "files opened and read ahead of their readers at most" },
 	{ .name = "prefetch_batches", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_PREFETCH, F(engine.prefetch_batches), .lo = 2,
 	  .hi = 64, .help = "batch-sized windows kept filled ahead of each "

@@ -10,7 +10,9 @@
  * planned, how far it may refill).  A sequential stream whose READs keep waiting
  * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
  * over the blocks of a range, cover_range(), is here too: the READ path
- * (read.c) and the next file (nextfile.c) use it as well.
+ * (read.c), the next file (nextfile.c) and the fill (dirahead.c) use it
+ * as well; a stream read at random offsets may start the fill of its file
+ * (xfile_random_file()).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -87,7 +89,8 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		uint32_t fhi;
 
 		if (!c->demand && !fb->f &&
-		    e->inflight + e->queued >= e->cfg.max_inflight)
+		    e->inflight + e->queued >=
+			    (c->limit ? c->limit : e->cfg.max_inflight))
 			break;
 		b = block_find(e, f, idx);
 		if (b && block_covers(b, lo, hi)) {
@@ -169,6 +172,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			  &horizon, &next_want);
 	if (next_want && !f->next_asked)
 		next_ask(e, f, next_want);
+	if (st->pattern == PF_PAT_RANDOM)
+		xfile_random_file(e, f, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

@@ -346,6 +346,24 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 			     pf_json_num(t, "memory_max", 1) :
 		     0.0,
 	     pf_json_num(t, "inflight", 0), pf_json_num(t, "fetch_errors", 0));
+	{
+		/* read-ahead across files and the background fill */
+		const struct pf_json *x = pf_json_get(cur->root, "xfile");
+		const struct pf_json *fl = pf_json_get(cur->root, "fill");
+		double tot = fl ? pf_json_num(fl, "bytes_total", 0) : 0;
+
+		if (x && fl)
+			line("files ahead %.0f (taken %.0f)   fill %s %s of %s "
+			     "(%.0f%%)",
+			     pf_json_num(x, "files_ahead", 0),
+			     pf_json_num(x, "taken", 0),
+			     pf_json_str(fl, "state", "?"),
+			     fmt_size(a, sizeof(a),
+				      pf_json_num(fl, "bytes_done", 0)),
+			     fmt_size(b, sizeof(b), tot),
+			     tot > 0 ? 100.0 * pf_json_num(fl, "bytes_done",
+							   0) / tot : 0.0);
+	}
 	/* 79 columns; the interval's bytes are MB/s, the total's bytes */
 	line("%-10s %8s %6s %6s %8s %6s %9s %9s %9s", "", "reads", "hit%",
 	     "waits", "wait ms", "wait%", "served", "fetched", "pushed");

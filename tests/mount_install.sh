@@ -38,6 +38,7 @@ usr/local/share/doc/prefetchfs/examples/imagenet.conf
 usr/local/share/doc/prefetchfs/examples/simple_trainer.py
 usr/local/share/doc/prefetchfs/examples/folder_loader.py
 usr/local/share/doc/prefetchfs/examples/torch_loader.py
+usr/local/share/doc/prefetchfs/examples/folder_loader.py
 usr/local/share/doc/prefetchfs/examples/memmap_tokens.py
 usr/local/share/doc/prefetchfs/examples/tar_shards.py
 usr/local/share/doc/prefetchfs/examples/prefetchfs_hints.py

@@ -1,0 +1,526 @@
+/*
+ * check_dirahead.c - read-ahead across files and the background fill
+ * (src/dirahead.c, src/nextfile.c): readers opening the files of a
+ * directory in name order (one, N on N directories, N ranks striding one),
+ * shuffled readers (no read-ahead across files, a fill when the tree fits,
+ * none when it does not, a stop when the pattern changes).
+ *
+ * The backend here holds a tree of NDIRS directories of NFILES small files
+ * whose bytes are a function of (file, offset); its reads complete inside
+ * submit.  The engine's clock is the test's: the readers' opens are
+ * XGAP_MS apart and the backend's opens take none of it (so 4 files are
+ * kept ahead); pf_xfile_ahead() has its own test.
+ */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pf_engine.h"
+
+#define NDIRS 4
+#define NFILES 64
+#define XGAP_MS 10
+
+struct xbf {
+	unsigned id;		/* dir * NFILES + file */
+};
+
+static struct pf_backend xbe;
+static struct pf_engine *eng;
+static uint64_t fake_ns;
+static unsigned opens_at_backend;
+static unsigned dirs_used = NDIRS;
+
+static uint64_t x_now(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&fake_ns, __ATOMIC_ACQUIRE);
+}
+
+static void advance_ms(unsigned ms)
+{
+	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
+}
+
+static uint64_t x_size(unsigned id)
+{
+	return 100000 + 3000 * (id % 7);
+}
+
+static unsigned char x_byte(unsigned id, uint64_t off)
+{
+	return (unsigned char)(id * 31 + off * 7 + (off >> 9));
+}
+
+static int x_parse(const char *path, unsigned *id)
+{
+	unsigned d;
+	unsigned f;
+	char tail;
+
+	if (sscanf(path, "d%u/f%3u%c", &d, &f, &tail) != 2 || d >= dirs_used ||
+	    f >= NFILES)
+		return -ENOENT;
+	*id = d * NFILES + f;
+	return 0;
+}
+
+static int x_getattr(struct pf_backend *be, const char *path, struct stat *st)
+{
+	(void)be;
+	(void)path;
+	(void)st;
+	return -ENOSYS;
+}
+
+static int x_readdir(struct pf_backend *be, const char *path, pf_dirent_fn fn,
+		     void *arg)
+{
+	struct stat st;
+	char name[32];
+	unsigned d;
+
+	(void)be;
+	memset(&st, 0, sizeof(st));
+	if (!path[0]) {
+		st.st_mode = S_IFDIR | 0555;
+		for (d = dirs_used; d-- > 0;) {
+			snprintf(name, sizeof(name), "d%u", d);
+			if (fn(arg, name, &st))
+				break;
+		}
+		return 0;
+	}
+	if (sscanf(path, "d%u", &d) != 1 || d >= dirs_used)
+		return -ENOENT;
+	st.st_mode = S_IFREG | 0444;
+	/* backend order is not name order: the engine sorts */
+	for (unsigned f = NFILES; f-- > 0;) {
+		snprintf(name, sizeof(name), "f%03u", f);
+		st.st_size = (off_t)x_size(d * NFILES + f);
+		if (fn(arg, name, &st))
+			break;
+	}
+	return 0;
+}
+
+static int x_open(struct pf_backend *be, const char *path,
+		  struct pf_bfile **out, struct stat *st)
+{
+	struct xbf *bf;
+	unsigned id;
+	int ret = x_parse(path, &id);
+
+	(void)be;
+	if (ret < 0)
+		return ret;
+	bf = calloc(1, sizeof(*bf));
+	if (!bf)
+		return -ENOMEM;
+	bf->id = id;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG | 0444;
+	st->st_size = (off_t)x_size(id);
+	st->st_mtim.tv_sec = 1000;
+	__atomic_add_fetch(&opens_at_backend, 1, __ATOMIC_RELAXED);
+	*out = (struct pf_bfile *)bf;
+	return 0;
+}
+
+static void x_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	(void)be;
+	free(f);
+}
+
+static int x_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	const struct xbf *bf = (const struct xbf *)bio->file;
+	uint64_t size = x_size(bf->id);
+	uint64_t off = bio->off;
+	int64_t done = 0;
+
+	(void)be;
+	for (int i = 0; i < bio->iovcnt; i++) {
+		unsigned char *p = bio->iov[i].iov_base;
+
+		for (size_t k = 0; k < bio->iov[i].iov_len && off < size;
+		     k++, off++, done++)
+			p[k] = x_byte(bf->id, off);
+	}
+	bio->done(bio, done);
+	return 0;
+}
+
+static const struct pf_backend_ops x_ops = {
+	.name = "test",
+	.getattr = x_getattr,
+	.readdir = x_readdir,
+	.open = x_open,
+	.close = x_close,
+	.submit = x_submit,
+};
+
+/* ---- readers ----------------------------------------------------------- */
+
+struct xreq {
+	int done;
+	int err;
+	size_t len;
+	unsigned char buf[256 << 10];
+};
+
+static struct xreq *rq;
+
+static void x_reply(void *req, const struct iovec *iov, int iovcnt, int err)
+{
+	struct xreq *r = req;
+
+	r->err = err;
+	r->len = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(r->buf + r->len, iov[i].iov_base, iov[i].iov_len);
+		r->len += iov[i].iov_len;
+	}
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+}
+
+static struct pf_efile *files[NDIRS * NFILES];
+
+static void engine_up(uint64_t max_memory, int next_file, int fill)
+{
+	struct pf_engine_cfg cfg;
+
+	xbe.ops = &x_ops;
+	fake_ns = 1000000000ull;
+	opens_at_backend = 0;
+	pf_engine_cfg_default(&cfg, 8ull << 30);
+	cfg.max_memory = max_memory;
+	cfg.max_inflight = 16;
+	cfg.min_window = 1u << 20;
+	cfg.next_file = next_file;
+	cfg.fill = fill;
+	cfg.now_ns = x_now;
+	ck_assert_int_eq(pf_engine_new(&cfg, &xbe, &eng), 0);
+	rq = calloc(1, sizeof(*rq));
+	ck_assert_ptr_nonnull(rq);
+	memset(files, 0, sizeof(files));
+}
+
+static void setup(void)
+{
+	dirs_used = NDIRS;
+	engine_up(256u << 20, 1, 1);
+}
+
+static void teardown(void)
+{
+	pf_engine_quiesce(eng);
+	for (unsigned i = 0; i < NDIRS * NFILES; i++)
+		if (files[i])
+			pf_efile_put(files[i]);
+	pf_engine_free(eng);
+	free(rq);
+}
+
+/*
+ * A reader's open, whole read (checked byte for byte) and close of file
+ * @f of directory @d, as the front end makes them (the efile stays, as an
+ * inode does).  Returns whether every READ was a hit.
+ */
+static bool read_whole(unsigned d, unsigned f)
+{
+	struct pf_engine_totals t0;
+	struct pf_engine_totals t;
+	unsigned id = d * NFILES + f;
+	uint64_t size = x_size(id);
+	struct stat st;
+	char path[32];
+
+	advance_ms(XGAP_MS);
+	snprintf(path, sizeof(path), "d%u/f%03u", d, f);
+	if (!files[id])
+		files[id] = pf_efile_new(eng, path, id + 1);
+	ck_assert_ptr_nonnull(files[id]);
+	ck_assert_int_ge(pf_efile_open(files[id], &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	pf_engine_totals(eng, &t0);
+	memset(rq, 0, offsetof(struct xreq, buf));
+	pf_engine_read(files[id], 0, size, x_reply, rq);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&rq->done,
+						     __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ck_assert_int_eq(rq->done, 1);
+	ck_assert_int_eq(rq->err, 0);
+	ck_assert_uint_eq(rq->len, size);
+	for (uint64_t off = 0; off < size; off++)
+		if (rq->buf[off] != x_byte(id, off))
+			ck_abort_msg("%s: wrong byte at %llu", path,
+				     (unsigned long long)off);
+	pf_engine_totals(eng, &t);
+	pf_efile_close(files[id]);
+	return t.misses == t0.misses && t.waits == t0.waits;
+}
+
+/* Waits (a bounded while) for the next-file threads to go quiet. */
+static void settle(void)
+{
+	struct pf_engine_totals t;
+	uint64_t last = ~0ull;
+
+	for (int i = 0; i < 300; i++) {
+		usleep(10000);
+		pf_engine_totals(eng, &t);
+		if (t.inflight == 0 && t.next_files == last && i > 5)
+			return;
+		last = t.next_files;
+	}
+}
+
+static bool stats_quiet(const char *needle, bool quiet)
+{
+	char *js = pf_engine_stats_json(eng, "test");
+	char *end;
+	bool ok;
+
+	ck_assert_ptr_nonnull(js);
+	ok = strstr(js, needle) != NULL;
+	end = strstr(js, "\"streams\"");
+	if (end)
+		*end = '\0';
+	if (!ok && !quiet)
+		fprintf(stderr, "stats lack %s:\n%s\n", needle, js);
+	free(js);
+	return ok;
+}
+
+static bool stats_has(const char *needle)
+{
+	return stats_quiet(needle, false);
+}
+
+/* Polls the stats (a bounded while: the machine may be loaded). */
+static bool stats_wait(const char *needle)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (stats_quiet(needle, true))
+			return true;
+		usleep(20000);
+	}
+	return stats_has(needle);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+START_TEST(test_ahead_rule)
+{
+	/* 50 ms opens, a reader opening a file every 10 ms: 2 x 10 + 2 */
+	ck_assert_uint_eq(pf_xfile_ahead(50000000, 10000000, 1, 32), 22);
+	/* 4 ranks striding, the directory sees an open each 10 ms: each
+	 * rank opens one each 40 ms */
+	ck_assert_uint_eq(pf_xfile_ahead(50000000, 10000000, 4, 32), 8);
+	/* bounded; nothing learned yet: 4 */
+	ck_assert_uint_eq(pf_xfile_ahead(50000000, 1000000, 1, 32), 32);
+	ck_assert_uint_eq(pf_xfile_ahead(0, 10000000, 1, 32), 4);
+	/* a slow reader still keeps 2 */
+	ck_assert_uint_eq(pf_xfile_ahead(1000, 1000000000, 1, 32), 4);
+}
+END_TEST
+
+START_TEST(test_in_order_one_dir)
+{
+	struct pf_engine_totals t;
+	unsigned hits = 0;
+
+	for (unsigned f = 0; f < 3; f++)
+		read_whole(0, f);
+	settle();
+	pf_engine_totals(eng, &t);
+	/* learned at the third open: the next files are opened ahead */
+	ck_assert_uint_ge(t.next_files, 4);
+	for (unsigned f = 3; f < 40; f++) {
+		if (read_whole(0, f))
+			hits++;
+		settle();
+	}
+	pf_engine_totals(eng, &t);
+	/* the files read ahead went to their reader: no second open */
+	ck_assert_uint_ge(t.next_taken, 30);
+	ck_assert_uint_ge(hits, 35);
+	ck_assert_uint_le(opens_at_backend, 40 + 32);
+	ck_assert(stats_has("\"dirs_in_order\": 1"));
+	ck_assert(stats_has("\"state\": \"off\""));
+}
+END_TEST
+
+START_TEST(test_in_order_n_dirs)
+{
+	struct pf_engine_totals t;
+	unsigned hits = 0;
+
+	for (unsigned f = 0; f < 20; f++) {
+		for (unsigned d = 0; d < NDIRS; d++)
+			if (read_whole(d, f) && f >= 4)
+				hits++;
+		settle();
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(hits, 16 * NDIRS - 4);
+	ck_assert(stats_has("\"dirs_in_order\": 4"));
+	ck_assert(stats_has("\"state\": \"off\""));
+}
+END_TEST
+
+START_TEST(test_n_ranks_striding)
+{
+	/* 4 ranks take files r, r+4, r+8 ... of one directory, not quite in
+	 * step: rank order changes every round */
+	static const unsigned order[4][4] = {
+		{ 0, 1, 2, 3 }, { 1, 0, 3, 2 }, { 2, 3, 1, 0 }, { 3, 2, 0, 1 },
+	};
+	unsigned hits = 0;
+
+	for (unsigned round = 0; round < 14; round++) {
+		for (unsigned k = 0; k < 4; k++) {
+			unsigned f = round * 4 + order[round % 4][k];
+
+			if (read_whole(0, f) && round >= 2)
+				hits++;
+		}
+		settle();
+	}
+	ck_assert_uint_ge(hits, 12 * 4 - 4);
+	ck_assert(stats_has("\"state\": \"off\""));
+}
+END_TEST
+
+/* File k of a shuffle that never follows (37 is prime to 64). */
+static unsigned shuffled(unsigned k)
+{
+	return (k * 37 + 11) % NFILES;
+}
+
+START_TEST(test_random_fill_fits)
+{
+	struct pf_engine_totals t;
+	unsigned hits = 0;
+	unsigned before;
+
+	for (unsigned k = 0; k < 20; k++)
+		read_whole(k % 2, shuffled(k / 2));
+	pf_engine_totals(eng, &t);
+	/* no read-ahead across files for a random reader */
+	ck_assert(stats_has("\"asked\": 0"));
+	/* the whole tree (every directory: the opens' common root) is filled
+	 * in the background */
+	ck_assert(stats_wait("\"state\": \"done\""));
+	ck_assert(stats_has("\"root\": \"\""));
+	before = __atomic_load_n(&opens_at_backend, __ATOMIC_RELAXED);
+	/* every file is in memory and held open: no round trip, no wait */
+	for (unsigned k = 20; k < 84; k++)
+		if (read_whole(k % NDIRS, shuffled(k / NDIRS)))
+			hits++;
+	ck_assert_uint_eq(hits, 64);
+	ck_assert_uint_eq(opens_at_backend, before);
+	ck_assert(stats_has("\"held\": 256"));
+}
+END_TEST
+
+START_TEST(test_random_fill_too_big)
+{
+	/* the tree is 4 x 64 files of ~110 KiB: 27 MiB, more than 3/4 of
+	 * 16 MiB */
+	pf_engine_quiesce(eng);
+	pf_engine_free(eng);
+	free(rq);
+	engine_up(16u << 20, 1, 1);
+	for (unsigned k = 0; k < 24; k++)
+		read_whole(k % 2, shuffled(k / 2));
+	ck_assert(stats_wait("\"state\": \"too_big\""));
+	ck_assert(stats_has("\"held\": 0"));
+}
+END_TEST
+
+START_TEST(test_random_fill_off)
+{
+	pf_engine_quiesce(eng);
+	pf_engine_free(eng);
+	free(rq);
+	engine_up(256u << 20, 1, 0);
+	for (unsigned k = 0; k < 24; k++)
+		read_whole(k % 2, shuffled(k / 2));
+	settle();
+	ck_assert(stats_has("\"state\": \"off\""));
+}
+END_TEST
+
+START_TEST(test_fill_stops_when_in_order)
+{
+	/* a small tree (1 directory) so the fill is still running when the
+	 * readers change: the fill takes its files in name order, the
+	 * readers go in order from the end */
+	unsigned k;
+
+	/* (opens made before the directory's listing came count only as
+	 * far as they are remembered: go on until the fill starts) */
+	for (k = 0; k < NFILES && stats_quiet("\"state\": \"off\"", true);
+	     k++)
+		read_whole(0, shuffled(k));
+	for (int i = 0; i < 2000 && stats_quiet("\"state\": \"off\"", true);
+	     i++)
+		usleep(20000);
+	ck_assert(!stats_quiet("\"state\": \"off\"", true));
+	for (unsigned f = 40; f < 64; f++)
+		read_whole(1, f);
+	for (int i = 0; i < 2000 &&
+			!stats_quiet("\"state\": \"stopped\"", true) &&
+			!stats_quiet("\"state\": \"done\"", true); i++)
+		usleep(20000);
+	/* it may have finished first on a fast machine: then it is done */
+	ck_assert(stats_quiet("\"state\": \"stopped\"", true) ||
+		  stats_has("\"state\": \"done\""));
+	if (stats_quiet("\"state\": \"stopped\"", true))
+		ck_assert(stats_has("\"held\": 0"));
+}
+END_TEST
+
+static Suite *dirahead_suite(void)
+{
+	Suite *s = suite_create("dirahead");
+	TCase *tc;
+
+	tc = tcase_create("learner");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_ahead_rule);
+	tcase_add_test(tc, test_in_order_one_dir);
+	tcase_add_test(tc, test_in_order_n_dirs);
+	tcase_add_test(tc, test_n_ranks_striding);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fill");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_random_fill_fits);
+	tcase_add_test(tc, test_random_fill_too_big);
+	tcase_add_test(tc, test_random_fill_off);
+	tcase_add_test(tc, test_fill_stops_when_in_order);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(dirahead_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
