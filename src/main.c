@@ -364,9 +364,15 @@ static void set_readahead(const char *mnt, unsigned kb)
 		 maj, min);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
-		pf_warn("cannot set read-ahead of the mount (%s: %s): READs "
-			"stay at the kernel's default size",
-			path, strerror(errno));
+		char note[PF_LOG_NOTE_MAX + 128];
+
+		/* not root: EACCES; the note says what to do */
+		snprintf(note, sizeof(note), "cannot set read-ahead of the "
+			 "mount (%s: %s%s): READs stay at the kernel's "
+			 "default size", path, strerror(errno),
+			 errno == EACCES || errno == EPERM ?
+				 "; readahead_kb needs root" : "");
+		pf_log_note(note);	/* cut at PF_LOG_NOTE_MAX */
 		return;
 	}
 	len = snprintf(val, sizeof(val), "%u", kb);
