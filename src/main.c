@@ -238,6 +238,7 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 {
 	struct pf_posix_cfg pcfg = { 0 };
 	struct pf_obj_cfg ocfg = { 0 };
+	char listings[PATH_MAX + 32];
 	char err[1024];
 	int ret;
 
@@ -271,6 +272,16 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
 	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
 	ocfg.s3.no_sign = o->no_sign;
+	if (o->cache_dir[0] && !o->manifest[0]) {
+		/* the listings outlive the mount: one file per source */
+		uint64_t h = 1469598103934665603ull;
+
+		for (const char *c = src; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ull;
+		snprintf(listings, sizeof(listings), "%s/listings-%016" PRIx64,
+			 o->cache_dir, h);
+		ocfg.listings = listings;
+	}
 	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
 		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
 			strerror(errno));
