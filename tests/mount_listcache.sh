@@ -11,6 +11,9 @@
 #      reads the new bytes at once, and lists the stored directories again
 #      in the background; with revalidate=2 the new bytes once 2 s passed
 #      since the listing was stored
+#   5. over s3rver (ListObjectsV2: ETags): the remount serves stat and
+#      reads of a stored directory with one request, the root listing (the
+#      daemon's count: s3rver logs no request lines)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -135,5 +138,37 @@ sleep 3
 check "4. revalidate=2, after 3 s: the changed object reads new bytes" cmp -s "$SRC/d2/b1.bin" "$M/d2/b1.bin"
 check "4. revalidate=2: all byte-exact" all_same "$M"
 pf_umount "$M" || fail "unmount"
+nginx_stop
+
+# ---- 5. over S3 ------------------------------------------------------------------
+S3SRC=$WORK/s3src
+mkdir -p "$S3SRC/sub"
+mkfile "$S3SRC/top.bin" 70000
+for i in 1 2 3; do
+	mkfile "$S3SRC/sub/s$i.bin" $((80000 + i))
+done
+s3_start bkt >/dev/null || { fail "s3 server"; finish; }
+s3_put_tree bkt ds/ "$S3SRC" || { fail "s3_put_tree"; finish; }
+creds() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET "$@"; }
+S3OPTS=endpoint=$S3_ENDPOINT,cache_dir=$WORK/s3cache,cache_size=16M,revalidate=60
+requests() { stats_json "$1" | json_eval 's["transport"]["requests"]'; }
+s3_same() {
+	local i
+	for i in 1 2 3; do
+		cmp -s "$S3SRC/sub/s$i.bin" "$1/sub/s$i.bin" || return 1
+	done
+}
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
+check "5. s3: byte-exact" s3_same "$M"
+first=$(requests "$M")
+pf_umount "$M" || fail "unmount"
+creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
+stat "$M"/sub/*.bin >/dev/null
+check "5. s3 remount: byte-exact" s3_same "$M"
+r=$(requests "$M")
+echo "  s3: requests of the first mount $first, of the remount $r"
+check "5. s3 remount: one request, the root listing ($r)" [ "$r" -eq 1 ]
+pf_umount "$M" || fail "unmount"
+s3_stop
 
 finish
