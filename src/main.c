@@ -238,7 +238,8 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 {
 	struct pf_posix_cfg pcfg = { 0 };
 	struct pf_obj_cfg ocfg = { 0 };
-	char listings[PATH_MAX + 32];
+	char listings[2 * PATH_MAX + 32];
+	char cwd[PATH_MAX];
 	char err[1024];
 	int ret;
 
@@ -278,8 +279,14 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 
 		for (const char *c = src; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		snprintf(listings, sizeof(listings), "%s/listings-%016" PRIx64,
-			 o->cache_dir, h);
+		/* absolute: the daemon changes to / once mounted */
+		if (o->cache_dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
+			snprintf(listings, sizeof(listings),
+				 "%s/%s/listings-%016" PRIx64, cwd,
+				 o->cache_dir, h);
+		else
+			snprintf(listings, sizeof(listings),
+				 "%s/listings-%016" PRIx64, o->cache_dir, h);
 		ocfg.listings = listings;
 	}
 	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {

@@ -11,6 +11,8 @@
 #      reads the new bytes at once, and lists the stored directories again
 #      in the background; with revalidate=2 the new bytes once 2 s passed
 #      since the listing was stored
+#   6. a relative cache_dir, the daemon in the background (it changes to
+#      /): the listings file is written in that dir
 #   5. over s3rver (ListObjectsV2: ETags): the remount serves stat and
 #      reads of a stored directory with one request, the root listing (the
 #      daemon's count: s3rver logs no request lines)
@@ -138,6 +140,17 @@ sleep 3
 check "4. revalidate=2, after 3 s: the changed object reads new bytes" cmp -s "$SRC/d2/b1.bin" "$M/d2/b1.bin"
 check "4. revalidate=2: all byte-exact" all_same "$M"
 pf_umount "$M" || fail "unmount"
+
+# ---- 6. a relative cache_dir, in the background -------------------------------
+cd "$WORK" || { fail "cd"; finish; }
+pf_mount "$NGINX_URL" "$WORK/mnt-bg" -o cache_dir=relcache,cache_size=16M ||
+	{ fail "mount with a relative cache_dir"; finish; }
+cd - >/dev/null || { fail "cd back"; finish; }
+ls -R "$WORK/mnt-bg" >/dev/null
+check "6. relative cache_dir: byte-exact" all_same "$WORK/mnt-bg"
+pf_umount "$WORK/mnt-bg" || fail "unmount"
+check "6. relative cache_dir: the listings file is in it" \
+	[ "$(ls "$WORK"/relcache/listings-* 2>/dev/null | wc -l)" -eq 1 ]
 nginx_stop
 
 # ---- 5. over S3 ------------------------------------------------------------------
