@@ -116,6 +116,7 @@ struct dir {
 	size_t cap;
 	int state;
 	int64_t learned;	/* monotonic s it was listed */
+	int64_t retry;		/* stored: a refresh failed, not before */
 	bool stored;		/* from the listings file, not listed since */
 };
 
@@ -704,6 +705,7 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
 	if (r->mtime > 0)
 		e->mtime = r->mtime;
 	e->seen = mono_s();
+	o->dirty = true;	/* the listings file keeps it too */
 }
 
 /*
@@ -1645,8 +1647,9 @@ static void refresh_dir(struct obj *o, const char *path)
 			o->dirty = true;
 		}
 	}
-	if (ret < 0 && d)
-		d->learned = mono_s();	/* again after revalidate */
+	if (ret < 0 && d)	/* again later; learned stays true */
+		d->retry = mono_s() + (o->revalidate_s > 10 ?
+					       (int64_t)o->revalidate_s : 10);
 	pthread_mutex_unlock(&o->lock);
 	ents_free(l.ents, l.n);
 	if (ret < 0)
@@ -1670,7 +1673,8 @@ static void *refresher(void *arg)
 		     i++)
 			for (struct dir *d = o->dirs[i]; d && !path;
 			     d = d->hnext)
-				if (d->stored && now - d->learned >= due)
+				if (d->stored && now - d->learned >= due &&
+				    now >= d->retry)
 					path = strdup(d->path);
 		if (path) {
 			pthread_mutex_unlock(&o->lock);
