@@ -24,6 +24,21 @@ int pf_log_parse_level(const char *s, enum pf_log_level *out);
 void pf_log(enum pf_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Warnings that change performance by an order of magnitude (a server
+ * ignoring Range, the io_uring fallback, read-ahead not set) are also kept
+ * as short strings for the stats file ("warnings") and prefetchfs-stat.
+ * pf_log_note() logs @msg at PF_LOG_WARN and keeps it (a copy, cut at
+ * PF_LOG_NOTE_MAX - 1 bytes) unless the same text is kept already; at
+ * most PF_LOG_NOTES are kept, later ones are only logged.  pf_log_notes()
+ * copies up to @max kept notes to @out and returns how many.  Both are
+ * thread-safe.
+ */
+#define PF_LOG_NOTES 8
+#define PF_LOG_NOTE_MAX 160
+void pf_log_note(const char *msg);
+unsigned pf_log_notes(char (*out)[PF_LOG_NOTE_MAX], unsigned max);
+
 #define pf_err(...) pf_log(PF_LOG_ERR, __VA_ARGS__)
 #define pf_warn(...) pf_log(PF_LOG_WARN, __VA_ARGS__)
 #define pf_info(...) pf_log(PF_LOG_INFO, __VA_ARGS__)

@@ -45,6 +45,9 @@ struct pf_obj_cfg {
 	const char *manifest;		/* HTTP: manifest URL or name */
 	struct pf_s3_opts s3;		/* S3: what -o gave */
 	pf_env_fn env;			/* S3: NULL for getenv */
+	const char *listings;		/* NULL, or a file that keeps the
+					 * listings across mounts (in
+					 * -o cache_dir; objstore.c, DESIGN) */
 };
 
 /* @source: "http://host[:port]/prefix/" or https. */

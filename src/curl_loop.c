@@ -259,9 +259,9 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 			return;
 		}
 		if (!atomic_exchange(&c->warned_full, true))
-			pf_warn("the server ignores Range requests (200 with "
-				"the whole object): every read downloads "
-				"from the start of its object");
+			pf_log_note("the server ignores Range requests "
+				    "(200 with the whole object): every read "
+				    "downloads from the start of its object");
 		pthread_mutex_lock(&c->lock);
 		c->tot.full_bodies++;
 		pthread_mutex_unlock(&c->lock);

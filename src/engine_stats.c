@@ -14,6 +14,7 @@
 #include "pf_pool.h"
 #include "pf_strbuf.h"
 #include "engine_int.h"
+#include "pf_log.h"
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 {
@@ -110,6 +111,18 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 
 		e->be->ops->stats_json(e->be, bs, sizeof(bs));
 		pf_strbuf_addf(&sb, ",\n  \"transport\": %s", bs);
+	}
+	{
+		char notes[PF_LOG_NOTES][PF_LOG_NOTE_MAX];
+		unsigned n = pf_log_notes(notes, PF_LOG_NOTES);
+
+		/* the process's warnings that cost an order of magnitude */
+		pf_strbuf_addf(&sb, ",\n  \"warnings\": [");
+		for (unsigned i = 0; i < n; i++) {
+			pf_strbuf_addf(&sb, i ? ", " : "");
+			pf_strbuf_add_json(&sb, notes[i]);
+		}
+		pf_strbuf_addf(&sb, "]");
 	}
 	pf_strbuf_addf(&sb,
 		  ",\n  \"prefetch\": %s,\n  \"push\": %s,\n"

@@ -13,6 +13,10 @@
 static enum pf_log_level log_level = PF_LOG_INFO;
 static int log_syslog;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+/* pf_log_note(): under note_lock */
+static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
+static char notes[PF_LOG_NOTES][PF_LOG_NOTE_MAX];
+static unsigned nnotes;
 
 static const char *const level_names[] = {
 	[PF_LOG_ERR] = "err",
@@ -67,4 +71,31 @@ void pf_log(enum pf_log_level level, const char *fmt, ...)
 	}
 	va_end(ap);
 	errno = saved;
+}
+
+void pf_log_note(const char *msg)
+{
+	char cut[PF_LOG_NOTE_MAX];
+
+	pf_log(PF_LOG_WARN, "%s", msg);
+	snprintf(cut, sizeof(cut), "%s", msg);
+	pthread_mutex_lock(&note_lock);
+	for (unsigned i = 0; i < nnotes; i++)
+		if (strcmp(notes[i], cut) == 0)
+			goto out;
+	if (nnotes < PF_LOG_NOTES)
+		memcpy(notes[nnotes++], cut, sizeof(cut));
+out:
+	pthread_mutex_unlock(&note_lock);
+}
+
+unsigned pf_log_notes(char (*out)[PF_LOG_NOTE_MAX], unsigned max)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&note_lock);
+	n = nnotes < max ? nnotes : max;
+	memcpy(out, notes, n * sizeof(notes[0]));
+	pthread_mutex_unlock(&note_lock);
+	return n;
 }

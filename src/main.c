@@ -238,6 +238,8 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 {
 	struct pf_posix_cfg pcfg = { 0 };
 	struct pf_obj_cfg ocfg = { 0 };
+	char listings[2 * PATH_MAX + 32];
+	char cwd[PATH_MAX];
 	char err[1024];
 	int ret;
 
@@ -271,6 +273,22 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
 	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
 	ocfg.s3.no_sign = o->no_sign;
+	if (o->cache_dir[0] && !o->manifest[0]) {
+		/* the listings outlive the mount: one file per source */
+		uint64_t h = 1469598103934665603ull;
+
+		for (const char *c = src; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ull;
+		/* absolute: the daemon changes to / once mounted */
+		if (o->cache_dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
+			snprintf(listings, sizeof(listings),
+				 "%s/%s/listings-%016" PRIx64, cwd,
+				 o->cache_dir, h);
+		else
+			snprintf(listings, sizeof(listings),
+				 "%s/listings-%016" PRIx64, o->cache_dir, h);
+		ocfg.listings = listings;
+	}
 	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
 		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
 			strerror(errno));
@@ -364,9 +382,15 @@ static void set_readahead(const char *mnt, unsigned kb)
 		 maj, min);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
-		pf_warn("cannot set read-ahead of the mount (%s: %s): READs "
-			"stay at the kernel's default size",
-			path, strerror(errno));
+		char note[PF_LOG_NOTE_MAX + 128];
+
+		/* not root: EACCES; the note says what to do */
+		snprintf(note, sizeof(note), "cannot set read-ahead of the "
+			 "mount (%s: %s%s): READs stay at the kernel's "
+			 "default size", path, strerror(errno),
+			 errno == EACCES || errno == EPERM ?
+				 "; readahead_kb needs root" : "");
+		pf_log_note(note);	/* cut at PF_LOG_NOTE_MAX */
 		return;
 	}
 	len = snprintf(val, sizeof(val), "%u", kb);

@@ -52,6 +52,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -1282,9 +1283,13 @@ int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
 		if (ret < 0 && !setup_err)
 			goto out;
 		if (setup_err) {
+			char note[PF_LOG_NOTE_MAX];
+
 			pb->uring = false;
-			pf_warn("io_uring unavailable (%s): using %u pread threads",
-				strerror(-setup_err), nthreads);
+			snprintf(note, sizeof(note), "io_uring unavailable "
+				 "(%s): using %u pread threads",
+				 strerror(-setup_err), nthreads);
+			pf_log_note(note);
 		}
 	}
 	if (!pb->uring) {

@@ -306,6 +306,18 @@ static void print_plans(const struct pf_json *root)
 		       pf_json_str(pl, "why", ""));
 }
 
+/* The daemon's warnings that cost an order of magnitude, one a line. */
+static void print_warnings(const struct pf_json *root)
+{
+	const struct pf_json *w = pf_json_get(root, "warnings");
+
+	if (!w || w->type != PF_JSON_ARR)
+		return;
+	for (w = w->child; w; w = w->next)
+		if (w->type == PF_JSON_STR)
+			line("warning: %s", w->str);
+}
+
 static void print_frame(const char *mnt, const struct snapshot *cur,
 			const struct snapshot *prev, bool tty)
 {
@@ -337,6 +349,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	     pf_json_num(cur->root, "prefetch", 0) ? "on" : "off",
 	     pf_json_num(cur->root, "push", 0) ? "on" : "off",
 	     pf_json_str(cur->root, "backend", "?"));
+	print_warnings(cur->root);
 	line("memory %s of %s (%.0f%%)   fetches in flight %.0f   "
 	     "fetch errors %.0f",
 	     fmt_size(a, sizeof(a), pf_json_num(t, "memory_used", 0)),

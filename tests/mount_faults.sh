@@ -389,6 +389,14 @@ check "9. stats: transport resumed > 0" [ "$(echo "$st" | json_eval 's["transpor
 check "9. stats: transport whole_bodies > 0" [ "$(echo "$st" | json_eval 's["transport"]["whole_bodies"] > 0')" = True ]
 check "9. stats: transport errors > 0, nothing active" \
 	[ "$(echo "$st" | json_eval 's["transport"]["errors"] > 0 and s["transport"]["active"] == 0')" = True ]
+# issue 16: a warning that costs an order of magnitude shows where the user looks
+check "9. stats: warnings has the server ignoring Range" \
+	[ "$(echo "$st" | json_eval 'sum("ignores Range" in w for w in s["warnings"]) == 1')" = True ]
+COLUMNS=80 "$TOP/prefetchfs-stat" -n 1 "$MA" >"$WORK/stat.txt" 2>&1
+check "9. prefetchfs-stat: a line 'warning: the server ignores Range'" \
+	grep -q '^warning: the server ignores Range' "$WORK/stat.txt"
+check "9. prefetchfs-stat: the warning is cut at 80 columns" \
+	[ "$(awk 'length($0) > 80' "$WORK/stat.txt" | wc -l)" -eq 0 ]
 pf_umount "$MA" || fail "unmount of $MA"
 
 # ---- 8. a server that stops answering ---------------------------------------------
