@@ -61,6 +61,8 @@ int pf_strbuf_addstr(struct pf_strbuf *sb, const char *s);
 int pf_strbuf_addch(struct pf_strbuf *sb, int c);
 int pf_strbuf_addf(struct pf_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Code point @cp (at most 0x10ffff) encoded as UTF-8. */
+int pf_strbuf_add_utf8(struct pf_strbuf *sb, unsigned cp);
 /* @s as a quoted JSON string (the rules of pf_json_quote()). */
 int pf_strbuf_add_json(struct pf_strbuf *sb, const char *s);
 
