@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pf_json.h"
 #include "pf_listing.h"
 #include "pf_strbuf.h"
 
@@ -1479,108 +1480,20 @@ static bool js_eat(struct json *j, char c)
 	return false;
 }
 
-static int js_hex4(struct json *j, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	if (j->end - j->p < 4)
-		return -EPROTO;
-	for (int i = 0; i < 4; i++) {
-		int h = hexval((unsigned char)j->p[i]);
-
-		if (h < 0)
-			return -EPROTO;
-		v = v << 4 | (uint32_t)h;
-	}
-	j->p += 4;
-	*out = v;
-	return 0;
-}
-
 /*
  * A string at j->p ('"'), decoded into @s when not NULL; a lone
- * surrogate makes the string over (unusable as a name), not the JSON
+ * surrogate makes the string failed (unusable as a name), not the JSON
  * invalid.
  */
 static int js_string(struct json *j, struct pf_strbuf *s)
 {
-	j->p++;
-	for (;;) {
-		const char *q = j->p;
-		unsigned char c;
-		uint32_t cp, lo;
+	int ret = pf_json_string(j->p, j->end, s, &j->p);
 
-		while (q < j->end && *q != '"' && *q != '\\' &&
-		       (unsigned char)*q >= 0x20)
-			q++;
-		if (s)
-			pf_strbuf_add(s, j->p, (size_t)(q - j->p));
-		j->p = q;
-		if (q >= j->end)
-			return -EPROTO;
-		c = (unsigned char)*q;
-		j->p++;
-		if (c == '"')
-			return 0;
-		if (c < 0x20 || j->p >= j->end)
-			return -EPROTO;
-		c = (unsigned char)*j->p++;
-		switch (c) {
-		case '"':
-		case '\\':
-		case '/':
-			cp = c;
-			break;
-		case 'b':
-			cp = '\b';
-			break;
-		case 'f':
-			cp = '\f';
-			break;
-		case 'n':
-			cp = '\n';
-			break;
-		case 'r':
-			cp = '\r';
-			break;
-		case 't':
-			cp = '\t';
-			break;
-		case 'u':
-			if (js_hex4(j, &cp))
-				return -EPROTO;
-			if (cp >= 0xdc00 && cp <= 0xdfff) {
-				if (s)
-					s->failed = true;
-				continue;
-			}
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (j->end - j->p < 6 || j->p[0] != '\\' ||
-				    j->p[1] != 'u') {
-					if (s)
-						s->failed = true;
-					continue;
-				}
-				j->p += 2;
-				if (js_hex4(j, &lo))
-					return -EPROTO;
-				if (lo < 0xdc00 || lo > 0xdfff) {
-					/* the second may start a pair */
-					j->p -= 6;
-					if (s)
-						s->failed = true;
-					continue;
-				}
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				     (lo - 0xdc00);
-			}
-			break;
-		default:
-			return -EPROTO;
-		}
-		if (s)
-			pf_strbuf_add_utf8(s, cp);
-	}
+	if (ret < 0)
+		return -EPROTO;
+	if (ret == PF_JSON_LONE_SURROGATE && s)
+		s->failed = true;
+	return 0;
 }
 
 /* A number; *v receives it when it is a non-negative integer in range. */
