@@ -471,6 +471,8 @@ static void xml_decode(struct pf_strbuf *s, const char *p, size_t n)
  */
 static void pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus)
 {
+	size_t from = 0;	/* start of the bytes copied as they are */
+
 	for (size_t i = 0; i < n; i++) {
 		int hi, lo;
 
@@ -478,16 +480,20 @@ static void pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus)
 			hi = hexval((unsigned char)p[i + 1]);
 			lo = hexval((unsigned char)p[i + 2]);
 			if (hi >= 0 && lo >= 0) {
-				pf_strbuf_addch(s, (unsigned char)(hi << 4 | lo));
+				pf_strbuf_add(s, p + from, i - from);
+				pf_strbuf_addch(s, hi << 4 | lo);
 				i += 2;
+				from = i + 1;
 				continue;
 			}
 		}
-		if (plus && p[i] == '+')
+		if (plus && p[i] == '+') {
+			pf_strbuf_add(s, p + from, i - from);
 			pf_strbuf_addch(s, ' ');
-		else
-			pf_strbuf_addch(s, (unsigned char)p[i]);
+			from = i + 1;
+		}
 	}
+	pf_strbuf_add(s, p + from, n - from);
 }
 
 /* ------------------------------------------------------------------ */

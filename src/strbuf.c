@@ -107,6 +107,13 @@ int pf_strbuf_add(struct pf_strbuf *sb, const void *data, size_t len)
 		return error_of(sb);
 	if (len == 0)
 		return 0;
+	if (len < sb->alloc - sb->len) {
+		/* fits: the common case, without grow() */
+		memcpy(sb->buf + sb->len, data, len);
+		sb->len += len;
+		sb->buf[sb->len] = '\0';
+		return 0;
+	}
 	ret = grow(sb, len);
 	if (ret < 0) {
 		if (sb->fixed) {
@@ -128,13 +135,6 @@ int pf_strbuf_add(struct pf_strbuf *sb, const void *data, size_t len)
 int pf_strbuf_addstr(struct pf_strbuf *sb, const char *s)
 {
 	return pf_strbuf_add(sb, s, strlen(s));
-}
-
-int pf_strbuf_addch(struct pf_strbuf *sb, int c)
-{
-	char ch = (char)c;
-
-	return pf_strbuf_add(sb, &ch, 1);
 }
 
 int pf_strbuf_addf(struct pf_strbuf *sb, const char *fmt, ...)
