@@ -57,6 +57,21 @@ const char *pf_json_str(const struct pf_json *obj, const char *key,
 			const char *dflt);
 
 /*
+ * The one JSON string decoder (this reader's and the listing parser's).
+ * Decodes the string whose opening quote is at @p, reading no byte at or
+ * past @end, and appends its contents to @sb (UTF-8; \u0000 as a NUL
+ * byte) unless @sb is NULL; *@next receives the byte after the closing
+ * quote.  Returns 0; PF_JSON_LONE_SURROGATE when the string is valid JSON
+ * but holds an unpaired surrogate escape, which has no UTF-8 form and is
+ * left out; -EINVAL when it is not a JSON string (unterminated, a control
+ * byte, a bad escape).  Any thread.
+ */
+#define PF_JSON_LONE_SURROGATE 1
+struct pf_strbuf;
+int pf_json_string(const char *p, const char *end, struct pf_strbuf *sb,
+		   const char **next);
+
+/*
  * Writes @str as a quoted JSON string through @put, which gets the output
  * in order, piece by piece (@n bytes at @s, not NUL-terminated).  Strings
  * are bytes (file names): a byte that is not part of valid UTF-8 is written

@@ -58,9 +58,22 @@ void pf_strbuf_reset(struct pf_strbuf *sb);
 /* Appenders: 0, or -ENOMEM / -ENOSPC (and sb->failed set) */
 int pf_strbuf_add(struct pf_strbuf *sb, const void *data, size_t len);
 int pf_strbuf_addstr(struct pf_strbuf *sb, const char *s);
-int pf_strbuf_addch(struct pf_strbuf *sb, int c);
+/* one byte; inline, as the decoders call it per character */
+static inline int pf_strbuf_addch(struct pf_strbuf *sb, int c)
+{
+	char ch = (char)c;
+
+	if (!sb->failed && sb->len + 1 < sb->alloc) {
+		sb->buf[sb->len++] = ch;
+		sb->buf[sb->len] = '\0';
+		return 0;
+	}
+	return pf_strbuf_add(sb, &ch, 1);
+}
 int pf_strbuf_addf(struct pf_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Code point @cp (at most 0x10ffff) encoded as UTF-8. */
+int pf_strbuf_add_utf8(struct pf_strbuf *sb, unsigned cp);
 /* @s as a quoted JSON string (the rules of pf_json_quote()). */
 int pf_strbuf_add_json(struct pf_strbuf *sb, const char *s);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pf_json.h"
+#include "pf_strbuf.h"
 
 struct parser {
 	const char *p;
@@ -40,10 +41,13 @@ static bool eat(struct parser *ps, const char *word)
 	return true;
 }
 
-static int hex4(const char *s, unsigned *out)
+/* Four hex digits at @s (before @end). */
+static int hex4(const char *s, const char *end, unsigned *out)
 {
 	unsigned v = 0;
 
+	if (end - s < 4)
+		return -EINVAL;
 	for (int i = 0; i < 4; i++) {
 		char c = s[i];
 
@@ -61,118 +65,106 @@ static int hex4(const char *s, unsigned *out)
 	return 0;
 }
 
-static size_t put_utf8(char *o, unsigned cp)
+int pf_json_string(const char *p, const char *end, struct pf_strbuf *sb,
+		   const char **next)
 {
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (char)(0xc0 | (cp >> 6));
-		o[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (char)(0xe0 | (cp >> 12));
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		o[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (char)(0xf0 | (cp >> 18));
-	o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	o[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
+	int ret = 0;
 
-/*
- * A string at ps->p (the opening quote).  The decoded form is never longer
- * than the escaped one (\uXXXX is 6 bytes for at most 3, a surrogate pair
- * 12 for 4), so one allocation of the raw length suffices.
- */
-static int parse_string(struct parser *ps, char **out)
-{
-	const char *s = ps->p + 1;
-	const char *q = s;
-	char *buf;
-	size_t o = 0;
-
-	while (q < ps->end && *q != '"') {
-		if (*q == '\\')
-			q++;
-		q++;
-	}
-	if (q >= ps->end)
-		return -EINVAL;
-	buf = malloc((size_t)(q - s) + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (s < q) {
+	p++;
+	for (;;) {
+		const char *q = p;
 		unsigned cp;
 		unsigned lo;
 
-		if ((unsigned char)*s < 0x20)
-			goto bad;
-		if (*s != '\\') {
-			buf[o++] = *s++;
-			continue;
+		/* runs of plain bytes are appended whole */
+		while (q < end && *q != '"' && *q != '\\' &&
+		       (unsigned char)*q >= 0x20)
+			q++;
+		if (sb && q > p)
+			pf_strbuf_add(sb, p, (size_t)(q - p));
+		if (q >= end || (unsigned char)*q < 0x20)
+			return -EINVAL;
+		if (*q == '"') {
+			*next = q + 1;
+			return ret;
 		}
-		s++;
-		switch (*s++) {
+		if (end - q < 2)
+			return -EINVAL;
+		p = q + 2;
+		switch (q[1]) {
 		case '"':
-			buf[o++] = '"';
-			break;
 		case '\\':
-			buf[o++] = '\\';
-			break;
 		case '/':
-			buf[o++] = '/';
+			cp = (unsigned char)q[1];
 			break;
 		case 'b':
-			buf[o++] = '\b';
+			cp = '\b';
 			break;
 		case 'f':
-			buf[o++] = '\f';
+			cp = '\f';
 			break;
 		case 'n':
-			buf[o++] = '\n';
+			cp = '\n';
 			break;
 		case 'r':
-			buf[o++] = '\r';
+			cp = '\r';
 			break;
 		case 't':
-			buf[o++] = '\t';
+			cp = '\t';
 			break;
 		case 'u':
-			if (q - s < 4 || hex4(s, &cp) < 0)
-				goto bad;
-			s += 4;
-			if (cp >= 0xd800 && cp < 0xdc00) {
-				if (q - s < 6 || s[0] != '\\' || s[1] != 'u' ||
-				    hex4(s + 2, &lo) < 0 || lo < 0xdc00 ||
-				    lo >= 0xe000)
-					goto bad;
-				s += 6;
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				     (lo - 0xdc00);
-			} else if (cp >= 0xdc00 && cp < 0xe000) {
-				goto bad;
+			if (hex4(p, end, &cp) < 0)
+				return -EINVAL;
+			p += 4;
+			if (cp >= 0xdc00 && cp <= 0xdfff) {
+				ret = PF_JSON_LONE_SURROGATE;
+				continue;
 			}
-			if (cp == 0)
-				goto bad;	/* would cut the string */
-			o += put_utf8(buf + o, cp);
+			if (cp < 0xd800 || cp > 0xdbff)
+				break;
+			if (end - p < 2 || p[0] != '\\' || p[1] != 'u') {
+				ret = PF_JSON_LONE_SURROGATE;
+				continue;
+			}
+			if (hex4(p + 2, end, &lo) < 0)
+				return -EINVAL;
+			if (lo < 0xdc00 || lo > 0xdfff) {
+				/* the next escape is read on its own */
+				ret = PF_JSON_LONE_SURROGATE;
+				continue;
+			}
+			p += 6;
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			break;
 		default:
-			goto bad;
+			return -EINVAL;
 		}
+		if (sb)
+			pf_strbuf_add_utf8(sb, cp);
 	}
-	buf[o] = '\0';
-	ps->p = q + 1;
-	*out = buf;
+}
+
+/*
+ * A string at ps->p (the opening quote), as a malloc'd C string: one with
+ * a lone surrogate or a NUL (\u0000, which would cut it) is refused.
+ */
+static int parse_string(struct parser *ps, char **out)
+{
+	struct pf_strbuf sb;
+	const char *next;
+	int ret;
+
+	pf_strbuf_init(&sb, 0);
+	ret = pf_json_string(ps->p, ps->end, &sb, &next);
+	if (ret != 0 || strlen(sb.buf) != sb.len) {
+		pf_strbuf_release(&sb);
+		return -EINVAL;
+	}
+	*out = pf_strbuf_detach(&sb, NULL);
+	if (!*out)
+		return -ENOMEM;
+	ps->p = next;
 	return 0;
-bad:
-	free(buf);
-	return -EINVAL;
 }
 
 static int parse_number(struct parser *ps, double *out)

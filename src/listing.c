@@ -8,7 +8,7 @@
  * Every parser is a hand-written scanner over a (pointer, end) pair: the
  * buffer is a server's response, not NUL-terminated, and nothing here
  * ever looks at the byte at end.  Text is decoded into fixed buffers on
- * the stack (struct sbuf), which remember when something did not fit
+ * the stack (struct pf_strbuf), which remember when something did not fit
  * instead of writing past them; an entry whose name overflows is skipped.
  *
  * The XML, JSON and manifest parsers run twice over the input: once to
@@ -28,7 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "pf_json.h"
 #include "pf_listing.h"
+#include "pf_strbuf.h"
 
 /* room for the longest NUL-terminated key / href / etag we decode */
 #define KEY_MAX 4096
@@ -40,64 +42,13 @@
 #define JSON_DEPTH 32
 
 /* ------------------------------------------------------------------ */
-/* Bounded output buffers                                              */
-
-struct sbuf {
-	char *b;
-	size_t cap;	/* bytes at b, NUL included; >= 1 */
-	size_t len;
-	bool over;	/* a byte did not fit */
-};
-
-static void sb_init(struct sbuf *s, char *b, size_t cap)
-{
-	s->b = b;
-	s->cap = cap;
-	s->len = 0;
-	s->over = false;
-	b[0] = '\0';
-}
-
-static void sb_putc(struct sbuf *s, unsigned char c)
-{
-	if (s->len + 1 >= s->cap) {
-		s->over = true;
-		return;
-	}
-	s->b[s->len++] = (char)c;
-	s->b[s->len] = '\0';
-}
-
-static void sb_put(struct sbuf *s, const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		sb_putc(s, (unsigned char)p[i]);
-}
-
-static void sb_utf8(struct sbuf *s, uint32_t cp)
-{
-	if (cp < 0x80) {
-		sb_putc(s, cp);
-	} else if (cp < 0x800) {
-		sb_putc(s, 0xc0 | (cp >> 6));
-		sb_putc(s, 0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		sb_putc(s, 0xe0 | (cp >> 12));
-		sb_putc(s, 0x80 | ((cp >> 6) & 0x3f));
-		sb_putc(s, 0x80 | (cp & 0x3f));
-	} else {
-		sb_putc(s, 0xf0 | (cp >> 18));
-		sb_putc(s, 0x80 | ((cp >> 12) & 0x3f));
-		sb_putc(s, 0x80 | ((cp >> 6) & 0x3f));
-		sb_putc(s, 0x80 | (cp & 0x3f));
-	}
-}
+/* Bounded output buffers: fixed pf_strbufs                            */
 
 /*
  * After truncation, drops a UTF-8 sequence left incomplete at the end, so
  * a truncated message is still valid text when the original was.
  */
-static void sb_trim_utf8(struct sbuf *s)
+static void sb_trim_utf8(struct pf_strbuf *s)
 {
 	size_t i = s->len;
 	size_t back = 0;
@@ -105,7 +56,7 @@ static void sb_trim_utf8(struct sbuf *s)
 	size_t need;
 
 	while (i > 0 && back < 4) {
-		c = (unsigned char)s->b[i - 1];
+		c = (unsigned char)s->buf[i - 1];
 		if ((c & 0xc0) != 0x80)
 			break;
 		i--;
@@ -113,7 +64,7 @@ static void sb_trim_utf8(struct sbuf *s)
 	}
 	if (i == 0)
 		return;
-	c = (unsigned char)s->b[i - 1];
+	c = (unsigned char)s->buf[i - 1];
 	if (c < 0x80)
 		return;
 	if ((c & 0xe0) == 0xc0)
@@ -126,7 +77,7 @@ static void sb_trim_utf8(struct sbuf *s)
 		return;
 	if (back < need) {
 		s->len = i - 1;
-		s->b[s->len] = '\0';
+		s->buf[s->len] = '\0';
 	}
 }
 
@@ -489,7 +440,7 @@ static size_t char_ref(const char *p, const char *end, uint32_t *cp)
 }
 
 /* Appends [p, p + n) to s with character references decoded. */
-static void xml_decode(struct sbuf *s, const char *p, size_t n)
+static void xml_decode(struct pf_strbuf *s, const char *p, size_t n)
 {
 	const char *end = p + n;
 
@@ -499,16 +450,16 @@ static void xml_decode(struct sbuf *s, const char *p, size_t n)
 		size_t k;
 
 		if (!amp) {
-			sb_put(s, p, (size_t)(end - p));
+			pf_strbuf_add(s, p, (size_t)(end - p));
 			return;
 		}
-		sb_put(s, p, (size_t)(amp - p));
+		pf_strbuf_add(s, p, (size_t)(amp - p));
 		k = char_ref(amp, end, &cp);
 		if (k) {
-			sb_utf8(s, cp);
+			pf_strbuf_add_utf8(s, cp);
 			p = amp + k;
 		} else {
-			sb_putc(s, '&');
+			pf_strbuf_addch(s, '&');
 			p = amp + 1;
 		}
 	}
@@ -518,8 +469,10 @@ static void xml_decode(struct sbuf *s, const char *p, size_t n)
  * Decodes %XX escapes of [p, p + n) into s ('+' is a space when @plus);
  * a '%' not followed by two hex digits stays as it is.
  */
-static void pct_decode(struct sbuf *s, const char *p, size_t n, bool plus)
+static void pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus)
 {
+	size_t from = 0;	/* start of the bytes copied as they are */
+
 	for (size_t i = 0; i < n; i++) {
 		int hi, lo;
 
@@ -527,16 +480,20 @@ static void pct_decode(struct sbuf *s, const char *p, size_t n, bool plus)
 			hi = hexval((unsigned char)p[i + 1]);
 			lo = hexval((unsigned char)p[i + 2]);
 			if (hi >= 0 && lo >= 0) {
-				sb_putc(s, (unsigned char)(hi << 4 | lo));
+				pf_strbuf_add(s, p + from, i - from);
+				pf_strbuf_addch(s, hi << 4 | lo);
 				i += 2;
+				from = i + 1;
 				continue;
 			}
 		}
-		if (plus && p[i] == '+')
-			sb_putc(s, ' ');
-		else
-			sb_putc(s, (unsigned char)p[i]);
+		if (plus && p[i] == '+') {
+			pf_strbuf_add(s, p + from, i - from);
+			pf_strbuf_addch(s, ' ');
+			from = i + 1;
+		}
 	}
+	pf_strbuf_add(s, p + from, n - from);
 }
 
 /* ------------------------------------------------------------------ */
@@ -819,23 +776,23 @@ struct s3 {
 	enum s3_field field;	/* the one being read */
 	int field_depth;	/* w.depth of its element */
 	bool field_bad;		/* an element inside it */
-	struct sbuf *cur;
+	struct pf_strbuf *cur;
 
 	/* the entry inside Contents / CommonPrefixes */
-	struct sbuf key;
-	struct sbuf size;
-	struct sbuf mtime;
-	struct sbuf etag;
+	struct pf_strbuf key;
+	struct pf_strbuf size;
+	struct pf_strbuf mtime;
+	struct pf_strbuf etag;
 	char keyb[KEY_MAX];
 	char sizeb[32];
 	char mtimeb[64];
 	char etagb[ETAG_MAX];
 
-	struct sbuf trunc;
+	struct pf_strbuf trunc;
 	char truncb[16];
-	struct sbuf tok;	/* into the caller's buffer */
+	struct pf_strbuf tok;	/* into the caller's buffer */
 	bool have_tok;
-	struct sbuf enc;
+	struct pf_strbuf enc;
 	char encb[16];
 };
 
@@ -844,14 +801,14 @@ static struct s3 *s3_of(struct xwalk *w)
 	return (struct s3 *)w;
 }
 
-static void s3_begin(struct s3 *s, enum s3_field f, struct sbuf *b)
+static void s3_begin(struct s3 *s, enum s3_field f, struct pf_strbuf *b)
 {
 	s->field = f;
 	s->field_depth = s->w.depth;
 	s->field_bad = false;
 	s->cur = b;
 	if (b)
-		sb_init(b, b->b, b->cap);
+		pf_strbuf_reset(b);
 }
 
 static int s3_start(struct xwalk *w)
@@ -867,18 +824,18 @@ static int s3_start(struct xwalk *w)
 		if (xw_at(w, 1, "IsTruncated")) {
 			s3_begin(s, F_TRUNC, &s->trunc);
 		} else if (xw_at(w, 1, "NextContinuationToken")) {
-			s3_begin(s, F_TOKEN, s->tok.cap ? &s->tok : NULL);
+			s3_begin(s, F_TOKEN, s->tok.alloc ? &s->tok : NULL);
 			s->have_tok = true;
 		} else if (xw_at(w, 1, "EncodingType")) {
 			s3_begin(s, F_ENCODING, &s->enc);
 		} else if (xw_at(w, 1, "Contents") ||
 			   xw_at(w, 1, "CommonPrefixes")) {
-			sb_init(&s->key, s->keyb, sizeof(s->keyb));
-			sb_init(&s->size, s->sizeb, sizeof(s->sizeb));
-			sb_init(&s->mtime, s->mtimeb, sizeof(s->mtimeb));
-			sb_init(&s->etag, s->etagb, sizeof(s->etagb));
+			pf_strbuf_init_fixed(&s->key, s->keyb, sizeof(s->keyb));
+			pf_strbuf_init_fixed(&s->size, s->sizeb, sizeof(s->sizeb));
+			pf_strbuf_init_fixed(&s->mtime, s->mtimeb, sizeof(s->mtimeb));
+			pf_strbuf_init_fixed(&s->etag, s->etagb, sizeof(s->etagb));
 			/* no Key element at all is not an empty key */
-			s->key.over = true;
+			s->key.failed = true;
 		}
 	} else if (w->depth == 3 && xw_at(w, 1, "Contents")) {
 		if (xw_at(w, 2, "Key"))
@@ -903,7 +860,7 @@ static void s3_text(struct xwalk *w, const char *p, size_t n, bool cdata)
 	if (s->field == F_NONE || !s->cur || w->depth != s->field_depth)
 		return;
 	if (cdata)
-		sb_put(s->cur, p, n);
+		pf_strbuf_add(s->cur, p, n);
 	else
 		xml_decode(s->cur, p, n);
 }
@@ -913,19 +870,19 @@ static int s3_entry(struct s3 *s, bool dir)
 {
 	struct pf_listent e;
 	char dec[KEY_MAX];
-	struct sbuf d;
-	const char *key = s->key.b;
+	struct pf_strbuf d;
+	const char *key = s->key.buf;
 	size_t klen = s->key.len;
 	int64_t v;
 
-	if (s->key.over)
+	if (s->key.failed)
 		return 0;
 	if (s->url) {
-		sb_init(&d, dec, sizeof(dec));
+		pf_strbuf_init_fixed(&d, dec, sizeof(dec));
 		pct_decode(&d, key, klen, true);
-		if (d.over)
+		if (d.failed)
 			return 0;
-		key = d.b;
+		key = d.buf;
 		klen = d.len;
 	}
 	if (klen < s->plen || memcmp(key, s->prefix, s->plen) != 0)
@@ -951,16 +908,16 @@ static int s3_entry(struct s3 *s, bool dir)
 	e.mtime = -1;
 	if (!dir) {
 		size_t n = s->size.len;
-		const char *t = trim(s->size.b, &n);
+		const char *t = trim(s->size.buf, &n);
 
-		if (!s->size.over && parse_i64(t, n, &v) == 0)
+		if (!s->size.failed && parse_i64(t, n, &v) == 0)
 			e.size = v;
 		n = s->mtime.len;
-		t = trim(s->mtime.b, &n);
-		if (!s->mtime.over && iso8601_n(t, n, &v) == 0)
+		t = trim(s->mtime.buf, &n);
+		if (!s->mtime.failed && iso8601_n(t, n, &v) == 0)
 			e.mtime = v;
-		if (!s->etag.over && s->etag.len)
-			e.etag = s->etag.b;
+		if (!s->etag.failed && s->etag.len)
+			e.etag = s->etag.buf;
 	}
 	s->count = count_up(s->count);
 	return s->fn(s->arg, &e);
@@ -972,7 +929,7 @@ static int s3_end(struct xwalk *w)
 
 	if (s->field != F_NONE && w->depth == s->field_depth) {
 		if (s->field_bad && s->cur)
-			s->cur->over = true;
+			s->cur->failed = true;
 		s->field = F_NONE;
 		s->cur = NULL;
 		return 0;
@@ -1016,27 +973,27 @@ int pf_list_parse_s3(const char *buf, size_t len, const char *prefix,
 	s->plen = strlen(s->prefix);
 	s->fn = fn;
 	s->arg = arg;
-	sb_init(&s->trunc, s->truncb, sizeof(s->truncb));
-	sb_init(&s->enc, s->encb, sizeof(s->encb));
+	pf_strbuf_init_fixed(&s->trunc, s->truncb, sizeof(s->truncb));
+	pf_strbuf_init_fixed(&s->enc, s->encb, sizeof(s->encb));
 	if (tok && toklen)
-		sb_init(&s->tok, tok, toklen);
+		pf_strbuf_init_fixed(&s->tok, tok, toklen);
 
 	ret = s3_pass(s, buf ? buf : "", len);
 	if (ret)
 		goto out;
-	trunc = text_is(s->trunc.b, s->trunc.len, "true");
-	s->url = text_is(s->enc.b, s->enc.len, "url");
+	trunc = text_is(s->trunc.buf, s->trunc.len, "true");
+	s->url = text_is(s->enc.buf, s->enc.len, "url");
 	if (trunc) {
 		if (!s->have_tok) {
 			ret = -EPROTO;
 			goto out;
 		}
-		if (!s->tok.cap || s->tok.over) {
+		if (!s->tok.alloc || s->tok.failed) {
 			ret = -ENAMETOOLONG;
 			goto out;
 		}
 		/* a token is sent back in a URL: it must be a string */
-		if (s->tok.len == 0 || memchr(s->tok.b, '\0', s->tok.len)) {
+		if (s->tok.len == 0 || memchr(s->tok.buf, '\0', s->tok.len)) {
 			ret = -EPROTO;
 			goto out;
 		}
@@ -1061,9 +1018,9 @@ out:
 
 struct s3err {
 	struct xwalk w;
-	struct sbuf code;
-	struct sbuf msg;
-	struct sbuf *cur;
+	struct pf_strbuf code;
+	struct pf_strbuf msg;
+	struct pf_strbuf *cur;
 	bool have_msg;
 };
 
@@ -1077,7 +1034,7 @@ static int s3err_start(struct xwalk *w)
 	else if (w->depth == 2 && xw_at(w, 1, "Message") && e->have_msg)
 		e->cur = &e->msg;
 	if (e->cur)
-		sb_init(e->cur, e->cur->b, e->cur->cap);
+		pf_strbuf_reset(e->cur);
 	return 0;
 }
 
@@ -1096,7 +1053,7 @@ static void s3err_text(struct xwalk *w, const char *p, size_t n, bool cdata)
 	if (!e->cur || w->depth != 2)
 		return;
 	if (cdata)
-		sb_put(e->cur, p, n);
+		pf_strbuf_add(e->cur, p, n);
 	else
 		xml_decode(e->cur, p, n);
 }
@@ -1114,12 +1071,12 @@ int pf_list_parse_s3_error(const char *buf, size_t len, char *code,
 	e.w.start = s3err_start;
 	e.w.end = s3err_end;
 	e.w.text = s3err_text;
-	sb_init(&e.code, code, codelen);
+	pf_strbuf_init_fixed(&e.code, code, codelen);
 	e.have_msg = msg && msglen;
 	if (e.have_msg)
-		sb_init(&e.msg, msg, msglen);
+		pf_strbuf_init_fixed(&e.msg, msg, msglen);
 	else
-		sb_init(&e.msg, dummy, sizeof(dummy));
+		pf_strbuf_init_fixed(&e.msg, dummy, sizeof(dummy));
 	/* An error body cut short still says what went wrong: once the root
 	 * is <Error>, take what was there. */
 	xml_walk(&e.w, buf ? buf : "", len);
@@ -1330,21 +1287,21 @@ static bool a_href(const char *p, const char *tend, const char **v,
  * The child an href names: decoded into @name, with *is_dir; false for
  * anything but a single relative name.
  */
-static bool href_name(const char *v, size_t vn, struct sbuf *name,
+static bool href_name(const char *v, size_t vn, struct pf_strbuf *name,
 		      int *is_dir)
 {
 	char raw[HREF_MAX];
-	struct sbuf r;
+	struct pf_strbuf r;
 	const char *p;
 	size_t n;
 	const char *colon;
 	const char *slash;
 
-	sb_init(&r, raw, sizeof(raw));
+	pf_strbuf_init_fixed(&r, raw, sizeof(raw));
 	xml_decode(&r, v, vn);
-	if (r.over)
+	if (r.failed)
 		return false;
-	p = r.b;
+	p = r.buf;
 	n = r.len;
 	while (n && is_space((unsigned char)*p)) {
 		p++;
@@ -1368,9 +1325,9 @@ static bool href_name(const char *v, size_t vn, struct sbuf *name,
 		n--;
 	if (memchr(p, '/', n))
 		return false;
-	sb_init(name, name->b, name->cap);
+	pf_strbuf_reset(name);
 	pct_decode(name, p, n, false);
-	return !name->over && name_ok(name->b, name->len);
+	return !name->failed && name_ok(name->buf, name->len);
 }
 
 /*
@@ -1417,7 +1374,7 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 	const char *p = buf;
 	const char *end = buf + len;
 	struct nameset ns;
-	struct sbuf name;
+	struct pf_strbuf name;
 	char *nameb;
 	int count = 0;
 	int ret;
@@ -1467,15 +1424,14 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 		tend = tag_end(p, end);
 		if (!tend)
 			break;
-		name.b = nameb;
-		name.cap = PF_LIST_NAME_MAX + 1;
+		pf_strbuf_init_fixed(&name, nameb, PF_LIST_NAME_MAX + 1);
 		if (!a_href(p, tend, &v, &vn) ||
 		    !href_name(v, vn, &name, &is_dir)) {
 			p = tend + 1;
 			continue;
 		}
 		memset(&e, 0, sizeof(e));
-		e.name = name.b;
+		e.name = name.buf;
 		e.is_dir = is_dir;
 		e.size = -1;
 		e.mtime = -1;
@@ -1488,7 +1444,7 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 		} else {
 			p = tend + 1;
 		}
-		ret = ns_add(&ns, name.b, name.len);
+		ret = ns_add(&ns, name.buf, name.len);
 		if (ret < 0)
 			goto out;
 		if (ret)
@@ -1530,108 +1486,20 @@ static bool js_eat(struct json *j, char c)
 	return false;
 }
 
-static int js_hex4(struct json *j, uint32_t *out)
-{
-	uint32_t v = 0;
-
-	if (j->end - j->p < 4)
-		return -EPROTO;
-	for (int i = 0; i < 4; i++) {
-		int h = hexval((unsigned char)j->p[i]);
-
-		if (h < 0)
-			return -EPROTO;
-		v = v << 4 | (uint32_t)h;
-	}
-	j->p += 4;
-	*out = v;
-	return 0;
-}
-
 /*
  * A string at j->p ('"'), decoded into @s when not NULL; a lone
- * surrogate makes the string over (unusable as a name), not the JSON
+ * surrogate makes the string failed (unusable as a name), not the JSON
  * invalid.
  */
-static int js_string(struct json *j, struct sbuf *s)
+static int js_string(struct json *j, struct pf_strbuf *s)
 {
-	j->p++;
-	for (;;) {
-		const char *q = j->p;
-		unsigned char c;
-		uint32_t cp, lo;
+	int ret = pf_json_string(j->p, j->end, s, &j->p);
 
-		while (q < j->end && *q != '"' && *q != '\\' &&
-		       (unsigned char)*q >= 0x20)
-			q++;
-		if (s)
-			sb_put(s, j->p, (size_t)(q - j->p));
-		j->p = q;
-		if (q >= j->end)
-			return -EPROTO;
-		c = (unsigned char)*q;
-		j->p++;
-		if (c == '"')
-			return 0;
-		if (c < 0x20 || j->p >= j->end)
-			return -EPROTO;
-		c = (unsigned char)*j->p++;
-		switch (c) {
-		case '"':
-		case '\\':
-		case '/':
-			cp = c;
-			break;
-		case 'b':
-			cp = '\b';
-			break;
-		case 'f':
-			cp = '\f';
-			break;
-		case 'n':
-			cp = '\n';
-			break;
-		case 'r':
-			cp = '\r';
-			break;
-		case 't':
-			cp = '\t';
-			break;
-		case 'u':
-			if (js_hex4(j, &cp))
-				return -EPROTO;
-			if (cp >= 0xdc00 && cp <= 0xdfff) {
-				if (s)
-					s->over = true;
-				continue;
-			}
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (j->end - j->p < 6 || j->p[0] != '\\' ||
-				    j->p[1] != 'u') {
-					if (s)
-						s->over = true;
-					continue;
-				}
-				j->p += 2;
-				if (js_hex4(j, &lo))
-					return -EPROTO;
-				if (lo < 0xdc00 || lo > 0xdfff) {
-					/* the second may start a pair */
-					j->p -= 6;
-					if (s)
-						s->over = true;
-					continue;
-				}
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				     (lo - 0xdc00);
-			}
-			break;
-		default:
-			return -EPROTO;
-		}
-		if (s)
-			sb_utf8(s, cp);
-	}
+	if (ret < 0)
+		return -EPROTO;
+	if (ret == PF_JSON_LONE_SURROGATE && s)
+		s->failed = true;
+	return 0;
 }
 
 /* A number; *v receives it when it is a non-negative integer in range. */
@@ -1745,39 +1613,39 @@ static int js_entry(struct json *j, bool emit, pf_list_fn fn, void *arg,
 	char keyb[16];
 	char typeb[16];
 	char mtimeb[64];
-	struct sbuf name, key, type, mtime;
+	struct pf_strbuf name, key, type, mtime;
 	struct pf_listent e;
 	bool have_name = false;
 	int64_t size = -1;
 	int64_t v;
 	bool is_int;
 
-	sb_init(&name, nameb, sizeof(nameb));
-	sb_init(&type, typeb, sizeof(typeb));
-	sb_init(&mtime, mtimeb, sizeof(mtimeb));
+	pf_strbuf_init_fixed(&name, nameb, sizeof(nameb));
+	pf_strbuf_init_fixed(&type, typeb, sizeof(typeb));
+	pf_strbuf_init_fixed(&mtime, mtimeb, sizeof(mtimeb));
 	if (!js_eat(j, '{'))
 		return -EPROTO;
 	if (js_eat(j, '}'))
 		goto done;
 	for (;;) {
-		struct sbuf *target = NULL;
+		struct pf_strbuf *target = NULL;
 
 		js_ws(j);
-		sb_init(&key, keyb, sizeof(keyb));
+		pf_strbuf_init_fixed(&key, keyb, sizeof(keyb));
 		if (j->p >= j->end || *j->p != '"' || js_string(j, &key) ||
 		    !js_eat(j, ':'))
 			return -EPROTO;
 		js_ws(j);
 		if (j->p >= j->end)
 			return -EPROTO;
-		if (!key.over && eq_lit(key.b, key.len, "name")) {
+		if (!key.failed && eq_lit(key.buf, key.len, "name")) {
 			target = &name;
 			have_name = *j->p == '"';
-		} else if (!key.over && eq_lit(key.b, key.len, "type")) {
+		} else if (!key.failed && eq_lit(key.buf, key.len, "type")) {
 			target = &type;
-		} else if (!key.over && eq_lit(key.b, key.len, "mtime")) {
+		} else if (!key.failed && eq_lit(key.buf, key.len, "mtime")) {
 			target = &mtime;
-		} else if (!key.over && eq_lit(key.b, key.len, "size") &&
+		} else if (!key.failed && eq_lit(key.buf, key.len, "size") &&
 			   *j->p != '"' && *j->p != '[' && *j->p != '{' &&
 			   *j->p != 't' && *j->p != 'f' && *j->p != 'n') {
 			if (js_number(j, &v, &is_int))
@@ -1786,12 +1654,12 @@ static int js_entry(struct json *j, bool emit, pf_list_fn fn, void *arg,
 			goto next;
 		}
 		if (target && *j->p == '"') {
-			sb_init(target, target->b, target->cap);
+			pf_strbuf_reset(target);
 			if (js_string(j, target))
 				return -EPROTO;
 		} else {
 			if (target)
-				sb_init(target, target->b, target->cap);
+				pf_strbuf_reset(target);
 			if (js_value(j, 1))
 				return -EPROTO;
 		}
@@ -1802,20 +1670,20 @@ next:
 			return -EPROTO;
 	}
 done:
-	if (!emit || !have_name || name.over || type.over ||
-	    !name_ok(name.b, name.len))
+	if (!emit || !have_name || name.failed || type.failed ||
+	    !name_ok(name.buf, name.len))
 		return 0;
 	memset(&e, 0, sizeof(e));
-	e.name = name.b;
+	e.name = name.buf;
 	e.size = -1;
 	e.mtime = -1;
-	if (eq_lit(type.b, type.len, "directory"))
+	if (eq_lit(type.buf, type.len, "directory"))
 		e.is_dir = 1;
-	else if (eq_lit(type.b, type.len, "file"))
+	else if (eq_lit(type.buf, type.len, "file"))
 		e.size = size;
 	else
 		return 0;
-	if (!mtime.over && http_date_n(mtime.b, mtime.len, &v) == 0)
+	if (!mtime.failed && http_date_n(mtime.buf, mtime.len, &v) == 0)
 		e.mtime = v;
 	*count = count_up(*count);
 	return fn(arg, &e);

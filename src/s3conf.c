@@ -31,6 +31,7 @@
 #include <sys/types.h>
 
 #include "pf_s3conf.h"
+#include "pf_strbuf.h"
 
 /* Longest bucket name and S3 key shown in an error message. */
 #define SHOW 80
@@ -998,153 +999,122 @@ static bool unreserved(unsigned char ch)
 	       ch == '~';
 }
 
-int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
-		     size_t outlen)
+/* Appends @in %-encoded (see pf_s3_uri_encode()) to @sb. */
+static void uri_encode(struct pf_strbuf *sb, const char *in, int keep_slash)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t n = 0;
 
 	for (const unsigned char *s = (const unsigned char *)in; *s; s++) {
 		/* isalnum() of the C locale: never a byte >= 0x80. */
 		bool keep = (*s < 0x80 && unreserved(*s)) ||
 			    (keep_slash && *s == '/');
+		char esc[3];
 
-		if (n + (keep ? 1 : 3) >= outlen || n > INT_MAX - 3) {
-			if (outlen)
-				out[0] = '\0';
-			return -ENAMETOOLONG;
-		}
 		if (keep) {
-			out[n++] = (char)*s;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[*s >> 4];
-			out[n++] = hex[*s & 15];
+			pf_strbuf_addch(sb, *s);
+			continue;
 		}
+		esc[0] = '%';
+		esc[1] = hex[*s >> 4];
+		esc[2] = hex[*s & 15];
+		pf_strbuf_add(sb, esc, sizeof(esc));
 	}
-	if (!outlen)
+}
+
+/*
+ * The length of a URL built in a fixed strbuf, or -ENAMETOOLONG (and ""
+ * in the buffer) when it did not fit whole.
+ */
+static int url_end(struct pf_strbuf *sb)
+{
+	if (sb->failed || sb->len > INT_MAX) {
+		pf_strbuf_reset(sb);
 		return -ENAMETOOLONG;
-	out[n] = '\0';
-	return (int)n;
-}
-
-/* A bounded string builder: an overflow sticks and is reported once. */
-struct sbuf {
-	char *p;
-	size_t len;
-	size_t cap;
-	bool over;
-};
-
-static void sb_add(struct sbuf *b, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (b->over || b->len + n >= b->cap) {
-		b->over = true;
-		return;
 	}
-	memcpy(b->p + b->len, s, n + 1);
-	b->len += n;
+	return (int)sb->len;
 }
 
-static void sb_enc(struct sbuf *b, const char *s, int keep_slash)
+int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
+		     size_t outlen)
 {
-	int n;
+	struct pf_strbuf sb;
 
-	if (b->over)
-		return;
-	n = pf_s3_uri_encode(s, keep_slash, b->p + b->len, b->cap - b->len);
-	if (n < 0)
-		b->over = true;
-	else
-		b->len += (size_t)n;
+	pf_strbuf_init_fixed(&sb, out, outlen);
+	uri_encode(&sb, in, keep_slash);
+	return url_end(&sb);
 }
 
 /* "scheme://host[:port]/bucket" or "scheme://bucket.host[:port]". */
-static void sb_base(struct sbuf *b, const struct pf_s3_conf *c)
+static void url_base(struct pf_strbuf *b, const struct pf_s3_conf *c)
 {
 	const char *host = endpoint_host(c->endpoint);
 	char scheme[16];
 	size_t slen = (size_t)(host - c->endpoint);
 
 	if (c->path_style || slen >= sizeof(scheme)) {
-		sb_add(b, c->endpoint);
-		sb_add(b, "/");
-		sb_add(b, c->bucket);
+		pf_strbuf_addstr(b, c->endpoint);
+		pf_strbuf_addstr(b, "/");
+		pf_strbuf_addstr(b, c->bucket);
 		return;
 	}
 	memcpy(scheme, c->endpoint, slen);
 	scheme[slen] = '\0';
-	sb_add(b, scheme);
-	sb_add(b, c->bucket);
-	sb_add(b, ".");
-	sb_add(b, host);
-}
-
-static int sb_end(struct sbuf *b)
-{
-	if (b->over) {
-		if (b->cap)
-			b->p[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	return b->len > INT_MAX ? -ENAMETOOLONG : (int)b->len;
+	pf_strbuf_addstr(b, scheme);
+	pf_strbuf_addstr(b, c->bucket);
+	pf_strbuf_addstr(b, ".");
+	pf_strbuf_addstr(b, host);
 }
 
 int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
 		     size_t outlen)
 {
-	struct sbuf b = { out, 0, outlen, outlen == 0 };
+	struct pf_strbuf b;
 
 	if (!path || !*path || path[0] == '/')
 		return -EINVAL;
-	if (outlen)
-		out[0] = '\0';
-	sb_base(&b, c);
-	sb_add(&b, "/");
-	sb_enc(&b, c->prefix, 1);
-	sb_enc(&b, path, 1);
-	return sb_end(&b);
+	pf_strbuf_init_fixed(&b, out, outlen);
+	url_base(&b, c);
+	pf_strbuf_addstr(&b, "/");
+	uri_encode(&b, c->prefix, 1);
+	uri_encode(&b, path, 1);
+	return url_end(&b);
 }
 
 int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
 		   const char *token, unsigned max_keys, char *out,
 		   size_t outlen, char *list_prefix, size_t lplen)
 {
-	struct sbuf b = { out, 0, outlen, outlen == 0 };
-	struct sbuf lp = { list_prefix, 0, lplen, lplen == 0 };
+	struct pf_strbuf b;
+	struct pf_strbuf lp;
 	char num[16];
 
 	if (!dir || dir[0] == '/' ||
 	    (*dir && dir[strlen(dir) - 1] == '/'))
 		return -EINVAL;
-	if (lplen)
-		list_prefix[0] = '\0';
-	sb_add(&lp, c->prefix);
+	pf_strbuf_init_fixed(&lp, list_prefix, lplen);
+	pf_strbuf_addstr(&lp, c->prefix);
 	if (*dir) {
-		sb_add(&lp, dir);
-		sb_add(&lp, "/");
+		pf_strbuf_addstr(&lp, dir);
+		pf_strbuf_addstr(&lp, "/");
 	}
-	if (sb_end(&lp) < 0)
+	if (url_end(&lp) < 0)
 		return -ENAMETOOLONG;
 
-	if (outlen)
-		out[0] = '\0';
-	sb_base(&b, c);
+	pf_strbuf_init_fixed(&b, out, outlen);
+	url_base(&b, c);
 	/* Path-style lists "/bucket", virtual-hosted "/": as SDKs do. */
-	sb_add(&b, c->path_style ? "?" : "/?");
+	pf_strbuf_addstr(&b, c->path_style ? "?" : "/?");
 	if (token && *token) {
-		sb_add(&b, "continuation-token=");
-		sb_enc(&b, token, 0);
-		sb_add(&b, "&");
+		pf_strbuf_addstr(&b, "continuation-token=");
+		uri_encode(&b, token, 0);
+		pf_strbuf_addstr(&b, "&");
 	}
-	sb_add(&b, "delimiter=%2F&list-type=2&max-keys=");
+	pf_strbuf_addstr(&b, "delimiter=%2F&list-type=2&max-keys=");
 	snprintf(num, sizeof(num), "%u", max_keys ? max_keys : 1000);
-	sb_add(&b, num);
-	sb_add(&b, "&prefix=");
-	sb_enc(&b, list_prefix, 0);
-	return sb_end(&b);
+	pf_strbuf_addstr(&b, num);
+	pf_strbuf_addstr(&b, "&prefix=");
+	uri_encode(&b, list_prefix, 0);
+	return url_end(&b);
 }
 
 void pf_s3_sigv4_param(const struct pf_s3_conf *c, char *out, size_t outlen)

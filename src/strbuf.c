@@ -107,6 +107,13 @@ int pf_strbuf_add(struct pf_strbuf *sb, const void *data, size_t len)
 		return error_of(sb);
 	if (len == 0)
 		return 0;
+	if (len < sb->alloc - sb->len) {
+		/* fits: the common case, without grow() */
+		memcpy(sb->buf + sb->len, data, len);
+		sb->len += len;
+		sb->buf[sb->len] = '\0';
+		return 0;
+	}
 	ret = grow(sb, len);
 	if (ret < 0) {
 		if (sb->fixed) {
@@ -128,13 +135,6 @@ int pf_strbuf_add(struct pf_strbuf *sb, const void *data, size_t len)
 int pf_strbuf_addstr(struct pf_strbuf *sb, const char *s)
 {
 	return pf_strbuf_add(sb, s, strlen(s));
-}
-
-int pf_strbuf_addch(struct pf_strbuf *sb, int c)
-{
-	char ch = (char)c;
-
-	return pf_strbuf_add(sb, &ch, 1);
 }
 
 int pf_strbuf_addf(struct pf_strbuf *sb, const char *fmt, ...)
@@ -177,6 +177,33 @@ int pf_strbuf_addf(struct pf_strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 	sb->len += (size_t)n;
 	return 0;
+}
+
+int pf_strbuf_add_utf8(struct pf_strbuf *sb, unsigned cp)
+{
+	char u[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | (cp >> 6));
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | (cp >> 12));
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | (cp >> 18));
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	return pf_strbuf_add(sb, u, n);
 }
 
 static void json_put(void *arg, const char *s, size_t n)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_json.h"
 #include "pf_strbuf.h"
 
 START_TEST(test_empty_is_a_string)
@@ -130,6 +131,56 @@ START_TEST(test_json)
 }
 END_TEST
 
+/* The one JSON string decoder, as the listing parser and pf_json use it. */
+static int dec(const char *lit, struct pf_strbuf *sb, const char **next)
+{
+	pf_strbuf_reset(sb);
+	return pf_json_string(lit, lit + strlen(lit), sb, next);
+}
+
+START_TEST(test_json_string)
+{
+	struct pf_strbuf sb;
+	const char *next;
+	const char *in = "\"a\\\"b\\u00e9\\ud83d\\ude00\\n\" tail";
+	struct pf_json *j;
+
+	pf_strbuf_init(&sb, 0);
+	ck_assert_int_eq(dec(in, &sb, &next), 0);
+	ck_assert_str_eq(sb.buf, "a\"b\xc3\xa9\xf0\x9f\x98\x80\n");
+	ck_assert_str_eq(next, " tail");
+	/* \u0000 is a byte of the string */
+	ck_assert_int_eq(dec("\"x\\u0000y\"", &sb, &next), 0);
+	ck_assert_uint_eq(sb.len, 3);
+	/* lone surrogates: valid JSON, no UTF-8 */
+	ck_assert_int_eq(dec("\"\\udc00a\"", &sb, &next),
+			 PF_JSON_LONE_SURROGATE);
+	ck_assert_int_eq(dec("\"\\ud800a\"", &sb, &next),
+			 PF_JSON_LONE_SURROGATE);
+	ck_assert_int_eq(dec("\"\\ud800\\u0041\"", &sb, &next),
+			 PF_JSON_LONE_SURROGATE);
+	ck_assert_str_eq(sb.buf, "A");
+	/* not strings */
+	ck_assert_int_eq(dec("\"abc", &sb, &next), -EINVAL);
+	ck_assert_int_eq(dec("\"a\nb\"", &sb, &next), -EINVAL);
+	ck_assert_int_eq(dec("\"\\x\"", &sb, &next), -EINVAL);
+	ck_assert_int_eq(dec("\"\\u12\"", &sb, &next), -EINVAL);
+	ck_assert_int_eq(dec("\"\\ud800\\uzzzz\"", &sb, &next), -EINVAL);
+	ck_assert_int_eq(dec("\"\\", &sb, &next), -EINVAL);
+	/* NULL: only skipped */
+	ck_assert_int_eq(pf_json_string(in, in + strlen(in), NULL, &next), 0);
+	ck_assert_str_eq(next, " tail");
+	pf_strbuf_release(&sb);
+
+	/* pf_json refuses what a C string cannot hold */
+	ck_assert_int_eq(pf_json_parse("\"a\\u0000\"", 9, &j), -EINVAL);
+	ck_assert_int_eq(pf_json_parse("\"\\udc00\"", 8, &j), -EINVAL);
+	ck_assert_int_eq(pf_json_parse("\"\\u00e9\"", 8, &j), 0);
+	ck_assert_str_eq(j->str, "\xc3\xa9");
+	pf_json_free(j);
+}
+END_TEST
+
 START_TEST(test_detach_after_failure)
 {
 	struct pf_strbuf sb;
@@ -156,6 +207,7 @@ static Suite *strbuf_suite(void)
 	tcase_add_test(tc, test_fixed_zero_cap);
 	tcase_add_test(tc, test_json);
 	tcase_add_test(tc, test_detach_after_failure);
+	tcase_add_test(tc, test_json_string);
 	suite_add_tcase(s, tc);
 	return s;
 }

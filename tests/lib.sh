@@ -219,6 +219,78 @@ json_eval() {
 	python3 -c 'import json,sys; s=json.loads(sys.stdin.read()); print(eval(sys.argv[1]))' "$1"
 }
 
+# The stats as Python sees them, for stats_eval and stats_check: SRC is a
+# mount point (its .prefetchfs/stats), a file holding the stats JSON, or -
+# (stdin).  EXPR is a Python expression over
+#   s            the stats (strict UTF-8 JSON, else an error)
+#   t, tr, c     s["totals"], s["transport"], s["transport"]["disk_cache"]
+#                (None where absent)
+#   streams(prefix="", suffix="")  the streams whose file starts with
+#                prefix and ends with suffix
+#   stream(suffix)  the one of those with the most reads, or None
+STATS_PY='
+import json, os, sys
+mode, src, expr = sys.argv[1:4]
+if src == "-":
+    raw = sys.stdin.buffer.read()
+else:
+    path = os.path.join(src, ".prefetchfs/stats") if os.path.isdir(src) else src
+    raw = open(path, "rb").read()
+try:
+    s = json.loads(raw.decode("utf-8"))
+except ValueError as e:
+    sys.exit("  stats of %s: not valid JSON: %s" % (src, e))
+def part(d, k):
+    return d.get(k) if isinstance(d, dict) else None
+t = part(s, "totals")
+tr = part(s, "transport")
+c = part(tr, "disk_cache")
+def streams(prefix="", suffix=""):
+    return [x for x in part(s, "streams") or []
+            if x["file"].startswith(prefix) and x["file"].endswith(suffix)]
+def stream(suffix):
+    mine = streams(suffix=suffix)
+    return max(mine, key=lambda x: x["reads"]) if mine else None
+env = dict(s=s, t=t, tr=tr, c=c, streams=streams, stream=stream)
+try:
+    v = eval(expr, env)
+except Exception as e:
+    v, err = None, "%s: %s" % (type(e).__name__, e)
+else:
+    err = None
+if mode == "eval" and err is None:
+    print(v)
+    sys.exit(0)
+if mode == "check" and err is None and v:
+    sys.exit(0)
+print("  expression:", expr)
+print("  " + (err or "value: %r" % (v,)))
+names = compile(expr, "expr", "eval").co_names
+for k in ("t", "tr", "c"):
+    if k in names:
+        print("  %s: %s" % (k, json.dumps(env[k])))
+if "s" in names or "streams" in names or "stream" in names:
+    print("  streams: %s" % [(x.get("file"), x.get("pattern"), x.get("reads"))
+                              for x in part(s, "streams") or []][:20])
+sys.exit(1)
+'
+
+# stats_eval SRC EXPR: print EXPR's value over the stats of SRC (above)
+stats_eval() { python3 -c "$STATS_PY" eval "$1" "$2"; }
+
+# stats_check "what" SRC EXPR: a check that EXPR is true over the stats of
+# SRC (above); on failure it prints the expression, its value and the
+# values of the names it uses
+stats_check() {
+	local out
+	if out=$(python3 -c "$STATS_PY" check "$2" "$3" 2>&1); then
+		ok "$1"
+	else
+		fail "$1"
+		echo "$out"
+	fi
+}
+
 # mkfile PATH SIZE_BYTES: deterministic incompressible content
 mkfile() {
 	head -c "$2" <(openssl enc -aes-128-ctr -pass pass:"$1" -nosalt -pbkdf2 </dev/zero 2>/dev/null) >"$1"

@@ -73,12 +73,7 @@ all_same() {
 }
 
 # dc MNT EXPR: EXPR over the stats' transport.disk_cache as `c`
-dc() {
-	stats_json "$1" | python3 -c '
-import json, sys
-c = json.load(sys.stdin)["transport"]["disk_cache"]
-print(eval(sys.argv[1]))' "$2"
-}
+dc() { stats_eval "$1" "$2"; }
 
 # wait_cached MNT BYTES: the ring thread has written BYTES (10 s at most)
 wait_cached() {
@@ -103,7 +98,7 @@ OPTS=cache_dir=$CACHE,cache_size=64M
 mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount with cache_dir"; finish; }
 check "first mount: byte-exact" all_same "$M"
 check "first mount: blocks written to the cache" wait_cached "$M" "$TOTAL"
-check "first mount: reads missed the cache" [ "$(dc "$M" "c['misses'] > 0")" = True ]
+stats_check "first mount: reads missed the cache" "$M" "c['misses'] > 0"
 pf_umount "$M" || fail "unmount"
 before=$(data_gets)
 mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "remount"; finish; }
@@ -111,13 +106,13 @@ check "remount: byte-exact" all_same "$M"
 after=$(data_gets)
 echo "GETs of file data: first mount $before, after the remount $((after - before))"
 check "remount: no GET of file data reached the server" [ "$after" -eq "$before" ]
-check "remount: every read hit the cache" [ "$(dc "$M" "c['misses'] == 0 and c['hits'] > 0 and c['bytes_hit'] >= $TOTAL")" = True ]
+stats_check "remount: every read hit the cache" "$M" "c['misses'] == 0 and c['hits'] > 0 and c['bytes_hit'] >= $TOTAL"
 echo "stats after the remount: $(dc "$M" c)"
 
 # ---- 6. the stats file -------------------------------------------------------
 
-check "stats: the cache's counters" [ "$(dc "$M" "all(k in c for k in ('hits', 'misses', 'bytes_cached', 'bytes_written', 'evictions', 'errors', 'capacity')) and c['capacity'] == 64 << 20")" = True ]
-check "stats: the HTTP transport's counters are kept" [ "$(stats_json "$M" | json_eval "'requests' in s['transport']")" = True ]
+stats_check "stats: the cache's counters" "$M" "all(k in c for k in ('hits', 'misses', 'bytes_cached', 'bytes_written', 'evictions', 'errors', 'capacity')) and c['capacity'] == 64 << 20"
+stats_check "stats: the HTTP transport's counters are kept" "$M" "'requests' in tr"
 
 # ---- 5. two daemons on one cache dir ---------------------------------------
 
@@ -172,7 +167,7 @@ s3_replace bkt ds/x.bin "$S3SRC/x.bin" || fail "s3_replace"
 creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
 check "s3: the replaced object reads new bytes" cmp -s "$S3SRC/x.bin" "$M/x.bin"
 check "s3: the other object byte-exact" cmp -s "$S3SRC/y.bin" "$M/y.bin"
-check "s3: the other object is served from the cache" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+stats_check "s3: the other object is served from the cache" "$M" "c['hits'] > 0"
 pf_umount "$M" || fail "unmount"
 s3_stop
 
@@ -200,7 +195,7 @@ done
 check "5 x kill -9 while filling, remount after each: byte-exact" [ $bad -eq 0 ]
 mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill -9"; finish; }
 check "after kill -9: byte-exact" all_same "$M"
-check "after kill -9: the cache served reads" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+stats_check "after kill -9: the cache served reads" "$M" "c['hits'] > 0"
 pf_umount "$M" || fail "unmount"
 
 # ---- 4. disk full -----------------------------------------------------------
@@ -215,12 +210,12 @@ if mount -t tmpfs -o size=8m tmpfs "$TC"; then
 	log="$WORK/daemon.$(basename "$M").log"
 	n=$(grep -c "disk cache: write: No space left on device" "$log")
 	check "disk full: logged once ($n)" [ "$n" -eq 1 ]
-	check "disk full: counted as errors, capacity shrunk" [ "$(dc "$M" "c['errors'] > 0 and c['capacity'] < 16 << 20")" = True ]
+	stats_check "disk full: counted as errors, capacity shrunk" "$M" "c['errors'] > 0 and c['capacity'] < 16 << 20"
 	echo "disk full: $(dc "$M" c)"
 	pf_umount "$M" || fail "unmount"
 	mount_fg "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "remount on a full disk"; finish; }
 	check "disk full, remount: byte-exact" all_same "$M"
-	check "disk full, remount: what fitted is served" [ "$(dc "$M" "c['hits'] > 0")" = True ]
+	stats_check "disk full, remount: what fitted is served" "$M" "c['hits'] > 0"
 	pf_umount "$M" || fail "unmount"
 	# (the tmpfs is unmounted by cleanup, after the mounts)
 else

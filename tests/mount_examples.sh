@@ -100,22 +100,9 @@ run() {
 # path starts with PREFIX (a sequential example's reads were learned as
 # such; streams of files read in the last minute are in the stats)
 learned() {
-	local out
-	if out=$(python3 - "$M/.prefetchfs/stats" "$2" 2>&1 <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-mine = [x for x in s["streams"] if x["file"].startswith(sys.argv[2])]
-if not any(x["pattern"] == "sequential" for x in mine):
-    sys.exit("  streams of %s*: %s" % (sys.argv[2], [(x["file"], x["pattern"]) for x in mine]))
-print("%d streams, batches %s" % (len(mine), sorted({x["batch"] for x in mine
-      if x["pattern"] == "sequential"})))
-PY
-	); then
-		ok "$1: prefetchfs learned sequential streams ($out)"
-	else
-		fail "$1: prefetchfs learned sequential streams"
-		echo "$out"
-	fi
+	stats_check "$1: prefetchfs learned sequential streams" "$M" \
+		"any(x['pattern'] == 'sequential' for x in streams('$2'))" &&
+		echo "  batches: $(stats_eval "$M" "sorted({x['batch'] for x in streams('$2') if x['pattern'] == 'sequential'})")"
 }
 
 # value NAME KEY: KEY's value in the key=value line of run NAME
@@ -238,7 +225,7 @@ fio_job scan --filename="$M/data.bin" 'n == 1 and total == 32 * 2**20'
 fio_job random --filename="$M/data.bin" \
 	'n == 2 and all(d["bytes"] == 16 * 2**20 and d["ios"] == 256 for d in jobs)'
 
-check "the daemon served the examples (bytes_served + bytes_pushed > 0)" \
-	bash -c 'python3 -c "import json,sys; t=json.load(open(sys.argv[1]))[\"totals\"]; sys.exit(0 if t[\"bytes_served\"] + t.get(\"bytes_pushed\", 0) > 0 else 1)" "$1/.prefetchfs/stats"' _ "$M"
+stats_check "the daemon served the examples (bytes_served + bytes_pushed > 0)" \
+	"$M" 't["bytes_served"] + t.get("bytes_pushed", 0) > 0'
 
 finish

@@ -152,27 +152,15 @@ ok "mounted $HTML_URL (HTML autoindex)"
 rc_check "[html] sequential trainer over stats.bin, byte-exact" \
 	"$TRAINER" --batch 8M --compute-ms 20 --check "$SRC/stats.bin" "$M/stats.bin"
 cat "$M/.prefetchfs/stats" >"$WORK/stats.json"
-jx() { python3 - "$WORK/stats.json" "$1" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-t = s["totals"]
-mine = [x for x in s["streams"] if x["file"].endswith("stats.bin")]
-st = max(mine, key=lambda x: x["reads"]) if mine else None
-size = 32 << 20
-ok = eval(sys.argv[2])
-if not ok:
-    print("  expression:", sys.argv[2])
-    print("  totals:", json.dumps(t))
-    print("  stream:", json.dumps(st))
-sys.exit(0 if ok else 1)
-PY
-}
-check "[html] stats: stats.bin has a stream" jx 'st is not None'
-check "[html] stats: its pattern is \"sequential\"" jx 'st is not None and st["pattern"] == "sequential"'
-check "[html] stats: bytes_fetched covers the file (>= 32 MiB)" jx 't["bytes_fetched"] >= size'
-check "[html] stats: bytes_fetched <= 1.5 x the file (nothing fetched twice)" jx 't["bytes_fetched"] <= 1.5 * size'
-check "[html] stats: bytes_prefetched > 0" jx 't["bytes_prefetched"] > 0'
-check "[html] stats: no fetch errors" jx 't["fetch_errors"] == 0'
+# jx WHAT EXPR: a check over those stats (stats_check)
+jx() { stats_check "$1" "$WORK/stats.json" "$2"; }
+jx "[html] stats: stats.bin has a stream" 'stream("stats.bin") is not None'
+jx "[html] stats: its pattern is \"sequential\"" \
+	'stream("stats.bin") is not None and stream("stats.bin")["pattern"] == "sequential"'
+jx "[html] stats: bytes_fetched covers the file (>= 32 MiB)" 't["bytes_fetched"] >= 32 << 20'
+jx "[html] stats: bytes_fetched <= 1.5 x the file (nothing fetched twice)" 't["bytes_fetched"] <= 1.5 * (32 << 20)'
+jx "[html] stats: bytes_prefetched > 0" 't["bytes_prefetched"] > 0'
+jx "[html] stats: no fetch errors" 't["fetch_errors"] == 0'
 
 same_tree html "$M"
 all_reads html "$M"

@@ -248,8 +248,8 @@ if "$HELPER" "$SRC" "$M1" -o rw,max_memory=64M,log_level=warn,_netdev,nofail,noa
 	# prefetchfs-stat on the live mount
 	timeout 10 "$STAT" --json "$M1" >"$WORK/stat.json"
 	check "prefetchfs-stat --json exits 0" test $? -eq 0
-	check "prefetchfs-stat --json prints the stats, valid JSON" \
-		quiet python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert "totals" in s and "streams" in s' "$WORK/stat.json"
+	stats_check "prefetchfs-stat --json prints the stats, valid JSON" \
+		"$WORK/stat.json" '"totals" in s and "streams" in s'
 	timeout 10 "$STAT" -n 3 -i 0.2 "$M1" >"$WORK/stat.txt" 2>&1
 	check "prefetchfs-stat -n 3 -i 0.2 exits 0" test $? -eq 0
 	check "prefetchfs-stat -n 3: three screens" test "$(grep -c '^prefetchfs-stat ' "$WORK/stat.txt")" -eq 3

@@ -308,10 +308,10 @@ for rv in 60 0; do
 	AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET \
 		mount_fg s3://bkt/ds/ "$M" -o "endpoint=$S3_ENDPOINT,$SMALL,revalidate=$rv"
 	guard "$M" 40 ls -l "$M" >/dev/null
-	n0=$(stats_json "$M" | json_eval 's["transport"]["requests"]')
+	n0=$(stats_eval "$M" 'tr["requests"]')
 	check "[s3 revalidate=$rv] s1.bin reads whole" guard "$M" 40 cmp "$M/s1.bin" "$WORK/s3src/s1.bin"
 	check "[s3 revalidate=$rv] s2.bin reads whole" guard "$M" 40 cmp "$M/s2.bin" "$WORK/s3src/s2.bin"
-	n=$(stats_json "$M" | json_eval 's["transport"]["requests"]')
+	n=$(stats_eval "$M" 'tr["requests"]')
 	eval "req$rv=$((n - n0))"
 done
 check "[s3] the opens of revalidate=60 made no request: $req60 requests, $req0 with a HEAD per open" \

@@ -37,7 +37,7 @@ in_flight() {
 	local i n
 	for ((i = 0; i < 100; i++)); do
 		n=$(timeout 5 cat "$1/.prefetchfs/stats" 2>/dev/null |
-			python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["inflight"])' 2>/dev/null)
+			stats_eval - 't["inflight"]' 2>/dev/null)
 		[ -n "$n" ] && [ "$n" -gt 0 ] && return 0
 		sleep 0.05
 	done
