@@ -21,6 +21,7 @@
 #ifndef PF_ENGINE_H
 #define PF_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -145,6 +146,18 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
  */
 unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 			unsigned max);
+
+/*
+ * The background fill of one file (dirahead.c): true when stream @st of
+ * tracker @t (the file's) is a reader in random order for sure, not READs
+ * of a reader still being learned (a strided reader's first records wait
+ * in the scatter, which is RANDOM at 4 of them): RANDOM with at least
+ * PF_FILL_RANDOM_READS READs and no STRIDED or SEQUENTIAL stream of the
+ * file with as many.
+ */
+#define PF_FILL_RANDOM_READS 16
+bool pf_fill_random_sure(const struct pf_tracker *t,
+			 const struct pf_stream *st);
 
 /* Engine-wide totals, for tests and the stats file. */
 struct pf_engine_totals {

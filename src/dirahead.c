@@ -36,10 +36,14 @@
  * and a reference: "held", so a reader's open of it costs no round trip)
  * and the files are read whole, with at most 3/4 of max_inflight fetches
  * in flight so demand reads always find a slot.  One big file read at
- * random offsets (its stream's pattern RANDOM) is filled the same way
- * (xfile_random_file()).  The fill stops when it no longer fits (in a
- * memory budget: prefetched bytes evicted unread since it started exceed
- * an eighth of the tree) or the pattern changes (opens follow again); it
+ * random offsets (its stream's pattern RANDOM, with at least
+ * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
+ * file as big: pf_fill_random_sure(), so that the first records of a
+ * strided reader, RANDOM while they wait in the tracker's scatter, do not
+ * start it) is filled the same way (xfile_random_file()).  The fill
+ * stops when it no longer fits (in a memory budget: prefetched bytes
+ * evicted unread since it started exceed an eighth of the tree) or the
+ * pattern changes (opens follow again); it
  * lets its files go after FILL_HOLD_NS (looked at whenever the next-file
  * threads wake), so a version pinned by the fill is served about that long
  * at most.
@@ -283,6 +287,26 @@ unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 	if (n > max)
 		n = max;
 	return n < 2 ? 2 : (unsigned)n;
+}
+
+/* See pf_engine.h.  Pure, for the tests. */
+bool pf_fill_random_sure(const struct pf_tracker *t,
+			 const struct pf_stream *st)
+{
+	unsigned n = pf_tracker_count(t);
+
+	if (!st || st->pattern != PF_PAT_RANDOM ||
+	    st->reads < PF_FILL_RANDOM_READS)
+		return false;
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *o = pf_tracker_stream(t, i);
+
+		if (o && o != st && o->reads >= st->reads &&
+		    (o->pattern == PF_PAT_STRIDED ||
+		     o->pattern == PF_PAT_SEQUENTIAL))
+			return false;
+	}
+	return true;
 }
 
 static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
@@ -634,14 +658,15 @@ void xfile_listed(struct pf_engine *e, const struct next_req *r,
 
 /* Under the lock: one big file read at random offsets is filled whole. */
 void xfile_random_file(struct pf_engine *e, struct pf_efile *f,
-		       struct deferred *later)
+		       const struct pf_stream *st, struct deferred *later)
 {
 	struct xfile *xf = e->xf;
 	uint64_t budget;
 	bool memory;
 
 	if (!xf || !e->cfg.fill || xf->state != FILL_OFF || f->held ||
-	    f->ghost || !f->cur || f->size < 8 * e->cfg.fetch_size)
+	    f->ghost || !f->cur || f->size < 8 * e->cfg.fetch_size ||
+	    !pf_fill_random_sure(f->tracker, st))
 		return;
 	budget = fill_budget(e, &memory);
 	free(xf->froot);

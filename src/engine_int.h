@@ -449,7 +449,7 @@ int xfile_new(struct pf_engine *e);
 void xfile_free(struct pf_engine *e);
 void xfile_opened(struct pf_engine *e, struct pf_efile *f);
 void xfile_random_file(struct pf_engine *e, struct pf_efile *f,
-		       struct deferred *later);
+		       const struct pf_stream *st, struct deferred *later);
 void xfile_plan(struct pf_engine *e, struct deferred *later);
 void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);

@@ -173,7 +173,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	if (next_want && !f->next_asked)
 		next_ask(e, f, next_want);
 	if (st->pattern == PF_PAT_RANDOM)
-		xfile_random_file(e, f, later);
+		xfile_random_file(e, f, st, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

@@ -3,7 +3,8 @@
  * (src/dirahead.c, src/nextfile.c): readers opening the files of a
  * directory in name order (one, N on N directories, N ranks striding one),
  * shuffled readers (no read-ahead across files, a fill when the tree fits,
- * none when it does not, a stop when the pattern changes).
+ * none when it does not, a stop when the pattern changes) and the
+ * fill of one file: only for a reader in random order for sure.
  *
  * The backend here holds a tree of NDIRS directories of NFILES small files
  * whose bytes are a function of (file, offset); its reads complete inside
@@ -490,6 +491,107 @@ START_TEST(test_fill_stops_when_in_order)
 }
 END_TEST
 
+/* ---- the fill of one file: a random reader for sure ------------------ */
+
+static struct pf_tracker *tracker_up(void)
+{
+	struct pf_pattern_cfg pc;
+	struct pf_tracker *t;
+
+	pf_pattern_cfg_default(&pc);
+	t = pf_tracker_new(&pc);
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+/* does any stream of @t start the fill of its file? */
+static bool any_sure(const struct pf_tracker *t, bool *random_seen)
+{
+	bool sure = false;
+
+	for (unsigned i = 0; i < pf_tracker_count(t); i++) {
+		const struct pf_stream *st = pf_tracker_stream(t, i);
+
+		if (st->pattern == PF_PAT_RANDOM)
+			*random_seen = true;
+		if (pf_fill_random_sure(t, st))
+			sure = true;
+	}
+	return sure;
+}
+
+START_TEST(test_fill_not_for_strided_in_flight)
+{
+	/* rank 1 of 4 with 1 MiB records: its first 4 records in flight at
+	 * once are RANDOM (the scatter), then one record at a time make it
+	 * STRIDED.  None of it must start the fill: tests/mount_pattern.sh's
+	 * "strided" reader over slowfs had the whole 128 MiB file fetched
+	 * for 32 MiB read when it did */
+	struct pf_tracker *t = tracker_up();
+	uint64_t now = 1000000000ull;
+	unsigned ids[4];
+	bool random_seen = false;
+	bool strided = false;
+
+	for (unsigned r = 0; r < 4; r++) {
+		uint64_t off = (1 + 4 * r) * (1ull << 20);
+
+		ids[r] = pf_tracker_observe(t, off, 1u << 20, now)->id;
+		ck_assert(!any_sure(t, &random_seen));
+	}
+	/* the case is real: the batch in flight looked RANDOM */
+	ck_assert(random_seen);
+	now += 2000000;
+	for (unsigned r = 0; r < 4; r++)
+		pf_tracker_done(t, ids[r], now);
+	for (unsigned r = 4; r < 128; r++) {
+		uint64_t off = (1 + 4 * r) * (1ull << 20);
+		const struct pf_stream *st;
+
+		st = pf_tracker_observe(t, off, 1u << 20, now);
+		ck_assert(!any_sure(t, &random_seen));
+		now += 2000000;
+		pf_tracker_done(t, st->id, now);
+		ck_assert(!any_sure(t, &random_seen));
+		strided = strided || st->pattern == PF_PAT_STRIDED;
+		now += r % 4 == 3 ? 20000000 : 100000;
+	}
+	ck_assert(strided);
+	pf_tracker_free(t);
+}
+END_TEST
+
+START_TEST(test_fill_for_random_reader)
+{
+	/* random preads of 4-64 KiB at 4 KiB-aligned offsets of 128 MiB:
+	 * not at first, surely after a few dozen */
+	struct pf_tracker *t = tracker_up();
+	uint64_t now = 1000000000ull;
+	uint64_t x = 88172645463325252ull;
+	bool random_seen = false;
+	bool sure = false;
+
+	for (unsigned k = 0; k < 100 && !sure; k++) {
+		const struct pf_stream *st;
+		uint64_t off, len;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		off = (x % 32768) * 4096;
+		len = 4096 * (1 + (x >> 20) % 16);
+		st = pf_tracker_observe(t, off, len, now);
+		if (k < PF_FILL_RANDOM_READS - 1)
+			ck_assert(!pf_fill_random_sure(t, st));
+		now += 2000000;
+		pf_tracker_done(t, st->id, now);
+		sure = any_sure(t, &random_seen);
+	}
+	ck_assert(sure);
+	pf_tracker_free(t);
+}
+END_TEST
+
 static Suite *dirahead_suite(void)
 {
 	Suite *s = suite_create("dirahead");
@@ -510,6 +612,10 @@ static Suite *dirahead_suite(void)
 	tcase_add_test(tc, test_random_fill_too_big);
 	tcase_add_test(tc, test_random_fill_off);
 	tcase_add_test(tc, test_fill_stops_when_in_order);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("fill_one_file");
+	tcase_add_test(tc, test_fill_not_for_strided_in_flight);
+	tcase_add_test(tc, test_fill_for_random_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }
