@@ -8,8 +8,9 @@
  * starts the next-file thread; pf_engine_start_push() starts the pusher.
  * pf_engine_quiesce() (on the thread that shuts the mount down) stops
  * read-ahead and the next-file thread, cancels queued fetches and waits on
- * e->idle_cond for those in flight; pf_engine_free() then frees everything
- * once no other thread can enter.
+ * e->idle_cond for those in flight and for fetch_done() calls still
+ * answering READs after they unlocked (e->completing); pf_engine_free()
+ * then frees everything once no other thread can enter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -151,7 +152,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 		q = next;
 	}
 	pthread_mutex_lock(&e->lock);
-	while (e->inflight + e->queued)
+	while (!engine_idle(e))
 		pthread_cond_wait(&e->idle_cond, &e->lock);
 	pthread_mutex_unlock(&e->lock);
 }

@@ -285,6 +285,9 @@ struct pf_engine {
 	unsigned inflight;	/* protected by e->lock: fetches submitted
 				 * to the backend */
 	unsigned queued;	/* protected by e->lock */
+	unsigned completing;	/* protected by e->lock: fetch_done() calls
+				 * still answering READs or submitting after
+				 * they unlocked (quiesce waits for them) */
 	struct pf_engine_totals tot; /* protected by e->lock */
 	pthread_cond_t idle_cond; /* with e->lock: nothing is in flight */
 	bool stopping;		/* protected by e->lock: no more read-ahead,
@@ -476,6 +479,12 @@ void trace_plan(struct pf_engine *e, struct pf_efile *f,
 static inline uint64_t engine_now(const struct pf_engine *e)
 {
 	return e->cfg.now_ns ? e->cfg.now_ns(e->cfg.now_arg) : pf_now_ns();
+}
+
+/* Nothing in flight, queued or being completed; e->lock held. */
+static inline bool engine_idle(const struct pf_engine *e)
+{
+	return e->inflight + e->queued + e->completing == 0;
 }
 
 static inline size_t hash_of(const struct pf_engine *e,

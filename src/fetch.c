@@ -219,6 +219,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	struct pf_efile *f = ft->file;
 	struct deferred later = { 0 };
 	bool pushed;
+	bool busy;
 	int err = 0;
 	struct engine_stream *s;
 
@@ -315,8 +316,24 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		e->memwait = NULL;
 		retry_reads(e, w, &later);
 	}
-	if (e->inflight + e->queued == 0)
+	/*
+	 * The replies and submissions collected still use the engine and
+	 * the FUSE session after the unlock: pf_engine_quiesce() must not
+	 * see the engine idle before they are made, else main() destroys
+	 * the session and frees the engine under them.
+	 */
+	busy = later.submit || later.reply;
+	if (busy)
+		e->completing++;
+	else if (engine_idle(e))
 		pthread_cond_broadcast(&e->idle_cond);
 	pthread_mutex_unlock(&e->lock);
+	if (!busy)
+		return;
 	deferred_run(e, &later);
+	pthread_mutex_lock(&e->lock);
+	e->completing--;
+	if (engine_idle(e))
+		pthread_cond_broadcast(&e->idle_cond);
+	pthread_mutex_unlock(&e->lock);
 }

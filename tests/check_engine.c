@@ -2,7 +2,8 @@
  * check_engine.c - the engine's READ path and cache against the harness
  * backend (engine_harness.h): parking and answering, one fetch for two
  * readers, errors reaching the reader, failed fetches over valid bytes, no
- * amplification for random readers, partial blocks, the memory budget.
+ * amplification for random readers, partial blocks, the memory budget,
+ * quiescing while a completion still answers READs.
  * Read-ahead, pushing and the next file have their own suites
  * (check_readahead.c, check_push.c, check_nextfile.c).
  */
@@ -252,6 +253,78 @@ START_TEST(test_reread_cache_bounded)
 }
 END_TEST
 
+/*
+ * Shutdown with a completion still answering: the backend's thread
+ * completes the last fetch, then (unlocked) answers the parked READ.  Until
+ * that answer returns, pf_engine_quiesce() must not return: main() destroys
+ * the FUSE session and frees the engine right after it (the SIGTERM crash
+ * of tests/mount_shutdown.sh).  The reply waits up to a second for quiesce
+ * to return; with the fix it never can, so the test does not depend on
+ * timing to pass.
+ */
+struct slow_reply {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int in_reply;
+	int quiesced;		/* pf_engine_quiesce() returned */
+	int quiesced_in_reply;	/* ... while the reply still ran */
+};
+
+static struct slow_reply slow = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void slow_reply_fn(void *req, const struct iovec *iov, int iovcnt,
+			  int err)
+{
+	struct timespec until;
+
+	t_reply(req, iov, iovcnt, err);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&slow.lock);
+	slow.in_reply = 1;
+	pthread_cond_broadcast(&slow.cond);
+	while (!slow.quiesced &&
+	       pthread_cond_timedwait(&slow.cond, &slow.lock, &until) == 0)
+		;
+	slow.quiesced_in_reply = slow.quiesced;
+	pthread_mutex_unlock(&slow.lock);
+}
+
+static void *completer_main(void *arg)
+{
+	(void)arg;
+	complete_pending();
+	return NULL;
+}
+
+START_TEST(test_quiesce_waits_for_answers)
+{
+	pthread_t t;
+
+	pf_engine_read(ef, 0, 128 << 10, slow_reply_fn, rq);
+	ck_assert_uint_eq(tb.npending, 1);
+	ck_assert_int_eq(pthread_create(&t, NULL, completer_main, NULL), 0);
+	pthread_mutex_lock(&slow.lock);
+	while (!slow.in_reply)
+		pthread_cond_wait(&slow.cond, &slow.lock);
+	pthread_mutex_unlock(&slow.lock);
+
+	/* the fetch is done, its READ still being answered */
+	pf_engine_stop_push(eng);
+	pf_engine_quiesce(eng);
+	pthread_mutex_lock(&slow.lock);
+	slow.quiesced = 1;
+	pthread_cond_broadcast(&slow.cond);
+	pthread_mutex_unlock(&slow.lock);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(slow.quiesced_in_reply, 0);
+	assert_bytes(rq, 0, 128 << 10);
+}
+END_TEST
+
 static void setup_reread(void)
 {
 	setup_with(16u << 20, 0, 16, 0);
@@ -285,6 +358,12 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup_budget, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_budget_holds);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("shutdown");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_quiesce_waits_for_answers);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("reread");
