@@ -129,6 +129,21 @@ check() { # check "what" command...
 	if "$@"; then ok "$what"; else fail "$what"; fi
 }
 # Unmount everything and wait until the daemons have exited.
+# unmount_busy_retry MNT: fusermount3 -u, again for up to 6 s while it
+# says the mount is busy: the mount below a daemon that just exited (slowfs
+# under prefetchfs) stays busy until the kernel has released that daemon's
+# files, which on a loaded machine can take a moment.
+unmount_busy_retry() {
+	local i err
+	for i in $(seq 30); do
+		err=$(fusermount3 -u "$1" 2>&1) && return 0
+		is_mounted "$1" || return 0
+		case $err in *busy*) sleep 0.2 ;; *) break ;; esac
+	done
+	echo "$err" >&2
+	return 1
+}
+
 unmount_all() {
 	local m p mounts=()
 	# newest first (see cleanup)
@@ -137,7 +152,7 @@ unmount_all() {
 		is_mounted "$m" || continue
 		# the daemon must be gone before the mount below it goes
 		p=$(mount_daemon_pid "$m")
-		fusermount3 -u "$m" || fail "unmount of $m"
+		unmount_busy_retry "$m" || fail "unmount of $m"
 		if [ -n "$p" ] && ! wait_gone "$p" 100; then
 			fail "the daemon of $m (pid $p) did not exit after unmount"
 		fi
