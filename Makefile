@@ -135,9 +135,11 @@ tests/fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c src/creds_parse.c \
 		-Iinclude $(PARSE_CFLAGS) -o $@ $< src/creds_parse.c \
 		$(PARSE_LIBS)
 
-FUZZ_LISTING := src/listing.c src/strbuf.c src/json.c
+FUZZ_LISTING := src/listing.c src/listing_s3.c src/listing_html.c \
+		src/listing_json.c src/strbuf.c src/json.c
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LISTING) \
-		include/pf_listing.h include/pf_strbuf.h include/pf_json.h
+		src/listing_int.h include/pf_listing.h include/pf_strbuf.h \
+		include/pf_json.h
 	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
 		-Iinclude -o $@ $< $(FUZZ_LISTING)

@@ -14,6 +14,11 @@
  *    io_uring_disabled sysctl) or force_fallback is set, a pool of
  *    fallback_threads threads doing preadv().
  *
+ * This file has the resolution beneath the root, the metadata ops, what
+ * both engines share, submit() and the life cycle; posix_uring.c the
+ * io_uring engine, posix_pread.c the pread engine; posix_int.h what
+ * they share.
+ *
  * Both engines resubmit short reads and EINTR/EAGAIN for the remainder, and
  * after the last read of a bio check that the file still has the size and
  * mtime pinned at open: a bio whose bytes may mix two versions of a file
@@ -66,89 +71,10 @@
 
 #include "pf_backend.h"
 #include "pf_log.h"
+#include "posix_int.h"
 
-#define DEFAULT_QUEUE_DEPTH	64
-#define DEFAULT_FALLBACK_THREADS 4
-/* io_uring rings hold at most 32768 entries; both limits are sanity caps */
-#define MAX_QUEUE_DEPTH		4096
-#define MAX_FALLBACK_THREADS	256
-/* iovecs a private copy holds without a heap allocation */
-#define INLINE_IOVS		8
-/* CQEs copied out of the ring per batch */
-#define CQE_BATCH		32
-/* an IORING_OP_READ length is 32 bits; larger reads go in pieces */
-#define MAX_READ_CHUNK		(1u << 30)
+_Thread_local const struct posix_backend *tl_ring_owner;
 
-struct pf_bfile {
-	int fd;
-	uint64_t size;		/* pinned at open */
-	struct timespec mtime;	/* pinned at open */
-	atomic_bool warned;	/* "changed during read" logged already */
-	char path[];		/* for log messages */
-};
-
-/* A private, growable iovec array. */
-struct iov_scratch {
-	struct iovec *heap;
-	int cap;		/* entries in heap */
-	struct iovec inl[INLINE_IOVS];
-};
-
-/* One read in flight at the ring. */
-struct ur_slot {
-	struct pf_bio *bio;
-	uint64_t total;		/* bytes the bio's iovec holds */
-	struct ur_slot *next_free;
-	struct iov_scratch scratch;
-};
-
-struct ur_engine {
-	struct io_uring ring;
-	bool ring_ready;
-	int efd;
-	pthread_t thread;
-	bool thread_started;
-	struct ur_slot *slots;	/* depth of them */
-	struct ur_slot *free;
-	unsigned nfree;
-	unsigned inflight;
-	bool err_logged;
-};
-
-struct pr_worker {
-	struct posix_backend *pb;
-	pthread_t thread;
-	struct iov_scratch scratch;
-};
-
-struct posix_backend {
-	struct pf_backend be;	/* first: ops see a struct pf_backend */
-	int rootfd;
-	/* openat2() works here; cleared for good the first time it fails
-	 * with ENOSYS */
-	atomic_bool has_openat2;
-	bool uring;		/* engine: io_uring, else pread */
-	unsigned depth;
-
-	pthread_mutex_t lock;	/* guards qhead, qtail, stopping */
-	pthread_cond_t cond;	/* pread workers wait for bios here */
-	bool lock_ready;
-	bool cond_ready;
-	struct pf_bio *qhead;
-	struct pf_bio *qtail;
-	bool stopping;
-
-	struct ur_engine ur;
-
-	struct pr_worker *workers;
-	unsigned nworkers;	/* started */
-};
-
-/*
- * Set on the ring thread: a bio submitted from a done() callback needs no
- * eventfd wake-up, the ring thread looks at the queue before it sleeps.
- */
-static _Thread_local const struct posix_backend *tl_ring_owner;
 
 static struct posix_backend *to_pb(struct pf_backend *be)
 {
@@ -567,7 +493,7 @@ static void posix_close(struct pf_backend *be, struct pf_bfile *f)
 /* helpers shared by both engines */
 
 /* Bytes in @iov, or -EINVAL if they do not fit an int64_t. */
-static int64_t iov_total(const struct iovec *iov, int cnt)
+int64_t iov_total(const struct iovec *iov, int cnt)
 {
 	uint64_t total = 0;
 
@@ -583,7 +509,7 @@ static int64_t iov_total(const struct iovec *iov, int cnt)
  * Room for @n iovecs in @sc, or NULL.  Grows and keeps the heap array, so
  * only the first resubmission of an unusually long iovec allocates.
  */
-static struct iovec *scratch_get(struct iov_scratch *sc, int n)
+struct iovec *scratch_get(struct iov_scratch *sc, int n)
 {
 	struct iovec *p;
 
@@ -603,8 +529,8 @@ static struct iovec *scratch_get(struct iov_scratch *sc, int n)
  * Writes to @dst what is left of @iov[0..cnt-1] after its first @skip
  * bytes; returns the number of entries written.
  */
-static int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
-		    struct iovec *dst)
+int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
+	     struct iovec *dst)
 {
 	int i = 0;
 	int n = 0;
@@ -627,8 +553,8 @@ static int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
  * or -errno).  The bytes are only good if the file still is the version
  * pinned at open, and then a read stops short only at the pinned size.
  */
-static int64_t pin_check(const struct pf_bio *bio, uint64_t total,
-			 int64_t res)
+int64_t pin_check(const struct pf_bio *bio, uint64_t total,
+		  int64_t res)
 {
 	struct pf_bfile *f = bio->file;
 	uint64_t expect = 0;
@@ -657,7 +583,7 @@ static int64_t pin_check(const struct pf_bio *bio, uint64_t total,
  * Detaches up to @max bios from the head of the queue, as a bnext chain.
  * Called with pb->lock held.
  */
-static struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
+struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
 {
 	struct pf_bio *head = pb->qhead;
 	struct pf_bio *last = NULL;
@@ -679,7 +605,7 @@ static struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
 	return head;
 }
 
-static void cancel_chain(struct pf_bio *b)
+void cancel_chain(struct pf_bio *b)
 {
 	while (b) {
 		struct pf_bio *next = b->bnext;
@@ -693,7 +619,7 @@ static void cancel_chain(struct pf_bio *b)
  * Engine threads must not take the daemon's signals: they are created with
  * every signal blocked.
  */
-static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	sigset_t all;
 	sigset_t old;
@@ -703,412 +629,6 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/*
- * io_uring engine.  All but ur_wake() and ur_init() runs on the ring thread.
- *
- * The ring thread never sleeps in io_uring_enter(): the kernel signals an
- * eventfd registered with the ring for every CQE, submitters signal the
- * same eventfd, and the thread sleeps in read() on it.  One wait covers
- * both events and needs no SQE of its own; and it is a plain blocking
- * syscall, which valgrind runs without its global lock, whereas a thread
- * waiting in io_uring_enter() under valgrind stops every other thread.
- */
-
-static struct io_uring_sqe *ur_get_sqe(struct ur_engine *ur)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&ur->ring);
-
-	/*
-	 * The SQ has an entry for each slot, so it cannot be full; should
-	 * it be, push what is in it to the kernel.
-	 */
-	if (!sqe) {
-		io_uring_submit(&ur->ring);
-		sqe = io_uring_get_sqe(&ur->ring);
-	}
-	return sqe;
-}
-
-/* Queues the read of what is left of @s's bio. */
-static int ur_issue(struct posix_backend *pb, struct ur_slot *s)
-{
-	struct pf_bio *bio = s->bio;
-	uint64_t off = bio->off + bio->bdone;
-	const struct iovec *iov = bio->iov;
-	unsigned cnt = (unsigned)bio->iovcnt;
-	struct io_uring_sqe *sqe;
-
-	/* a resubmitted multi-iovec read needs its own, advanced copy */
-	if (cnt > 1 && bio->bdone) {
-		struct iovec *left = scratch_get(&s->scratch, bio->iovcnt);
-
-		if (!left)
-			return -ENOMEM;
-		cnt = (unsigned)iov_skip(bio->iov, bio->iovcnt, bio->bdone,
-					 left);
-		iov = left;
-	}
-	sqe = ur_get_sqe(&pb->ur);
-	if (!sqe)
-		return -EBUSY;
-	if (bio->iovcnt == 1) {
-		uint64_t left = iov[0].iov_len - bio->bdone;
-		unsigned len = left < MAX_READ_CHUNK ? (unsigned)left
-						     : MAX_READ_CHUNK;
-
-		io_uring_prep_read(sqe, bio->file->fd,
-				   (char *)iov[0].iov_base + bio->bdone, len,
-				   off);
-	} else {
-		io_uring_prep_readv(sqe, bio->file->fd, iov, cnt, off);
-	}
-	io_uring_sqe_set_data(sqe, s);
-	return 0;
-}
-
-/* Completes @s's bio with @res (bytes read so far or -errno). */
-static void ur_finish(struct posix_backend *pb, struct ur_slot *s,
-		      int64_t res)
-{
-	struct ur_engine *ur = &pb->ur;
-	struct pf_bio *bio = s->bio;
-
-	res = pin_check(bio, s->total, res);
-	s->bio = NULL;
-	s->next_free = ur->free;
-	ur->free = s;
-	ur->nfree++;
-	ur->inflight--;
-	/* last: done() may free the bio, and close its file */
-	bio->done(bio, res);
-}
-
-static void ur_start(struct posix_backend *pb, struct pf_bio *bio)
-{
-	struct ur_engine *ur = &pb->ur;
-	struct ur_slot *s = ur->free;
-	int ret;
-
-	ur->free = s->next_free;
-	ur->nfree--;
-	ur->inflight++;
-	s->bio = bio;
-	/* checked by submit() */
-	s->total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
-	ret = ur_issue(pb, s);
-	if (ret < 0)
-		ur_finish(pb, s, ret);
-}
-
-static void ur_cqe(struct posix_backend *pb, struct ur_slot *s, int res)
-{
-	struct pf_bio *bio = s->bio;
-	int ret;
-
-	if (res == -EAGAIN || res == -EINTR)
-		goto again;
-	if (res < 0) {
-		ur_finish(pb, s, res);
-		return;
-	}
-	/* 0 before the iovec is full is the end of the file */
-	bio->bdone += (uint64_t)res;
-	if (res == 0 || bio->bdone >= s->total) {
-		ur_finish(pb, s, (int64_t)bio->bdone);
-		return;
-	}
-again:
-	ret = ur_issue(pb, s);
-	if (ret < 0)
-		ur_finish(pb, s, ret);
-}
-
-/* Handles every CQE ready, in batches; returns how many there were. */
-static unsigned ur_reap(struct posix_backend *pb)
-{
-	struct {
-		uint64_t ud;
-		int res;
-	} batch[CQE_BATCH];
-	struct io_uring_cqe *cqe;
-	unsigned total = 0;
-	unsigned head;
-	unsigned n;
-
-	do {
-		n = 0;
-		io_uring_for_each_cqe(&pb->ur.ring, head, cqe) {
-			batch[n].ud = cqe->user_data;
-			batch[n].res = cqe->res;
-			n++;
-			if (n == CQE_BATCH)
-				break;
-		}
-		/* hand the CQ slots back before running callbacks */
-		io_uring_cq_advance(&pb->ur.ring, n);
-		total += n;
-		for (unsigned i = 0; i < n; i++)
-			ur_cqe(pb, (struct ur_slot *)(uintptr_t)batch[i].ud,
-			       batch[i].res);
-	} while (n == CQE_BATCH);
-	return total;
-}
-
-/*
- * Moves queued bios into free slots (or cancels them all once stopping);
- * returns whether the backend is stopping.
- */
-static bool ur_fill(struct posix_backend *pb)
-{
-	struct ur_engine *ur = &pb->ur;
-	struct pf_bio *chain;
-	bool stopping;
-
-	pthread_mutex_lock(&pb->lock);
-	stopping = pb->stopping;
-	chain = queue_take(pb, stopping ? UINT_MAX : ur->nfree);
-	pthread_mutex_unlock(&pb->lock);
-
-	if (stopping) {
-		cancel_chain(chain);
-		return true;
-	}
-	while (chain) {
-		struct pf_bio *next = chain->bnext;
-
-		chain->bnext = NULL;
-		ur_start(pb, chain);
-		chain = next;
-	}
-	return false;
-}
-
-/* After a failed submission or wait: say so once, retry in a moment. */
-static void ur_backoff(struct posix_backend *pb, const char *what, int err)
-{
-	const struct timespec ms = { .tv_sec = 0, .tv_nsec = 1000000 };
-
-	/* EAGAIN/EBUSY: the kernel is short of resources for a moment */
-	if (err != -EAGAIN && err != -EBUSY && !pb->ur.err_logged) {
-		pb->ur.err_logged = true;
-		pf_err("io_uring %s: %s", what, strerror(-err));
-	}
-	nanosleep(&ms, NULL);
-}
-
-/* Returns false if SQEs are left unsubmitted. */
-static bool ur_submit(struct posix_backend *pb)
-{
-	struct io_uring *ring = &pb->ur.ring;
-	int ret;
-
-	do {
-		ret = io_uring_submit(ring);
-	} while (ret == -EINTR);
-	if (ret < 0) {
-		ur_backoff(pb, "submit", ret);
-		return false;
-	}
-	/* a partial submission leaves the rest in the SQ, for next time */
-	return io_uring_sq_ready(ring) == 0;
-}
-
-/*
- * Sleeps until a CQE or a submitter signals the eventfd - unless a bio is
- * queued and a slot free, which happens when a done() callback on this
- * thread submitted it (without a wake-up) or freed the slot.
- */
-static void ur_sleep(struct posix_backend *pb)
-{
-	struct ur_engine *ur = &pb->ur;
-	uint64_t v;
-	bool ready;
-
-	pthread_mutex_lock(&pb->lock);
-	ready = pb->qhead && ur->nfree;
-	pthread_mutex_unlock(&pb->lock);
-	if (ready)
-		return;
-	/* resets the counter: every event so far is looked at next */
-	if (read(ur->efd, &v, sizeof(v)) < 0 && errno != EINTR)
-		ur_backoff(pb, "eventfd read", -errno);
-}
-
-static void *ur_main(void *arg)
-{
-	struct posix_backend *pb = arg;
-	struct ur_engine *ur = &pb->ur;
-
-	tl_ring_owner = pb;
-	for (;;) {
-		bool stopping = ur_fill(pb);
-		bool submitted;
-
-		if (stopping && ur->inflight == 0)
-			break;
-		submitted = ur_submit(pb);
-		/* never sleep on SQEs the kernel has not taken */
-		if (ur_reap(pb) == 0 && submitted)
-			ur_sleep(pb);
-	}
-	return NULL;
-}
-
-static void ur_wake(struct posix_backend *pb)
-{
-	uint64_t one = 1;
-
-	while (write(pb->ur.efd, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
-}
-
-/*
- * Sets up the ring and its thread, or nothing.  io_uring is unavailable
- * when the ring or its eventfd cannot be set up: that error is also stored
- * in *setup_err, so that the caller falls back to pread; other failures
- * are plain errors.
- */
-static int ur_init(struct posix_backend *pb, int *setup_err)
-{
-	struct ur_engine *ur = &pb->ur;
-	int ret;
-
-	*setup_err = 0;
-	ret = io_uring_queue_init(pb->depth, &ur->ring, 0);
-	if (ret < 0) {
-		*setup_err = ret;
-		goto out;
-	}
-	ur->ring_ready = true;
-	ur->efd = eventfd(0, EFD_CLOEXEC);
-	if (ur->efd < 0) {
-		ret = -errno;
-		goto out;
-	}
-	ret = io_uring_register_eventfd(&ur->ring, ur->efd);
-	if (ret < 0) {
-		*setup_err = ret;
-		goto out;
-	}
-	ur->slots = calloc(pb->depth, sizeof(*ur->slots));
-	if (!ur->slots) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (unsigned i = pb->depth; i-- > 0;) {
-		ur->slots[i].next_free = ur->free;
-		ur->free = &ur->slots[i];
-	}
-	ur->nfree = pb->depth;
-	ret = spawn(&ur->thread, ur_main, pb);
-	if (ret < 0)
-		goto out;
-	ur->thread_started = true;
-	return 0;
-out:
-	free(ur->slots);
-	ur->slots = NULL;
-	ur->free = NULL;
-	if (ur->efd >= 0)
-		close(ur->efd);
-	ur->efd = -1;
-	if (ur->ring_ready)
-		io_uring_queue_exit(&ur->ring);
-	ur->ring_ready = false;
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
-/* pread engine */
-
-static void pr_read(struct pr_worker *w, struct pf_bio *bio)
-{
-	uint64_t total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
-	const struct iovec *iov = bio->iov;
-	int cnt = bio->iovcnt;
-	int64_t res = 0;
-
-	while (bio->bdone < total) {
-		ssize_t n;
-
-		if (bio->bdone) {
-			struct iovec *left;
-
-			left = scratch_get(&w->scratch, bio->iovcnt);
-			if (!left) {
-				res = -ENOMEM;
-				break;
-			}
-			cnt = iov_skip(bio->iov, bio->iovcnt, bio->bdone,
-				       left);
-			iov = left;
-		}
-		n = preadv(bio->file->fd, iov, cnt,
-			   (off_t)(bio->off + bio->bdone));
-		if (n < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			res = -errno;
-			break;
-		}
-		/* 0 before the iovec is full is the end of the file */
-		if (n == 0)
-			break;
-		bio->bdone += (uint64_t)n;
-	}
-	if (res == 0)
-		res = (int64_t)bio->bdone;
-	res = pin_check(bio, total, res);
-	bio->done(bio, res);
-}
-
-static void *pr_main(void *arg)
-{
-	struct pr_worker *w = arg;
-	struct posix_backend *pb = w->pb;
-
-	for (;;) {
-		struct pf_bio *bio;
-		bool stopping;
-
-		pthread_mutex_lock(&pb->lock);
-		while (!pb->qhead && !pb->stopping)
-			pthread_cond_wait(&pb->cond, &pb->lock);
-		bio = queue_take(pb, 1);
-		stopping = pb->stopping;
-		pthread_mutex_unlock(&pb->lock);
-
-		if (!bio)
-			break;
-		if (stopping)
-			bio->done(bio, -ECANCELED);
-		else
-			pr_read(w, bio);
-	}
-	return NULL;
-}
-
-static int pr_init(struct posix_backend *pb, unsigned nthreads)
-{
-	int ret = 0;
-
-	pb->workers = calloc(nthreads, sizeof(*pb->workers));
-	if (!pb->workers)
-		return -ENOMEM;
-	for (unsigned i = 0; i < nthreads; i++) {
-		struct pr_worker *w = &pb->workers[i];
-
-		w->pb = pb;
-		ret = spawn(&w->thread, pr_main, w);
-		if (ret < 0)
-			break;
-		pb->nworkers++;
-	}
-	/* the workers already started are joined by posix_stop() */
 	return ret;
 }
 
