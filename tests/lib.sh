@@ -164,6 +164,37 @@ unmount_all() {
 	fail "a prefetchfs daemon did not exit after unmount"
 }
 
+# pf_mount_ready SRC MNT [options...]: prefetchfs -f in the background (not
+# a job of this shell, which cleanup kills first), its output in the daemon
+# log (checked at the end); returns once the mount answers (its stats file
+# is readable, so INIT was answered), 1 with the log printed if it fails.
+pf_mount_ready() {
+	local src=$1 mnt=$2 i pid
+	shift 2
+	mkdir -p "$mnt"
+	local log="$WORK/daemon.$(basename "$mnt").log"
+	track_mount "$mnt"
+	DAEMON_LOGS+=("$log")
+	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
+	for ((i = 0; i < 200; i++)); do
+		mountpoint -q "$mnt" && break
+		sleep 0.05
+	done
+	pid=$(pf_pid "$mnt")
+	[ -n "$pid" ] && track_pid "$pid"
+	if ! mountpoint -q "$mnt"; then
+		echo "mount of $src on $mnt failed:"
+		cat "$log"
+		return 1
+	fi
+	for ((i = 0; i < 200; i++)); do
+		[ -r "$mnt/.prefetchfs/stats" ] && return 0
+		sleep 0.05
+	done
+	echo "$mnt: no stats file"
+	return 1
+}
+
 finish() {
 	unmount_all
 	check_daemon_logs

@@ -31,34 +31,6 @@ done
 mkfile "$SRC/e/tiny" 100
 TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 
-# mount_fg SRC MNT [options...]: prefetchfs -f in the background (not a job
-# of this shell, which cleanup kills first), its stderr in the daemon log
-mount_fg() {
-	local src=$1 mnt=$2 i pid
-	shift 2
-	mkdir -p "$mnt"
-	local log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
-	for ((i = 0; i < 200; i++)); do
-		mountpoint -q "$mnt" && break
-		sleep 0.05
-	done
-	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
-	if ! mountpoint -q "$mnt"; then
-		echo "mount of $src on $mnt failed:"
-		cat "$log"
-		return 1
-	fi
-	for ((i = 0; i < 200; i++)); do
-		[ -r "$mnt/.prefetchfs/stats" ] && return 0
-		sleep 0.05
-	done
-	echo "$mnt: no stats file"
-	return 1
-}
 
 # all_same MNT: every file of SRC reads the same through MNT
 all_same() {
@@ -95,13 +67,13 @@ data_gets() {
 
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 OPTS=cache_dir=$CACHE,cache_size=64M
-mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount with cache_dir"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount with cache_dir"; finish; }
 check "first mount: byte-exact" all_same "$M"
 check "first mount: blocks written to the cache" wait_cached "$M" "$TOTAL"
 stats_check "first mount: reads missed the cache" "$M" "c['misses'] > 0"
 pf_umount "$M" || fail "unmount"
 before=$(data_gets)
-mount_fg "$NGINX_URL" "$M" -o "$OPTS" || { fail "remount"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS" || { fail "remount"; finish; }
 check "remount: byte-exact" all_same "$M"
 after=$(data_gets)
 echo "GETs of file data: first mount $before, after the remount $((after - before))"
@@ -137,7 +109,7 @@ touch -d '2002-02-03 04:05:06' "$SRC/d/s3.jpg"
 # revalidate=0: the cache dir also keeps the listings, and a version
 # learnt less than revalidate ago (d/ was listed a moment ago) is served
 # without asking the server (mount_listcache.sh)
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=0" || { fail "remount"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=0" || { fail "remount"; finish; }
 check "changed files: the new bytes" cmp -s "$SRC/odd.bin" "$M/odd.bin"
 check "changed files: the new bytes (small file)" cmp -s "$SRC/d/s3.jpg" "$M/d/s3.jpg"
 check "changed files: the rest byte-exact" all_same "$M"
@@ -154,7 +126,7 @@ S3_LOG=1 s3_start bkt >/dev/null || { fail "s3 server"; finish; }
 s3_put_tree bkt ds/ "$S3SRC" || { fail "s3_put_tree"; finish; }
 creds() { AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET "$@"; }
 S3OPTS=endpoint=$S3_ENDPOINT,cache_dir=$WORK/s3cache,cache_size=32M
-creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
+creds pf_mount_ready s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
 check "s3: byte-exact" cmp -s "$S3SRC/x.bin" "$M/x.bin"
 check "s3: byte-exact (small)" cmp -s "$S3SRC/y.bin" "$M/y.bin"
 check "s3: blocks written to the cache" wait_cached "$M" $(((3 << 20) + 70000))
@@ -164,7 +136,7 @@ pf_umount "$M" || fail "unmount"
 mkfile "$WORK/x.v2" $((3 << 20))
 mv "$WORK/x.v2" "$S3SRC/x.bin"
 s3_replace bkt ds/x.bin "$S3SRC/x.bin" || fail "s3_replace"
-creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
+creds pf_mount_ready s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
 check "s3: the replaced object reads new bytes" cmp -s "$S3SRC/x.bin" "$M/x.bin"
 check "s3: the other object byte-exact" cmp -s "$S3SRC/y.bin" "$M/y.bin"
 stats_check "s3: the other object is served from the cache" "$M" "c['hits'] > 0"
@@ -181,19 +153,19 @@ KOPTS=cache_dir=$KC,cache_size=96M,max_memory=32M
 bad=0
 for i in 1 2 3 4 5; do
 	mkfile "$SRC/k$i.bin" $((8 << 20))
-	mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount $i"; break; }
+	pf_mount_ready "$SRC" "$M" -o "$KOPTS" || { fail "mount $i"; break; }
 	(cd "$M" && find . -type f -exec cat {} + >/dev/null 2>&1) &
 	reader=$!
 	sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
 	kill_daemon "$M"
 	wait "$reader" 2>/dev/null
-	mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill $i"; break; }
+	pf_mount_ready "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill $i"; break; }
 	all_same "$M" || bad=$((bad + 1))
 	echo "after kill -9 number $i: $(dc "$M" "(c['replayed'], c['hits'], c['misses'], c['dropped'])") (records replayed, hits, misses, dropped)"
 	pf_umount "$M" || fail "unmount"
 done
 check "5 x kill -9 while filling, remount after each: byte-exact" [ $bad -eq 0 ]
-mount_fg "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill -9"; finish; }
+pf_mount_ready "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill -9"; finish; }
 check "after kill -9: byte-exact" all_same "$M"
 stats_check "after kill -9: the cache served reads" "$M" "c['hits'] > 0"
 pf_umount "$M" || fail "unmount"
@@ -204,7 +176,7 @@ TC=$WORK/tcache
 mkdir -p "$TC"
 if mount -t tmpfs -o size=8m tmpfs "$TC"; then
 	CLEANUP_HOOKS+=("umount '$TC'")
-	mount_fg "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "mount on a full disk"; finish; }
+	pf_mount_ready "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "mount on a full disk"; finish; }
 	check "disk full: byte-exact" all_same "$M"
 	check "disk full: byte-exact, twice" all_same "$M"
 	log="$WORK/daemon.$(basename "$M").log"
@@ -213,7 +185,7 @@ if mount -t tmpfs -o size=8m tmpfs "$TC"; then
 	stats_check "disk full: counted as errors, capacity shrunk" "$M" "c['errors'] > 0 and c['capacity'] < 16 << 20"
 	echo "disk full: $(dc "$M" c)"
 	pf_umount "$M" || fail "unmount"
-	mount_fg "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "remount on a full disk"; finish; }
+	pf_mount_ready "$SRC" "$M" -o cache_dir=$TC/c,cache_size=64M || { fail "remount on a full disk"; finish; }
 	check "disk full, remount: byte-exact" all_same "$M"
 	stats_check "disk full, remount: what fitted is served" "$M" "c['hits'] > 0"
 	pf_umount "$M" || fail "unmount"

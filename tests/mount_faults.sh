@@ -83,35 +83,6 @@ faultd_start() {
 	FAULTD_DIR=$dir
 }
 
-# mount_fg URL MNT [options...]: prefetchfs -f in the background (not a job
-# of this shell, which cleanup kills first), its stderr in the daemon log
-mount_fg() {
-	local src=$1 mnt=$2 i pid
-	shift 2
-	mkdir -p "$mnt"
-	local log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
-	for ((i = 0; i < 200; i++)); do
-		mountpoint -q "$mnt" && break
-		sleep 0.05
-	done
-	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
-	if ! mountpoint -q "$mnt"; then
-		echo "mount of $src on $mnt failed:"
-		cat "$log"
-		return 1
-	fi
-	# the mount is usable once INIT is answered
-	for ((i = 0; i < 200; i++)); do
-		[ -r "$mnt/.prefetchfs/stats" ] && return 0
-		sleep 0.05
-	done
-	echo "$mnt: no stats file"
-	return 1
-}
 
 fault() { curl -sf "$U/_fault?$1" >/dev/null || fail "adding the rule $1"; }
 # reset: no rules, an empty request log
@@ -202,7 +173,7 @@ secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
 faultd_start "$SRC" || { fail "faultd start"; finish; }
 ok "faultd serves $SRC on $U"
 OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2
-mount_fg "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
+pf_mount_ready "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
 ok "mounted $U/ on $MA (-o $OPTS)"
 RETRIES=3
 T_START=$(now_s)
@@ -402,7 +373,7 @@ pf_umount "$MA" || fail "unmount of $MA"
 # ---- 8. a server that stops answering ---------------------------------------------
 T_START=$(now_s)
 reset
-mount_fg "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+pf_mount_ready "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
 	{ fail "mount of $U/ on $MB"; finish; }
 # wait_hang NAME: until faultd holds a hanging GET of /NAME (at most 10 s)
 wait_hang() {
@@ -434,7 +405,7 @@ check "8. hang: the reader gets EIO in bounded time (< 20 s) ($r, $(secs_since "
 if mountpoint -q "$MB"; then
 	ok "8. hang: still mounted (the unmount was refused while the file was open)"
 else
-	mount_fg "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+	pf_mount_ready "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
 		{ fail "mount of $U/ on $MB again"; finish; }
 fi
 check "8. hang: the daemon logged the timeout" \
@@ -464,7 +435,7 @@ check "8. the daemon logged its unmount" grep -q 'unmounting' "$(daemon_log "$MB
 # retries (timeout=15 s, retries=1 here: 30 s).
 MC=$WORK/mnt-unmount
 reset
-mount_fg "$U/" "$MC" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
+pf_mount_ready "$U/" "$MC" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
 	{ fail "mount of $U/ on $MC"; finish; }
 fault "path=/h5.bin&method=GET&mode=hang&count=inf"
 python3 "$WORK/rd.py" "$MC/h5.bin" "$SRC/h5.bin" p:0:$K64 >"$WORK/h5.out" 2>&1 &
@@ -493,7 +464,7 @@ fi
 # exits within seconds.
 MD=$WORK/mnt-sigterm
 reset
-mount_fg "$U/" "$MD" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
+pf_mount_ready "$U/" "$MD" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
 	{ fail "mount of $U/ on $MD"; finish; }
 fault "path=/h6.bin&method=GET&mode=hang&count=inf"
 python3 "$WORK/rd.py" "$MD/h6.bin" "$SRC/h6.bin" p:0:$K64 >"$WORK/h6.out" 2>&1 &

@@ -31,28 +31,6 @@ for i in 1 2 3 4 5; do
 	mkfile "$SRC/d2/b$i.bin" $((60000 + i))
 done
 
-# mount_fg SRC MNT OPTS...: a foreground daemon (its log is checked)
-mount_fg() {
-	local src=$1 mnt=$2 i pid
-	shift 2
-	mkdir -p "$mnt"
-	local log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
-	for ((i = 0; i < 200; i++)); do
-		mountpoint -q "$mnt" && break
-		sleep 0.05
-	done
-	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
-	if ! mountpoint -q "$mnt"; then
-		echo "mount of $src on $mnt failed:"
-		cat "$log"
-		return 1
-	fi
-	return 0
-}
 
 all_same() {
 	local f
@@ -82,7 +60,7 @@ nginx_start "$SRC" --json >/dev/null || { fail "nginx"; finish; }
 OPTS=cache_dir=$CACHE,cache_size=16M
 
 # ---- 1. first mount --------------------------------------------------------
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "mount"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "mount"; finish; }
 check "1. first mount: byte-exact" all_same "$M"
 ls -lR "$M" >/dev/null
 pf_umount "$M" || fail "unmount"
@@ -92,7 +70,7 @@ LST=$(ls "$CACHE"/listings-* | head -1)
 
 # ---- 2. remount within revalidate: no relisting, no HEAD --------------------
 n=$(lines)
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "remount"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "remount"; finish; }
 stat "$M"/d1/a*.bin "$M"/d2/b*.bin >/dev/null
 check "2. remount: stored files byte-exact" all_same "$M"
 since "$n" >"$WORK/log2"
@@ -115,7 +93,7 @@ b[len(b) // 2] ^= 0x20
 open(p, "wb").write(b)
 PY
 n=$(lines)
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "mount, damaged file"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=60" || { fail "mount, damaged file"; finish; }
 check "3. damaged: byte-exact" all_same "$M"
 check "3. damaged: one log line" [ "$(grep -c 'is damaged' "$WORK/daemon.mnt.log")" -eq 1 ]
 check "3. damaged: the directories are listed again" \
@@ -126,7 +104,7 @@ pf_umount "$M" || fail "unmount"
 mkfile "$WORK/v2" 51234
 mv "$WORK/v2" "$SRC/d1/a1.bin"
 n=$(lines)
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=0" || { fail "mount revalidate=0"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=0" || { fail "mount revalidate=0"; finish; }
 check "4. revalidate=0: the changed object reads new bytes" cmp -s "$SRC/d1/a1.bin" "$M/d1/a1.bin"
 check "4. revalidate=0: all byte-exact" all_same "$M"
 check "4. revalidate=0: the stored directories are listed again in the background" \
@@ -135,7 +113,7 @@ pf_umount "$M" || fail "unmount"
 
 mkfile "$WORK/v3" 61111
 mv "$WORK/v3" "$SRC/d2/b1.bin"
-mount_fg "$NGINX_URL" "$M" -o "$OPTS,revalidate=2" || { fail "mount revalidate=2"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=2" || { fail "mount revalidate=2"; finish; }
 sleep 3
 check "4. revalidate=2, after 3 s: the changed object reads new bytes" cmp -s "$SRC/d2/b1.bin" "$M/d2/b1.bin"
 check "4. revalidate=2: all byte-exact" all_same "$M"
@@ -171,11 +149,11 @@ s3_same() {
 		cmp -s "$S3SRC/sub/s$i.bin" "$1/sub/s$i.bin" || return 1
 	done
 }
-creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
+creds pf_mount_ready s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "mount s3"; finish; }
 check "5. s3: byte-exact" s3_same "$M"
 first=$(requests "$M")
 pf_umount "$M" || fail "unmount"
-creds mount_fg s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
+creds pf_mount_ready s3://bkt/ds/ "$M" -o "$S3OPTS" || { fail "remount s3"; finish; }
 stat "$M"/sub/*.bin >/dev/null
 check "5. s3 remount: byte-exact" s3_same "$M"
 r=$(requests "$M")

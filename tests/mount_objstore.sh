@@ -50,34 +50,6 @@ fd_start() {
 	printf -v "$var" 'http://127.0.0.1:%s' "$(cat "$dir/port")"
 }
 
-# mount_fg URL MNT [options...]: prefetchfs -f, its log in the daemon log;
-# returns once the mount answers
-mount_fg() {
-	local src=$1 mnt=$2 i pid
-	shift 2
-	mkdir -p "$mnt"
-	local log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
-	for ((i = 0; i < 200; i++)); do
-		mountpoint -q "$mnt" && break
-		sleep 0.05
-	done
-	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && DAEMON_PIDS+=("$pid")
-	if ! mountpoint -q "$mnt"; then
-		echo "mount of $src on $mnt failed:"
-		cat "$log"
-		exit 1
-	fi
-	for ((i = 0; i < 200; i++)); do
-		[ -r "$mnt/.prefetchfs/stats" ] && return 0
-		sleep 0.05
-	done
-	echo "$mnt: no stats file"
-	exit 1
-}
 
 # fault URL RULE; reset URL (no rules, an empty log); nlog URL EXPR: EXPR
 # over the request log L, H(name) the HEADs and G(name) the GETs of /name
@@ -133,7 +105,7 @@ fd_start UJ "$J" --json-index
 
 # ---- 1. an index without sizes --------------------------------------------
 M=$WORK/mnt-plain
-mount_fg "$UP/" "$M"
+pf_mount_ready "$UP/" "$M" || exit 1
 guard "$M" 40 ls -l "$M" >"$WORK/ls1" || fail "ls -l of the plain index"
 check "[sizes] ls -l lists p1.bin" grep -q 'p1.bin' "$WORK/ls1"
 check "[sizes] p1.bin read after ls -l is the whole object" guard "$M" 40 cmp "$M/p1.bin" "$P/p1.bin"
@@ -147,7 +119,7 @@ exec 7<&-
 
 # ---- 3. no ETag: Last-Modified pins the version -----------------------------
 M=$WORK/mnt-noetag
-mount_fg "$UP/" "$M" -o "$SMALL"
+pf_mount_ready "$UP/" "$M" -o "$SMALL" || exit 1
 reset "$UP"
 # a new mtime second for the replacement
 sleep 1.1
@@ -180,7 +152,7 @@ check "[no etag] the daemon logged the change" grep -qiE 'changed on the server|
 
 # ---- 2. a manifest with wrong sizes ---------------------------------------
 M=$WORK/mnt-manifest
-mount_fg "$UP/" "$M" -o manifest=manifest.txt
+pf_mount_ready "$UP/" "$M" -o manifest=manifest.txt || exit 1
 check "[manifest] m1.bin (listed as 1000 bytes) reads whole" guard "$M" 40 cmp "$M/m1.bin" "$P/m1.bin"
 check "[manifest] m2.bin (listed as 2000000 bytes) reads exactly" guard "$M" 40 cmp "$M/m2.bin" "$P/m2.bin"
 exec 7<"$M/m1.bin"
@@ -194,7 +166,7 @@ exec 7<&-
 
 # ---- 4. total deadline per request ----------------------------------------
 M=$WORK/mnt-deadline
-mount_fg "$UJ/" "$M" -o "$SMALL,timeout=3,retries=1,request_timeout=6"
+pf_mount_ready "$UJ/" "$M" -o "$SMALL,timeout=3,retries=1,request_timeout=6" || exit 1
 fault "$UJ" 'path=/t1.bin&method=GET&mode=trickle:2&count=inf'
 fault "$UJ" 'path=/t2.bin&method=GET&mode=endless:500&count=inf'
 r=$(rd1 "$M" "$M/t1.bin" 0 $K64 "$J/t1.bin")
@@ -228,7 +200,7 @@ reset "$UJ"
 S3O="endpoint=$UP,no_sign,addressing=path,region=us-east-1,max_memory=64M"
 fault "$UP" 'path=/bkt&mode=s3_list:0&count=inf'
 M=$WORK/mnt-s3loop
-mount_fg s3://bkt "$M" -o "$S3O"
+pf_mount_ready s3://bkt "$M" -o "$S3O" || exit 1
 r=$(guard "$M" 40 python3 -c 'import os, sys
 try:
     print(len(os.listdir(sys.argv[1])))
@@ -240,7 +212,7 @@ check "[listing] the mount still lists its root" guard "$M" 40 test -e "$M/k"
 reset "$UP"
 fault "$UP" 'path=/bkt&mode=s3_list:1&count=inf'
 M=$WORK/mnt-s3big
-mount_fg s3://bkt "$M" -o "$S3O"
+pf_mount_ready s3://bkt "$M" -o "$S3O" || exit 1
 r=$(guard "$M" 60 python3 -c 'import os, sys
 try:
     print(len(os.listdir(sys.argv[1])))
@@ -253,11 +225,11 @@ check "[listing] the daemon is still up" test -n "$(pf_pid "$M")"
 reset "$UP"
 
 # ---- 6. opens without round trips ---------------------------------------------
-# (the root is listed at mount: revalidate runs from before mount_fg; 20 s
+# (the root is listed at mount: revalidate runs from before pf_mount_ready; 20 s
 # leave room for a slow machine between the listing and the reopen of j2)
 M=$WORK/mnt-json
 t0=$(date +%s.%N)
-mount_fg "$UJ/" "$M" -o "$SMALL,revalidate=20"
+pf_mount_ready "$UJ/" "$M" -o "$SMALL,revalidate=20" || exit 1
 guard "$M" 40 ls -l "$M" >/dev/null
 reset "$UJ"
 check "[revalidate] j2.bin reads whole" guard "$M" 40 cmp "$M/j2.bin" "$J/j2.bin"
@@ -288,7 +260,7 @@ check "[revalidate] after revalidate= an open reads the new j2.bin" guard "$M" 4
 n=$(nlog "$UJ" 'len(H("j2.bin"))')
 check "[revalidate] ... after a HEAD ($n)" test "$n" = 1
 M=$WORK/mnt-json0
-mount_fg "$UJ/" "$M" -o "$SMALL,revalidate=0"
+pf_mount_ready "$UJ/" "$M" -o "$SMALL,revalidate=0" || exit 1
 guard "$M" 40 ls -l "$M" >/dev/null
 reset "$UJ"
 check "[revalidate=0] j3.bin reads whole" guard "$M" 40 cmp "$M/j3.bin" "$J/j3.bin"
@@ -306,7 +278,7 @@ s3_put_tree bkt ds/ "$WORK/s3src" || { fail "s3_put_tree"; finish; }
 for rv in 60 0; do
 	M=$WORK/mnt-s3-$rv
 	AWS_ACCESS_KEY_ID=$S3_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET \
-		mount_fg s3://bkt/ds/ "$M" -o "endpoint=$S3_ENDPOINT,$SMALL,revalidate=$rv"
+		pf_mount_ready s3://bkt/ds/ "$M" -o "endpoint=$S3_ENDPOINT,$SMALL,revalidate=$rv" || exit 1
 	guard "$M" 40 ls -l "$M" >/dev/null
 	n0=$(stats_eval "$M" 'tr["requests"]')
 	check "[s3 revalidate=$rv] s1.bin reads whole" guard "$M" 40 cmp "$M/s1.bin" "$WORK/s3src/s1.bin"
