@@ -244,6 +244,48 @@ static void json_wipe(json_t *j)
 	}
 }
 
+/*
+ * The four fields every credential answer has, under the names of its
+ * kind: key id and secret (needed), session token, expiry (optional).
+ */
+struct json_names {
+	const char *key;
+	const char *secret;
+	const char *token;
+	const char *expiry;
+	bool millis;		/* expiry in ms since the epoch, not ISO 8601 */
+};
+
+/* The names in IMDS and container answers, in credential_process output
+ * and in SSO GetRoleCredentials, in that order. */
+static const struct json_names metadata_names = {
+	"AccessKeyId", "SecretAccessKey", "Token", "Expiration", false,
+};
+static const struct json_names process_names = {
+	"AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration", false,
+};
+static const struct json_names sso_names = {
+	"accessKeyId", "secretAccessKey", "sessionToken", "expiration", true,
+};
+
+static int json_creds(json_t *o, const struct json_names *n,
+		      struct pf_cred_val *v, char *err, size_t errlen)
+{
+	int ret = json_field(o, n->key, true, v->access_key,
+			     sizeof(v->access_key), err, errlen);
+
+	if (!ret)
+		ret = json_field(o, n->secret, true, v->secret_key,
+				 sizeof(v->secret_key), err, errlen);
+	if (!ret)
+		ret = json_field(o, n->token, false, v->session_token,
+				 sizeof(v->session_token), err, errlen);
+	if (!ret)
+		ret = json_expiry(o, n->expiry, n->millis, &v->expiry, err,
+				  errlen);
+	return ret;
+}
+
 int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 			struct pf_cred_val *v, char *err, size_t errlen)
 {
@@ -271,19 +313,7 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 				       c);
 			goto out;
 		}
-		ret = json_field(o, "AccessKeyId", true, v->access_key,
-				 sizeof(v->access_key), err, errlen);
-		if (!ret)
-			ret = json_field(o, "SecretAccessKey", true,
-					 v->secret_key, sizeof(v->secret_key),
-					 err, errlen);
-		if (!ret)
-			ret = json_field(o, "Token", false, v->session_token,
-					 sizeof(v->session_token), err,
-					 errlen);
-		if (!ret)
-			ret = json_expiry(o, "Expiration", false, &v->expiry,
-					  err, errlen);
+		ret = json_creds(o, &metadata_names, v, err, errlen);
 		break;
 	}
 	case PF_CJSON_PROCESS: {
@@ -294,20 +324,7 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 			seterr(err, errlen, "Version is not 1");
 			goto out;
 		}
-		ret = json_field(o, "AccessKeyId", true, v->access_key,
-				 sizeof(v->access_key), err, errlen);
-		if (!ret)
-			ret = json_field(o, "SecretAccessKey", true,
-					 v->secret_key, sizeof(v->secret_key),
-					 err, errlen);
-		if (!ret)
-			ret = json_field(o, "SessionToken", false,
-					 v->session_token,
-					 sizeof(v->session_token), err,
-					 errlen);
-		if (!ret)
-			ret = json_expiry(o, "Expiration", false, &v->expiry,
-					  err, errlen);
+		ret = json_creds(o, &process_names, v, err, errlen);
 		break;
 	}
 	case PF_CJSON_SSO:
@@ -317,20 +334,7 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 			       "answer");
 			goto out;
 		}
-		ret = json_field(o, "accessKeyId", true, v->access_key,
-				 sizeof(v->access_key), err, errlen);
-		if (!ret)
-			ret = json_field(o, "secretAccessKey", true,
-					 v->secret_key, sizeof(v->secret_key),
-					 err, errlen);
-		if (!ret)
-			ret = json_field(o, "sessionToken", false,
-					 v->session_token,
-					 sizeof(v->session_token), err,
-					 errlen);
-		if (!ret)
-			ret = json_expiry(o, "expiration", true, &v->expiry,
-					  err, errlen);
+		ret = json_creds(o, &sso_names, v, err, errlen);
 		break;
 	default:
 		seterr(err, errlen, "unknown answer kind");
