@@ -12,7 +12,13 @@
 # The store: nginx serving the data set from local disk (in the page
 # cache) behind bench/delayproxy: --latency-ms (default 50) before the
 # first byte of every response, --bw (default 64M) per second per
-# connection.  Trainers (PyTorch, /usr/bin/python3):
+# connection.  Two such stores over the same data directory, each nginx
+# behind its own delayproxy with the same settings: the prefetchfs systems
+# read one with nginx's JSON index (autoindex_format json: each file's
+# size and mtime, so an open needs no HEAD, issue 12 item 2), rclone one
+# with the HTML index (its :http: backend parses HTML only).  A system's
+# requests and bytes are counted at its own proxy.
+# Trainers (PyTorch, /usr/bin/python3):
 #   tree     examples/folder_loader.py: a DataLoader(shuffle=True) over an
 #            ImageFolder tree (--files files of --file-size in 10 class
 #            directories), batches of 32, 4 workers, 50 ms compute each
@@ -20,7 +26,12 @@
 #            --file-size of one file of --files records, same loader
 #   inorder  examples/folder_loader.py --in-order: 4 workers, each reading
 #            its own directory of --inorder-files files of 256 KiB in name
-#            order, batches of 8, 50 ms compute
+#            order, batches of 8, 50 ms compute (192 files: an epoch of
+#            about 5 s of compute, so that its start, the listing, the
+#            first file and learning the order, does not dominate it)
+#   inorder48  the same with 48 files per directory (an epoch of 1.2 s of
+#            compute: the start's share; earlier runs' default), local and
+#            prefetchfs only; not in --quick, whose in-order epoch is short
 #   twice    a tree like the first (files of 96 MiB / --files if the tree
 #            is smaller than 96 MiB), with the disk cache's cache_size
 #            half of it, max_memory 24M and keep_cache=off (so that reads
@@ -31,7 +42,7 @@
 #            disk-cache hit rate
 # Epochs: 1 and 2 of one mount, then "remount": unmount, mount again (the
 # same cache directory where there is one) and one more epoch; every epoch
-# is a new random order.  inorder: epochs 1 and 2; twice: 1 and 2.
+# is a new random order.  inorder, inorder48 and twice: epochs 1 and 2.
 # Systems (each a fresh mount per trainer):
 #   local      the same files on local disk, in the page cache: the floor
 #   prefetchfs prefetchfs, its defaults
@@ -53,32 +64,36 @@
 # if a digest differed or a run failed.
 #
 # Options:
-#   --quick           400 files, 32 in-order files per dir
+#   --quick           400 files, 32 in-order files per dir, no inorder48
 #   --smoke           40 files, trainers tree and twice only
 #                     (a check that the benchmark works, not figures)
 #   --files N         files of the tree and records of the file (default 1500)
 #   --file-size SIZE  bytes per file and record (default 110K)
-#   --inorder-files N files of 256 KiB per in-order directory (default 48)
+#   --inorder-files N files of 256 KiB per in-order directory (default 192)
 #   --latency-ms MS   first-byte latency of every response (default 50)
 #   --bw RATE         bandwidth per connection (default 64M)
 #   --compute-ms MS   compute per batch (default 50)
 #   --workers N       DataLoader workers (default 4)
 #   --systems "..."   subset of "local prefetchfs cache_dir hints rclone"
-#   --trainers "..."  subset of "tree records inorder twice"
+#   --trainers "..."  subset of "tree records inorder inorder48 twice"
+#   --pf-opts OPTS    more -o options for the prefetchfs systems (e.g.
+#                     max_inflight=64)
 #   --out DIR         where the results go (default bench/results)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ARGS="$*"
 FILES=1500
 FSIZE=110K
-INORDER=48
+INORDER=192
+INORDER_SHORT=48
+PF_OPTS=""
 LAT=50
 BW=64M
 COMPUTE=50
 WORKERS=4
 BATCH=32
 SYSTEMS="local prefetchfs cache_dir hints rclone"
-TRAINERS="tree records inorder twice"
+TRAINERS="tree records inorder inorder48 twice"
 OUT=bench/results
 PRESET=default
 TMO=900
@@ -86,7 +101,8 @@ usage_err() { echo "bench/shuffle.sh: $* (see --help)" >&2; exit 2; }
 need_arg() { [ $# -ge 2 ] || usage_err "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) PRESET=quick; FILES=400; INORDER=32; TMO=300; shift ;;
+	--quick) PRESET=quick; FILES=400; INORDER=32; TMO=300
+		TRAINERS="tree records inorder twice"; shift ;;
 	--smoke) PRESET=smoke; FILES=40; INORDER=4; TMO=60; TRAINERS="tree twice"; shift ;;
 	--files) need_arg "$@"; FILES=$2; shift 2 ;;
 	--file-size) need_arg "$@"; FSIZE=$2; shift 2 ;;
@@ -98,6 +114,7 @@ while [ $# -gt 0 ]; do
 	--systems) need_arg "$@"; SYSTEMS=$2; shift 2 ;;
 	--trainers) need_arg "$@"; TRAINERS=$2; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
+	--pf-opts) need_arg "$@"; PF_OPTS=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) usage_err "unknown argument '$1'" ;;
 	esac
@@ -110,7 +127,7 @@ only_of() { # WHAT "VALUES" "ALLOWED"
 	done
 }
 only_of systems "$SYSTEMS" "local prefetchfs cache_dir hints rclone"
-only_of trainers "$TRAINERS" "tree records inorder twice"
+only_of trainers "$TRAINERS" "tree records inorder inorder48 twice"
 for v in "$FILES" "$INORDER" "$WORKERS"; do
 	[[ $v =~ ^[1-9][0-9]*$ ]] || usage_err "'$v' is not a positive integer"
 done
@@ -140,6 +157,7 @@ trap 'echo; echo "bench/shuffle.sh: interrupted: unmounting and stopping the ser
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 CLK_TCK=$(getconf CLK_TCK)
 export RCLONE_CONFIG=$WORK/rclone.conf
 : >"$RCLONE_CONFIG"
@@ -178,6 +196,9 @@ $PY bench/mktree.py "$D/tree" "$FILES" "$FSIZE" >/dev/null || exit 1
 bench/mkdata --seed 3 "$D/records" 1 $((FILES * FBYTES)) >/dev/null || exit 1
 RECFILE=records/file-000000.bin
 $PY bench/mktree.py --classes 4 --prefix dir- --seed 5 "$D/inorder" $((INORDER * 4)) 256K >/dev/null || exit 1
+if [[ " $TRAINERS " == *" inorder48 "* ]]; then
+	$PY bench/mktree.py --classes 4 --prefix dir- --seed 7 "$D/inorder48" $((INORDER_SHORT * 4)) 256K >/dev/null || exit 1
+fi
 find "$D" -type f -exec cat {} + >/dev/null	# the store serves from the page cache
 TREE_BYTES=$((FILES * FBYTES))
 TWICE_FBYTES=$FBYTES
@@ -192,12 +213,29 @@ HINTS_MEM=$(( TREE_BYTES / 3 >> 20 ))
 HINTS_MEM=${HINTS_MEM}M
 say "data set in $D: tree $FILES x $FSIZE in 10 classes ($((TREE_BYTES >> 20)) MiB), records: one file of $FILES x $FSIZE, in-order: 4 dirs x $INORDER x 256K"
 
-nginx_start "$D" >/dev/null || { echo "bench/shuffle.sh: nginx did not start" >&2; exit 1; }
-UP=${NGINX_URL#http://}
-delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null ||
-	{ echo "bench/shuffle.sh: delayproxy did not start" >&2; exit 1; }
-URL=$DELAY_URL/
-say "store: nginx behind bench/delayproxy at $URL: $DELAY_DESC"
+# store FORMAT: nginx over $D with the FORMAT index (json or html) behind
+# a delayproxy of its own; sets STORE_URL, STORE_PID and STORE_LOG (the
+# proxy's)
+store() {
+	local json=""
+	[ "$1" = json ] && json=--json
+	nginx_start "$D" $json >/dev/null ||
+		{ echo "bench/shuffle.sh: nginx ($1 index) did not start" >&2; exit 1; }
+	local up=${NGINX_URL#http://}
+	delayproxy_start "${up%/}" "$LAT" "$BW" >/dev/null ||
+		{ echo "bench/shuffle.sh: delayproxy ($1 index) did not start" >&2; exit 1; }
+	STORE_URL=$DELAY_URL/
+	STORE_PID=$DELAY_PID
+	STORE_LOG=$DELAY_DIR/log
+	say "store ($1 index): nginx behind bench/delayproxy at $STORE_URL: $DELAY_DESC"
+}
+store json
+URL=$STORE_URL PROXY_PID=$STORE_PID PROXY_LOG=$STORE_LOG
+RC_URL="" RC_PROXY_PID="" RC_PROXY_LOG=""
+if [[ " $SYSTEMS " == *" rclone "* ]] && [ -z "${AVAIL[rclone]}" ]; then
+	store html
+	RC_URL=$STORE_URL RC_PROXY_PID=$STORE_PID RC_PROXY_LOG=$STORE_LOG
+fi
 
 # spawn PIDFILE LOG CMD...: CMD in the background, not a job of this shell
 # (lib.sh's cleanup stops jobs before the unmounts)
@@ -239,7 +277,8 @@ if [ -n "$SNAP_MNT" ]; then
 fi
 EOF
 chmod +x "$WORK/snap.sh"
-export SNAP_PID=$DELAY_PID SNAP_LOG=$DELAY_DIR/log SNAP_MNT=""
+# (the proxy of the system measured: sys_mount sets them)
+export SNAP_PID=$PROXY_PID SNAP_LOG=$PROXY_LOG SNAP_MNT=""
 snap() { SNAP_MNT=$1 "$WORK/snap.sh" "$2"; }
 
 # ---- systems ---------------------------------------------------------------
@@ -251,6 +290,7 @@ sys_mount() {
 	WHY=""
 	DPID=""
 	ROOT=$mnt
+	SNAP_PID=$PROXY_PID SNAP_LOG=$PROXY_LOG
 	log=$WORK/daemon.$(basename "$mnt").log
 	case $sys in
 	local)
@@ -263,6 +303,7 @@ sys_mount() {
 			[ "$tr" = twice ] && o=$o,cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off ;;
 		hints) o=max_memory=$HINTS_MEM ;;
 		esac
+		[ -n "$PF_OPTS" ] && o=${o:+$o,}$PF_OPTS
 		mkdir -p "$WORK/cache.$tr"
 		pf_mount "$URL" "$mnt" ${o:+-o "$o"} >"$log.err" 2>&1 ||
 			{ WHY="mount failed: $(grep -m1 -v '^mount of' "$log.err" | cut -c1-120)"; return 1; }
@@ -274,10 +315,11 @@ sys_mount() {
 		fi
 		;;
 	rclone)
+		SNAP_PID=$RC_PROXY_PID SNAP_LOG=$RC_PROXY_LOG
 		mkdir -p "$mnt"
 		MOUNTS+=("$mnt")
 		DPID=$(spawn "$WORK/pid.$(basename "$mnt")" "$log" \
-			rclone mount :http: "$mnt" --http-url "$URL" --read-only \
+			rclone mount :http: "$mnt" --http-url "$RC_URL" --read-only \
 			--vfs-cache-mode full --cache-dir "$WORK/rcache.$tr")
 		DAEMON_PIDS+=("$DPID")
 		if ! wait_mount "$mnt" "$DPID"; then
@@ -327,11 +369,10 @@ run_epochs() {
 	[ -n "$mnt" ] && snap "$mnt" "$pre"
 	[ "$sys" = hints ] && hint=(--hints --mountpoint "$ROOT")
 	case $tr in
-	tree|twice|inorder)
+	tree|twice|inorder|inorder48)
 		local extra=() dir=$tr
-		if [ "$tr" = inorder ]; then
+		if [ "$tr" = inorder ] || [ "$tr" = inorder48 ]; then
 			extra=(--in-order --batch 8)
-			dir=inorder
 			hint=()
 		fi
 		# one process for all the epochs (workers persist, as in
@@ -383,6 +424,9 @@ cell() {
 	local sys=$1 tr=$2 mnt labels=(1 2) cpu=- rss=- note
 	mnt=$WORK/m.$sys.$tr
 	if [ "$tr" = twice ] && [ "$sys" != cache_dir ] && [ "$sys" != local ]; then
+		return
+	fi
+	if [ "$tr" = inorder48 ] && [ "$sys" != prefetchfs ] && [ "$sys" != local ]; then
 		return
 	fi
 	# (the floor of twice only where there is a cache_dir row to compare)
@@ -545,17 +589,24 @@ with open(tsv, "a") as f:
                            r["disk"]]) + "\n")
 
 trname = {"tree": "shuffled file tree", "records": "shuffled records of one file",
-          "inorder": "4 readers in name order", "twice": "tree twice the disk cache"}
+          "inorder": "4 readers in name order",
+          "inorder48": "4 readers in name order, a short epoch ($INORDER_SHORT files each)",
+          "twice": "tree twice the disk cache"}
 o = []
 o.append("# prefetchfs shuffled-training benchmark (%s, %s cores)" % ("$(date -u +%Y-%m-%d)", "$(nproc)"))
 o.append("")
 o.append("Command: \`$CMD\` ($PRESET preset).")
 o.append("")
 o.append("Store: nginx on 127.0.0.1 behind bench/delayproxy, which injects a latency before the "
-         "first byte of every response and caps every connection's bandwidth: $DELAY_DESC.")
+         "first byte of every response and caps every connection's bandwidth: $DELAY_DESC. "
+         "Two of them over the same data directory, each nginx behind its own delayproxy with "
+         "these settings: the prefetchfs systems read the one with nginx's JSON index "
+         "(autoindex_format json: each file's size and mtime, so that an open pins the version "
+         "without a HEAD), rclone the one with the HTML index (its :http: backend parses HTML "
+         "only). Requests and bytes are counted at the proxy of the system measured.")
 o.append("")
 o.append("Data: a tree of $FILES files of $FSIZE in 10 class directories ($((TREE_BYTES >> 20)) MiB); "
-         "one file of $FILES records of $FSIZE; 4 directories of $INORDER files of 256 KiB. "
+         "one file of $FILES records of $FSIZE; 4 directories of $INORDER files of 256 KiB%s. "
          "Trainers (PyTorch DataLoader, $WORKERS workers, $COMPUTE ms compute per batch): "
          "tree = examples/folder_loader.py (shuffle=True, batches of $BATCH); records = "
          "examples/torch_loader.py --shuffle --record $FSIZE (batches of $BATCH); inorder = "
@@ -563,24 +614,27 @@ o.append("Data: a tree of $FILES files of $FSIZE in 10 class directories ($((TRE
          "twice = a tree of $FILES files of $((TWICE_FBYTES >> 10)) KiB ($((TWICE_BYTES >> 20)) MiB) with "
          "-o cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off (cache/data = %.2f; keep_cache=off: the kernel's page cache would otherwise hold the data set), reshuffled every epoch; the cache keeps "
          "whole blocks (block_size), so a file's last partial block takes a whole one."
-         % (${TWICE_CACHE%M} * 2**20 / $TWICE_BYTES))
+         % (" (inorder48: 4 of $INORDER_SHORT)" if "inorder48" in [r["trainer"] for r in out_rows] else "",
+            ${TWICE_CACHE%M} * 2**20 / $TWICE_BYTES))
 o.append("")
 o.append("Systems: local = the same files on local disk, in the page cache (the floor; its "
-         "'remount' row is a third epoch); prefetchfs = defaults; cache_dir = -o cache_dir=DIR "
+         "'remount' row is a third epoch); prefetchfs = defaults%s; cache_dir = -o cache_dir=DIR "
          "(kept for the remount); hints = -o max_memory=$HINTS_MEM (a third of the tree), the "
          "trainer declares its order (examples/prefetchfs_hints.py%s); rclone = \`rclone mount :http: "
          "--vfs-cache-mode full\` (%s; cache kept for the remount)."
-         % ("" if $REC_HINTS else "; records without hints: torch_loader.py has no --hints",
+         % (" (every prefetchfs system also -o $PF_OPTS)" if "$PF_OPTS" else "",
+            "" if $REC_HINTS else "; records without hints: torch_loader.py has no --hints",
             "$(rclone version 2>/dev/null | head -1)"))
 o.append("")
-o.append("wait % = (wall - compute) / wall of the epoch (epoch 1 includes starting the workers); "
+o.append("wait %% = (wall - compute) / wall of the epoch (epoch 1 includes starting the workers); "
          "Δ local = wait minus the local copy's in the same epoch, in points; requests = responses "
          "the store sent during the epoch; fetched/read = bytes the store sent (headers included) / "
          "bytes the trainer read; disk hits = the disk cache's hit rate in the epoch and disk MiB = "
          "what it holds at the epoch's end / its capacity (its stats: transport.disk_cache); "
          "CPU s and RSS MiB = the daemon's CPU time and peak resident memory over the mount "
          "(e.g. epochs 1+2); bytes = the trainer's digest equals the local copy's. Other "
-         "processes shared the machine: compare within one run only.")
+         "processes shared the machine (load average %s at the start, %s at the end): compare "
+         "within one run only." % ("$LOAD0", " ".join(open("/proc/loadavg").read().split()[:3])))
 for tr in dict.fromkeys(r["trainer"] for r in out_rows):
     o.append("")
     o.append("## %s" % trname[tr])
