@@ -1,9 +1,13 @@
 #!/bin/bash
 # bench/demo.sh - what `make demo` runs: a dataset in a slow object store,
-# an unchanged trainer, and its data wait with and without prefetchfs.
+# an unchanged trainer, and its data wait with and without prefetchfs;
+# then a shuffled PyTorch trainer over a tree of small files, without and
+# with the disk cache.
 #
 #   bench/demo.sh [--shards N] [--shard-size SIZE] [--latency-ms MS]
 #                 [--bw BYTES_PER_SEC] [--batch SIZE] [--compute-ms MS]
+#                 [--tree-files N] [--tree-file-size SIZE]
+#                 [--tree-compute-ms MS]
 #
 # 1. makes a sample dataset (default 3 shards of 256 MiB) in a temporary
 #    directory;
@@ -16,9 +20,21 @@
 #    --batch, default 8M, read with read(); --compute-ms, default 40, of
 #    "compute" after each) over the mountpoint;
 # 4. prints data wait %, samples/s and MB/s for both, and what prefetchfs
-#    learned (from MOUNTPOINT/.prefetchfs/stats).
+#    learned (from MOUNTPOINT/.prefetchfs/stats);
+# 5. makes a tree of --tree-files files (default 1500) of --tree-file-size
+#    (default 110K) in 10 class directories, serves it with a second nginx,
+#    its JSON index (size and mtime of every file: opens need no request),
+#    behind a second delayproxy with the same latency and bandwidth;
+# 6. runs examples/folder_loader.py (a PyTorch DataLoader, shuffle=True, 4
+#    workers, batches of 32, --tree-compute-ms, default 50, of compute
+#    per batch, a digest of the bytes read) for epochs 1 and 2 over the
+#    local copy (the floor), prefetchfs, and prefetchfs -o cache_dir, then
+#    one epoch after unmounting and mounting the cache_dir again;
+# 7. prints data wait %, MB/s and whether the bytes equal the local
+#    copy's for each epoch (the demo fails if they do not).
+# --tree-files 0 skips 5 to 7.  Needs python3-torch (tests/deps.sh).
 # Everything it mounts or starts is unmounted and stopped on exit, Ctrl-C
-# included.  About a minute and a half.
+# included, and a failure names the step.  About two and a half minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +44,9 @@ LAT=50
 BW=64M
 BATCH=8M
 COMPUTE=40
+TREE_FILES=1500
+TREE_FSIZE=110K
+TREE_COMPUTE=50
 while [ $# -gt 0 ]; do
 	case $1 in
 	--shards) SHARDS=$2; shift 2 ;;
@@ -36,7 +55,10 @@ while [ $# -gt 0 ]; do
 	--bw) BW=$2; shift 2 ;;
 	--batch) BATCH=$2; shift 2 ;;
 	--compute-ms) COMPUTE=$2; shift 2 ;;
-	-h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+	--tree-files) TREE_FILES=$2; shift 2 ;;
+	--tree-file-size) TREE_FSIZE=$2; shift 2 ;;
+	--tree-compute-ms) TREE_COMPUTE=$2; shift 2 ;;
+	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "bench/demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -44,6 +66,13 @@ for t in prefetchfs bench/delayproxy bench/mkdata; do
 	[ -x "$t" ] || { echo "bench/demo.sh: $t missing: run 'make demo'" >&2; exit 1; }
 done
 command -v nginx >/dev/null || { echo "bench/demo.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
+[[ $TREE_FILES =~ ^[0-9]+$ ]] ||
+	{ echo "bench/demo.sh: --tree-files '$TREE_FILES' is not a number" >&2; exit 2; }
+if [ "$TREE_FILES" -gt 0 ] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	echo "bench/demo.sh: /usr/bin/python3 cannot import torch: run tests/deps.sh" \
+		"(or --tree-files 0)" >&2
+	exit 1
+fi
 
 # temporary directories, mounts and servers that are always cleaned up,
 # on Ctrl-C and on a failed step too (lib.sh's cleanup, which finds the
@@ -137,5 +166,79 @@ print("  fetched %d MiB in %d ranged GETs, pushed to the page cache %d MiB, memo
 EOF
 echo
 echo "data wait % = share of the run the trainer waited for data instead of computing"
+[ "$TREE_FILES" -gt 0 ] || { step "stopping the mounts"; finish; }
+
+# ---- the shuffled trainer over a file tree -------------------------------
+step "making the file tree"
+echo
+echo "== file tree: $TREE_FILES files of $TREE_FSIZE in 10 class directories in $WORK/tree"
+python3 bench/mktree.py "$WORK/tree" "$TREE_FILES" "$TREE_FSIZE" >/dev/null
+cat "$WORK"/tree/*/* >/dev/null
+step "starting nginx (JSON index)"
+nginx_start "$WORK/tree" --json >"$WORK/start.out" || { cat "$WORK/start.out" >&2; exit 1; }
+UP=${NGINX_URL#http://}
+step "starting bench/delayproxy (JSON index)"
+delayproxy_start "${UP%/}" "$LAT" "$BW" >"$WORK/start.out" || { cat "$WORK/start.out" >&2; exit 1; }
+TREE_URL=$DELAY_URL/
+echo "== object store: nginx with its JSON index (every file's size and mtime: an"
+echo "   open needs no request) behind bench/delayproxy at $TREE_URL"
+echo "   $DELAY_DESC"
+echo "== trainer: examples/folder_loader.py, DataLoader(shuffle=True), 4 workers,"
+echo "   batches of 32, $TREE_COMPUTE ms compute after each, a new order every epoch"
+
+# tree_train LABEL MNT OPTS SEED EPOCHS: the trainer over the local copy
+# (MNT empty) or over a mount of TREE_URL on MNT with -o OPTS, then the
+# unmount; prints its epoch lines (a subshell, as train)
+tree_train() {
+	local label=$1 mnt=$2 opts=$3 root=$WORK/tree out
+	if [ -n "$mnt" ]; then
+		echo "== $label: mounting $TREE_URL on $mnt${opts:+ (-o $opts)}, running the trainer" >&2
+		step "mounting $mnt ($label)"
+		pf_mount "$TREE_URL" "$mnt" ${opts:+-o "$opts"} >&2 || exit 1
+		root=$mnt
+	else
+		echo "== $label: running the trainer on $root" >&2
+	fi
+	step "running examples/folder_loader.py on $root ($label)"
+	out=$(/usr/bin/python3 examples/folder_loader.py --workers 4 --batch 32 \
+		--compute-ms "$TREE_COMPUTE" --seed "$4" --epochs "$5" --checksum "$root") ||
+		exit 1
+	if [ -n "$mnt" ]; then
+		step "unmounting $mnt ($label)"
+		pf_umount "$mnt" || exit 1
+	fi
+	echo "$out"
+}
+local_copy=$(tree_train "local copy" "" "" 11 2)
+pf_plain=$(tree_train "prefetchfs" "$WORK/tree-pf" "" 11 2)
+pf_disk=$(tree_train "prefetchfs -o cache_dir" "$WORK/tree-disk" "cache_dir=$WORK/cache" 11 2)
+pf_again=$(tree_train "prefetchfs -o cache_dir, mounted again" "$WORK/tree-disk" \
+	"cache_dir=$WORK/cache" 13 1)
+
+step "printing the second report"
+REF=$(field digest "$(head -1 <<<"$local_copy")")
+BAD=0
+# tree_rows LABEL OUTPUT [EPOCH-NAME...]: one row per epoch line
+tree_rows() {
+	local label=$1 line i=0 names=("${@:3}") bytes
+	while read -r line; do
+		bytes=DIFFERENT
+		[ "$(field digest "$line")" = "$REF" ] && bytes=ok
+		[ $bytes = ok ] || BAD=1
+		printf '%-40s %-7s %10s %8s %6s\n' "$label" "${names[i]:-$((i + 1))}" \
+			"$(field data_wait_pct "$line")" "$(field mb_s "$line")" "$bytes"
+		i=$((i + 1))
+	done < <(grep '^epoch=' <<<"$2")
+}
+echo
+printf '%-40s %-7s %10s %8s %6s\n' "shuffled file tree" "epoch" "data wait%" "MB/s" "bytes"
+tree_rows "local copy" "$local_copy"
+tree_rows "prefetchfs" "$pf_plain"
+tree_rows "prefetchfs -o cache_dir" "$pf_disk"
+tree_rows "prefetchfs -o cache_dir, mounted again" "$pf_again" 3
+echo
+echo "bytes ok = the digest of what the trainer read equals the local copy's"
+step "checking the bytes read"
+[ $BAD = 0 ] || { echo "bench/demo.sh: a trainer read other bytes than the local copy's" >&2; exit 1; }
 step "stopping the mounts"
 finish

@@ -8,7 +8,10 @@
 #
 # The store: nginx serving the trees from local disk behind bench/delayproxy
 # (--latency-ms before the first byte of every response, --bw per
-# connection), as bench/objstore.sh.  The trainer: examples/folder_loader.py
+# connection), as bench/objstore.sh.  prefetchfs reads an nginx with the
+# JSON index (size and mtime of every file: an open needs no HEAD), rclone
+# one with the HTML index (its :http: backend parses HTML only), over the
+# same directory, each behind its own delayproxy with the same settings.  The trainer: examples/folder_loader.py
 # (PyTorch DataLoader, 4 workers, batches of 32, 50 ms of compute per batch,
 # --checksum: the digest of every row must equal the local copy's).
 #
@@ -63,11 +66,22 @@ for ((c = 0; c < CLASSES; c++)); do
 	bench/mkdata --seed $((c + 11)) "$WORK/www/shuf/class$c" "$FILES" 110K >/dev/null
 done
 cat $(find "$WORK/www" -type f) >/dev/null
-nginx_start "$WORK/www" >/dev/null
-UP=${NGINX_URL#http://}
-delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null ||
-	{ echo "bench/xfile.sh: delayproxy did not start" >&2; exit 1; }
+# store [--json]: nginx over $WORK/www behind a delayproxy; prints its URL
+store() {
+	nginx_start "$WORK/www" "$@" >/dev/null ||
+		{ echo "bench/xfile.sh: nginx did not start" >&2; exit 1; }
+	local up=${NGINX_URL#http://}
+	delayproxy_start "${up%/}" "$LAT" "$BW" >/dev/null ||
+		{ echo "bench/xfile.sh: delayproxy did not start" >&2; exit 1; }
+}
+store --json
 URL=$DELAY_URL/
+DELAY_LOG=$DELAY_DIR/log
+RC_URL=""
+if [ $RCLONE = 1 ]; then
+	store
+	RC_URL=$DELAY_URL/
+fi
 LOADER=(/usr/bin/python3 examples/folder_loader.py --workers 4 --batch 32 --compute-ms 50 --checksum)
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
 
@@ -77,7 +91,7 @@ mount_pf() { # mnt opts
 mount_rclone() { # mnt
 	mkdir -p "$1"
 	track_mount "$1"
-	rclone mount :http: "$1" --http-url "$URL" --read-only \
+	rclone mount :http: "$1" --http-url "$RC_URL" --read-only \
 		--vfs-cache-mode full --cache-dir "$WORK/rcache.$(basename "$1")" \
 		--log-file "$WORK/rclone.log" >/dev/null 2>&1 &
 	track_pid $!
@@ -121,9 +135,11 @@ PY
 }
 
 {
-echo "## Many small files: $(head -1 "$DELAY_DIR/log" | sed 's/^delayproxy: //')"
+echo "## Many small files: $(head -1 "$DELAY_LOG" | sed 's/^delayproxy: //')"
 echo
-echo "nginx behind bench/delayproxy: ${LAT} ms before the first byte, $BW/s per connection."
+echo "nginx behind bench/delayproxy: ${LAT} ms before the first byte, $BW/s per connection;"
+echo "prefetchfs reads nginx's JSON index (every file's size and mtime: opens need no HEAD),"
+echo "rclone the HTML index (its :http: backend parses HTML only) through a second proxy."
 echo "examples/folder_loader.py, 4 workers, batches of 32, 50 ms compute per batch."
 echo "Shared, loaded 2-core machine (load average $(cut -d' ' -f1-3 /proc/loadavg)): noisy."
 echo
