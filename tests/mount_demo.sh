@@ -45,7 +45,7 @@ nothing_left() { ! left_behind "$1"; }
 # --- 1. a whole run, twice -------------------------------------------------
 for run in 1 2; do
 	out=$WORK/run$run.out
-	timeout -k 10 300 "$DEMO" "${TINY[@]}" >"$out" 2>&1
+	timeout -k 10 150 "$DEMO" "${TINY[@]}" >"$out" 2>&1
 	rc=$?
 	d=$(demo_work "$out")
 	check "run $run: exit 0" test "$rc" -eq 0
@@ -78,7 +78,7 @@ check "failing trainer: no table" bash -c '! grep -q "^reading the dataset" "$1"
 # --- 2b. a step of the second part fails: its trainer, after nginx and
 # delayproxy (a second pair) started
 out=$WORK/fail2.out
-timeout -k 10 300 "$DEMO" "${TINY[@]}" --tree-compute-ms -1 >"$out" 2>&1
+timeout -k 10 150 "$DEMO" "${TINY[@]}" --tree-compute-ms -1 >"$out" 2>&1
 rc=$?
 d=$(demo_work "$out")
 check "failing tree trainer: non-zero exit ($rc)" test "$rc" -ne 0 -a "$rc" -ne 124
