@@ -6,8 +6,8 @@
 #
 #   make && make bench && bench/shuffle.sh [--quick | --smoke] [options]
 #
-# About 10 minutes with every system (6 with local, prefetchfs and rclone
-# only), --quick about 3, --smoke about 1.
+# About 7 minutes with every system on 2 cores (6.4 measured, loaded),
+# --quick about 3, --smoke about 1.
 #
 # The store: nginx serving the data set from local disk (in the page
 # cache) behind bench/delayproxy: --latency-ms (default 50) before the
