@@ -202,7 +202,8 @@ tree_train() {
 	step "running examples/folder_loader.py on $root ($label)"
 	# (PyTorch warns about more workers than cores: on a small machine,
 	# the point is that 4 workers are what a trainer would use)
-	out=$(PYTHONWARNINGS="ignore:This DataLoader will create:UserWarning" /usr/bin/python3 examples/folder_loader.py --workers 4 --batch 32 \
+	out=$(PYTHONWARNINGS="ignore:This DataLoader will create:UserWarning" \
+		/usr/bin/python3 examples/folder_loader.py --workers 4 --batch 32 \
 		--compute-ms "$TREE_COMPUTE" --seed "$4" --epochs "$5" --checksum "$root") ||
 		exit 1
 	if [ -n "$mnt" ]; then
@@ -217,8 +218,10 @@ pf_disk=$(tree_train "prefetchfs -o cache_dir" "$WORK/tree-disk" "cache_dir=$WOR
 pf_again=$(tree_train "prefetchfs -o cache_dir, mounted again" "$WORK/tree-disk" \
 	"cache_dir=$WORK/cache" 13 1)
 
-step "printing the second report"
+step "reading the local copy's digest"
 REF=$(field digest "$(head -1 <<<"$local_copy")")
+[ -n "$REF" ] || exit 1
+step "printing the second report"
 BAD=0
 # tree_rows LABEL OUTPUT [EPOCH-NAME...]: one row per epoch line
 tree_rows() {
