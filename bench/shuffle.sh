@@ -101,9 +101,8 @@ usage_err() { echo "bench/shuffle.sh: $* (see --help)" >&2; exit 2; }
 need_arg() { [ $# -ge 2 ] || usage_err "$1 needs a value"; }
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick) PRESET=quick; FILES=400; INORDER=32; TMO=300
-		TRAINERS="tree records inorder twice"; shift ;;
-	--smoke) PRESET=smoke; FILES=40; INORDER=4; TMO=60; TRAINERS="tree twice"; shift ;;
+	--quick) PRESET=quick; FILES=400; INORDER=32; TMO=300; shift ;;
+	--smoke) PRESET=smoke; FILES=40; INORDER=4; TMO=60; shift ;;
 	--files) need_arg "$@"; FILES=$2; shift 2 ;;
 	--file-size) need_arg "$@"; FSIZE=$2; shift 2 ;;
 	--inorder-files) need_arg "$@"; INORDER=$2; shift 2 ;;
@@ -112,7 +111,7 @@ while [ $# -gt 0 ]; do
 	--compute-ms) need_arg "$@"; COMPUTE=$2; shift 2 ;;
 	--workers) need_arg "$@"; WORKERS=$2; shift 2 ;;
 	--systems) need_arg "$@"; SYSTEMS=$2; shift 2 ;;
-	--trainers) need_arg "$@"; TRAINERS=$2; shift 2 ;;
+	--trainers) need_arg "$@"; TRAINERS=$2; TRAINERS_SET=1; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
 	--pf-opts) need_arg "$@"; PF_OPTS=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -126,6 +125,14 @@ only_of() { # WHAT "VALUES" "ALLOWED"
 		[[ " $3 " == *" $v "* ]] || usage_err "--$1: unknown value '$v' (one of: $3)"
 	done
 }
+# (the presets' trainers, unless --trainers came, before or after them;
+# --quick: its in-order epoch is already short)
+if [ -z "${TRAINERS_SET:-}" ]; then
+	case $PRESET in
+	quick) TRAINERS="tree records inorder twice" ;;
+	smoke) TRAINERS="tree twice" ;;
+	esac
+fi
 only_of systems "$SYSTEMS" "local prefetchfs cache_dir hints rclone"
 only_of trainers "$TRAINERS" "tree records inorder inorder48 twice"
 for v in "$FILES" "$INORDER" "$WORKERS"; do
