@@ -331,7 +331,7 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 			struct pf_efile *c =
 				container_of(l, struct pf_efile, node);
 
-			if (strcmp(c->path, path) == 0) {
+			if (!c->stale && strcmp(c->path, path) == 0) {
 				f = c;
 				break;
 			}
