@@ -29,10 +29,11 @@
  * (or pf_engine_start_push()) only and read without the lock.  Threads that
  * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
  * completion thread (fetch_done), the pusher (push.c), the opener threads
- * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for its bookkeeping and releases
- * it before it calls out: the backend's submit and open, the reply
- * function, the push function.  Work found under the lock is collected in a
- * struct deferred and done after unlocking (deferred_run()).
+ * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for
+ * its bookkeeping and releases it before it calls out: the backend's
+ * submit and open, the reply function, the push function.  Work found
+ * under the lock is collected in a struct deferred and done after
+ * unlocking (deferred_run()).
  */
 #ifndef PF_ENGINE_INT_H
 #define PF_ENGINE_INT_H

@@ -42,6 +42,7 @@
  * down, after opener_stop(): no job runs any more.  Locks: e->lock only
  * (the requests, the ghosts and the listing cache).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -400,14 +401,14 @@ static void next_cache_free(struct next_cache *nc)
 	free(nc);
 }
 
-/* Under the lock: the path of the first name after @base in the cached
- * listing of directory @dir (@dlen bytes), NULL when it is not cached or
- * has none (*cached says which). */
-static char *next_cached(struct pf_engine *e, const char *dir, size_t dlen,
-			 const char *base, uint64_t now, bool *cached)
+/* The path of the first name after @base in listing @nc if it is of
+ * directory @dir (@dlen bytes) and fresh; NULL when it is not (*cached
+ * false) or has none.  Under the lock if @nc is e->ncache. */
+static char *next_cached(const struct next_cache *nc, const char *dir,
+			 size_t dlen, const char *base, uint64_t now,
+			 bool *cached)
 {
-	struct next_cache *nc = e->ncache;
-	struct names *ns;
+	const struct names *ns;
 	size_t lo = 0;
 	size_t hi;
 	char *path;
@@ -447,9 +448,10 @@ static void next_open(struct pf_engine *e, const struct next_req *r)
 	struct next_cache *nc;
 	char *path;
 	bool cached;
+	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	path = next_cached(e, r->path, dlen, base, now, &cached);
+	path = next_cached(e->ncache, r->path, dlen, base, now, &cached);
 	pthread_mutex_unlock(&e->lock);
 	if (!cached) {
 		/* list it, not under the lock; the newest listing is kept */
@@ -457,20 +459,22 @@ static void next_open(struct pf_engine *e, const struct next_req *r)
 		if (!nc)
 			return;
 		nc->dir = strndup(r->path, dlen);
-		if (!nc->dir ||
-		    e->be->ops->readdir(e->be, nc->dir, names_add, &nc->ns) < 0) {
+		ret = nc->dir ? e->be->ops->readdir(e->be, nc->dir, names_add,
+						    &nc->ns) :
+				-ENOMEM;
+		if (ret < 0) {
 			next_cache_free(nc);
 			return;
 		}
 		names_sort(&nc->ns);
 		nc->listed = now;
+		path = next_cached(nc, r->path, dlen, base, now, &cached);
 		pthread_mutex_lock(&e->lock);
 		if (!e->ncache || e->ncache->listed <= nc->listed) {
 			next_cache_free(e->ncache);
 			e->ncache = nc;
 			nc = NULL;
 		}
-		path = next_cached(e, r->path, dlen, base, now, &cached);
 		pthread_mutex_unlock(&e->lock);
 		next_cache_free(nc);
 	}

@@ -71,7 +71,7 @@ for i in range(rounds):
         bad += 1
         print("round %d (%s): the old handle read %d bytes after 64 KiB, "
               "%s, error %s" % (i, how, len(got),
-                                "old bytes" if got == old[64 * K:64 * K + len(got)]
+                                "old bytes" if got == old[64 * K:][:len(got)]
                                 else "NOT the old bytes", err))
     # the new handle: the new version, whole
     size = os.fstat(fn).st_size
@@ -106,7 +106,8 @@ sys.exit(1 if bad else 0)
 PY
 rc=$?
 cat "$WORK/reopen.log"
-check "replaced while held open: new opens get the new version, the old handle old bytes or EIO (12 rounds)" \
-	test $rc -eq 0
+what="replaced while held open: new opens get the new version,"
+what+=" the old handle old bytes or EIO (12 rounds)"
+check "$what" test $rc -eq 0
 pf_umount "$M"
 finish
