@@ -121,6 +121,8 @@ void pf_engine_stop_push(struct pf_engine *e);
  */
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag);
+/* One more reference to @f, for pf_efile_put(). */
+void pf_efile_get(struct pf_efile *f);
 void pf_efile_put(struct pf_efile *f);
 
 /*
@@ -133,6 +135,18 @@ void pf_efile_put(struct pf_efile *f);
  */
 int pf_efile_open(struct pf_efile *f, struct stat *st);
 void pf_efile_close(struct pf_efile *f);
+
+/*
+ * @f's version is no longer the source's, and a newer file of the same
+ * path (pf_efile_new() and pf_efile_open() of it) replaces it for new
+ * opens while @f's handles are still open.  From now on @f's READs fail
+ * with EIO: the kernel gives the old and the new handles one page cache,
+ * so the old version's bytes must not enter it again; its blocks are
+ * dropped, it is read ahead and pushed no more (a push of it in progress
+ * has ended when this returns), and it cannot be opened again.  Its open
+ * handles still close it (pf_efile_close()).
+ */
+void pf_efile_retire(struct pf_efile *f);
 
 /* A READ of @size bytes at @off of an open file.  See pf_reply_fn. */
 void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,

@@ -17,6 +17,7 @@
 #ifndef PF_INODE_H
 #define PF_INODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -72,6 +73,20 @@ int pf_itable_getattr(struct pf_itable *t, struct pf_inode *in,
 
 /* The engine file of a regular-file inode, created on first use. */
 struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in);
+
+/* The same with a reference for the caller (pf_efile_put()): another
+ * thread may replace the inode's file meanwhile (below). */
+struct pf_efile *pf_itable_efile_get(struct pf_itable *t,
+				     struct pf_inode *in);
+
+/*
+ * A newer version of @in's file: its engine file becomes @f, which takes
+ * a reference of the caller's, if it is still @old (whose reference the
+ * table drops); else nothing changes (another open replaced @old first)
+ * and false is returned.
+ */
+bool pf_itable_efile_replace(struct pf_itable *t, struct pf_inode *in,
+			     struct pf_efile *old, struct pf_efile *f);
 
 /* Join "@dir/@name" into a new malloc'd path ("" dir gives "name"). */
 char *pf_path_join(const char *dir, const char *name);

@@ -653,7 +653,7 @@ void xfile_listed(struct pf_engine *e, const struct next_req *r,
 	xf->state = FILL_RUNNING;
 	xf->unused0 = e->tot.bytes_unused;
 	xf->t0 = engine_now(e);
-	pthread_cond_broadcast(&e->next_cond);
+	opener_wake(e, true);
 }
 
 /* Under the lock: one big file read at random offsets is filled whole. */
@@ -746,7 +746,7 @@ void xfile_plan(struct pf_engine *e, struct deferred *later)
 			break;
 		f->fill_pending = false;
 		xf->pend[i] = xf->pend[--xf->npend];
-		pthread_cond_signal(&e->next_cond);
+		opener_wake(e, false);
 	}
 }
 
@@ -766,7 +766,7 @@ bool xfile_work(struct pf_engine *e)
 	uint64_t size;
 
 	if (!xf || (xf->state != FILL_RUNNING && xf->state != FILL_DONE) ||
-	    e->stopping || e->next_stop)
+	    e->stopping || !opener_running(e))
 		return false;
 	now = engine_now(e);
 	if (xf->nheld && now - xf->t0 > FILL_HOLD_NS) {

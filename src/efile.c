@@ -9,11 +9,20 @@
  * that changed since the file was last cached drops its blocks and its
  * tracker.  Each fetch pins the generation's backend handle (struct bfile_ref),
  * so a close never pulls the handle from under a read in flight.  A file
- * the next-file thread opened ahead ("ghost", nextfile.c) is handed to its
+ * an opener job opened ahead ("ghost", nextfile.c) is handed to its
  * reader's pf_efile_new() and taken over by its pf_efile_open().
  *
- * Threads: FUSE workers (open, close, new, put) and the next-file thread
- * (efile_open for a ghost); bookkeeping under e->lock.
+ * Versions.  Every open handle of one efile shares the version pinned by
+ * the first.  When the source has a newer version while handles of the
+ * pinned one are still open (a reader holds it, or the kernel's RELEASE
+ * of the last is still on its way), the front end does not wait for them:
+ * it makes a new efile of the same path, opens it (the newer version,
+ * its own backend handle and blocks) and retires the old one
+ * (pf_efile_retire()): stale, its READs fail with EIO, it is skipped by
+ * every lookup by path, and it is freed when its last handle closes.
+ *
+ * Threads: FUSE workers (open, close, new, put, retire) and the opener
+ * threads (efile_open for a ghost or a plan); bookkeeping under e->lock.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -86,7 +95,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *g = container_of(l, struct pf_efile, node);
 
-		if (g->tag == 0 && (g->ghost || g->held) &&
+		if (g->tag == 0 && (g->ghost || g->held) && !g->stale &&
 		    strcmp(g->path, path) == 0) {
 			g->tag = tag;
 			g->refs++;
@@ -124,6 +133,13 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 	free(f);
 }
 
+void pf_efile_get(struct pf_efile *f)
+{
+	pthread_mutex_lock(&f->e->lock);
+	f->refs++;
+	pthread_mutex_unlock(&f->e->lock);
+}
+
 void pf_efile_put(struct pf_efile *f)
 {
 	struct pf_engine *e = f->e;
@@ -156,6 +172,11 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
+	if (f->stale && !f->opens) {
+		/* retired: its path has a newer file */
+		pthread_mutex_unlock(&e->lock);
+		return -ESTALE;
+	}
 	if (!ghost && f->ghost == GHOST_OPEN) {
 		/*
 		 * Opened ahead by the engine: a fresh open of it is handed
@@ -259,4 +280,31 @@ void pf_efile_close(struct pf_efile *f)
 	}
 	efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);
+}
+
+void pf_efile_retire(struct pf_efile *f)
+{
+	struct pf_engine *e = f->e;
+
+	pthread_mutex_lock(&e->lock);
+	f->stale = true;
+	/* the plans find the newer file by path from now on */
+	hint_forget(e, f);
+	f->hint_id = 0;
+	/* no more read-ahead (READs fail before they reach it) */
+	pf_tracker_free(f->tracker);
+	f->tracker = NULL;
+	/*
+	 * A push of the old bytes must not land after the caller's open
+	 * makes the kernel drop the page cache: the one in progress ends
+	 * first, the queued ones are skipped (push.c checks stale), and the
+	 * blocks of fetches in flight are detached here, which push_wanted()
+	 * refuses.
+	 */
+	while (e->pushing == f)
+		pthread_cond_wait(&e->push_cond, &e->lock);
+	file_drop_blocks(e, f);
+	pthread_mutex_unlock(&e->lock);
+	pf_debug("%s changed while open: its open handles get EIO, new opens "
+		 "the new version", f->path);
 }

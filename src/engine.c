@@ -5,12 +5,15 @@
  * The engine is split along its data path; engine_int.h lists the files and
  * holds the structures they share, each field marked with what protects
  * it.  pf_engine_new() sets every "set before threads start" field, then
- * starts the next-file thread; pf_engine_start_push() starts the pusher.
- * pf_engine_quiesce() (on the thread that shuts the mount down) stops
- * read-ahead and the next-file thread, cancels queued fetches and waits on
- * e->idle_cond for those in flight and for fetch_done() calls still
- * answering READs after they unlocked (e->completing); pf_engine_free()
- * then frees everything once no other thread can enter.
+ * starts the hint thread and the opener pool; pf_engine_start_push()
+ * starts the pusher.  pf_engine_quiesce() (on the thread that shuts the
+ * mount down) stops read-ahead, then the opener pool (it returns once the
+ * opens in flight returned, and cancels the queued ones), then lets the
+ * files opened ahead go (next_stop) and stops the hint thread (hint_stop),
+ * cancels queued fetches and waits on e->idle_cond for those in flight and
+ * for fetch_done() calls still answering READs after they unlocked
+ * (e->completing); pf_engine_free() then frees everything once no other
+ * thread can enter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -93,7 +96,6 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->lru_pushed);
 	list_init(&e->files);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
-	pthread_cond_init(&e->next_cond, NULL);
 	if (cfg->prefetch && hint_start(e) < 0) {
 		ret = -ENOMEM;
 		goto out_pool;
@@ -102,16 +104,22 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		ret = -ENOMEM;
 		goto out_hint;
 	}
+	/* last: its idle steps (the fill) read what next_start() set */
+	if (cfg->prefetch && opener_start(e, xfile_work) < 0) {
+		ret = -ENOMEM;
+		goto out_next;
+	}
 	*out = e;
 	return 0;
 
+out_next:
+	next_stop(e);
 out_hint:
 	hint_stop(e);
 	hint_free(e);
 out_pool:
 	free(e->ghosts);
 	xfile_free(e);
-	pthread_cond_destroy(&e->next_cond);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_mutex_destroy(&e->lock);
@@ -136,6 +144,9 @@ void pf_engine_quiesce(struct pf_engine *e)
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
 	pthread_mutex_unlock(&e->lock);
+	/* the opens in flight return first: they hold files the two below
+	 * let go */
+	opener_stop(e);
 	next_stop(e);
 	hint_stop(e);
 	pthread_mutex_lock(&e->lock);
@@ -161,6 +172,7 @@ void pf_engine_free(struct pf_engine *e)
 {
 	if (!e)
 		return;
+	opener_stop(e);
 	next_stop(e);
 	hint_stop(e);
 	while (!list_empty(&e->files)) {
@@ -177,6 +189,7 @@ void pf_engine_free(struct pf_engine *e)
 		efile_maybe_free(e, f);
 	}
 	hint_free(e);
+	opener_free(e);
 	pf_engine_stop_push(e);
 	free(e->ghosts);
 	xfile_free(e);
@@ -184,7 +197,6 @@ void pf_engine_free(struct pf_engine *e)
 	free(e->hash);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_cond_destroy(&e->idle_cond);
-	pthread_cond_destroy(&e->next_cond);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

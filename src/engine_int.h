@@ -11,7 +11,9 @@
  *                pf_plan_ahead(), plan.c), and cover_range(), the one walk
  *                over a range's blocks that every planner uses
  *   push.c       the pusher thread and the tripwires
- *   nextfile.c   the next-file threads and the files opened ahead ("ghosts")
+ *   opener.c     the pool of opener threads: backend opens and listings
+ *                ahead of readers, for the three below
+ *   nextfile.c   the next-file requests and the files opened ahead ("ghosts")
  *   dirahead.c   the cross-file learner (files of a directory opened in
  *                name order, by one reader or N striding ones) and the
  *                background fill of a shuffled tree that fits the cache
@@ -26,11 +28,12 @@
  * fields marked "set before threads start" are written by pf_engine_new()
  * (or pf_engine_start_push()) only and read without the lock.  Threads that
  * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
- * completion thread (fetch_done), the pusher (push.c) and the next-file
- * thread (nextfile.c).  Each takes e->lock for its bookkeeping and releases
- * it before it calls out: the backend's submit and open, the reply
- * function, the push function.  Work found under the lock is collected in a
- * struct deferred and done after unlocking (deferred_run()).
+ * completion thread (fetch_done), the pusher (push.c), the opener threads
+ * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for
+ * its bookkeeping and releases it before it calls out: the backend's
+ * submit and open, the reply function, the push function.  Work found
+ * under the lock is collected in a struct deferred and done after
+ * unlocking (deferred_run()).
  */
 #ifndef PF_ENGINE_INT_H
 #define PF_ENGINE_INT_H
@@ -54,9 +57,10 @@ struct pf_strbuf;
 #define MAX_EXTENTS 512
 #define MAX_READ_BLOCKS 1024
 /* files opened ahead of their readers, at most (cfg.xfile_files: 0 means
- * this); threads that open them */
+ * this) */
 #define DEF_GHOSTS 256
-#define NEXT_THREADS 32
+/* threads of the opener pool (opener.c says why 32) */
+#define OPENER_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 /* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16
@@ -218,6 +222,23 @@ struct engine_stream {
 				 * READs that waited for read-ahead */
 };
 
+/*
+ * A job of the opener pool (opener.c), embedded in the submitter's
+ * request; the pool's from opener_submit() until it calls fn, once, lock
+ * not held: to do the job (cancel false) or, for a job never started, to
+ * let go of what it holds (cancel true, from opener_stop()).  Priorities in
+ * the order the jobs are taken.
+ */
+enum { OPEN_DECLARED, OPEN_PREDICTED, OPEN_SPECULATIVE, OPEN_PRIOS };
+struct opener_job;
+typedef void (*opener_fn)(struct pf_engine *e, struct opener_job *j,
+			  bool cancel);
+struct opener_job {
+	struct opener_job *next;	/* the pool's */
+	opener_fn fn;
+	int prio;			/* OPEN_* */
+};
+
 /* A file of the dataset (efile.c). */
 struct pf_efile {
 	struct pf_engine *e;	/* set at creation */
@@ -249,12 +270,15 @@ struct pf_efile {
 	unsigned hint_pending;	/* ranges of it being fetched */
 	bool hint_held;		/* the plans hold a reference */
 	bool hint_open;		/* the plans hold an open */
-	bool hint_opening;	/* an opener thread is opening it */
+	bool hint_opening;	/* an opener job is opening it */
+	struct opener_job hint_job; /* that job, while hint_opening */
 	int hint_err;		/* that open failed (-errno), once */
 	uint64_t ghost_ns;	/* when the engine's open of it returned */
 	bool held;		/* the background fill holds an open and a
 				 * reference (dirahead.c) */
 	bool fill_pending;	/* on the fill's list to plan */
+	bool stale;		/* a newer version of its path replaced it
+				 * (pf_efile_retire()): READs fail, no open */
 };
 
 struct pf_engine {
@@ -304,13 +328,13 @@ struct pf_engine {
 	struct pf_efile *pushing; /* protected by e->lock: file the pusher
 				   * is pushing for now */
 	bool push_stop;		/* protected by e->lock */
-	/* the next-file threads (nextfile.c) */
-	pthread_t next_threads[NEXT_THREADS]; /* set before threads start */
-	unsigned next_running;	/* set before threads start; cleared by
-				 * next_stop() once the threads are joined */
-	bool next_stop;		/* protected by e->lock */
-	pthread_cond_t next_cond; /* with e->lock: nextq grew, or stop */
-	struct next_req *nextq;	/* protected by e->lock */
+	/* the opener pool (opener.c); set before threads start */
+	struct opener *op;
+	/* the next-file requests (nextfile.c) */
+	bool next_running;	/* set before threads start, cleared by
+				 * next_stop() under e->lock: next-file and
+				 * learner requests are made */
+	struct next_cache *ncache; /* protected by e->lock */
 	struct pf_efile **ghosts; /* protected by e->lock; max_ghosts */
 	unsigned nghosts;	/* protected by e->lock */
 	/* declared plans (hintfetch.c); set before threads start */
@@ -400,10 +424,21 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
 
+/* opener.c (the job is defined with the structures above) */
+/* lock not held */
+int opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e));
+void opener_stop(struct pf_engine *e);
+void opener_free(struct pf_engine *e);
+void opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+/* under e->lock; false (the job stays the caller's) once stopping */
+bool opener_submit(struct pf_engine *e, struct opener_job *j);
+void opener_wake(struct pf_engine *e, bool all);
+bool opener_running(const struct pf_engine *e);
+
 /* nextfile.c */
 enum { NR_NEXT, NR_OPEN, NR_LIST, NR_TREE };
 struct next_req {
-	struct next_req *next;
+	struct opener_job job;
 	int kind;		/* NR_*: the next file after path; open path
 				 * ahead; list directory path (learner);
 				 * list the tree under path (fill) */
@@ -460,7 +495,7 @@ void xfile_latency(struct pf_engine *e, uint64_t ns);
 void xfile_late(struct pf_engine *e, const struct pf_efile *f);
 void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb);
 void xfile_release_all(struct pf_engine *e);
-/* on a next-file thread, lock held on entry and return (dropped inside) */
+/* on an opener thread, lock held on entry and return (dropped inside) */
 bool xfile_work(struct pf_engine *e);
 void xfile_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);

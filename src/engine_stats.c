@@ -174,6 +174,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
 	hint_stats_json(e, &sb);
+	opener_stats_json(e, &sb);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);
 }

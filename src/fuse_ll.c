@@ -445,18 +445,18 @@ static void lo_releasedir(fuse_req_t req, fuse_ino_t ino,
 
 /*
  * The engine gives every open handle of a file the one version it pinned
- * when the first was opened.  The kernel sends RELEASE without waiting for
- * it, so a RELEASE may still be in another worker's hands when the OPEN
- * that followed it arrives: that open would find the old handle, get the
- * old version and not see that the file changed (nor make the kernel
- * forget the old size).  When the source says the file is no longer the
- * version pinned, give such a handle a moment to go, then open again.
- * Only for a source whose getattr sees the file as it is now (a
- * directory; object stores answer from their listing).
+ * when the first was opened.  When an open finds that version older than
+ * the source's (a reader still holds the old one open, or the kernel's
+ * RELEASE of the last old handle is still in another worker's hands: the
+ * kernel sends it without waiting), it does not wait for the old handles:
+ * a new engine file of the path gets the file as it is now, replaces the
+ * old one in the inode, and the old one is retired (its handles' READs
+ * fail with EIO from now on: see pf_efile_retire()).  The caller then
+ * makes the kernel forget the old size and page cache (returns 1).  Only
+ * for a source whose getattr sees the file as it is now (a directory;
+ * object stores answer from their listing).  *efp holds a reference of
+ * the caller's, to the file now open.
  */
-#define SETTLE_TRIES 50
-#define SETTLE_NS (2 * 1000 * 1000)
-
 static bool same_version(const struct stat *a, const struct stat *b)
 {
 	return a->st_size == b->st_size &&
@@ -465,26 +465,57 @@ static bool same_version(const struct stat *a, const struct stat *b)
 }
 
 static int open_current(struct pf_fs *fs, struct pf_inode *in,
-			struct pf_efile *ef, struct stat *st)
+			struct pf_efile **efp, struct stat *st)
 {
-	const struct timespec pause = { .tv_nsec = SETTLE_NS };
+	struct pf_efile *old = *efp;
+	struct pf_efile *nf;
 	struct stat now;
-	int ret = pf_efile_open(ef, st);
+	struct stat nst;
+	int ret = pf_efile_open(old, st);
 
+	if (ret == -ESTALE) {
+		/* retired by another open since we got it: take its newer */
+		nf = pf_itable_efile_get(fs->itable, in);
+		if (!nf)
+			return -ENOMEM;
+		pf_efile_put(old);
+		*efp = nf;
+		old = nf;
+		ret = pf_efile_open(old, st);
+	}
 	if (ret != 0 || strcmp(fs->be->ops->name, "posix") != 0)
 		return ret;
-	for (int i = 0; i < SETTLE_TRIES; i++) {
-		if (fs->be->ops->getattr(fs->be, in->path, &now) < 0 ||
-		    !S_ISREG(now.st_mode) || same_version(&now, st))
-			return 0;
-		pf_efile_close(ef);
-		nanosleep(&pause, NULL);
-		ret = pf_efile_open(ef, st);
-		if (ret != 0)
-			return ret;
+	if (fs->be->ops->getattr(fs->be, in->path, &now) < 0 ||
+	    !S_ISREG(now.st_mode) || same_version(&now, st))
+		return 0;
+	nf = pf_efile_new(fs->engine, in->path, in->ino);
+	if (!nf)
+		return 0;	/* share the old version, as ever */
+	ret = pf_efile_open(nf, &nst);
+	if (ret < 0) {
+		pf_efile_put(nf);
+		return 0;
 	}
-	/* a reader holds the old version open: share it, as ever */
-	return 0;
+	if (!pf_itable_efile_replace(fs->itable, in, old, nf)) {
+		/* another open replaced it first: open that one */
+		pf_efile_close(nf);
+		pf_efile_put(nf);
+		nf = pf_itable_efile_get(fs->itable, in);
+		if (!nf)
+			return 0;
+		ret = pf_efile_open(nf, &nst);
+		if (ret < 0) {
+			pf_efile_put(nf);
+			return 0;
+		}
+	} else {
+		pf_efile_retire(old);
+	}
+	pf_efile_close(old);
+	pf_efile_put(old);
+	*efp = nf;
+	*st = nst;
+	return 1;
 }
 
 /*
@@ -576,12 +607,14 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, S_ISDIR(in->mode) ? EISDIR : EINVAL);
 		return;
 	}
-	ef = pf_itable_efile(fs->itable, in);
+	ef = pf_itable_efile_get(fs->itable, in);
 	if (!ef) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = open_current(fs, in, ef, &st);
+	ret = open_current(fs, in, &ef, &st);
+	/* the handle's open keeps it alive, not this reference */
+	pf_efile_put(ef);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;

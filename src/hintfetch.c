@@ -23,14 +23,19 @@
  * one reference (hint_held) until its plan releases a range of it, so the
  * blocks stay reachable for the reader's open: pf_efile_new() finds the
  * efile by path through the table.  The backend opens needed for fetching
- * are made by HINT_OPENERS opener threads (an open over HTTP is a HEAD: one
- * latency each, so they run in parallel) and held for at most
- * MAX_HINT_OPEN files at once, until the plan releases the file (so the
- * reader's open shares it: over HTTP, no second HEAD); the oldest with no
- * pending range is closed when a new one is needed.
+ * are OPEN_DECLARED jobs of the engine's opener pool (opener.c: an open
+ * over HTTP is a HEAD, one latency each, so they run in parallel; a plan's
+ * files go before every speculative open), one job per file, embedded in
+ * the efile (hint_job, with a reference while queued or running).  They
+ * are held for at most MAX_HINT_OPEN files at once, until the plan
+ * releases the file (so the reader's open shares it: over HTTP, no second
+ * HEAD); the oldest with no pending range is closed when a new one is
+ * needed.  The pool is stopped before hint_stop() runs (engine.c), so no
+ * open job is left when hint_stop() lets the files go.
  *
- * Threads: the hint thread, the openers, and FUSE workers and the
- * completion thread through hint_read()/hint_kick() and the control file.
+ * Threads: the hint thread, the opener threads (hint_open_job), and FUSE
+ * workers and the completion thread through hint_read()/hint_kick() and
+ * the control file.
  * Locks: the plan set and the plans are guarded by e->lock (their calls
  * are pure and short); the intern table by h->mu, a leaf taken after
  * e->lock or alone (the resolver).  Each control-file handle has its own
@@ -48,9 +53,6 @@
 #include "engine_int.h"
 
 #define MAX_HINT_OPEN	1024	/* backend files held open for plans */
-#define HINT_OPENERS	32	/* threads opening them (a HEAD each over
-				 * HTTP: one latency; 32 in parallel keep
-				 * 600 files a second coming at 50 ms) */
 #define MAX_PENDING	256	/* ranges being fetched */
 #define BATCH		32
 
@@ -93,11 +95,7 @@ struct hintfetch {
 	unsigned npend;
 	struct pf_efile *open[MAX_HINT_OPEN];
 	unsigned nopen;
-	struct pf_efile *oq[MAX_HINT_OPEN];	/* to open, FIFO */
-	unsigned oq_head, noq, nopening;
-	pthread_cond_t ocond;	/* with e->lock: oq grew, or stop */
-	pthread_t openers[HINT_OPENERS];
-	unsigned nopeners;
+	unsigned nopening;	/* open jobs queued or running */
 	uint64_t opens, open_errors;
 	struct hint_closed closed;	/* of the plans ended so far */
 };
@@ -333,7 +331,7 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 			struct pf_efile *c =
 				container_of(l, struct pf_efile, node);
 
-			if (strcmp(c->path, path) == 0) {
+			if (!c->stale && strcmp(c->path, path) == 0) {
 				f = c;
 				break;
 			}
@@ -417,7 +415,7 @@ static bool open_evict(struct pf_engine *e)
 	return false;
 }
 
-/* Under e->lock: hold @f's new open (made by an opener thread). */
+/* Under e->lock: hold @f's new open (made by an open job). */
 static void open_hold(struct pf_engine *e, struct pf_efile *f)
 {
 	struct hintfetch *h = e->hf;
@@ -426,7 +424,7 @@ static void open_hold(struct pf_engine *e, struct pf_efile *f)
 		open_evict(e);
 	if (h->nopen == MAX_HINT_OPEN) {
 		/* every held file has a range pending: rare, and bounded by
-		 * the openers; let this one go at once */
+		 * the open jobs; let this one go at once */
 		if (--f->opens == 0) {
 			bfile_ref_put(f->cur);
 			f->cur = NULL;
@@ -437,11 +435,14 @@ static void open_hold(struct pf_engine *e, struct pf_efile *f)
 	h->open[h->nopen++] = f;
 }
 
+static void hint_open_job(struct pf_engine *e, struct opener_job *j,
+			  bool cancel);
+
 /*
  * Under e->lock: have @f opened for a pending range.  Returns 0 when it
- * is open, -EINPROGRESS while an opener thread works on it (the hint
- * thread is kicked when it is done), -EAGAIN when no open may be held
- * now, or the open's -errno.
+ * is open, -EINPROGRESS while an open job works on it (the hint thread is
+ * kicked when it is done), -EAGAIN when no open may be held now, or the
+ * open's -errno.
  */
 static int file_open(struct pf_engine *e, struct pf_efile *f)
 {
@@ -459,72 +460,55 @@ static int file_open(struct pf_engine *e, struct pf_efile *f)
 	}
 	if (h->nopen + h->nopening >= MAX_HINT_OPEN && !open_evict(e))
 		return -EAGAIN;
-	if (!h->nopeners || h->noq == MAX_HINT_OPEN)
-		return -EAGAIN;
+	f->hint_job.fn = hint_open_job;
+	f->hint_job.prio = OPEN_DECLARED;
+	if (!opener_submit(e, &f->hint_job))
+		return -EAGAIN;	/* shutting down */
 	f->hint_opening = true;
-	f->refs++;		/* while the opener has it */
+	f->refs++;		/* while the job has it */
 	h->nopening++;
-	h->oq[(h->oq_head + h->noq++) % MAX_HINT_OPEN] = f;
-	pthread_cond_signal(&h->ocond);
 	return -EINPROGRESS;
 }
 
-static void *opener_main(void *arg)
+/* An opener job (opener.c): open @f for the plans, or (cancel) let it go
+ * unopened. */
+static void hint_open_job(struct pf_engine *e, struct opener_job *j,
+			  bool cancel)
 {
-	struct pf_engine *e = arg;
+	struct pf_efile *f = container_of(j, struct pf_efile, hint_job);
 	struct hintfetch *h = e->hf;
 	struct stat st;
+	int ret = 0;
 
-	pthread_mutex_lock(&e->lock);
-	for (;;) {
-		struct pf_efile *f;
-		int ret;
-
-		while (!h->noq && !h->stop)
-			pthread_cond_wait(&h->ocond, &e->lock);
-		if (h->stop)
-			break;
-		f = h->oq[h->oq_head];
-		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
-		h->noq--;
-		pthread_mutex_unlock(&e->lock);
-		/* the backend open may block: not under the lock */
+	/* the backend open may block: not under the lock */
+	if (!cancel)
 		ret = efile_open(f, &st, false);
-		pthread_mutex_lock(&e->lock);
+	pthread_mutex_lock(&e->lock);
+	h->nopening--;
+	f->hint_opening = false;
+	if (cancel) {
+		/* never opened */
+	} else if (ret < 0) {
 		h->opens++;
-		h->nopening--;
-		f->hint_opening = false;
-		if (ret < 0) {
-			h->open_errors++;
-			f->hint_err = ret;
-		} else if (h->stop) {
-			if (--f->opens == 0) {
-				bfile_ref_put(f->cur);
-				f->cur = NULL;
-			}
-		} else {
-			open_hold(e, f);
+		h->open_errors++;
+		f->hint_err = ret;
+	} else if (h->stop || !opener_running(e)) {
+		h->opens++;
+		if (--f->opens == 0) {
+			bfile_ref_put(f->cur);
+			f->cur = NULL;
 		}
-		f->refs--;
-		efile_maybe_free(e, f);
-		if (!h->kick) {
-			h->kick = true;
-			pthread_cond_signal(&h->cond);
-		}
+	} else {
+		h->opens++;
+		open_hold(e, f);
 	}
-	/* what is still queued is let go */
-	while (h->noq) {
-		struct pf_efile *f = h->oq[h->oq_head];
-
-		h->oq_head = (h->oq_head + 1) % MAX_HINT_OPEN;
-		h->noq--;
-		h->nopening--;
-		f->hint_opening = false;
-		f->refs--;
-		efile_maybe_free(e, f);
+	f->refs--;
+	efile_maybe_free(e, f);
+	if (!h->kick) {
+		h->kick = true;
+		pthread_cond_signal(&h->cond);
 	}
 	pthread_mutex_unlock(&e->lock);
-	return NULL;
 }
 
 /* ---- releases ---------------------------------------------------------- */
@@ -740,7 +724,6 @@ int hint_start(struct pf_engine *e)
 		return -ENOMEM;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cond, NULL);
-	pthread_cond_init(&h->ocond, NULL);
 	pf_hint_cfg_default(&h->cfg);
 	h->cfg.max_inflight = e->cfg.max_inflight > reserve + 1 ?
 				      e->cfg.max_inflight - reserve : 1;
@@ -755,15 +738,11 @@ int hint_start(struct pf_engine *e)
 	e->hf = h;
 	if (pthread_create(&h->thread, NULL, hint_main, e) == 0)
 		h->running = true;
-	while (h->running && h->nopeners < HINT_OPENERS &&
-	       pthread_create(&h->openers[h->nopeners], NULL, opener_main,
-			      e) == 0)
-		h->nopeners++;
 	return 0;
 }
 
-/* Stops the thread, reports the pending ranges, lets the files go.
- * Lock not held. */
+/* After opener_stop() (no open job is left): stops the thread, reports
+ * the pending ranges, lets the files go.  Lock not held. */
 void hint_stop(struct pf_engine *e)
 {
 	struct hintfetch *h = e->hf;
@@ -774,12 +753,8 @@ void hint_stop(struct pf_engine *e)
 		pthread_mutex_lock(&e->lock);
 		h->stop = true;
 		pthread_cond_broadcast(&h->cond);
-		pthread_cond_broadcast(&h->ocond);
 		pthread_mutex_unlock(&e->lock);
 		pthread_join(h->thread, NULL);
-		for (unsigned i = 0; i < h->nopeners; i++)
-			pthread_join(h->openers[i], NULL);
-		h->nopeners = 0;
 		h->running = false;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -816,7 +791,6 @@ void hint_free(struct pf_engine *e)
 	free(h->v);
 	free(h->tab);
 	pthread_cond_destroy(&h->cond);
-	pthread_cond_destroy(&h->ocond);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 	e->hf = NULL;

@@ -315,3 +315,35 @@ struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in)
 	pthread_mutex_unlock(&t->lock);
 	return f;
 }
+
+struct pf_efile *pf_itable_efile_get(struct pf_itable *t,
+				     struct pf_inode *in)
+{
+	struct pf_efile *f;
+
+	pthread_mutex_lock(&t->lock);
+	if (!in->efile)
+		in->efile = pf_efile_new(t->e, in->path, in->ino);
+	f = in->efile;
+	if (f)
+		pf_efile_get(f);
+	pthread_mutex_unlock(&t->lock);
+	return f;
+}
+
+bool pf_itable_efile_replace(struct pf_itable *t, struct pf_inode *in,
+			     struct pf_efile *old, struct pf_efile *f)
+{
+	bool done;
+
+	pthread_mutex_lock(&t->lock);
+	done = in->efile == old;
+	if (done) {
+		pf_efile_get(f);
+		in->efile = f;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (done)
+		pf_efile_put(old);
+	return done;
+}

@@ -1,7 +1,8 @@
 /*
- * nextfile.c - the next-file threads: files opened by the engine ahead of
+ * nextfile.c - the next-file requests: files opened by the engine ahead of
  * their readers ("ghosts") and read ahead, and the listings and opens the
- * cross-file learner and the background fill need (dirahead.c).
+ * cross-file learner and the background fill need (dirahead.c), run as
+ * jobs of the engine's opener pool (opener.c).
  *
  * DESIGN
  * Datasets are mostly files read one after another in name order (shards,
@@ -21,23 +22,27 @@
  * the reader had opened it then; no second round trip), else opens anew
  * and keeps the blocks if the version did not change.
  *
- * Listing and opening may block (a listing request, a HEAD), so
- * NEXT_THREADS threads of the engine do them, concurrently: against a
- * store with a 50 ms round trip one thread opens 20 files a second, and
- * four readers of small files at local speed open hundreds.
+ * Listing and opening may block (a listing request, a HEAD), so the
+ * opener pool's threads do them, concurrently: against a store with a
+ * 50 ms round trip one thread opens 20 files a second, and four readers of
+ * small files at local speed open hundreds.  The learner's opens
+ * (NR_OPEN) are OPEN_PREDICTED jobs, taken before the next files and the
+ * listings (OPEN_SPECULATIVE), after the files a plan declared.  The last
+ * directory listed for NR_NEXT is kept 10 s for every job (e->ncache).
  * The read-ahead is planned under the lock like any other and continues as
  * fetches complete.  At most max_ghosts files, and max_memory / 4 of their
  * sizes, are held this way: a new one lets the oldest go if its reader did
  * not come within GHOST_FRESH_NS (its blocks are unread read-ahead, the
  * first memory evicted, counted as unused), else is let go itself.  With
- * nothing queued the threads run the background fill's steps
- * (xfile_work()).
+ * nothing queued the pool runs the background fill's steps (xfile_work()).
  *
- * Threads: the next-file threads (next_main, ghost_open) list and open;
- * READ and completion threads ask (next_ask, next_push) and plan ghosts'
+ * Threads: the opener threads (next_job, ghost_open) list and open; READ
+ * and completion threads ask (next_ask, next_push) and plan ghosts'
  * read-ahead, under e->lock.  next_stop() runs on the thread that shuts
- * down.
+ * down, after opener_stop(): no job runs any more.  Locks: e->lock only
+ * (the requests, the ghosts and the listing cache).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -50,13 +55,15 @@
 #define NEXT_LIST_NS (10ull * 1000000000ull) /* a listing is reused 10 s */
 #define GHOST_FRESH_NS (5ull * 1000000000ull)
 
-/* Under the lock: queue a request for the next-file threads. */
+static void next_job(struct pf_engine *e, struct opener_job *j, bool cancel);
+
+/* Under the lock: queue a request for the opener pool. */
 void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
 	       uint64_t want)
 {
 	struct next_req *r;
 
-	if (!e->next_running || e->stopping || e->next_stop)
+	if (!e->next_running || e->stopping)
 		return;
 	r = malloc(sizeof(*r) + len + 1);
 	if (!r)
@@ -65,17 +72,12 @@ void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
 	r->path[len] = '\0';
 	r->kind = kind;
 	r->want = want;
+	r->job.fn = next_job;
 	/* the learner's opens are needed soonest: in order, before every
 	 * listing and next file */
-	{
-		struct next_req **pp = &e->nextq;
-
-		while (*pp && (kind != NR_OPEN || (*pp)->kind == NR_OPEN))
-			pp = &(*pp)->next;
-		r->next = *pp;
-		*pp = r;
-	}
-	pthread_cond_signal(&e->next_cond);
+	r->job.prio = kind == NR_OPEN ? OPEN_PREDICTED : OPEN_SPECULATIVE;
+	if (!opener_submit(e, &r->job))
+		free(r);
 }
 
 /* Under the lock: ask the next-file threads for @f's successor. */
@@ -237,13 +239,14 @@ void names_sort(struct names *ns)
 	free(v);
 }
 
-/* Under the lock: the file of @path in e->files, or NULL. */
+/* Under the lock: the file of @path in e->files, or NULL (an older
+ * version that a newer one replaced is not that file, efile.c). */
 struct pf_efile *efile_lookup(struct pf_engine *e, const char *path)
 {
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *c = container_of(l, struct pf_efile, node);
 
-		if (strcmp(c->path, path) == 0)
+		if (!c->stale && strcmp(c->path, path) == 0)
 			return c;
 	}
 	return NULL;
@@ -291,7 +294,7 @@ static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
 }
 
 /*
- * On a next-file thread, lock not held: open @path ahead of its reader and
+ * On an opener thread, lock not held: open @path ahead of its reader and
  * read @want bytes of it ahead, as a ghost, or for the fill (@fill: held
  * and read whole).  Returns the file (no reference for the caller), NULL
  * when not needed or on failure.
@@ -307,7 +310,7 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	if (e->stopping || e->next_stop)
+	if (e->stopping || !opener_running(e))
 		f = NULL;
 	else
 		f = ghost_get(e, path, fill, &shared);
@@ -331,7 +334,7 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 		pthread_mutex_unlock(&e->lock);
 		return NULL;
 	}
-	if (f->ghost != GHOST_OPENING || e->stopping || e->next_stop) {
+	if (f->ghost != GHOST_OPENING || e->stopping || !opener_running(e)) {
 		/* a reader opened it meanwhile, or shutdown: not needed */
 		ghost_release(e, f);
 		pthread_mutex_unlock(&e->lock);
@@ -374,44 +377,49 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 	return f;
 }
 
-/* Per thread: the last directory listed for NR_NEXT. */
-struct next_list {
+/* The last directory listed for NR_NEXT, shared by the jobs (e->lock). */
+struct next_cache {
 	struct names ns;
 	char *dir;
 	uint64_t listed;
 };
 
-/* On a next-file thread, lock not held: NR_NEXT. */
-static void next_open(struct pf_engine *e, const struct next_req *r,
-		      struct next_list *nl)
+static void names_free(struct names *ns)
 {
-	const char *slash = strrchr(r->path, '/');
-	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
-	const char *base = slash ? slash + 1 : r->path;
-	struct names *ns = &nl->ns;
-	uint64_t now = engine_now(e);
-	char *path;
+	names_clear(ns);
+	free(ns->v);
+	free(ns->size);
+	memset(ns, 0, sizeof(*ns));
+}
+
+static void next_cache_free(struct next_cache *nc)
+{
+	if (!nc)
+		return;
+	names_free(&nc->ns);
+	free(nc->dir);
+	free(nc);
+}
+
+/* The path of the first name after @base in listing @nc if it is of
+ * directory @dir (@dlen bytes) and fresh; NULL when it is not (*cached
+ * false) or has none.  Under the lock if @nc is e->ncache. */
+static char *next_cached(const struct next_cache *nc, const char *dir,
+			 size_t dlen, const char *base, uint64_t now,
+			 bool *cached)
+{
+	const struct names *ns;
 	size_t lo = 0;
 	size_t hi;
+	char *path;
 	int ret;
 
-	if (!nl->dir || strlen(nl->dir) != dlen ||
-	    memcmp(nl->dir, r->path, dlen) || now - nl->listed > NEXT_LIST_NS) {
-		names_clear(ns);
-		free(nl->dir);
-		nl->dir = strndup(r->path, dlen);
-		if (!nl->dir)
-			return;
-		if (e->be->ops->readdir(e->be, nl->dir, names_add, ns) < 0) {
-			names_clear(ns);
-			free(nl->dir);
-			nl->dir = NULL;
-			return;
-		}
-		names_sort(ns);
-		nl->listed = now;
-	}
-	/* the first name after @base */
+	*cached = nc && strlen(nc->dir) == dlen &&
+		  memcmp(nc->dir, dir, dlen) == 0 &&
+		  now - nc->listed <= NEXT_LIST_NS;
+	if (!*cached)
+		return NULL;
+	ns = &nc->ns;
 	hi = ns->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -422,12 +430,55 @@ static void next_open(struct pf_engine *e, const struct next_req *r,
 			hi = mid;
 	}
 	if (lo == ns->n)
-		return;
+		return NULL;
 	if (dlen)
-		ret = asprintf(&path, "%s/%s", nl->dir, ns->v[lo]);
+		ret = asprintf(&path, "%s/%s", nc->dir, ns->v[lo]);
 	else
 		ret = asprintf(&path, "%s", ns->v[lo]);
-	if (ret < 0)
+	return ret < 0 ? NULL : path;
+}
+
+/* On an opener thread, lock not held: NR_NEXT. */
+static void next_open(struct pf_engine *e, const struct next_req *r)
+{
+	const char *slash = strrchr(r->path, '/');
+	size_t dlen = slash ? (size_t)(slash - r->path) : 0;
+	const char *base = slash ? slash + 1 : r->path;
+	uint64_t now = engine_now(e);
+	struct next_cache *nc;
+	char *path;
+	bool cached;
+	int ret;
+
+	pthread_mutex_lock(&e->lock);
+	path = next_cached(e->ncache, r->path, dlen, base, now, &cached);
+	pthread_mutex_unlock(&e->lock);
+	if (!cached) {
+		/* list it, not under the lock; the newest listing is kept */
+		nc = calloc(1, sizeof(*nc));
+		if (!nc)
+			return;
+		nc->dir = strndup(r->path, dlen);
+		ret = nc->dir ? e->be->ops->readdir(e->be, nc->dir, names_add,
+						    &nc->ns) :
+				-ENOMEM;
+		if (ret < 0) {
+			next_cache_free(nc);
+			return;
+		}
+		names_sort(&nc->ns);
+		nc->listed = now;
+		path = next_cached(nc, r->path, dlen, base, now, &cached);
+		pthread_mutex_lock(&e->lock);
+		if (!e->ncache || e->ncache->listed <= nc->listed) {
+			next_cache_free(e->ncache);
+			e->ncache = nc;
+			nc = NULL;
+		}
+		pthread_mutex_unlock(&e->lock);
+		next_cache_free(nc);
+	}
+	if (!path)
 		return;
 	ghost_open(e, path, r->want, false);
 	free(path);
@@ -486,9 +537,7 @@ static int tree_add(struct pf_engine *e, struct names *ns, const char *dir,
 		ret = tree_add(e, ns, sub, true, depth + 1);
 		free(sub);
 	}
-	names_clear(&w.sub);
-	free(w.sub.v);
-	free(w.sub.size);
+	names_free(&w.sub);
 	return ret;
 }
 
@@ -501,55 +550,28 @@ static void next_list(struct pf_engine *e, const struct next_req *r)
 	pthread_mutex_lock(&e->lock);
 	xfile_listed(e, r, &ns, ret < 0 ? ret : 0);
 	pthread_mutex_unlock(&e->lock);
-	names_clear(&ns);
-	free(ns.v);
-	free(ns.size);
+	names_free(&ns);
 }
 
-static void *next_main(void *arg)
+/* An opener job (opener.c): one request, then freed. */
+static void next_job(struct pf_engine *e, struct opener_job *j, bool cancel)
 {
-	struct pf_engine *e = arg;
-	struct next_list nl = { 0 };
+	struct next_req *r = container_of(j, struct next_req, job);
 
-	pthread_mutex_lock(&e->lock);
-	for (;;) {
-		struct next_req *r;
-
-		while (!e->nextq && !e->next_stop) {
-			/* the fill's steps when nothing else is asked */
-			if (xfile_work(e))
-				continue;
-			pthread_cond_wait(&e->next_cond, &e->lock);
-		}
-		if (e->next_stop)
-			break;
-		r = e->nextq;
-		e->nextq = r->next;
-		pthread_mutex_unlock(&e->lock);
-		if (r->kind == NR_NEXT)
-			next_open(e, r, &nl);
-		else if (r->kind == NR_OPEN)
-			ghost_open(e, r->path, r->want, false);
-		else
-			next_list(e, r);
-		free(r);
-		pthread_mutex_lock(&e->lock);
-	}
-	while (e->nextq) {
-		struct next_req *r = e->nextq;
-
-		e->nextq = r->next;
-		free(r);
-	}
-	pthread_mutex_unlock(&e->lock);
-	names_clear(&nl.ns);
-	free(nl.ns.v);
-	free(nl.ns.size);
-	free(nl.dir);
-	return NULL;
+	/* cancelled: never started (shutting down); it holds nothing */
+	if (cancel)
+		r->kind = -1;
+	if (r->kind == NR_NEXT)
+		next_open(e, r);
+	else if (r->kind == NR_OPEN)
+		ghost_open(e, r->path, r->want, false);
+	else if (r->kind == NR_LIST || r->kind == NR_TREE)
+		next_list(e, r);
+	free(r);
 }
 
-/* From pf_engine_new(): the threads, if the backend can list. */
+/* From pf_engine_new(), before opener_start(): the requests are made if
+ * the backend can list (and the pool takes them). */
 int next_start(struct pf_engine *e)
 {
 	e->max_ghosts = e->cfg.xfile_files ? e->cfg.xfile_files : DEF_GHOSTS;
@@ -561,30 +583,21 @@ int next_start(struct pf_engine *e)
 	if (!e->cfg.prefetch || !e->be->ops->readdir ||
 	    (!e->cfg.next_file && !e->cfg.fill))
 		return 0;
-	for (unsigned i = 0; i < NEXT_THREADS; i++) {
-		if (pthread_create(&e->next_threads[i], NULL, next_main, e))
-			break;
-		e->next_running++;
-	}
+	e->next_running = true;
 	return 0;
 }
 
-/* Stops the next-file threads and lets every ghost and held file go. */
+/* After opener_stop() (no job runs or is queued): lets every ghost and
+ * held file go. */
 void next_stop(struct pf_engine *e)
 {
-	if (e->next_running) {
-		pthread_mutex_lock(&e->lock);
-		e->next_stop = true;
-		pthread_cond_broadcast(&e->next_cond);
-		pthread_mutex_unlock(&e->lock);
-		for (unsigned i = 0; i < e->next_running; i++)
-			pthread_join(e->next_threads[i], NULL);
-		e->next_running = 0;
-	}
 	pthread_mutex_lock(&e->lock);
+	e->next_running = false;
 	while (e->nghosts)
 		ghost_release(e, e->ghosts[0]);
 	if (e->xf)
 		xfile_release_all(e);
+	next_cache_free(e->ncache);
+	e->ncache = NULL;
 	pthread_mutex_unlock(&e->lock);
 }

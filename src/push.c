@@ -153,7 +153,8 @@ static void *pusher_main(void *arg)
 		e->pushq_bytes -= ft->len;
 		/* only bytes of the version open now: a file that changed
 		 * since has had its page cache dropped, or soon will */
-		stop = e->push_stop || !iov || ft->bfref != ft->file->cur;
+		stop = e->push_stop || !iov || ft->bfref != ft->file->cur ||
+		       ft->file->stale;
 		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 

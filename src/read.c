@@ -235,6 +235,12 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 	p->cap = MAX_READ_BLOCKS;
 
 	pthread_mutex_lock(&e->lock);
+	if (f->stale) {
+		/* a newer version replaced it (pf_efile_retire()) */
+		pthread_mutex_unlock(&e->lock);
+		reply(req, NULL, 0, EIO);
+		return;
+	}
 	if (f->tracker) {
 		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
 

@@ -2,8 +2,10 @@
  * check_hintfetch.c - the engine follows declared plans (hintfetch.c):
  * a plan's files are fetched ahead, opened by path when nobody has them
  * open yet, and its records of an open file too; the reader's open finds
- * the file the plan opened and reads from memory; bad writes fail whole.
- * The in-memory backend of engine_harness.h completes reads at once.
+ * the file the plan opened and reads from memory; bad writes fail whole;
+ * pf_engine_quiesce() waits for a plan's open in flight on an opener
+ * thread and lets it go.  The in-memory backend of engine_harness.h
+ * completes reads at once.
  */
 #include "engine_harness.h"
 
@@ -29,11 +31,47 @@ static int h_getattr(struct pf_backend *be, const char *path,
 	return -ENOENT;
 }
 
+/* opens may be held at a gate (hold_opens) to stand for a slow HEAD */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int hold_opens;
+static unsigned opens_held;	/* waiting at the gate now */
+static unsigned opens_done, closes;
+
+static int h_open(struct pf_backend *be, const char *path,
+		  struct pf_bfile **out, struct stat *st)
+{
+	int ret;
+
+	pthread_mutex_lock(&gate_mu);
+	opens_held++;
+	pthread_cond_broadcast(&gate_cv);
+	while (hold_opens)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	opens_held--;
+	pthread_mutex_unlock(&gate_mu);
+	ret = t_open(be, path, out, st);
+	pthread_mutex_lock(&gate_mu);
+	opens_done += ret == 0;
+	pthread_mutex_unlock(&gate_mu);
+	return ret;
+}
+
+static void h_close(struct pf_backend *be, struct pf_bfile *f)
+{
+	pthread_mutex_lock(&gate_mu);
+	closes++;
+	pthread_mutex_unlock(&gate_mu);
+	t_close(be, f);
+}
+
 static void hsetup(void)
 {
 	setup_with(64u << 20, 1, 16, 0);
 	h_ops = t_ops;
 	h_ops.getattr = h_getattr;
+	h_ops.open = h_open;
+	h_ops.close = h_close;
 	tb.be.ops = &h_ops;
 	tb.autocomplete = 1;
 }
@@ -154,6 +192,56 @@ START_TEST(test_bad_write_fails_whole)
 }
 END_TEST
 
+struct quiescer {
+	pthread_t t;
+	int done;
+};
+
+static void *quiesce_main(void *arg)
+{
+	struct quiescer *q = arg;
+
+	pf_engine_quiesce(eng);
+	__atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+START_TEST(test_quiesce_waits_for_open)
+{
+	const struct timespec pause = { .tv_nsec = 100 * 1000 * 1000 };
+	struct pf_engine_hint *h;
+	struct quiescer q = { 0 };
+	unsigned opens0, closes0;
+
+	pthread_mutex_lock(&gate_mu);
+	hold_opens = 1;
+	opens0 = opens_done;
+	closes0 = closes;
+	pthread_mutex_unlock(&gate_mu);
+	ck_assert_int_eq(pf_engine_hint_open(eng, &h), 0);
+	ck_assert_int_eq(hwrite(h, "small\n", 0), 6);
+	/* the plan's open of "small" is at the gate, on an opener thread */
+	pthread_mutex_lock(&gate_mu);
+	while (opens_held == 0)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	ck_assert_int_eq(pthread_create(&q.t, NULL, quiesce_main, &q), 0);
+	nanosleep(&pause, NULL);
+	ck_assert_int_eq(__atomic_load_n(&q.done, __ATOMIC_ACQUIRE), 0);
+	pthread_mutex_lock(&gate_mu);
+	hold_opens = 0;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+	pthread_join(q.t, NULL);
+	/* the open returned before the quiesce did, and was let go */
+	pthread_mutex_lock(&gate_mu);
+	ck_assert_uint_eq(opens_done, opens0 + 1);
+	ck_assert_uint_eq(closes, closes0 + 1);
+	pthread_mutex_unlock(&gate_mu);
+	pf_engine_hint_close(eng, h);
+}
+END_TEST
+
 static Suite *hintfetch_suite(void)
 {
 	Suite *s = suite_create("hintfetch");
@@ -164,6 +252,7 @@ static Suite *hintfetch_suite(void)
 	tcase_add_test(tc, test_whole_file_opened_ahead);
 	tcase_add_test(tc, test_records_of_an_open_file);
 	tcase_add_test(tc, test_bad_write_fails_whole);
+	tcase_add_test(tc, test_quiesce_waits_for_open);
 	suite_add_tcase(s, tc);
 	return s;
 }
