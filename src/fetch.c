@@ -7,10 +7,26 @@
  * e->lock and adds the parts it wants to a struct fetch_builder, which
  * closes a fetch whenever the next part does not continue it or fetch_size
  * is reached.
- * Closed fetches go to the backend at most max_inflight at a time: those
- * past that wait in a FIFO (demand fetches only; read-ahead is simply not
- * planned then).  Submitting happens after the lock is released
- * (deferred_run()).
+ * Closed fetches go to the backend right away, up to max_requests (4 x
+ * max_inflight, PF_ENGINE_MAX_REQUESTS) at a time; demand fetches past
+ * that wait in a FIFO.  Read-ahead is planned only while fetch_room() says
+ * so: the bytes in flight plus the new fetch stay within max_inflight x
+ * fetch_size, and the requests under max_requests - max_inflight.
+ *
+ * Why bytes: a backend read costs a round trip plus its bytes over the
+ * bandwidth, so the requests that keep a store busy are (Little's law)
+ * latency x rate / request size.  max_inflight was tuned for fetch_size
+ * fetches; whole small files (the fill, the files read ahead of in-order
+ * readers) are 10 to 40 times smaller and need that many more requests in
+ * flight for the same rate.  The byte bound keeps full-size read-ahead at
+ * max_inflight fetches as before; the request bound caps the small ones at
+ * 3 x max_inflight.  Demand fetches count in both (read-ahead yields to
+ * them) but are bounded only by max_requests, which read-ahead never
+ * reaches: a READ always finds at least max_inflight free slots.  The
+ * backends are sized for max_requests (main.c: curl's connections, the
+ * io_uring depth); memory stays bounded by max_memory, as read-ahead
+ * takes no buffer the pool does not have (block_new()).  Submitting
+ * happens after the lock is released (deferred_run()).
  *
  * fetch_done() runs on the backend's completion thread (or on the
  * submitter's, when the submit fails): under e->lock it marks the blocks'
@@ -82,7 +98,8 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	e->tot.fetches++;
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
-	if (e->inflight < e->cfg.max_inflight) {
+	e->inflight_bytes += ft->len;
+	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
 		ft->qnext = later->submit;
 		later->submit = ft;
@@ -99,6 +116,22 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 		ft->t0 = engine_now(e);
 		trace_counters(e, ft->t0);
 	}
+}
+
+/*
+ * May read-ahead start a fetch of up to @len bytes now?  See DESIGN: the
+ * bytes in flight (demand fetches' too) stay within max_inflight x
+ * fetch_size and the requests below those kept for demand fetches.
+ */
+bool fetch_room(const struct pf_engine *e, uint64_t len)
+{
+	uint64_t bytes = (uint64_t)e->cfg.max_inflight * e->cfg.fetch_size;
+
+	if (len > e->cfg.fetch_size)
+		len = e->cfg.fetch_size;
+	return e->inflight + e->queued <
+		       engine_max_requests(e) - e->cfg.max_inflight &&
+	       e->inflight_bytes + len <= bytes;
 }
 
 /*
@@ -231,6 +264,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	pthread_mutex_lock(&e->lock);
 	e->inflight--;
+	e->inflight_bytes -= ft->len;
 	if (err) {
 		e->tot.fetch_errors++;
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
