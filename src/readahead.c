@@ -67,11 +67,12 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
  * first block it cannot fetch now (no room in flight: fetch_room(), no
  * memory, a block being filled or read) and returns the offset reached;
  * blocks that hold their part close the fetch being built, so each fetch
- * is weighed by fetch_room() before it starts.  A READ (c->demand) walks the whole range whatever the
- * fetches in flight: blocks that hold their part are pinned into c->read's
- * blk[] (pinned for real by the caller), the first block it must wait for
- * is c->wait_on, c->nomem tells that a buffer or a fetch could not be had,
- * and c->missed that a fetch was made.
+ * is weighed by fetch_room() before it starts.  A READ (c->demand) walks
+ * the whole range whatever the fetches in flight: blocks that hold their
+ * part are pinned into c->read's blk[] (pinned for real by the caller),
+ * the first block it must wait for is c->wait_on, c->nomem tells that a
+ * buffer or a fetch could not be had, and c->missed that a fetch was
+ * made.
  */
 uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
