@@ -362,6 +362,9 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		       struct pf_efile *f, struct block *b, uint32_t flo,
 		       uint32_t fhi, bool prefetch, unsigned stream,
 		       struct deferred *later);
+bool fetch_builder_continues(const struct pf_engine *e,
+			     const struct fetch_builder *fb, uint64_t foff,
+			     uint64_t len, bool prefetch);
 bool fetch_room(const struct pf_engine *e, uint64_t len);
 void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
 		 uint32_t *fhi);

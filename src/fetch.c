@@ -135,6 +135,24 @@ bool fetch_room(const struct pf_engine *e, uint64_t len)
 }
 
 /*
+ * Would @len bytes at file offset @foff continue the fetch being built?
+ * Else fetch_builder_add() closes it and starts another: read-ahead asks
+ * fetch_room() first (cover_range()).
+ */
+bool fetch_builder_continues(const struct pf_engine *e,
+			     const struct fetch_builder *fb, uint64_t foff,
+			     uint64_t len, bool prefetch)
+{
+	const struct fetch *ft = fb->f;
+
+	/* read-ahead fetches start at fetch_size boundaries where they can,
+	 * so each holds one tripwire page at most (see push_enqueue) */
+	return ft && ft->off + ft->len == foff && ft->nblk < fb->cap &&
+	       ft->len + len <= e->cfg.fetch_size && ft->prefetch == prefetch &&
+	       !(prefetch && foff % e->cfg.fetch_size == 0);
+}
+
+/*
  * Add bytes [flo, fhi) of idle block @b to the builder, closing the current
  * fetch first if they do not continue it.  Marks @b busy.  Returns false if
  * no memory was left for a fetch (then @b is left untouched).
@@ -147,12 +165,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	uint64_t foff = (b->idx << e->bshift) + flo;
 	struct fetch *ft = fb->f;
 
-	/* read-ahead fetches start at fetch_size boundaries where they can,
-	 * so each holds one tripwire page at most (see push_enqueue) */
-	if (ft && (ft->off + ft->len != foff || ft->nblk == fb->cap ||
-		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
-		   ft->prefetch != prefetch ||
-		   (prefetch && foff % e->cfg.fetch_size == 0)))
+	if (ft && !fetch_builder_continues(e, fb, foff, fhi - flo, prefetch))
 		fetch_builder_flush(e, fb, later);
 	if (!fb->f) {
 		fb->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;

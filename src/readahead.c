@@ -89,8 +89,15 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		uint32_t flo;
 		uint32_t fhi;
 
-		/* a new read-ahead fetch: at most what is left of the range
-		 * (a whole small file is a small fetch) or fetch_size */
+		/*
+		 * Every new read-ahead fetch asks for room, also the next
+		 * piece of a long range (so it is closed here, not in
+		 * fetch_builder_add()): at most what is left of the range (a
+		 * whole small file is a small fetch) or fetch_size.
+		 */
+		if (!c->demand && fb->f &&
+		    !fetch_builder_continues(e, fb, off, hi - lo, true))
+			fetch_builder_flush(e, fb, later);
 		if (!c->demand && !fb->f &&
 		    !fetch_room(e, (end < f->size ? end : f->size) - off))
 			break;

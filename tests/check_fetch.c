@@ -27,6 +27,8 @@
 #define NFILES 256
 #define INFLIGHT 8
 #define FETCH (1u << 20)
+#define BIG NFILES		/* the id of "big" */
+#define BIG_SIZE (64ull << 20)
 
 struct fbf {
 	unsigned id;
@@ -37,11 +39,11 @@ static struct pf_engine *eng;
 static pthread_mutex_t blk = PTHREAD_MUTEX_INITIALIZER;
 static struct pf_bio *pending;	/* under blk */
 static int autocomplete;	/* under blk */
-static struct pf_efile *files[NFILES];
+static struct pf_efile *files[NFILES + 1];
 
 static uint64_t f_size(unsigned id)
 {
-	return 100000 + 1000 * (id % 5);
+	return id == BIG ? BIG_SIZE : 100000 + 1000 * (id % 5);
 }
 
 static unsigned char f_byte(unsigned id, uint64_t off)
@@ -66,7 +68,12 @@ static int f_readdir(struct pf_backend *be, const char *path, pf_dirent_fn fn,
 	(void)be;
 	memset(&st, 0, sizeof(st));
 	if (!path[0]) {
+		st.st_mode = S_IFREG | 0444;
+		st.st_size = (off_t)BIG_SIZE;
+		if (fn(arg, "big", &st))
+			return 0;
 		st.st_mode = S_IFDIR | 0555;
+		st.st_size = 0;
 		fn(arg, "d", &st);
 		return 0;
 	}
@@ -90,7 +97,9 @@ static int f_open(struct pf_backend *be, const char *path,
 	char tail;
 
 	(void)be;
-	if (sscanf(path, "d/f%3u%c", &id, &tail) != 1 || id >= NFILES)
+	if (strcmp(path, "big") == 0)
+		id = BIG;
+	else if (sscanf(path, "d/f%3u%c", &id, &tail) != 1 || id >= NFILES)
 		return -ENOENT;
 	bf = calloc(1, sizeof(*bf));
 	if (!bf)
@@ -165,9 +174,9 @@ static uint64_t bio_len(const struct pf_bio *b)
 	return len;
 }
 
-/* Completes the pending reads of file @id (all of them: -1); returns how
- * many. */
-static unsigned complete_of(int id)
+/* Completes the pending reads of file @id (all of them: -1) that reach
+ * into [off, off + len) (len 0: wherever they are); returns how many. */
+static unsigned complete_in(int id, uint64_t off, uint64_t len)
 {
 	struct pf_bio *take = NULL;
 	struct pf_bio **pp;
@@ -178,7 +187,9 @@ static unsigned complete_of(int id)
 	while (*pp) {
 		struct pf_bio *b = *pp;
 
-		if (id < 0 || bio_id(b) == (unsigned)id) {
+		if ((id < 0 || bio_id(b) == (unsigned)id) &&
+		    (!len || (b->off < off + len &&
+			      off < b->off + bio_len(b)))) {
 			*pp = b->bnext;
 			b->bnext = take;
 			take = b;
@@ -197,13 +208,21 @@ static unsigned complete_of(int id)
 	return n;
 }
 
-/* Reads pending: how many (of file @id, or all: -1), and their bytes. */
-static unsigned count_pending(int id, uint64_t *bytes)
+static unsigned complete_of(int id)
+{
+	return complete_in(id, 0, 0);
+}
+
+/* Reads pending: how many (of file @id, or all: -1), and their bytes;
+ * *@full: how many of them are fetch_size long. */
+static unsigned count_full(int id, uint64_t *bytes, unsigned *full)
 {
 	unsigned n = 0;
 
 	if (bytes)
 		*bytes = 0;
+	if (full)
+		*full = 0;
 	pthread_mutex_lock(&blk);
 	for (struct pf_bio *b = pending; b; b = b->bnext) {
 		if (id >= 0 && bio_id(b) != (unsigned)id)
@@ -211,9 +230,16 @@ static unsigned count_pending(int id, uint64_t *bytes)
 		n++;
 		if (bytes)
 			*bytes += bio_len(b);
+		if (full && bio_len(b) == FETCH)
+			(*full)++;
 	}
 	pthread_mutex_unlock(&blk);
 	return n;
+}
+
+static unsigned count_pending(int id, uint64_t *bytes)
+{
+	return count_full(id, bytes, NULL);
 }
 
 /* ---- readers ----------------------------------------------------------- */
@@ -243,7 +269,10 @@ static struct pf_efile *open_file(unsigned id)
 	struct stat st;
 	char path[16];
 
-	snprintf(path, sizeof(path), "d/f%03u", id);
+	if (id == BIG)
+		snprintf(path, sizeof(path), "big");
+	else
+		snprintf(path, sizeof(path), "d/f%03u", id);
 	if (!files[id])
 		files[id] = pf_efile_new(eng, path, id + 1);
 	ck_assert_ptr_nonnull(files[id]);
@@ -350,7 +379,7 @@ static void teardown(void)
 	while (complete_of(-1))
 		;
 	pf_engine_quiesce(eng);
-	for (unsigned i = 0; i < NFILES; i++)
+	for (unsigned i = 0; i <= NFILES; i++)
 		if (files[i])
 			pf_efile_put(files[i]);
 	pf_engine_free(eng);
@@ -428,6 +457,56 @@ START_TEST(test_small_fetches_past_max_inflight)
 }
 END_TEST
 
+START_TEST(test_full_fetches_stay_at_max_inflight)
+{
+	struct pf_efile *f = open_file(BIG);
+	struct freq *r = calloc(1, sizeof(*r));
+	uint64_t bytes;
+	unsigned full;
+	unsigned n;
+
+	ck_assert_ptr_nonnull(r);
+	/*
+	 * A reader at random offsets of one big file, sure to be random
+	 * after 16 READs: the fill reads the file whole in fetch_size
+	 * pieces.  Each READ completes only the backend reads it needs, so
+	 * the fill's pile up.
+	 */
+	for (unsigned k = 0; k < 40 && stats_quiet("\"state\": \"off\"", true);
+	     k++) {
+		/* (in the upper half: the fill starts from 0) */
+		uint64_t off = ((k * 7919 + 13) % 512 + 512) * (64 << 10) +
+			       512;
+
+		memset(r, 0, offsetof(struct freq, buf));
+		pf_engine_read(f, off, 4096, f_reply, r);
+		for (int i = 0; i < 5000 && !__atomic_load_n(&r->done,
+							     __ATOMIC_ACQUIRE);
+		     i++)
+			if (!complete_in(BIG, off, 4096))
+				usleep(1000);
+		ck_assert_int_eq(r->done, 1);
+		ck_assert_int_eq(r->err, 0);
+		ck_assert_uint_eq(r->len, 4096);
+		for (unsigned i = 0; i < 4096; i++)
+			ck_assert_uint_eq(r->buf[i], f_byte(BIG, off + i));
+		usleep(2000);
+	}
+	ck_assert(stats_wait("\"state\": \"running\""));
+	/* fetch_size pieces: max_inflight of them, no more (pieces that
+	 * end at a block the reader fetched are shorter, and may go beside
+	 * them within the same bytes) */
+	n = settle(&bytes);
+	count_full(-1, NULL, &full);
+	ck_assert_uint_ge(full, INFLIGHT / 2);
+	ck_assert_uint_le(full, INFLIGHT);
+	ck_assert_uint_le(bytes, (uint64_t)INFLIGHT * FETCH);
+	ck_assert_uint_le(n, 3 * INFLIGHT);
+	free(r);
+	pf_efile_close(f);
+}
+END_TEST
+
 static Suite *fetch_suite(void)
 {
 	Suite *s = suite_create("fetch");
@@ -436,6 +515,7 @@ static Suite *fetch_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_small_fetches_past_max_inflight);
+	tcase_add_test(tc, test_full_fetches_stay_at_max_inflight);
 	suite_add_tcase(s, tc);
 	return s;
 }
