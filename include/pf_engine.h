@@ -8,7 +8,8 @@
  * and is answered from the backend's completion thread when the data
  * arrives.  Each READ is also fed to the file's pattern tracker, and the
  * planner's ranges ahead of the reader's stream are fetched in fetch_size
- * pieces, at most max_inflight backend reads at a time over the engine.
+ * pieces, at most max_inflight such backend reads at a time over the
+ * engine (more when they are shorter: PF_ENGINE_MAX_REQUESTS).
  *
  * Threads: every function may be called from any thread.  One engine lock
  * guards all blocks, files and trackers; replies are always made with it
@@ -34,7 +35,9 @@ struct pf_engine_cfg {
 	size_t block_size;	/* cache block (power of two, >= 4 KiB) */
 	uint64_t max_memory;	/* bytes of block buffers at most */
 	uint64_t fetch_size;	/* bytes per backend read at most */
-	unsigned max_inflight;	/* backend reads in flight at most */
+	unsigned max_inflight;	/* fetch_size reads in flight at most;
+				 * shorter ones go up to max_inflight x
+				 * fetch_size bytes (PF_ENGINE_MAX_REQUESTS) */
 	unsigned prefetch_batches; /* windows kept ahead of each stream */
 	int prefetch;		/* 0: demand reads only, nothing learned */
 	struct pf_pattern_cfg pattern;
@@ -60,6 +63,13 @@ struct pf_engine_cfg {
 	uint64_t (*now_ns)(void *arg);
 	void *now_arg;
 };
+
+/*
+ * Backend reads in flight at once at most for max_inflight @n: read-ahead
+ * shorter than fetch_size goes past @n (see src/fetch.c), demand reads
+ * past read-ahead.  A backend's queue and connections are sized for this.
+ */
+#define PF_ENGINE_MAX_REQUESTS(n) (4u * (n))
 
 /* Defaults sized for a machine with @ram_bytes of memory. */
 void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes);

@@ -34,8 +34,9 @@
  * is larger: a disk cache tier) the fill starts: the next-file threads, when
  * nothing else is asked of them, open the tree's files (holding an open
  * and a reference: "held", so a reader's open of it costs no round trip)
- * and the files are read whole, with at most 3/4 of max_inflight fetches
- * in flight so demand reads always find a slot.  One big file read at
+ * and the files are read whole, as many at once as fetch_room() allows
+ * (fetch.c: small files go past max_inflight, bounded by bytes; demand
+ * reads keep max_inflight slots of their own).  One big file read at
  * random offsets (its stream's pattern RANDOM, with at least
  * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
  * file as big: pf_fill_random_sure(), so that the first records of a
@@ -724,12 +725,11 @@ void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 	xfile_plan(e, later);
 }
 
-/* Under the lock: read ahead what the fill's files still lack, leaving a
- * quarter of the fetch slots to demand reads. */
+/* Under the lock: read ahead what the fill's files still lack, as much as
+ * fetch_room() allows (it keeps slots for demand reads). */
 void xfile_plan(struct pf_engine *e, struct deferred *later)
 {
 	struct xfile *xf = e->xf;
-	unsigned limit = e->cfg.max_inflight - e->cfg.max_inflight / 4;
 	size_t i = 0;
 
 	if (!xf || !xf->npend || e->stopping)
@@ -737,7 +737,7 @@ void xfile_plan(struct pf_engine *e, struct deferred *later)
 	while (i < xf->npend) {
 		struct pf_efile *f = xf->pend[i];
 		struct fetch_builder fb = { 0 };
-		struct cover c = { .limit = limit ? limit : 1 };
+		struct cover c = { 0 };
 
 		f->ghost_upto = cover_range(e, f, f->ghost_upto, f->size, &c,
 					    &fb, later);
@@ -758,8 +758,9 @@ bool xfile_work(struct pf_engine *e)
 {
 	struct xfile *xf = e->xf;
 	/* opens (a round trip each) do not take fetch slots: twice as many
-	 * files opening or waiting for a slot keep the slots busy */
-	unsigned ahead = 2 * e->cfg.max_inflight;
+	 * files opening or waiting for a slot as read-ahead may have
+	 * requests in flight (a small file is one) keep the slots busy */
+	unsigned ahead = 2 * (engine_max_requests(e) - e->cfg.max_inflight);
 	uint64_t now;
 	bool memory;
 	char *path;

@@ -308,6 +308,8 @@ struct pf_engine {
 	struct fetch *queue_tail; /* protected by e->lock */
 	unsigned inflight;	/* protected by e->lock: fetches submitted
 				 * to the backend */
+	uint64_t inflight_bytes; /* protected by e->lock: bytes of those
+				 * and of the queued ones */
 	unsigned queued;	/* protected by e->lock */
 	unsigned completing;	/* protected by e->lock: fetch_done() calls
 				 * still answering READs or submitting after
@@ -353,8 +355,6 @@ struct cover {
 	struct block *wait_on;	/* demand: first block to wait for */
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
-	unsigned limit;		/* read-ahead: fetches in flight at most
-				 * (0: cfg.max_inflight) */
 };
 
 /* Work collected under the lock and done after it is released. */
@@ -386,6 +386,10 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		       struct pf_efile *f, struct block *b, uint32_t flo,
 		       uint32_t fhi, bool prefetch, unsigned stream,
 		       struct deferred *later);
+bool fetch_builder_continues(const struct pf_engine *e,
+			     const struct fetch_builder *fb, uint64_t foff,
+			     uint64_t len, bool prefetch);
+bool fetch_room(const struct pf_engine *e, uint64_t len);
 void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
 		 uint32_t *fhi);
 void fetch_free(struct pf_engine *e, struct fetch *ft);
@@ -514,6 +518,12 @@ void trace_plan(struct pf_engine *e, struct pf_efile *f,
 static inline uint64_t engine_now(const struct pf_engine *e)
 {
 	return e->cfg.now_ns ? e->cfg.now_ns(e->cfg.now_arg) : pf_now_ns();
+}
+
+/* Backend reads at once at most, demand fetches included (fetch.c). */
+static inline unsigned engine_max_requests(const struct pf_engine *e)
+{
+	return PF_ENGINE_MAX_REQUESTS(e->cfg.max_inflight);
 }
 
 /* Nothing in flight, queued or being completed; e->lock held. */

@@ -7,10 +7,26 @@
  * e->lock and adds the parts it wants to a struct fetch_builder, which
  * closes a fetch whenever the next part does not continue it or fetch_size
  * is reached.
- * Closed fetches go to the backend at most max_inflight at a time: those
- * past that wait in a FIFO (demand fetches only; read-ahead is simply not
- * planned then).  Submitting happens after the lock is released
- * (deferred_run()).
+ * Closed fetches go to the backend right away, up to max_requests (4 x
+ * max_inflight, PF_ENGINE_MAX_REQUESTS) at a time; demand fetches past
+ * that wait in a FIFO.  Read-ahead is planned only while fetch_room() says
+ * so: the bytes in flight plus the new fetch stay within max_inflight x
+ * fetch_size, and the requests under max_requests - max_inflight.
+ *
+ * Why bytes: a backend read costs a round trip plus its bytes over the
+ * bandwidth, so the requests that keep a store busy are (Little's law)
+ * latency x rate / request size.  max_inflight was tuned for fetch_size
+ * fetches; whole small files (the fill, the files read ahead of in-order
+ * readers) are 10 to 40 times smaller and need that many more requests in
+ * flight for the same rate.  The byte bound keeps full-size read-ahead at
+ * max_inflight fetches as before; the request bound caps the small ones at
+ * 3 x max_inflight.  Demand fetches count in both (read-ahead yields to
+ * them) but are bounded only by max_requests, which read-ahead never
+ * reaches: a READ always finds at least max_inflight free slots.  The
+ * backends are sized for max_requests (main.c: curl's connections, the
+ * io_uring depth); memory stays bounded by max_memory, as read-ahead
+ * takes no buffer the pool does not have (block_new()).  Submitting
+ * happens after the lock is released (deferred_run()).
  *
  * fetch_done() runs on the backend's completion thread (or on the
  * submitter's, when the submit fails): under e->lock it marks the blocks'
@@ -82,7 +98,8 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	e->tot.fetches++;
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
-	if (e->inflight < e->cfg.max_inflight) {
+	e->inflight_bytes += ft->len;
+	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
 		ft->qnext = later->submit;
 		later->submit = ft;
@@ -102,6 +119,40 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 }
 
 /*
+ * May read-ahead start a fetch of up to @len bytes now?  See DESIGN: the
+ * bytes in flight (demand fetches' too) stay within max_inflight x
+ * fetch_size and the requests below those kept for demand fetches.
+ */
+bool fetch_room(const struct pf_engine *e, uint64_t len)
+{
+	uint64_t bytes = (uint64_t)e->cfg.max_inflight * e->cfg.fetch_size;
+
+	if (len > e->cfg.fetch_size)
+		len = e->cfg.fetch_size;
+	return e->inflight + e->queued <
+		       engine_max_requests(e) - e->cfg.max_inflight &&
+	       e->inflight_bytes + len <= bytes;
+}
+
+/*
+ * Would @len bytes at file offset @foff continue the fetch being built?
+ * Else fetch_builder_add() closes it and starts another: read-ahead asks
+ * fetch_room() first (cover_range()).
+ */
+bool fetch_builder_continues(const struct pf_engine *e,
+			     const struct fetch_builder *fb, uint64_t foff,
+			     uint64_t len, bool prefetch)
+{
+	const struct fetch *ft = fb->f;
+
+	/* read-ahead fetches start at fetch_size boundaries where they can,
+	 * so each holds one tripwire page at most (see push_enqueue) */
+	return ft && ft->off + ft->len == foff && ft->nblk < fb->cap &&
+	       ft->len + len <= e->cfg.fetch_size && ft->prefetch == prefetch &&
+	       !(prefetch && foff % e->cfg.fetch_size == 0);
+}
+
+/*
  * Add bytes [flo, fhi) of idle block @b to the builder, closing the current
  * fetch first if they do not continue it.  Marks @b busy.  Returns false if
  * no memory was left for a fetch (then @b is left untouched).
@@ -114,12 +165,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	uint64_t foff = (b->idx << e->bshift) + flo;
 	struct fetch *ft = fb->f;
 
-	/* read-ahead fetches start at fetch_size boundaries where they can,
-	 * so each holds one tripwire page at most (see push_enqueue) */
-	if (ft && (ft->off + ft->len != foff || ft->nblk == fb->cap ||
-		   ft->len + (fhi - flo) > e->cfg.fetch_size ||
-		   ft->prefetch != prefetch ||
-		   (prefetch && foff % e->cfg.fetch_size == 0)))
+	if (ft && !fetch_builder_continues(e, fb, foff, fhi - flo, prefetch))
 		fetch_builder_flush(e, fb, later);
 	if (!fb->f) {
 		fb->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
@@ -231,6 +277,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	pthread_mutex_lock(&e->lock);
 	e->inflight--;
+	e->inflight_bytes -= ft->len;
 	if (err) {
 		e->tot.fetch_errors++;
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",

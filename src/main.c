@@ -244,8 +244,11 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	int ret;
 
 	if (kind == SRC_POSIX) {
-		pcfg.queue_depth = o->engine.max_inflight * 2 > 64 ?
-					   o->engine.max_inflight * 2 : 64;
+		/* twice the engine's reads at once, 64 at least */
+		pcfg.queue_depth = PF_ENGINE_MAX_REQUESTS(
+			o->engine.max_inflight) * 2;
+		if (pcfg.queue_depth < 64)
+			pcfg.queue_depth = 64;
 		pcfg.force_fallback = o->io_engine == 1;
 		ret = pf_posix_backend_new(src, &pcfg, be);
 		if (ret < 0) {
@@ -257,7 +260,8 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 			 pf_posix_backend_engine(*be));
 		return 0;
 	}
-	ocfg.max_conns = o->engine.max_inflight + 4;
+	/* a connection per read in flight, and a few for opens and lists */
+	ocfg.max_conns = PF_ENGINE_MAX_REQUESTS(o->engine.max_inflight) + 4;
 	ocfg.connect_timeout_ms = o->connect_timeout * 1000;
 	ocfg.timeout_s = o->timeout;
 	ocfg.retries = o->retries;

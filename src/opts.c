@@ -295,8 +295,10 @@ const struct pf_opt pf_opt_table[] = {
 				  "block_size; 4M for object storage" },
 	{ .name = "max_inflight", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_PREFETCH, F(engine.max_inflight), .lo = 1,
-	  .hi = 1024, .help = "reads of the source in flight at most, "
-			      "demand reads first" },
+	  .hi = 1024, .help = "fetch_size reads of the source in flight "
+			      "at most; shorter ones (small files) up to 4x "
+			      "as many within the same bytes; demand reads "
+			      "first" },
 	{ .name = "block_size", .arg = "SIZE", .type = PF_OT_SIZE,
 	  .group = PF_OG_PREFETCH, F(engine.block_size), .lo = 4096,
 	  .hi = 16 << 20, .flags = PF_OF_POW2, .help = "cache block" },

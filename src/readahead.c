@@ -64,14 +64,15 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
  * and the next file: under the lock, each block of [off, end) of @f that
  * does not hold its part yet gets a fetch of what it lacks, added to @fb
  * (closed fetches go to @later).  Read-ahead (!c->demand) stops at the
- * first block it cannot fetch now (no fetch slot, no memory, a block being
- * filled or read) and returns the offset reached; blocks that hold their
- * part close the fetch being built, so each fetch counts against
- * max_inflight.  A READ (c->demand) walks the whole range whatever the
- * fetches in flight: blocks that hold their part are pinned into c->read's
- * blk[] (pinned for real by the caller), the first block it must wait for
- * is c->wait_on, c->nomem tells that a buffer or a fetch could not be had,
- * and c->missed that a fetch was made.
+ * first block it cannot fetch now (no room in flight: fetch_room(), no
+ * memory, a block being filled or read) and returns the offset reached;
+ * blocks that hold their part close the fetch being built, so each fetch
+ * is weighed by fetch_room() before it starts.  A READ (c->demand) walks
+ * the whole range whatever the fetches in flight: blocks that hold their
+ * part are pinned into c->read's blk[] (pinned for real by the caller),
+ * the first block it must wait for is c->wait_on, c->nomem tells that a
+ * buffer or a fetch could not be had, and c->missed that a fetch was
+ * made.
  */
 uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
@@ -88,9 +89,17 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		uint32_t flo;
 		uint32_t fhi;
 
+		/*
+		 * Every new read-ahead fetch asks for room, also the next
+		 * piece of a long range (so it is closed here, not in
+		 * fetch_builder_add()): at most what is left of the range (a
+		 * whole small file is a small fetch) or fetch_size.
+		 */
+		if (!c->demand && fb->f &&
+		    !fetch_builder_continues(e, fb, off, hi - lo, true))
+			fetch_builder_flush(e, fb, later);
 		if (!c->demand && !fb->f &&
-		    e->inflight + e->queued >=
-			    (c->limit ? c->limit : e->cfg.max_inflight))
+		    !fetch_room(e, (end < f->size ? end : f->size) - off))
 			break;
 		b = block_find(e, f, idx);
 		if (b && block_covers(b, lo, hi)) {
