@@ -38,12 +38,14 @@ struct pf_dc_cfg {
 	/*
 	 * A power of two >= 4K; 0: PF_DC_BLOCK, doubled (up to 16M) while
 	 * the cache would have more than 2^20 slots.  A journal of another
-	 * block size is discarded.
+	 * block size is discarded.  A file's last block takes a whole slot,
+	 * so small blocks keep small files from wasting the cache: with 16K
+	 * a file of 110 KiB takes 112 KiB (98%), with 256K it took 256 KiB.
 	 */
 	uint32_t block_size;
 };
 
-#define PF_DC_BLOCK (256u << 10)
+#define PF_DC_BLOCK (16u << 10)
 
 /* Counters, all since the store was opened (capacity and cached: now). */
 struct pf_dc_stats {

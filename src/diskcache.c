@@ -7,7 +7,12 @@
  * Layout of the cache directory:
  *   lock     flock()ed exclusively while a daemon uses the directory
  *   data     nslots slots of block_size bytes (sparse: a slot takes disk
- *            space once written); slot i is at offset i * block_size
+ *            space once written); slot i is at offset i * block_size.
+ *            The default block is small (16K): a file's last block takes
+ *            a whole slot, so a small file wastes at most one small slot
+ *            (110 KiB in 112 KiB), and blocks of one file written
+ *            together land in consecutive slots, which the decorator
+ *            reads and writes with one request
  *   journal  fixed 48-byte records, each with its own CRC32C: a header
  *            (block size, slots), then PUT (slot holds block blk of key,
  *            len bytes, data CRC32C) and DEL (slot is empty)

@@ -55,7 +55,8 @@
 #include "pf_diskcache.h"
 #include "pf_log.h"
 
-#define RING_DEPTH 256
+/* SQEs in flight; an op (one read: its blocks) takes at most this many */
+#define RING_DEPTH 1024
 #define CQE_BATCH 32
 #define DEFAULT_STAGING (64ull << 20)
 
@@ -76,6 +77,12 @@ struct op_blk {
 	uint32_t crc;
 	uint32_t len;
 	int32_t res;		/* of its read or write */
+	/*
+	 * Blocks, from this one on, that one SQE reads or writes: slots
+	 * next to each other in the data file, blocks next to each other in
+	 * the staging buffer.  0 in the others of the run.
+	 */
+	uint32_t run;
 };
 
 struct op {
@@ -485,11 +492,23 @@ static void write_finish(struct dcb *d, struct op *op)
 	op_free(op);
 }
 
+/* @b heads a run of b->run blocks: each gets its share of @res. */
 static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
 {
 	struct op *op = b->op;
+	int64_t left = res;
 
-	b->res = res;
+	for (uint32_t k = 0; k < b->run; k++) {
+		struct op_blk *c = &b[k];
+
+		if (res < 0) {
+			c->res = res;
+		} else {
+			/* a short transfer: the blocks it missed are short */
+			c->res = (int32_t)(left < c->len ? left : c->len);
+			left -= c->res;
+		}
+	}
 	d->sq_used--;
 	if (--op->pending)
 		return;
@@ -499,16 +518,21 @@ static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
 		write_finish(d, op);
 }
 
-/* Prepares the SQEs of @op; returns how many. */
+/*
+ * Prepares the SQEs of @op; returns how many.  Blocks in consecutive slots
+ * share one SQE: a file's blocks are mostly written to consecutive free
+ * slots, so a read of a whole small file is one SQE, not one per block.
+ */
 static unsigned ring_start(struct dcb *d, struct op *op)
 {
 	int fd = pf_dc_data_fd(d->dc);
+	struct io_uring_sqe *sqe = NULL;
+	struct op_blk *head = NULL;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < op->nblk; i++) {
 		struct op_blk *b = &op->blk[i];
 		char *p = op->buf + (uint64_t)i * d->bs;
-		struct io_uring_sqe *sqe;
 
 		if (op->type == OP_WRITE) {
 			int slot = pf_dc_reserve(d->dc, &op->key, op->b0 + i,
@@ -518,6 +542,15 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 				continue;	/* cached, or not admitted */
 			b->slot = slot;
 			b->crc = pf_dc_crc32c(0, p, b->len);
+		}
+		/* the run's blocks so far are full: only a file's last block
+		 * is short, and it is the op's last */
+		if (head && head + head->run == b &&
+		    head->slot + (int32_t)head->run == b->slot &&
+		    sqe->len <= (1u << 30)) {
+			head->run++;
+			sqe->len += b->len;
+			continue;
 		}
 		sqe = io_uring_get_sqe(&d->ring);
 		if (!sqe) {
@@ -533,6 +566,8 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 					   pf_dc_slot_off(d->dc,
 							  (uint32_t)b->slot));
 		io_uring_sqe_set_data(sqe, b);
+		b->run = 1;
+		head = b;
 		n++;
 	}
 	return n;
