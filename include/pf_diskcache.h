@@ -61,6 +61,7 @@ struct pf_dc_stats {
 	uint64_t dropped;	/* blocks whose checksum failed on read */
 	uint64_t errors;	/* I/O errors and disk full on the cache */
 	uint64_t replayed;	/* journal records replayed at open */
+	uint64_t index_bytes;	/* memory of the index (fixed at open) */
 };
 
 /*
@@ -146,7 +147,11 @@ struct pf_diskcache_cfg {
 	const char *source;	/* names the source in the keys */
 	uint64_t size;		/* 0: keep 10% of the filesystem free */
 	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
-	uint64_t staging;	/* bytes of staging buffers; 0: 64 MiB */
+	/*
+	 * Bytes of staging buffers; 0: 64 MiB.  A read finding no staging
+	 * left goes to the inner backend uncached.
+	 */
+	uint64_t staging;
 };
 
 /*
@@ -157,5 +162,12 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 			     const struct pf_diskcache_cfg *cfg,
 			     struct pf_backend **out, char *err,
 			     size_t errlen);
+
+/*
+ * Memory the decorator @be holds at most: its staging buffers (taken from
+ * the system once, then reused) and the store's index.  The daemon takes
+ * it out of -o max_memory.
+ */
+uint64_t pf_diskcache_backend_memory(const struct pf_backend *be);
 
 #endif

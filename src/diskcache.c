@@ -652,6 +652,9 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 		}
 	}
 	dc->st.capacity = (uint64_t)dc->nslots * dc->bs;
+	dc->st.index_bytes = (uint64_t)dc->nslots * (sizeof(*dc->slots) +
+						     sizeof(*dc->freel)) +
+			     (uint64_t)dc->nbuckets * sizeof(*dc->buckets);
 	*out = dc;
 	return 0;
 out:

@@ -666,11 +666,18 @@ int main(int argc, char **argv)
 						 .size = o.cache_size };
 		struct pf_backend *dbe;
 
-		/* staging, on top of max_memory: a tenth of it, at least 4
+		/* the least the memory cache works with (opts.c checks it) */
+		uint64_t floor = 4 * o.engine.fetch_size +
+				 4 * (uint64_t)o.engine.block_size;
+		uint64_t dmem;
+
+		/* staging, inside max_memory: a tenth of it, at least 4
 		 * fetches (a fetch finding no room bypasses the cache) */
 		dcfg.staging = o.engine.max_memory / 10;
 		if (dcfg.staging < 4 * o.engine.fetch_size)
 			dcfg.staging = 4 * o.engine.fetch_size;
+		if (dcfg.staging > o.engine.max_memory - floor)
+			dcfg.staging = o.engine.max_memory - floor + 1;
 
 		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
 					       sizeof(err));
@@ -679,6 +686,10 @@ int main(int argc, char **argv)
 			goto out_be;
 		}
 		be = dbe;
+		/* the disk tier's staging and index come out of max_memory */
+		dmem = pf_diskcache_backend_memory(dbe);
+		o.engine.max_memory = o.engine.max_memory - floor > dmem ?
+				      o.engine.max_memory - dmem : floor;
 	}
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {
