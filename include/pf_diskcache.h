@@ -43,6 +43,12 @@ struct pf_dc_cfg {
 	 * a file of 110 KiB takes 112 KiB (98%), with 256K it took 256 KiB.
 	 */
 	uint32_t block_size;
+	/*
+	 * With block_size 0: the block is doubled (up to 16M) while the
+	 * index would take more than this many bytes (0: no bound but the
+	 * 2^20 slots).  The index costs about 64 bytes per slot.
+	 */
+	uint64_t index_max;
 };
 
 #define PF_DC_BLOCK (16u << 10)
@@ -147,6 +153,7 @@ struct pf_diskcache_cfg {
 	const char *source;	/* names the source in the keys */
 	uint64_t size;		/* 0: keep 10% of the filesystem free */
 	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
+	uint64_t index_max;	/* as in struct pf_dc_cfg */
 	/*
 	 * Bytes of staging buffers; 0: 64 MiB.  A read finding no staging
 	 * left goes to the inner backend uncached.

@@ -76,6 +76,7 @@
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
+#define INDEX_PER_SLOT 64	/* slot, free list, buckets (at most 2/slot) */
 
 enum { S_FREE, S_WRITING, S_VALID };
 
@@ -598,9 +599,13 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	}
 	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
 							     dc->datafd);
-	/* a large cache gets larger blocks: the index stays <= 48 MiB */
+	/* a large cache gets larger blocks: the index stays <= 64 MiB and
+	 * within the memory it is given */
 	if (!(cfg && cfg->block_size))
-		while (size / dc->bs > MAX_AUTO_SLOTS && dc->bs < (16u << 20))
+		while (dc->bs < (16u << 20) &&
+		       (size / dc->bs > MAX_AUTO_SLOTS ||
+			(cfg && cfg->index_max &&
+			 size / dc->bs * INDEX_PER_SLOT > cfg->index_max)))
 			dc->bs <<= 1;
 	if (size / dc->bs < MIN_SLOTS || size / dc->bs >= NIL) {
 		snprintf(err, errlen, "cache_dir '%s': a cache of %" PRIu64

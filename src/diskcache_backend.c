@@ -956,7 +956,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 			     size_t errlen)
 {
 	struct pf_dc_cfg dcfg = { .size = cfg->size,
-				  .block_size = cfg->block_size };
+				  .block_size = cfg->block_size,
+				  .index_max = cfg->index_max };
 	sigset_t all;
 	sigset_t old;
 	struct dcb *d;

@@ -671,6 +671,8 @@ int main(int argc, char **argv)
 				 4 * (uint64_t)o.engine.block_size;
 		uint64_t dmem;
 
+		/* the index: an eighth of it (larger blocks if need be) */
+		dcfg.index_max = o.engine.max_memory / 8;
 		/* staging, inside max_memory: a tenth of it, at least 4
 		 * fetches (a fetch finding no room bypasses the cache) */
 		dcfg.staging = o.engine.max_memory / 10;

@@ -255,6 +255,27 @@ START_TEST(test_bad_block_size)
 }
 END_TEST
 
+START_TEST(test_index_max)
+{
+	/* the default block grows until the index fits its memory */
+	struct pf_dc_cfg cfg = { .size = 64 << 20 };
+	struct pf_dc_stats st;
+	struct pf_dc *dc = NULL;
+	char err[256];
+
+	ck_assert_int_eq(pf_dc_open(cdir, &cfg, &dc, err, sizeof(err)), 0);
+	ck_assert_uint_eq(pf_dc_block_size(dc), PF_DC_BLOCK);
+	pf_dc_close(dc);
+	cfg.index_max = 64 << 10;
+	ck_assert_int_eq(pf_dc_open(cdir, &cfg, &dc, err, sizeof(err)), 0);
+	pf_dc_get_stats(dc, &st);
+	ck_assert_uint_le(st.index_bytes, cfg.index_max);
+	ck_assert_uint_ge(pf_dc_block_size(dc), 64u << 10);
+	ck_assert_uint_eq(st.capacity, 64u << 20);
+	pf_dc_close(dc);
+}
+END_TEST
+
 /* ---- eviction ----------------------------------------------------------- */
 
 static void shuffle(unsigned *v, unsigned n, unsigned *seed)
@@ -979,6 +1000,7 @@ static Suite *diskcache_suite(void)
 	tcase_add_test(tc, test_put_get_persist);
 	tcase_add_test(tc, test_lock);
 	tcase_add_test(tc, test_bad_block_size);
+	tcase_add_test(tc, test_index_max);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(te, setup, teardown);
 	tcase_set_timeout(te, 60);
