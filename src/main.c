@@ -673,9 +673,13 @@ int main(int argc, char **argv)
 
 		/* the index: an eighth of it (larger blocks if need be) */
 		dcfg.index_max = o.engine.max_memory / 8;
-		/* staging, inside max_memory: a tenth of it, at least 4
-		 * fetches (a fetch finding no room bypasses the cache) */
+		/* staging, inside max_memory: a tenth of it, no more than
+		 * the fetches in flight fill, at least 4 fetches (a fetch
+		 * finding no room bypasses the cache) */
 		dcfg.staging = o.engine.max_memory / 10;
+		if (dcfg.staging > o.engine.max_inflight * o.engine.fetch_size)
+			dcfg.staging = o.engine.max_inflight *
+				       o.engine.fetch_size;
 		if (dcfg.staging < 4 * o.engine.fetch_size)
 			dcfg.staging = 4 * o.engine.fetch_size;
 		if (dcfg.staging > o.engine.max_memory - floor)
