@@ -30,8 +30,11 @@
  * under d->lock and signal the eventfd registered with the ring; the ring
  * thread sleeps in read() on it, as in posix_backend.c.  d->lock guards
  * the queue and the stopping flags and is never held across I/O or a
- * done() call.  Staging memory is counted in an atomic, bounded by
- * cfg->staging.
+ * done() call.  Staging is one pool buffer per cache block (d->plock
+ * guards the pool), counted in an atomic bounded by cfg->staging, so the
+ * tier never holds more memory than that (plus the index): main.c takes
+ * both out of max_memory.  Blocks of an op in consecutive slots are read
+ * or written with one readv/writev SQE (a run).
  * Ownership: an op owns its staging buffer; a miss op is freed by the
  * inner completion (after done()) unless it becomes a write op, which the
  * ring thread frees when its last write completed.
