@@ -49,6 +49,12 @@ struct pf_dc_cfg {
 	 * 2^20 slots).  The index costs about 64 bytes per slot.
 	 */
 	uint64_t index_max;
+	/*
+	 * With block_size 0: the block is at least this (rounded up to a
+	 * power of two).  The decorator caches a read of at most 1024
+	 * blocks, so this is the largest read / 1024.
+	 */
+	uint32_t min_block;
 };
 
 #define PF_DC_BLOCK (16u << 10)
@@ -154,6 +160,7 @@ struct pf_diskcache_cfg {
 	uint64_t size;		/* 0: keep 10% of the filesystem free */
 	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
 	uint64_t index_max;	/* as in struct pf_dc_cfg */
+	uint64_t max_read;	/* the largest read it gets; 0: 16M */
 	/*
 	 * Bytes of staging buffers; 0: 64 MiB.  A read finding no staging
 	 * left goes to the inner backend uncached.

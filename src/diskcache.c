@@ -599,8 +599,12 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	}
 	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
 							     dc->datafd);
-	/* a large cache gets larger blocks: the index stays <= 64 MiB and
-	 * within the memory it is given */
+	/* blocks large enough for the largest read; a large cache gets
+	 * larger blocks: the index stays <= 64 MiB and within the memory it
+	 * is given */
+	if (cfg && !cfg->block_size)
+		while (dc->bs < cfg->min_block && dc->bs < (16u << 20))
+			dc->bs <<= 1;
 	if (!(cfg && cfg->block_size))
 		while (dc->bs < (16u << 20) &&
 		       (size / dc->bs > MAX_AUTO_SLOTS ||

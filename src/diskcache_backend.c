@@ -967,6 +967,10 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	int ret;
 
 	*out = NULL;
+	/* a read of more blocks than the ring takes is not cached */
+	if (cfg->max_read > (uint64_t)RING_DEPTH * PF_DC_BLOCK)
+		dcfg.min_block = (uint32_t)((cfg->max_read + RING_DEPTH - 1) /
+					    RING_DEPTH);
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, errlen, "out of memory");

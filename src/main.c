@@ -673,6 +673,7 @@ int main(int argc, char **argv)
 
 		/* the index: an eighth of it (larger blocks if need be) */
 		dcfg.index_max = o.engine.max_memory / 8;
+		dcfg.max_read = o.engine.fetch_size;
 		/* staging, inside max_memory: a tenth of it, no more than
 		 * the fetches in flight fill, at least 4 fetches (a fetch
 		 * finding no room bypasses the cache) */

@@ -273,6 +273,13 @@ START_TEST(test_index_max)
 	ck_assert_uint_ge(pf_dc_block_size(dc), 64u << 10);
 	ck_assert_uint_eq(st.capacity, 64u << 20);
 	pf_dc_close(dc);
+	/* reads of up to 1024 blocks are cached: a larger read, a larger
+	 * block */
+	cfg.index_max = 0;
+	cfg.min_block = 40 << 10;
+	ck_assert_int_eq(pf_dc_open(cdir, &cfg, &dc, err, sizeof(err)), 0);
+	ck_assert_uint_eq(pf_dc_block_size(dc), 64u << 10);
+	pf_dc_close(dc);
 }
 END_TEST
 
