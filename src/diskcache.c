@@ -7,7 +7,12 @@
  * Layout of the cache directory:
  *   lock     flock()ed exclusively while a daemon uses the directory
  *   data     nslots slots of block_size bytes (sparse: a slot takes disk
- *            space once written); slot i is at offset i * block_size
+ *            space once written); slot i is at offset i * block_size.
+ *            The default block is small (16K): a file's last block takes
+ *            a whole slot, so a small file wastes at most one small slot
+ *            (110 KiB in 112 KiB), and blocks of one file written
+ *            together land in consecutive slots, which the decorator
+ *            reads and writes with one request
  *   journal  fixed 48-byte records, each with its own CRC32C: a header
  *            (block size, slots), then PUT (slot holds block blk of key,
  *            len bytes, data CRC32C) and DEL (slot is empty)
@@ -71,6 +76,7 @@
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
+#define INDEX_PER_SLOT 64	/* slot, free list, buckets (at most 2/slot) */
 
 enum { S_FREE, S_WRITING, S_VALID };
 
@@ -593,9 +599,17 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	}
 	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
 							     dc->datafd);
-	/* a large cache gets larger blocks: the index stays <= 48 MiB */
+	/* blocks large enough for the largest read; a large cache gets
+	 * larger blocks: the index stays <= 64 MiB and within the memory it
+	 * is given */
+	if (cfg && !cfg->block_size)
+		while (dc->bs < cfg->min_block && dc->bs < (16u << 20))
+			dc->bs <<= 1;
 	if (!(cfg && cfg->block_size))
-		while (size / dc->bs > MAX_AUTO_SLOTS && dc->bs < (16u << 20))
+		while (dc->bs < (16u << 20) &&
+		       (size / dc->bs > MAX_AUTO_SLOTS ||
+			(cfg && cfg->index_max &&
+			 size / dc->bs * INDEX_PER_SLOT > cfg->index_max)))
 			dc->bs <<= 1;
 	if (size / dc->bs < MIN_SLOTS || size / dc->bs >= NIL) {
 		snprintf(err, errlen, "cache_dir '%s': a cache of %" PRIu64
@@ -647,6 +661,9 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 		}
 	}
 	dc->st.capacity = (uint64_t)dc->nslots * dc->bs;
+	dc->st.index_bytes = (uint64_t)dc->nslots * (sizeof(*dc->slots) +
+						     sizeof(*dc->freel)) +
+			     (uint64_t)dc->nbuckets * sizeof(*dc->buckets);
 	*out = dc;
 	return 0;
 out:

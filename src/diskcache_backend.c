@@ -30,8 +30,11 @@
  * under d->lock and signal the eventfd registered with the ring; the ring
  * thread sleeps in read() on it, as in posix_backend.c.  d->lock guards
  * the queue and the stopping flags and is never held across I/O or a
- * done() call.  Staging memory is counted in an atomic, bounded by
- * cfg->staging.
+ * done() call.  Staging is one pool buffer per cache block (d->plock
+ * guards the pool), counted in an atomic bounded by cfg->staging, so the
+ * tier never holds more memory than that (plus the index): main.c takes
+ * both out of max_memory.  Blocks of an op in consecutive slots are read
+ * or written with one readv/writev SQE (a run).
  * Ownership: an op owns its staging buffer; a miss op is freed by the
  * inner completion (after done()) unless it becomes a write op, which the
  * ring thread frees when its last write completed.
@@ -54,8 +57,10 @@
 
 #include "pf_diskcache.h"
 #include "pf_log.h"
+#include "pf_pool.h"
 
-#define RING_DEPTH 256
+/* SQEs in flight; an op (one read: its blocks) takes at most this many */
+#define RING_DEPTH 1024
 #define CQE_BATCH 32
 #define DEFAULT_STAGING (64ull << 20)
 
@@ -72,10 +77,17 @@ struct dcb;
 /* One cache block of an op. */
 struct op_blk {
 	struct op *op;
+	char *buf;		/* staging: one pool buffer */
 	int32_t slot;		/* -1: none */
 	uint32_t crc;
 	uint32_t len;
 	int32_t res;		/* of its read or write */
+	/*
+	 * Blocks, from this one on, that one SQE reads or writes: slots
+	 * next to each other in the data file, blocks next to each other in
+	 * the staging buffer.  0 in the others of the run.
+	 */
+	uint32_t run;
 };
 
 struct op {
@@ -84,13 +96,12 @@ struct op {
 	struct dcb *d;
 	struct pf_bio *ubio;	/* the reader's; NULL for a write */
 	struct pf_bio ibio;	/* to the inner backend */
-	struct iovec iov;
+	struct iovec *iov;	/* nblk: the blocks' buffers, their lengths */
 	struct pf_dc_key key;
 	uint64_t fsize;
 	uint64_t b0;		/* first cache block */
 	uint64_t want;		/* bytes the reader gets (to EOF) */
-	char *buf;		/* staging, from cache block b0 on */
-	uint64_t staged;	/* bytes of staging counted */
+	bool staged;		/* every blk[].buf is a staging buffer */
 	unsigned nblk;
 	unsigned pending;	/* SQEs in flight (ring thread) */
 	struct op_blk blk[];
@@ -103,6 +114,14 @@ struct dcb {
 	char *source;
 	uint32_t bs;
 	uint64_t staging_max;
+	/*
+	 * Staging: buffers of one cache block, from a pool bounded by
+	 * staging_max (so the tier's memory is what it is counted as: no
+	 * allocator keeps freed buffers around).  plock guards the pool;
+	 * staging counts the buffers taken or promised to an op.
+	 */
+	pthread_mutex_t plock;
+	struct pf_pool *pool;
 	atomic_uint_least64_t staging;
 
 	struct io_uring ring;
@@ -131,36 +150,88 @@ static struct dcb *to_d(struct pf_backend *be)
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static bool stage_get(struct dcb *d, uint64_t n)
+/* Takes a staging buffer for each block of @op; false if none is left. */
+static bool stage_get(struct dcb *d, struct op *op)
 {
+	uint64_t n = (uint64_t)op->nblk * d->bs;
 	uint64_t cur = atomic_load(&d->staging);
+	unsigned i;
 
 	do {
 		if (cur + n > d->staging_max)
 			return false;
 	} while (!atomic_compare_exchange_weak(&d->staging, &cur, cur + n));
+	pthread_mutex_lock(&d->plock);
+	for (i = 0; i < op->nblk; i++) {
+		op->blk[i].buf = pf_pool_get(d->pool);
+		if (!op->blk[i].buf)
+			break;
+	}
+	if (i < op->nblk)	/* no memory for the pool to grow */
+		while (i-- > 0) {
+			pf_pool_put(d->pool, op->blk[i].buf);
+			op->blk[i].buf = NULL;
+		}
+	pthread_mutex_unlock(&d->plock);
+	if (!op->blk[0].buf) {
+		atomic_fetch_sub(&d->staging, n);
+		return false;
+	}
+	for (i = 0; i < op->nblk; i++) {
+		op->iov[i].iov_base = op->blk[i].buf;
+		op->iov[i].iov_len = op->blk[i].len;
+	}
+	op->staged = true;
 	return true;
 }
 
 static void op_free(struct op *op)
 {
+	struct dcb *d;
+
 	if (!op)
 		return;
-	if (op->staged)
-		atomic_fetch_sub(&op->d->staging, op->staged);
-	free(op->buf);
+	d = op->d;
+	if (op->staged) {
+		pthread_mutex_lock(&d->plock);
+		for (unsigned i = 0; i < op->nblk; i++)
+			pf_pool_put(d->pool, op->blk[i].buf);
+		pthread_mutex_unlock(&d->plock);
+		atomic_fetch_sub(&d->staging, (uint64_t)op->nblk * d->bs);
+	}
 	free(op);
+}
+
+/* Gives back the staging of @op's blocks from @keep on; @op keeps @keep. */
+static void op_trim(struct op *op, unsigned keep)
+{
+	struct dcb *d = op->d;
+
+	if (op->staged && keep < op->nblk) {
+		pthread_mutex_lock(&d->plock);
+		for (unsigned i = keep; i < op->nblk; i++)
+			pf_pool_put(d->pool, op->blk[i].buf);
+		pthread_mutex_unlock(&d->plock);
+		atomic_fetch_sub(&d->staging,
+				 (uint64_t)(op->nblk - keep) * d->bs);
+	}
+	op->nblk = keep;
 }
 
 static struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
 {
-	struct op *op = calloc(1, sizeof(*op) + nblk * sizeof(op->blk[0]));
+	size_t head = sizeof(struct op) + nblk * sizeof(struct op_blk);
+	struct op *op;
 
+	head = (head + _Alignof(struct iovec) - 1) &
+	       ~(_Alignof(struct iovec) - 1);
+	op = calloc(1, head + nblk * sizeof(struct iovec));
 	if (!op)
 		return NULL;
 	op->type = type;
 	op->d = d;
 	op->nblk = nblk;
+	op->iov = (struct iovec *)((char *)op + head);
 	for (unsigned i = 0; i < nblk; i++) {
 		op->blk[i].op = op;
 		op->blk[i].slot = -1;
@@ -168,16 +239,32 @@ static struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
 	return op;
 }
 
-/* Copies @n bytes of @src to @iov from its start. */
-static void copy_to_iov(const struct iovec *iov, int cnt, const char *src,
-			uint64_t n)
+/* Copies @n bytes of @op's staging, from byte @skip of its first block on,
+ * to @iov from its start. */
+static void copy_to_iov(const struct iovec *iov, int cnt,
+			const struct op *op, uint64_t skip, uint64_t n)
 {
-	for (int i = 0; i < cnt && n; i++) {
-		uint64_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+	uint32_t bs = op->d->bs;
+	uint64_t pos = skip;
 
-		memcpy(iov[i].iov_base, src, k);
-		src += k;
-		n -= k;
+	for (int i = 0; i < cnt && n; i++) {
+		char *dst = iov[i].iov_base;
+		uint64_t room = iov[i].iov_len;
+
+		while (room && n) {
+			uint64_t in = pos % bs;
+			uint64_t k = bs - in;
+
+			if (k > room)
+				k = room;
+			if (k > n)
+				k = n;
+			memcpy(dst, op->blk[pos / bs].buf + in, k);
+			dst += k;
+			pos += k;
+			room -= k;
+			n -= k;
+		}
 	}
 }
 
@@ -234,8 +321,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 		uint64_t got = (uint64_t)res > skip ? (uint64_t)res - skip : 0;
 
 		ures = (int64_t)(got < op->want ? got : op->want);
-		copy_to_iov(ubio->iov, ubio->iovcnt, op->buf + skip,
-			    (uint64_t)ures);
+		copy_to_iov(ubio->iov, ubio->iovcnt, op, skip, (uint64_t)ures);
 		/* whole blocks, and the file's last one if it ends there */
 		for (unsigned i = 0; i < op->nblk; i++) {
 			uint64_t end = (uint64_t)i * d->bs + op->blk[i].len;
@@ -253,7 +339,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 		return;
 	}
 	op->type = OP_WRITE;
-	op->nblk = keep;
+	op_trim(op, keep);
 	if (!enqueue(d, op))
 		op_free(op);
 }
@@ -268,7 +354,6 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	uint64_t end = ubio->off + total;
 	uint64_t b0 = ubio->off / d->bs;
 	uint64_t b1;
-	uint64_t wend;
 	unsigned nblk;
 	struct op *op;
 	int ret;
@@ -277,7 +362,6 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		end = f->size;
 	b1 = (end - 1) / d->bs;
 	nblk = (unsigned)(b1 - b0 + 1);
-	wend = (b1 + 1) * d->bs < f->size ? (b1 + 1) * d->bs : f->size;
 	op = op_new(d, OP_MISS, nblk);
 	if (!op)
 		return -ENOMEM;
@@ -289,23 +373,17 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->ibio.file = f->inner;
 	op->ibio.done = miss_done;
 	op->ibio.priv = op;
-	/* the ring takes at most RING_DEPTH writes of one op */
-	if (nblk <= RING_DEPTH && stage_get(d, wend - b0 * d->bs)) {
-		op->staged = wend - b0 * d->bs;
-		op->buf = malloc(op->staged);
-	}
-	if (op->buf) {
-		for (unsigned i = 0; i < nblk; i++) {
-			uint64_t bo = (b0 + i) * d->bs;
+	for (unsigned i = 0; i < nblk; i++) {
+		uint64_t bo = (b0 + i) * d->bs;
 
-			op->blk[i].len = (uint32_t)(f->size - bo < d->bs ?
-						    f->size - bo : d->bs);
-		}
-		op->iov.iov_base = op->buf;
-		op->iov.iov_len = op->staged;
+		op->blk[i].len = (uint32_t)(f->size - bo < d->bs ?
+					    f->size - bo : d->bs);
+	}
+	/* the ring takes at most RING_DEPTH writes of one op */
+	if (nblk <= RING_DEPTH && stage_get(d, op)) {
 		op->ibio.off = b0 * d->bs;
-		op->ibio.iov = &op->iov;
-		op->ibio.iovcnt = 1;
+		op->ibio.iov = op->iov;
+		op->ibio.iovcnt = (int)nblk;
 	} else {
 		op->type = OP_PASS;
 		op->ibio.off = ubio->off;
@@ -384,11 +462,7 @@ static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		op->blk[i].slot = slot;
 		op->blk[i].len = len;
 	}
-	if (!stage_get(d, (uint64_t)nblk * d->bs))
-		goto unpin;
-	op->staged = (uint64_t)nblk * d->bs;
-	op->buf = malloc((size_t)nblk * d->bs);
-	if (!op->buf)
+	if (!stage_get(d, op))
 		goto unpin;
 	op->ubio = bio;
 	op->key = f->key;
@@ -424,8 +498,7 @@ static void hit_finish(struct dcb *d, struct op *op)
 			pf_dc_count_error(d->dc);
 			pf_dc_drop(d->dc, (uint32_t)b->slot);
 			bad = true;
-		} else if (pf_dc_crc32c(0, op->buf + (uint64_t)i * d->bs,
-					b->len) != b->crc) {
+		} else if (pf_dc_crc32c(0, b->buf, b->len) != b->crc) {
 			pf_debug("disk cache: block %" PRIu64 " of a file "
 				 "failed its checksum; dropped",
 				 op->b0 + i);
@@ -448,8 +521,8 @@ static void hit_finish(struct dcb *d, struct op *op)
 			ubio->done(ubio, ret);
 		return;
 	}
-	copy_to_iov(ubio->iov, ubio->iovcnt,
-		    op->buf + (ubio->off - op->b0 * d->bs), op->want);
+	copy_to_iov(ubio->iov, ubio->iovcnt, op, ubio->off - op->b0 * d->bs,
+		    op->want);
 	pf_dc_count(d->dc, 1, op->want);
 	total = op->want;
 	op_free(op);
@@ -485,11 +558,23 @@ static void write_finish(struct dcb *d, struct op *op)
 	op_free(op);
 }
 
+/* @b heads a run of b->run blocks: each gets its share of @res. */
 static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
 {
 	struct op *op = b->op;
+	int64_t left = res;
 
-	b->res = res;
+	for (uint32_t k = 0; k < b->run; k++) {
+		struct op_blk *c = &b[k];
+
+		if (res < 0) {
+			c->res = res;
+		} else {
+			/* a short transfer: the blocks it missed are short */
+			c->res = (int32_t)(left < c->len ? left : c->len);
+			left -= c->res;
+		}
+	}
 	d->sq_used--;
 	if (--op->pending)
 		return;
@@ -499,16 +584,21 @@ static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
 		write_finish(d, op);
 }
 
-/* Prepares the SQEs of @op; returns how many. */
+/*
+ * Prepares the SQEs of @op; returns how many.  Blocks in consecutive slots
+ * share one SQE: a file's blocks are mostly written to consecutive free
+ * slots, so a read of a whole small file is one SQE, not one per block.
+ */
 static unsigned ring_start(struct dcb *d, struct op *op)
 {
 	int fd = pf_dc_data_fd(d->dc);
+	struct io_uring_sqe *sqe = NULL;
+	struct op_blk *head = NULL;
+	uint64_t bytes = 0;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < op->nblk; i++) {
 		struct op_blk *b = &op->blk[i];
-		char *p = op->buf + (uint64_t)i * d->bs;
-		struct io_uring_sqe *sqe;
 
 		if (op->type == OP_WRITE) {
 			int slot = pf_dc_reserve(d->dc, &op->key, op->b0 + i,
@@ -517,7 +607,17 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 			if (slot < 0)
 				continue;	/* cached, or not admitted */
 			b->slot = slot;
-			b->crc = pf_dc_crc32c(0, p, b->len);
+			b->crc = pf_dc_crc32c(0, b->buf, b->len);
+		}
+		/* the run's blocks so far are full: only a file's last block
+		 * is short, and it is the op's last */
+		if (head && head + head->run == b &&
+		    head->slot + (int32_t)head->run == b->slot &&
+		    bytes + b->len <= (1u << 30)) {
+			head->run++;
+			sqe->len++;	/* one more iovec */
+			bytes += b->len;
+			continue;
 		}
 		sqe = io_uring_get_sqe(&d->ring);
 		if (!sqe) {
@@ -525,14 +625,17 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 			sqe = io_uring_get_sqe(&d->ring);
 		}
 		if (op->type == OP_WRITE)
-			io_uring_prep_write(sqe, fd, p, b->len,
+			io_uring_prep_writev(sqe, fd, &op->iov[i], 1,
+					     pf_dc_slot_off(d->dc,
+							    (uint32_t)b->slot));
+		else
+			io_uring_prep_readv(sqe, fd, &op->iov[i], 1,
 					    pf_dc_slot_off(d->dc,
 							   (uint32_t)b->slot));
-		else
-			io_uring_prep_read(sqe, fd, p, b->len,
-					   pf_dc_slot_off(d->dc,
-							  (uint32_t)b->slot));
 		io_uring_sqe_set_data(sqe, b);
+		b->run = 1;
+		head = b;
+		bytes = b->len;
 		n++;
 	}
 	return n;
@@ -753,6 +856,8 @@ static void dcb_free(struct dcb *d)
 	if (d->efd >= 0)
 		close(d->efd);
 	pf_dc_close(d->dc);
+	pf_pool_free(d->pool);
+	pthread_mutex_destroy(&d->plock);
 	pthread_mutex_destroy(&d->lock);
 	free(d->source);
 	free(d);
@@ -795,6 +900,7 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 	struct pf_dc_stats s;
 	char inner[1024] = "";
 	const char *rest = "";
+	uint64_t mapped;
 	size_t n;
 
 	if (d->inner->ops->stats_json)
@@ -804,6 +910,9 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 	if (n > 2 && inner[0] == '{' && inner[n - 1] == '}')
 		rest = inner + 1;
 	pf_dc_get_stats(d->dc, &s);
+	pthread_mutex_lock(&d->plock);
+	mapped = (uint64_t)pf_pool_allocated(d->pool) * d->bs;
+	pthread_mutex_unlock(&d->plock);
 	snprintf(buf, size,
 		 "{\"disk_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 		 ", \"bytes_hit\": %" PRIu64 ", \"bytes_cached\": %" PRIu64
@@ -811,11 +920,23 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"evictions\": %" PRIu64 ", \"rejected\": %" PRIu64
 		 ", \"dropped\": %" PRIu64 ", \"errors\": %" PRIu64
 		 ", \"capacity\": %" PRIu64 ", \"replayed\": %" PRIu64
-		 "}%s%s",
+		 ", \"index_bytes\": %" PRIu64 ", \"staging\": %" PRIu64
+		 ", \"staging_mapped\": %" PRIu64 ", \"staging_max\": %"
+		 PRIu64 "}%s%s",
 		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
-		 s.errors, s.capacity, s.replayed, *rest ? ", " : "}",
-		 rest);
+		 s.errors, s.capacity, s.replayed, s.index_bytes,
+		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
+		 *rest ? ", " : "}", rest);
+}
+
+uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
+{
+	struct dcb *d = to_d((struct pf_backend *)be);
+	struct pf_dc_stats s;
+
+	pf_dc_get_stats(d->dc, &s);
+	return d->staging_max + s.index_bytes;
 }
 
 static const struct pf_backend_ops dcb_ops = {
@@ -838,13 +959,18 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 			     size_t errlen)
 {
 	struct pf_dc_cfg dcfg = { .size = cfg->size,
-				  .block_size = cfg->block_size };
+				  .block_size = cfg->block_size,
+				  .index_max = cfg->index_max };
 	sigset_t all;
 	sigset_t old;
 	struct dcb *d;
 	int ret;
 
 	*out = NULL;
+	/* a read of more blocks than the ring takes is not cached */
+	if (cfg->max_read > (uint64_t)RING_DEPTH * PF_DC_BLOCK)
+		dcfg.min_block = (uint32_t)((cfg->max_read + RING_DEPTH - 1) /
+					    RING_DEPTH);
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, errlen, "out of memory");
@@ -854,6 +980,7 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	d->efd = -1;
 	d->inner = inner;
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->plock, NULL);
 	d->staging_max = cfg->staging ? cfg->staging : DEFAULT_STAGING;
 	d->source = strdup(cfg->source ? cfg->source : "");
 	if (!d->source) {
@@ -867,6 +994,12 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	d->bs = pf_dc_block_size(d->dc);
 	if ((uint64_t)d->bs * 2 > d->staging_max)
 		d->staging_max = (uint64_t)d->bs * 2;
+	d->staging_max -= d->staging_max % d->bs;
+	ret = pf_pool_new(d->bs, d->staging_max / d->bs, &d->pool);
+	if (ret < 0) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	ret = io_uring_queue_init(RING_DEPTH, &d->ring, 0);
 	if (ret < 0) {
 		snprintf(err, errlen, "disk cache: io_uring: %s",

@@ -670,11 +670,25 @@ int main(int argc, char **argv)
 						 .size = o.cache_size };
 		struct pf_backend *dbe;
 
-		/* staging, on top of max_memory: a tenth of it, at least 4
-		 * fetches (a fetch finding no room bypasses the cache) */
+		/* the least the memory cache works with (opts.c checks it) */
+		uint64_t floor = 4 * o.engine.fetch_size +
+				 4 * (uint64_t)o.engine.block_size;
+		uint64_t dmem;
+
+		/* the index: an eighth of it (larger blocks if need be) */
+		dcfg.index_max = o.engine.max_memory / 8;
+		dcfg.max_read = o.engine.fetch_size;
+		/* staging, inside max_memory: a tenth of it, no more than
+		 * the fetches in flight fill, at least 4 fetches (a fetch
+		 * finding no room bypasses the cache) */
 		dcfg.staging = o.engine.max_memory / 10;
+		if (dcfg.staging > o.engine.max_inflight * o.engine.fetch_size)
+			dcfg.staging = o.engine.max_inflight *
+				       o.engine.fetch_size;
 		if (dcfg.staging < 4 * o.engine.fetch_size)
 			dcfg.staging = 4 * o.engine.fetch_size;
+		if (dcfg.staging > o.engine.max_memory - floor)
+			dcfg.staging = o.engine.max_memory - floor + 1;
 
 		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
 					       sizeof(err));
@@ -683,6 +697,10 @@ int main(int argc, char **argv)
 			goto out_be;
 		}
 		be = dbe;
+		/* the disk tier's staging and index come out of max_memory */
+		dmem = pf_diskcache_backend_memory(dbe);
+		o.engine.max_memory = o.engine.max_memory - floor > dmem ?
+				      o.engine.max_memory - dmem : floor;
 	}
 	ret = pf_engine_new(&o.engine, be, &engine);
 	if (ret < 0) {

@@ -13,7 +13,8 @@
 #      64M: every read is byte-exact, the log says so once, no reader sees
 #      an error; the next mount serves what fitted
 #   5. two daemons on one cache dir: the second refuses with one line
-#   6. the stats file shows the cache's counters
+#   6. the stats file shows the cache's counters; the memory cache, the
+#      staging buffers and the index together stay within max_memory
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -168,6 +169,9 @@ check "5 x kill -9 while filling, remount after each: byte-exact" [ $bad -eq 0 ]
 pf_mount_ready "$SRC" "$M" -o "$KOPTS" || { fail "mount after kill -9"; finish; }
 check "after kill -9: byte-exact" all_same "$M"
 stats_check "after kill -9: the cache served reads" "$M" "c['hits'] > 0"
+# the disk tier's staging and index come out of max_memory=32M, and the
+# staging taken from the system stays within its share
+stats_check "memory: the memory cache, staging and index fit max_memory" "$M" "t['memory_max'] + c['staging_max'] + c['index_bytes'] <= 32 << 20 and 0 < c['staging_mapped'] <= c['staging_max']"
 pf_umount "$M" || fail "unmount"
 
 # ---- 4. disk full -----------------------------------------------------------
