@@ -1,7 +1,7 @@
 /*
  * check_readahead.c - read-ahead planned by the engine (readahead.c):
- * sequential windows, the early window of a reader from offset zero and
- * none elsewhere, many fetches in flight, the stats file's streams.
+ * sequential windows, the early window of a reader from offset zero (its
+ * first half in pieces) and none elsewhere, many fetches in flight, the stats file's streams.
  */
 #include "engine_harness.h"
 
@@ -67,6 +67,42 @@ START_TEST(test_early_start_from_offset_zero)
 }
 END_TEST
 
+/*
+ * The first half of the early window goes out in pieces of an eighth of
+ * min_window (1 MiB here), all at once: the READs that follow the first
+ * one are answered as their own piece lands, not when a fetch_size fetch
+ * holding them does.
+ */
+START_TEST(test_early_window_in_pieces)
+{
+	uint64_t covered = 0;
+	unsigned small = 0;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		covered += len;
+		if (b->off < (512 << 10)) {
+			/* no piece crosses a piece boundary */
+			ck_assert_uint_le(len, 128 << 10);
+			ck_assert_uint_le(b->off % (128 << 10) + len, 128 << 10);
+			small++;
+		}
+	}
+	/* the READ itself, then three pieces up to half the window */
+	ck_assert_uint_eq(small, 4);
+	/* the whole early window was asked for at once */
+	ck_assert_uint_eq(covered, (1u << 20) + (128 << 10));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
+}
+END_TEST
+
 START_TEST(test_no_early_start_elsewhere)
 {
 	struct pf_engine_totals t;
@@ -129,6 +165,7 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_sequential_prefetch);
 	tcase_add_test(tc, test_stats_json);
 	tcase_add_test(tc, test_early_start_from_offset_zero);
+	tcase_add_test(tc, test_early_window_in_pieces);
 	tcase_add_test(tc, test_wait_for_readahead_is_not_a_hit);
 	tcase_add_test(tc, test_no_early_start_elsewhere);
 	suite_add_tcase(s, tc);
