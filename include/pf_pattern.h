@@ -165,11 +165,9 @@ struct pf_plan_state {
  * *horizon and from ps->planned_upto on, is not in memory, and moves
  * ps->planned_upto as it goes.  On top of pf_plan():
  *  - an UNKNOWN stream that started at offset 0 and read contiguously so
- *    far is almost always reading the file through: half a min_window
- *    from its frontier while that is under min_window, so the first batch
- *    of every file does not wait READ by READ (half: the bytes of the
- *    first batch go out alone, not sharing the store's bandwidth with
- *    those of the second, which follow READ by READ);
+ *    far is almost always reading the file through: one min_window from
+ *    its frontier while that is under min_window, so the first batch of
+ *    every file does not wait READ by READ;
  *  - a SEQUENTIAL window starts and ends on multiples of @align (the
  *    reader's frontier may sit mid-block; no partial blocks);
  *  - once the batch is known, windows are refilled when the reader has
@@ -190,15 +188,14 @@ unsigned pf_plan_ahead(const struct pf_stream *s,
 		       uint64_t *next_want);
 
 /*
- * The early window of a file read from its start (pf_plan_ahead(): the
+ * The first half of the first window of a file read from its start (the
  * bytes its first batch most likely needs) is fetched in pieces of
- * min_window / PF_PLAN_PIECES (at least @align) up to half a min_window,
- * not in fetch_size fetches: they all go out at once, and each READ that
- * follows the first is answered when its own piece lands rather than when
- * a fetch_size fetch holding it has.  Returns where the piece holding @off
- * ends (a multiple of the piece size), or 0 when @off is past half a
- * min_window or @s did not read its file contiguously from the start (no
- * cap then).
+ * min_window / PF_PLAN_PIECES (at least @align), not in fetch_size
+ * fetches: they all go out at once, and each READ that follows the first
+ * is answered when its own piece lands rather than when a fetch_size
+ * fetch holding it has.  Returns where the piece holding @off ends (a
+ * multiple of the piece size), or 0 when @off is past that half window or
+ * @s did not read its file contiguously from the start (no cap then).
  */
 #define PF_PLAN_PIECES 8
 uint64_t pf_plan_piece_end(const struct pf_stream *s,

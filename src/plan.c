@@ -97,8 +97,7 @@ unsigned pf_plan_ahead(const struct pf_stream *s,
 	    s->bytes == s->next_off && s->next_off < cfg->min_window &&
 	    s->next_off < file_size) {
 		out[0].off = s->next_off;
-		out[0].len = u64_min(cfg->min_window / 2,
-				     file_size - s->next_off);
+		out[0].len = u64_min(cfg->min_window, file_size - s->next_off);
 		n = 1;
 	}
 	if (n == 0)

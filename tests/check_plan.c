@@ -27,7 +27,7 @@ START_TEST(test_plan_ahead)
 	uint64_t horizon;
 	uint64_t want;
 
-	/* a reader from offset 0, contiguous so far: half a window early */
+	/* a reader from offset 0, contiguous so far: one window early */
 	memset(&s, 0, sizeof(s));
 	s.pattern = PF_PAT_UNKNOWN;
 	s.reads = 1;
@@ -35,8 +35,8 @@ START_TEST(test_plan_ahead)
 	ck_assert_uint_eq(pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4,
 					&horizon, &want), 1);
 	ck_assert_uint_eq(ext[0].off, 64 * KiB);
-	ck_assert_uint_eq(ext[0].len, 512 * KiB);
-	ck_assert_uint_eq(horizon, 64 * KiB + 512 * KiB);
+	ck_assert_uint_eq(ext[0].len, 1 * MiB);
+	ck_assert_uint_eq(horizon, 64 * KiB + 1 * MiB);
 	ck_assert_uint_eq(want, 0);
 	/* ... not once past min_window, nor for a reader that skipped */
 	s.bytes = s.next_off = 2 * MiB;
