@@ -51,8 +51,13 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
 
 	/* sequential only: a strided stream's record may still be settling
 	 * (the kernel's read-ahead can lengthen a record's READs), and more
-	 * windows of a wrong record would multiply what is fetched unread */
-	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH)
+	 * windows of a wrong record would multiply what is fetched unread;
+	 * and not while the stream is in its first min_window, whose READs
+	 * wait for the early window's first bytes whatever the depth: a
+	 * window more for each would stay for the whole stream, held in
+	 * memory to no use */
+	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH ||
+	    st->next_off <= e->plan.min_window)
 		return;
 	win = pf_plan_window(st, &e->plan);
 	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
