@@ -187,4 +187,19 @@ unsigned pf_plan_ahead(const struct pf_stream *s,
 		       struct pf_extent *out, unsigned max, uint64_t *horizon,
 		       uint64_t *next_want);
 
+/*
+ * The first half of the first window of a file read from its start (the
+ * bytes its first batch most likely needs) is fetched in pieces of
+ * min_window / PF_PLAN_PIECES (at least @align), not in fetch_size
+ * fetches: they all go out at once, and each READ that follows the first
+ * is answered when its own piece lands rather than when a fetch_size
+ * fetch holding it has.  Returns where the piece holding @off ends (a
+ * multiple of the piece size), or 0 when @off is past that half window or
+ * @s did not read its file contiguously from the start (no cap then).
+ */
+#define PF_PLAN_PIECES 8
+uint64_t pf_plan_piece_end(const struct pf_stream *s,
+			   const struct pf_plan_cfg *cfg, uint64_t align,
+			   uint64_t off);
+
 #endif

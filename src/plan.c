@@ -128,3 +128,22 @@ unsigned pf_plan_ahead(const struct pf_stream *s,
 	*horizon = h;
 	return n;
 }
+
+uint64_t pf_plan_piece_end(const struct pf_stream *s,
+			   const struct pf_plan_cfg *cfg, uint64_t align,
+			   uint64_t off)
+{
+	uint64_t piece;
+
+	if (!s || !cfg || !s->reads || s->bytes != s->next_off ||
+	    off >= cfg->min_window / 2)
+		return 0;
+	piece = cfg->min_window / PF_PLAN_PIECES;
+	if (align > 1)
+		piece = piece / align * align;
+	if (piece < align)
+		piece = align;
+	if (piece == 0)
+		return 0;
+	return (off / piece + 1) * piece;
+}

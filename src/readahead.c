@@ -3,9 +3,10 @@
  *
  * DESIGN
  * After every READ and every completed fetch, each stream's plan (the
- * policy is pf_plan_ahead() in plan.c: windows, refills, the early window,
- * the next file) becomes fetches of the ranges not in memory yet, so a
- * stream's windows keep filling while its reader computes.  Per stream the
+ * policy is pf_plan_ahead() in plan.c: windows, refills, the early window
+ * and its pieces, the next file) becomes fetches of the ranges not in
+ * memory yet, so a stream's windows keep filling while its reader
+ * computes.  Per stream the
  * engine keeps the planner's state (struct pf_plan_state: how far it
  * planned, how far it may refill).  A sequential stream whose READs keep waiting
  * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
@@ -50,8 +51,13 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
 
 	/* sequential only: a strided stream's record may still be settling
 	 * (the kernel's read-ahead can lengthen a record's READs), and more
-	 * windows of a wrong record would multiply what is fetched unread */
-	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH)
+	 * windows of a wrong record would multiply what is fetched unread;
+	 * and not while the stream is in its first min_window, whose READs
+	 * wait for the early window's first bytes whatever the depth: a
+	 * window more for each would stay for the whole stream, held in
+	 * memory to no use */
+	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH ||
+	    st->next_off <= e->plan.min_window)
 		return;
 	win = pf_plan_window(st, &e->plan);
 	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
@@ -159,6 +165,30 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 
 /* ---- read-ahead ------------------------------------------------------ */
 
+/*
+ * cover_range() for read-ahead, closing the fetch being built at the ends
+ * of the pieces pf_plan_piece_end() asks for (a file's first window).
+ */
+static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
+			     const struct pf_stream *st,
+			     const struct pf_plan_cfg *pc, uint64_t off,
+			     uint64_t end, struct cover *c,
+			     struct fetch_builder *fb, struct deferred *later)
+{
+	uint64_t pend = pf_plan_piece_end(st, pc, e->bs, off);
+
+	while (pend && pend < end) {
+		uint64_t reached = cover_range(e, f, off, pend, c, fb, later);
+
+		fetch_builder_flush(e, fb, later);
+		if (reached < pend)
+			return reached;
+		off = pend;
+		pend = pf_plan_piece_end(st, pc, e->bs, off);
+	}
+	return cover_range(e, f, off, end, c, fb, later);
+}
+
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later)
@@ -197,7 +227,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			continue;
 		if (off < s->plan.planned_upto)
 			off = s->plan.planned_upto;
-		reached = cover_range(e, f, off, end, &c, &fb, later);
+		reached = cover_pieces(e, f, st, &pc, off, end, &c, &fb,
+				       later);
 		if (reached > off)
 			s->plan.planned_upto = reached;
 		if (reached < end)

@@ -1,8 +1,9 @@
 /*
  * check_plan.c - the planner (plan.c) on hand-made streams: sequential and
  * strided windows, clipping, overflow, and pf_plan_ahead()'s policy (the
- * early window, alignment, refills, the next file).  The planner on
- * streams the tracker learned is in check_pattern.c.
+ * early window, alignment, refills, the next file), and the pieces of the
+ * early window.  The planner on streams the tracker learned is in
+ * check_pattern.c.
  */
 #include <check.h>
 #include <stdint.h>
@@ -79,6 +80,40 @@ START_TEST(test_plan_ahead)
 	s.burst_bytes = 4 * MiB;
 	pf_plan_ahead(&s, &pc, GiB, 64 * KiB, &ps, ext, 4, &horizon, &want);
 	ck_assert_uint_eq(horizon, 19 * MiB);	/* a batch consumed */
+}
+END_TEST
+
+/* The first window of a file read from its start goes out in pieces. */
+START_TEST(test_plan_piece_end)
+{
+	struct pf_plan_cfg pc = { 2, 16 * MiB, 256 * MiB };
+	struct pf_stream s;
+
+	memset(&s, 0, sizeof(s));
+	s.pattern = PF_PAT_UNKNOWN;
+	s.reads = 1;
+	s.bytes = s.next_off = 1 * MiB;
+	/* pieces of min_window / PF_PLAN_PIECES, ending on their multiples */
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 1 * MiB),
+			  2 * MiB);
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 2 * MiB),
+			  4 * MiB);
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB,
+					    6 * MiB + 5), 8 * MiB);
+	/* past the first half of the window: no cap */
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 8 * MiB), 0);
+	/* sequential from the start too */
+	s.pattern = PF_PAT_SEQUENTIAL;
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 3 * MiB),
+			  4 * MiB);
+	/* a reader that did not start at offset 0: none */
+	s.next_off = 3 * MiB;
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 3 * MiB), 0);
+	/* a piece is at least one block */
+	s.next_off = s.bytes;
+	pc.min_window = 256 * KiB;
+	ck_assert_uint_eq(pf_plan_piece_end(&s, &pc, 64 * KiB, 0), 64 * KiB);
+	ck_assert_uint_eq(pf_plan_piece_end(NULL, &pc, 64 * KiB, 0), 0);
 }
 END_TEST
 
@@ -170,6 +205,7 @@ int main(void)
 	tcase_add_test(tc, test_plan_sequential);
 	tcase_add_test(tc, test_plan_strided);
 	tcase_add_test(tc, test_plan_ahead);
+	tcase_add_test(tc, test_plan_piece_end);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

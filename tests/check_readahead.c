@@ -1,7 +1,8 @@
 /*
  * check_readahead.c - read-ahead planned by the engine (readahead.c):
- * sequential windows, the early window of a reader from offset zero and
- * none elsewhere, many fetches in flight (max_inflight of fetch_size, and
+ * sequential windows, the early window of a reader from offset zero (its
+ * first half in pieces) and none elsewhere, waits in it that leave the
+ * depth alone, many fetches in flight (max_inflight of fetch_size, and
  * shorter ones within the same bytes), the stats file's streams.
  */
 #include "engine_harness.h"
@@ -65,6 +66,79 @@ START_TEST(test_early_start_from_offset_zero)
 	pf_engine_totals(eng, &t);
 	ck_assert_uint_ge(t.bytes_prefetched, 512 << 10);
 	ck_assert_uint_le(t.bytes_prefetched, 1u << 20);
+}
+END_TEST
+
+/*
+ * The first half of the early window goes out in pieces of an eighth of
+ * min_window (1 MiB here), all at once: the READs that follow the first
+ * one are answered as their own piece lands, not when a fetch_size fetch
+ * holding them does.
+ */
+START_TEST(test_early_window_in_pieces)
+{
+	uint64_t covered = 0;
+	unsigned small = 0;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		covered += len;
+		if (b->off < (512 << 10)) {
+			/* no piece crosses a piece boundary */
+			ck_assert_uint_le(len, 128 << 10);
+			ck_assert_uint_le(b->off % (128 << 10) + len, 128 << 10);
+			small++;
+		}
+	}
+	/* the READ itself, then three pieces up to half the window */
+	ck_assert_uint_eq(small, 4);
+	/* the whole early window was asked for at once */
+	ck_assert_uint_eq(covered, (1u << 20) + (128 << 10));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
+}
+END_TEST
+
+/*
+ * READs that wait for read-ahead in flight while a stream is in its first
+ * min_window (the early window's latency) leave its depth alone:
+ * prefetch_batches windows.
+ */
+START_TEST(test_early_waits_keep_depth)
+{
+	struct pf_engine_totals t;
+	char *js;
+	const char *p;
+	uint64_t off;
+
+	/* one fetch in flight at a time, READs of one early piece (128 KiB):
+	 * each lands in the piece the one before it left in flight */
+	for (off = 0; off < (1u << 20); off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		while (!rq->done)
+			ck_assert_uint_gt(complete_pending(), 0);
+		assert_bytes(rq, off, 128 << 10);
+	}
+	while (complete_pending())
+		;
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(t.inflight_waits, 4);
+	js = pf_engine_stats_json(eng, "test");
+	ck_assert_ptr_nonnull(js);
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	p = strstr(js, "\"windows_ahead\": ");
+	ck_assert_ptr_nonnull(p);
+	/* all planned bytes are in: two windows ahead, not more */
+	ck_assert_double_le(strtod(p + strlen("\"windows_ahead\": "), NULL),
+			    2.0);
+	free(js);
 }
 END_TEST
 
@@ -148,6 +222,13 @@ START_TEST(test_stats_json)
 }
 END_TEST
 
+static void setup_prefetch_fake(void)
+{
+	fake_clock = 1;
+	setup_with(256u << 20, 1, 1, 1u << 20);
+	fake_clock = 0;
+}
+
 static Suite *readahead_suite(void)
 {
 	Suite *s = suite_create("readahead");
@@ -159,8 +240,15 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_sequential_prefetch);
 	tcase_add_test(tc, test_stats_json);
 	tcase_add_test(tc, test_early_start_from_offset_zero);
+	tcase_add_test(tc, test_early_window_in_pieces);
 	tcase_add_test(tc, test_wait_for_readahead_is_not_a_hit);
 	tcase_add_test(tc, test_no_early_start_elsewhere);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("depth");
+	tcase_add_checked_fixture(tc, setup_prefetch_fake, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_early_waits_keep_depth);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inflight");
