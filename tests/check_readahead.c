@@ -117,19 +117,19 @@ START_TEST(test_early_waits_keep_depth)
 	const char *p;
 	uint64_t off;
 
-	/* one fetch in flight at a time, READs of one early piece (128 KiB):
-	 * each lands in the piece the one before it left in flight */
+	/* fetches complete one at a time, oldest first, READs of one early
+	 * piece (128 KiB): each lands in a piece still in flight */
 	for (off = 0; off < (1u << 20); off += 128 << 10) {
 		memset(rq, 0, offsetof(struct treq, buf));
 		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
 		while (!rq->done)
-			ck_assert_uint_gt(complete_pending(), 0);
+			ck_assert_uint_gt(complete_oldest(), 0);
 		assert_bytes(rq, off, 128 << 10);
 	}
 	while (complete_pending())
 		;
 	pf_engine_totals(eng, &t);
-	ck_assert_uint_ge(t.inflight_waits, 4);
+	ck_assert_uint_ge(t.inflight_waits, 2);
 	js = pf_engine_stats_json(eng, "test");
 	ck_assert_ptr_nonnull(js);
 	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));

@@ -164,6 +164,27 @@ static unsigned complete_pending(void)
 	return n;
 }
 
+/* Completes the oldest pending fetch only: 1 if there was one. */
+static unsigned complete_oldest(void)
+{
+	struct pf_bio **pp, *b;
+
+	pthread_mutex_lock(&tb.lock);
+	pp = &tb.pending;
+	if (!*pp) {
+		pthread_mutex_unlock(&tb.lock);
+		return 0;
+	}
+	while ((*pp)->bnext)
+		pp = &(*pp)->bnext;
+	b = *pp;
+	*pp = NULL;
+	tb.npending--;
+	pthread_mutex_unlock(&tb.lock);
+	complete(b);
+	return 1;
+}
+
 static void complete_until_idle(void)
 {
 	while (complete_pending())
