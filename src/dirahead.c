@@ -13,9 +13,12 @@
  * readers each on its own directory (one learner each), N ranks taking
  * files i, i+N, i+2N (s = N, or s = 1 while they keep in step) all follow.
  * The open's pid is not known to the engine, so readers are told apart by
- * that sequence alone.  After XD_LEARN opens in a row that follow, each
- * open asks for the files at j + s, j + 2s, ... to be opened and read
- * whole by the next-file threads (NR_OPEN, nextfile.c), as many as keep
+ * that sequence alone; but a big file (over xfile_small()) still open is
+ * no file to follow: N readers opening their own shards 0 ... N-1 at once
+ * are not one reader in name order (xdir_busy()).  After XD_LEARN opens in
+ * a row that follow, each open asks for the files at j + s, j + 2s, ... to
+ * be opened and read whole (a big one: its first xfile_small() bytes) by
+ * the next-file threads (NR_OPEN, nextfile.c), as many as keep
  * two round trips of the reader's rate in flight: files ahead per reader =
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
  * an open plus a fetch (2 x the opens the engine made) and interval the
@@ -243,8 +246,44 @@ static void xdir_remember(struct xdir *d, const char *base)
 		d->rn++;
 }
 
+/* Files up to this size are read ahead whole; of a bigger one, this much:
+ * the early windows of its reader (2 x min_window, at least 4 fetches). */
+static uint64_t xfile_small(const struct pf_engine *e)
+{
+	uint64_t w = 2 * e->plan.min_window;
+
+	return w > 4 * e->cfg.fetch_size ? w : 4 * e->cfg.fetch_size;
+}
+
+/*
+ * Whether the file at index @i of @d is a big file a reader still has
+ * open: readers that open big files at once (N readers, each on its own
+ * shard, opening file-0 ... file-3 in the same millisecond) are not one
+ * reader going through the directory, whose files are each read and
+ * closed before the next is opened.  Small files may be open at once (N
+ * ranks in step), and are cheap if wrong.
+ */
+static bool xdir_busy(struct pf_engine *e, const struct xdir *d, long i)
+{
+	const struct pf_efile *f;
+	char *path;
+	int ret;
+
+	if (i < 0 || i >= (long)d->ls.n || d->ls.size[i] <= xfile_small(e))
+		return false;
+	if (d->path[0])
+		ret = asprintf(&path, "%s/%s", d->path, d->ls.v[i]);
+	else
+		ret = asprintf(&path, "%s", d->ls.v[i]);
+	if (ret < 0)
+		return false;
+	f = efile_lookup(e, path);
+	free(path);
+	return f && f->opens > 0;
+}
+
 /* The stride @j follows with, 0 if none; -1 when @j was opened lately. */
-static int xdir_follows(const struct xdir *d, long j)
+static int xdir_follows(struct pf_engine *e, const struct xdir *d, long j)
 {
 	for (unsigned k = 0; k < d->rn; k++)
 		if (xdir_recent(d, k) == j)
@@ -254,7 +293,8 @@ static int xdir_follows(const struct xdir *d, long j)
 	 * directory would "follow" too often) */
 	for (unsigned s = 1; s <= XD_STRIDE; s++)
 		for (unsigned k = s >= 2 ? s - 2 : 0; k <= s && k < d->rn; k++)
-			if (xdir_recent(d, k) == j - (long)s)
+			if (xdir_recent(d, k) == j - (long)s &&
+			    !xdir_busy(e, d, j - (long)s))
 				return (int)s;
 	return 0;
 }
@@ -369,8 +409,11 @@ static void xdir_ask(struct pf_engine *e, struct xdir *d, long j)
 		f = efile_lookup(e, path);
 		if (!f || !(f->opens || f->ghost || f->held ||
 			    block_find(e, f, 0))) {
+			/* a small file whole, a big one its first
+			 * windows: its reader's stream reads on */
 			next_push(e, NR_OPEN, path, strlen(path),
-				  d->ls.size[idx]);
+				  d->ls.size[idx] < xfile_small(e) ?
+					  d->ls.size[idx] : xfile_small(e));
 			e->xf->asked++;
 		}
 		free(path);
@@ -432,7 +475,7 @@ static void xdir_learn(struct pf_engine *e, struct xdir *d, const char *base,
 
 	if (j < 0)
 		return;
-	s = xdir_follows(d, j);
+	s = xdir_follows(e, d, j);
 	if (s < 0)
 		return;		/* opened again: tells nothing */
 	xdir_remember(d, base);

@@ -49,8 +49,12 @@ static void advance_ms(unsigned ms)
 	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
 }
 
+static uint64_t big_size;	/* when set: every file is this big */
+
 static uint64_t x_size(unsigned id)
 {
+	if (big_size)
+		return big_size;
 	return 100000 + 3000 * (id % 7);
 }
 
@@ -401,6 +405,78 @@ START_TEST(test_n_ranks_striding)
 }
 END_TEST
 
+/* Opens file @f of directory 0 and reads its first 64 KiB (checked); then
+ * closes it unless @keep. */
+static void read_head(unsigned f, bool keep)
+{
+	struct stat st;
+	char path[32];
+
+	advance_ms(1);
+	snprintf(path, sizeof(path), "d0/f%03u", f);
+	if (!files[f])
+		files[f] = pf_efile_new(eng, path, f + 1);
+	ck_assert_ptr_nonnull(files[f]);
+	ck_assert_int_ge(pf_efile_open(files[f], &st), 0);
+	memset(rq, 0, offsetof(struct xreq, buf));
+	pf_engine_read(files[f], 0, 64 << 10, x_reply, rq);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&rq->done,
+						     __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ck_assert_int_eq(rq->done, 1);
+	ck_assert_int_eq(rq->err, 0);
+	for (uint64_t off = 0; off < 64 << 10; off++)
+		ck_assert_uint_eq(rq->buf[off], x_byte(f, off));
+	if (!keep)
+		pf_efile_close(files[f]);
+}
+
+/*
+ * N readers, each on its own big file, opening file 0 ... 3 of a directory
+ * in the same few milliseconds: not one reader going through the
+ * directory, nothing is opened ahead.  One reader that reads and closes
+ * each big file before the next is: the files ahead get their first
+ * windows, not their whole bytes.
+ */
+START_TEST(test_big_files_open_at_once)
+{
+	struct pf_engine_totals t0;
+	struct pf_engine_totals t;
+	uint64_t small = 4u << 20;	/* 4 fetches of 1 MiB > 2 min_window */
+
+	for (unsigned f = 0; f < 4; f++)
+		read_head(f, true);
+	settle();
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.next_files, 0);
+	for (unsigned f = 0; f < 4; f++)
+		pf_efile_close(files[f]);
+
+	pf_engine_totals(eng, &t0);
+	for (unsigned f = 10; f < 14; f++) {
+		read_head(f, false);
+		settle();
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(t.next_files, 1);
+	/* the readers' own early windows and the files ahead's first ones */
+	ck_assert_uint_le(t.bytes_fetched - t0.bytes_fetched,
+			  (t.next_files + 4) * small);
+}
+END_TEST
+
+static void setup_big(void)
+{
+	big_size = 32u << 20;
+	setup();
+}
+
+static void teardown_big(void)
+{
+	teardown();
+	big_size = 0;
+}
+
 /* File k of a shuffle that never follows (37 is prime to 64). */
 static unsigned shuffled(unsigned k)
 {
@@ -617,6 +693,11 @@ static Suite *dirahead_suite(void)
 	tcase_add_test(tc, test_in_order_one_dir);
 	tcase_add_test(tc, test_in_order_n_dirs);
 	tcase_add_test(tc, test_n_ranks_striding);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("big");
+	tcase_add_checked_fixture(tc, setup_big, teardown_big);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_big_files_open_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fill");
 	tcase_add_checked_fixture(tc, setup, teardown);
