@@ -399,6 +399,27 @@ static void learn(struct pf_hint *p, uint64_t len, unsigned touched,
 	p->rents += touched;
 }
 
+/*
+ * The READ [off, end) overlaps entry @x only because the kernel widened it
+ * to whole pages: the overlap lies in the READ's first page (or last), @x
+ * ends (starts) inside that page, not on its border, and the READ goes on
+ * beyond that page, so that page is there for another entry.
+ */
+static bool widened(const struct pf_hint *p, const struct ent *x,
+		    uint64_t off, uint64_t end)
+{
+	const uint64_t a = p->set->cfg.align;
+	uint64_t xend = x->off + x->len;
+
+	if (a <= 1)
+		return false;
+	if (x->off < off && off % a == 0 && xend % a != 0 &&
+	    xend < off + a && end > off + a)
+		return true;
+	return xend > end && end % a == 0 && x->off % a != 0 &&
+	       x->off + a > end && end - off > a;
+}
+
 static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
 			uint64_t len, uint64_t now)
 {
@@ -422,7 +443,8 @@ static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
 
 		if (x->file != file || x->off + p->max_len <= off)
 			break;
-		if (x->off + x->len > off && i >= lo && i < wend)
+		if (x->off + x->len > off && i >= lo && i < wend &&
+		    !widened(p, x, off, end))
 			cand[nc++] = i;
 	}
 	if (nc == 0)
@@ -560,6 +582,29 @@ static void targets(const struct pf_hint *p, uint64_t budget, uint64_t *tb,
 	*te = e;
 }
 
+/*
+ * Range @r, the piece of entry @x from byte @from, widened to the pages
+ * its READs will ask for: the entry's first piece from the page holding
+ * its start, its last to the end of the page holding its end.
+ */
+static void widen(uint64_t a, const struct ent *x, uint64_t from,
+		  struct pf_hint_range *r)
+{
+	uint64_t head, end;
+
+	if (a <= 1)
+		return;
+	if (from == 0) {
+		head = r->off % a;
+		r->off -= head;
+		r->len += head;
+	}
+	end = r->off + r->len;
+	if (end == x->off + x->len && end % a != 0 &&
+	    end <= UINT64_MAX - a)
+		r->len += a - end % a;
+}
+
 static unsigned next_plan(struct pf_hint *p, uint64_t now,
 			  struct pf_hint_range *out, unsigned max,
 			  uint64_t max_inflight, uint64_t budget)
@@ -609,7 +654,7 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		out[k].off = x->off + p->fetch_off;
 		out[k].len = piece;
 		out[k].issued_ns = now;
-		k++;
+		widen(c->align, x, p->fetch_off, &out[k]);
 		p->fetch_off += piece;
 		if (p->fetch_off == x->len) {
 			p->fetch_idx++;
@@ -617,10 +662,11 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		}
 		ahead_add(p, i);
 		p->inflight++;
-		p->inflight_bytes += piece;
+		p->inflight_bytes += out[k].len;
 		p->st.fetched_bytes += piece;
 		if (first)
 			p->st.fetched++;
+		k++;
 	}
 	return k;
 }
@@ -724,6 +770,8 @@ struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg)
 		s->cfg.piece = 1ull << 20;
 	if (s->cfg.reorder == 0)
 		s->cfg.reorder = 1;
+	if (s->cfg.align == 0)
+		s->cfg.align = 1;
 	s->next_id = 1;
 	return s;
 }
