@@ -44,7 +44,8 @@
  * of the reads by 2 batches + consumption rate x fetch latency bytes and
  * entries (what is in flight covers the latency: Little's law; the two
  * batches are ready for the next bursts), within max_inflight requests
- * and the byte budget; it learns the rate from the READs
+ * and the budget (counted in the cfg.block blocks each entry spans: the
+ * memory it takes in the caller's cache); it learns the rate from the READs
  * (pf_hintset_read) and the latency from the completions
  * (pf_hintset_done).  A READ overlapping an
  * entry within the window (cfg.reorder entries past the oldest unread one,
@@ -98,9 +99,13 @@ struct pf_hint_cfg {
 	uint64_t align;		/* the readers' READ unit (the kernel's
 				 * page, default 4096): entries are fetched
 				 * widened to it, see THE FOLLOWER */
+	uint64_t block;		/* the caller's cache block (default 64 KiB):
+				 * the budget counts the blocks an entry
+				 * spans, not its bytes */
 	unsigned max_inflight;	/* ranges in flight, shared by the set's
 				 * following plans */
-	uint64_t budget;	/* bytes fetched ahead and not yet read,
+	uint64_t budget;	/* memory of what is fetched ahead and not
+				 * yet read (the blocks its entries span),
 				 * shared by the set's following plans */
 	uint64_t min_ahead;	/* bytes always kept ahead (floor) */
 	unsigned min_ahead_entries; /* entries always kept ahead (floor) */

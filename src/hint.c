@@ -93,6 +93,7 @@ struct pf_hint {
 	size_t hi;		/* one past the highest entry matched */
 	uint64_t ahead_bytes;	/* sum of ahead() over the entries */
 	uint64_t ahead_entries;	/* entries with ahead() > 0 */
+	uint64_t ahead_mem;	/* sum of mem(ahead()): the budget's */
 	uint64_t inflight;
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar;	/* fetch latency, mean and deviation */
@@ -176,11 +177,35 @@ static uint64_t ahead(const struct pf_hint *p, size_t i)
 	return f > g ? f - g : 0;
 }
 
+/*
+ * The memory @n bytes of entry @i take in the caller's cache: its share of
+ * the blocks the entry spans.  A 110 KiB record not aligned to 64 KiB
+ * blocks spans three of them, 1.7 times its size; a budget of bytes would
+ * hold more than the cache has room for, and the read-ahead beyond it
+ * would evict what was fetched ahead before it is read.
+ */
+static uint64_t mem(const struct pf_hint *p, size_t i, uint64_t n)
+{
+	const struct ent *x = &p->e[i];
+	const uint64_t bs = p->set->cfg.block;
+	uint64_t lo = x->off - x->off % bs, hi = x->off + x->len, span;
+
+	if (n == 0 || bs <= 1)
+		return n;
+	if (hi % bs && hi <= UINT64_MAX - bs)
+		hi += bs - hi % bs;
+	span = hi - lo;
+	if (span <= x->len)
+		return n;
+	return (uint64_t)((double)n * (double)span / (double)x->len);
+}
+
 static void ahead_sub(struct pf_hint *p, size_t i)
 {
 	uint64_t a = ahead(p, i);
 
 	p->ahead_bytes -= a;
+	p->ahead_mem -= mem(p, i, a);
 	if (a)
 		p->ahead_entries--;
 }
@@ -190,6 +215,7 @@ static void ahead_add(struct pf_hint *p, size_t i)
 	uint64_t a = ahead(p, i);
 
 	p->ahead_bytes += a;
+	p->ahead_mem += mem(p, i, a);
 	if (a)
 		p->ahead_entries++;
 }
@@ -645,7 +671,8 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		piece = x->len - p->fetch_off;
 		if (piece > c->piece)
 			piece = c->piece;
-		if (p->ahead_bytes > 0 && p->ahead_bytes + piece > budget)
+		if (p->ahead_mem > 0 &&
+		    p->ahead_mem + mem(p, i, piece) > budget)
 			break;
 		ahead_sub(p, i);
 		first = !(x->got & GOT_FETCHED);
@@ -772,6 +799,8 @@ struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg)
 		s->cfg.reorder = 1;
 	if (s->cfg.align == 0)
 		s->cfg.align = 1;
+	if (s->cfg.block == 0)
+		s->cfg.block = 1;
 	s->next_id = 1;
 	return s;
 }
@@ -846,7 +875,7 @@ static void restart(struct pf_hint *p)
 	p->max_len = 0;
 	p->done_idx = p->fetch_idx = p->hi = 0;
 	p->fetch_off = 0;
-	p->ahead_bytes = p->ahead_entries = 0;
+	p->ahead_bytes = p->ahead_entries = p->ahead_mem = 0;
 	/* the old plan's fetches in flight come back released */
 	p->inflight = p->inflight_bytes = 0;
 	p->jbits = 0;

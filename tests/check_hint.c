@@ -1160,6 +1160,44 @@ START_TEST(t_records)
 }
 END_TEST
 
+/*
+ * The budget is memory: 110 KiB records not aligned to 64 KiB blocks span
+ * three blocks each; what is fetched ahead fits the budget in blocks, not
+ * only in bytes (else the cache evicts read-ahead before it is read).
+ */
+START_TEST(t_records_budget)
+{
+	char *s = malloc(200 * 40 + 1);
+	uint64_t spans = 0, lo, hi;
+	size_t len = 0;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(s);
+	sim_free();
+	cfg.budget = 4 * MiB;
+	cfg.block = 64 * KiB;
+	cfg.min_ahead = 64 * MiB;	/* the budget is what stops it */
+	sim_new();
+	for (i = 0; i < 200; i++)
+		len += (size_t)sprintf(s + len, "big %llu %llu\n",
+				       (unsigned long long)((i * 7 % 200) *
+							    REC_LEN),
+				       (unsigned long long)REC_LEN);
+	declare(0, s, 0);
+	free(s);
+	ck_assert_uint_gt(sim->nfl, 8);
+	for (i = 0; i < sim->nfl; i++) {
+		lo = sim->fl[i].off / (64 * KiB) * (64 * KiB);
+		hi = (sim->fl[i].off + sim->fl[i].len + 64 * KiB - 1) /
+		     (64 * KiB) * (64 * KiB);
+		spans += hi - lo;
+	}
+	ck_assert_uint_le(spans, cfg.budget);
+	/* and close to it: the budget is used */
+	ck_assert_uint_ge(spans + 3 * 64 * KiB, cfg.budget);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -1192,6 +1230,7 @@ static Suite *suite(void)
 	tcase_add_test(f, t_json);
 	tcase_add_test(f, t_spread);
 	tcase_add_test(f, t_records);
+	tcase_add_test(f, t_records_budget);
 	suite_add_tcase(s, f);
 	return s;
 }
