@@ -44,7 +44,8 @@
  * of the reads by 2 batches + consumption rate x fetch latency bytes and
  * entries (what is in flight covers the latency: Little's law; the two
  * batches are ready for the next bursts), within max_inflight requests
- * and the byte budget; it learns the rate from the READs
+ * and the budget (counted in the cfg.block blocks each entry spans: the
+ * memory it takes in the caller's cache); it learns the rate from the READs
  * (pf_hintset_read) and the latency from the completions
  * (pf_hintset_done).  A READ overlapping an
  * entry within the window (cfg.reorder entries past the oldest unread one,
@@ -56,6 +57,17 @@
  * than its budget of unread data.  When fewer than half of the last
  * cfg.judge READs of files in the plan matched it, the plan is abandoned:
  * it fetches nothing more and hands back everything it holds.
+ *
+ * Records that do not start and end on cfg.align (the kernel's page): the
+ * kernel widens each READ to whole pages, so a READ of one record also
+ * asks for the ends of its neighbours' pages.  Each entry is therefore
+ * fetched widened to whole pages (the first range handed out of it starts
+ * at the page holding its start, the last ends at the page end after its
+ * end; the caller clips to the file), and a READ's overlap with an entry
+ * that lies only in the READ's first or last page, where the entry does
+ * not start or end on a page and the READ goes on beyond that page, is the
+ * widening, not a read of that entry: it neither counts as read nor keeps
+ * the plan from fetching the entry.
  *
  * Thread safety: none.  The caller serialises every call on a plan set
  * and its plans (one mutex); only pf_hint_text_* and pf_hint_parse, which
@@ -84,9 +96,16 @@ struct pf_hint_cfg {
 				 * (36 bytes each; default 16 Mi) */
 	uint64_t piece;		/* largest range handed out at once (a
 				 * multiple of the caller's block size) */
+	uint64_t align;		/* the readers' READ unit (the kernel's
+				 * page, default 4096): entries are fetched
+				 * widened to it, see THE FOLLOWER */
+	uint64_t block;		/* the caller's cache block (default 64 KiB):
+				 * the budget counts the blocks an entry
+				 * spans, not its bytes */
 	unsigned max_inflight;	/* ranges in flight, shared by the set's
 				 * following plans */
-	uint64_t budget;	/* bytes fetched ahead and not yet read,
+	uint64_t budget;	/* memory of what is fetched ahead and not
+				 * yet read (the blocks its entries span),
 				 * shared by the set's following plans */
 	uint64_t min_ahead;	/* bytes always kept ahead (floor) */
 	unsigned min_ahead_entries; /* entries always kept ahead (floor) */

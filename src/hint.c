@@ -93,6 +93,7 @@ struct pf_hint {
 	size_t hi;		/* one past the highest entry matched */
 	uint64_t ahead_bytes;	/* sum of ahead() over the entries */
 	uint64_t ahead_entries;	/* entries with ahead() > 0 */
+	uint64_t ahead_mem;	/* sum of mem(ahead()): the budget's */
 	uint64_t inflight;
 	uint64_t inflight_bytes;
 	uint64_t srtt, rttvar;	/* fetch latency, mean and deviation */
@@ -176,11 +177,35 @@ static uint64_t ahead(const struct pf_hint *p, size_t i)
 	return f > g ? f - g : 0;
 }
 
+/*
+ * The memory @n bytes of entry @i take in the caller's cache: its share of
+ * the blocks the entry spans.  A 110 KiB record not aligned to 64 KiB
+ * blocks spans three of them, 1.7 times its size; a budget of bytes would
+ * hold more than the cache has room for, and the read-ahead beyond it
+ * would evict what was fetched ahead before it is read.
+ */
+static uint64_t mem(const struct pf_hint *p, size_t i, uint64_t n)
+{
+	const struct ent *x = &p->e[i];
+	const uint64_t bs = p->set->cfg.block;
+	uint64_t lo = x->off - x->off % bs, hi = x->off + x->len, span;
+
+	if (n == 0 || bs <= 1)
+		return n;
+	if (hi % bs && hi <= UINT64_MAX - bs)
+		hi += bs - hi % bs;
+	span = hi - lo;
+	if (span <= x->len)
+		return n;
+	return (uint64_t)((double)n * (double)span / (double)x->len);
+}
+
 static void ahead_sub(struct pf_hint *p, size_t i)
 {
 	uint64_t a = ahead(p, i);
 
 	p->ahead_bytes -= a;
+	p->ahead_mem -= mem(p, i, a);
 	if (a)
 		p->ahead_entries--;
 }
@@ -190,6 +215,7 @@ static void ahead_add(struct pf_hint *p, size_t i)
 	uint64_t a = ahead(p, i);
 
 	p->ahead_bytes += a;
+	p->ahead_mem += mem(p, i, a);
 	if (a)
 		p->ahead_entries++;
 }
@@ -399,6 +425,27 @@ static void learn(struct pf_hint *p, uint64_t len, unsigned touched,
 	p->rents += touched;
 }
 
+/*
+ * The READ [off, end) overlaps entry @x only because the kernel widened it
+ * to whole pages: the overlap lies in the READ's first page (or last), @x
+ * ends (starts) inside that page, not on its border, and the READ goes on
+ * beyond that page, so that page is there for another entry.
+ */
+static bool widened(const struct pf_hint *p, const struct ent *x,
+		    uint64_t off, uint64_t end)
+{
+	const uint64_t a = p->set->cfg.align;
+	uint64_t xend = x->off + x->len;
+
+	if (a <= 1)
+		return false;
+	if (x->off < off && off % a == 0 && xend % a != 0 &&
+	    xend < off + a && end > off + a)
+		return true;
+	return xend > end && end % a == 0 && x->off % a != 0 &&
+	       x->off + a > end && end - off > a;
+}
+
 static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
 			uint64_t len, uint64_t now)
 {
@@ -422,7 +469,8 @@ static enum match match(struct pf_hint *p, uint64_t file, uint64_t off,
 
 		if (x->file != file || x->off + p->max_len <= off)
 			break;
-		if (x->off + x->len > off && i >= lo && i < wend)
+		if (x->off + x->len > off && i >= lo && i < wend &&
+		    !widened(p, x, off, end))
 			cand[nc++] = i;
 	}
 	if (nc == 0)
@@ -560,6 +608,29 @@ static void targets(const struct pf_hint *p, uint64_t budget, uint64_t *tb,
 	*te = e;
 }
 
+/*
+ * Range @r, the piece of entry @x from byte @from, widened to the pages
+ * its READs will ask for: the entry's first piece from the page holding
+ * its start, its last to the end of the page holding its end.
+ */
+static void widen(uint64_t a, const struct ent *x, uint64_t from,
+		  struct pf_hint_range *r)
+{
+	uint64_t head, end;
+
+	if (a <= 1)
+		return;
+	if (from == 0) {
+		head = r->off % a;
+		r->off -= head;
+		r->len += head;
+	}
+	end = r->off + r->len;
+	if (end == x->off + x->len && end % a != 0 &&
+	    end <= UINT64_MAX - a)
+		r->len += a - end % a;
+}
+
 static unsigned next_plan(struct pf_hint *p, uint64_t now,
 			  struct pf_hint_range *out, unsigned max,
 			  uint64_t max_inflight, uint64_t budget)
@@ -600,7 +671,8 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		piece = x->len - p->fetch_off;
 		if (piece > c->piece)
 			piece = c->piece;
-		if (p->ahead_bytes > 0 && p->ahead_bytes + piece > budget)
+		if (p->ahead_mem > 0 &&
+		    p->ahead_mem + mem(p, i, piece) > budget)
 			break;
 		ahead_sub(p, i);
 		first = !(x->got & GOT_FETCHED);
@@ -609,7 +681,7 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		out[k].off = x->off + p->fetch_off;
 		out[k].len = piece;
 		out[k].issued_ns = now;
-		k++;
+		widen(c->align, x, p->fetch_off, &out[k]);
 		p->fetch_off += piece;
 		if (p->fetch_off == x->len) {
 			p->fetch_idx++;
@@ -617,10 +689,11 @@ static unsigned next_plan(struct pf_hint *p, uint64_t now,
 		}
 		ahead_add(p, i);
 		p->inflight++;
-		p->inflight_bytes += piece;
+		p->inflight_bytes += out[k].len;
 		p->st.fetched_bytes += piece;
 		if (first)
 			p->st.fetched++;
+		k++;
 	}
 	return k;
 }
@@ -724,6 +797,10 @@ struct pf_hintset *pf_hintset_new(const struct pf_hint_cfg *cfg)
 		s->cfg.piece = 1ull << 20;
 	if (s->cfg.reorder == 0)
 		s->cfg.reorder = 1;
+	if (s->cfg.align == 0)
+		s->cfg.align = 1;
+	if (s->cfg.block == 0)
+		s->cfg.block = 1;
 	s->next_id = 1;
 	return s;
 }
@@ -798,7 +875,7 @@ static void restart(struct pf_hint *p)
 	p->max_len = 0;
 	p->done_idx = p->fetch_idx = p->hi = 0;
 	p->fetch_off = 0;
-	p->ahead_bytes = p->ahead_entries = 0;
+	p->ahead_bytes = p->ahead_entries = p->ahead_mem = 0;
 	/* the old plan's fetches in flight come back released */
 	p->inflight = p->inflight_bytes = 0;
 	p->jbits = 0;

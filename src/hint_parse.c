@@ -26,6 +26,8 @@ void pf_hint_cfg_default(struct pf_hint_cfg *cfg)
 	cfg->max_text = PF_HINT_MAX_TEXT;
 	cfg->max_total_entries = 4ull * PF_HINT_MAX_ENTRIES;
 	cfg->piece = 1ull << 20;
+	cfg->align = 4096;
+	cfg->block = 64ull << 10;
 	cfg->max_inflight = 64;
 	cfg->budget = 256ull << 20;
 	cfg->min_ahead = 4ull << 20;

@@ -526,6 +526,11 @@ static void mark_consumed(struct pf_engine *e, struct pf_efile *f,
 	     idx++) {
 		struct block *b = block_find(e, f, idx);
 
+		/* a block the range shares with another record may hold
+		 * that record's read-ahead: left to the LRU */
+		if ((idx << e->bshift) < off ||
+		    (((idx + 1) << e->bshift) > end && end < f->size))
+			continue;
 		if (!b || !b->in_lru)
 			continue;
 		list_del(&b->lru);
@@ -729,6 +734,7 @@ int hint_start(struct pf_engine *e)
 				      e->cfg.max_inflight - reserve : 1;
 	h->cfg.budget = e->cfg.max_memory / 2;
 	h->cfg.piece = e->cfg.fetch_size;
+	h->cfg.block = e->bs;
 	h->cfg.min_ahead = e->cfg.min_window;
 	h->set = pf_hintset_new(&h->cfg);
 	if (!h->set) {

@@ -9,6 +9,8 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +283,14 @@ struct sim {
 
 static struct sim *sim;
 
+/* t_records: a bit per byte of the big file's records, set when fetched */
+#define REC_N 400
+#define REC_LEN (110 * KiB)
+#define REC_PAGE 4096ull
+static uint8_t *rec_have;
+static uint64_t rec_twice;	/* bytes handed out more than once */
+static void rec_fetched(uint64_t off, uint64_t len, bool ahead);
+
 static void sim_new(void)
 {
 	sim = calloc(1, sizeof(*sim));
@@ -362,6 +372,8 @@ static void pump(void)
 		pf_hintset_done(sim->s, &sim->fl[i], sim->now, 0);
 		if ((int)k >= 0 && sim->fl[i].entry < MAXE)
 			sim->ready[k][sim->fl[i].entry] += sim->fl[i].len;
+		if (rec_have && sim->fl[i].file == BIG_ID)
+			rec_fetched(sim->fl[i].off, sim->fl[i].len, true);
 		sim->fl[i] = sim->fl[sim->nfl - 1];
 		sim->due[i] = sim->due[sim->nfl - 1];
 		sim->nfl--;
@@ -1064,6 +1076,128 @@ START_TEST(t_spread)
 }
 END_TEST
 
+/*
+ * Shuffled records of one file, 110 KiB each (not page-aligned), read as
+ * the kernel asks for them: each READ widened to whole pages, so half of
+ * them begin in the record before theirs and the other half end in the
+ * record after.  Every byte a READ asks for was fetched ahead (not only
+ * the record's own bytes), a READ's page of a neighbour does not count as
+ * reading the neighbour (which would leave it to be fetched on demand),
+ * and no more than a page per record is fetched twice.
+ */
+static void rec_fetched(uint64_t off, uint64_t len, bool ahead)
+{
+	uint64_t i, end = off + len;
+
+	if (end > (uint64_t)REC_N * REC_LEN + REC_PAGE)
+		end = (uint64_t)REC_N * REC_LEN + REC_PAGE;
+	for (i = off; i < end; i++) {
+		if (ahead && (rec_have[i / 8] & (1u << (i % 8))))
+			rec_twice++;
+		rec_have[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+}
+
+START_TEST(t_records)
+{
+	uint64_t bytes = (uint64_t)REC_N * REC_LEN + REC_PAGE;
+	char *s = malloc(REC_N * 40 + 1);
+	unsigned perm[REC_N], i, j, missed = 0;
+	uint64_t x = 12345, off, end, b;
+	struct pf_hint_stats st;
+	size_t len = 0;
+
+	ck_assert_ptr_nonnull(s);
+	rec_have = calloc(bytes / 8 + 1, 1);
+	ck_assert_ptr_nonnull(rec_have);
+	rec_twice = 0;
+	for (i = 0; i < REC_N; i++)
+		perm[i] = i;
+	for (i = REC_N - 1; i > 0; i--) {
+		unsigned t;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		j = (unsigned)((x >> 33) % (i + 1));
+		t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	for (i = 0; i < REC_N; i++)
+		len += (size_t)sprintf(s + len, "big %llu %llu\n",
+				       (unsigned long long)(perm[i] * REC_LEN),
+				       (unsigned long long)REC_LEN);
+	declare(0, s, 0);
+	free(s);
+	advance(100 * MS);
+	for (i = 0; i < REC_N; i++) {
+		pump();
+		off = perm[i] * REC_LEN;
+		end = off + REC_LEN;
+		off -= off % REC_PAGE;
+		end = (end + REC_PAGE - 1) / REC_PAGE * REC_PAGE;
+		for (b = off; b < end; b++) {
+			if (!(rec_have[b / 8] & (1u << (b % 8)))) {
+				missed++;
+				break;
+			}
+		}
+		/* a miss is fetched on demand */
+		rec_fetched(off, end - off, false);
+		pf_hintset_read(sim->s, BIG_ID, off, end - off, sim->now);
+		advance(20 * US);
+		if (i % 32 == 31)
+			advance(40 * MS);
+	}
+	st = stats(0);
+	ck_assert_uint_eq(missed, 0);
+	ck_assert_uint_eq(st.fetched, REC_N);
+	ck_assert_uint_eq(st.done, REC_N);
+	ck_assert_uint_eq(st.given_up, 0);
+	ck_assert_uint_eq(st.read_planned, REC_N);
+	ck_assert_uint_le(rec_twice, REC_N * REC_PAGE);
+	free(rec_have);
+	rec_have = NULL;
+}
+END_TEST
+
+/*
+ * The budget is memory: 110 KiB records not aligned to 64 KiB blocks span
+ * three blocks each; what is fetched ahead fits the budget in blocks, not
+ * only in bytes (else the cache evicts read-ahead before it is read).
+ */
+START_TEST(t_records_budget)
+{
+	char *s = malloc(200 * 40 + 1);
+	uint64_t spans = 0, lo, hi;
+	size_t len = 0;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(s);
+	sim_free();
+	cfg.budget = 4 * MiB;
+	cfg.block = 64 * KiB;
+	cfg.min_ahead = 64 * MiB;	/* the budget is what stops it */
+	sim_new();
+	for (i = 0; i < 200; i++)
+		len += (size_t)sprintf(s + len, "big %llu %llu\n",
+				       (unsigned long long)((i * 7 % 200) *
+							    REC_LEN),
+				       (unsigned long long)REC_LEN);
+	declare(0, s, 0);
+	free(s);
+	ck_assert_uint_gt(sim->nfl, 8);
+	for (i = 0; i < sim->nfl; i++) {
+		lo = sim->fl[i].off / (64 * KiB) * (64 * KiB);
+		hi = (sim->fl[i].off + sim->fl[i].len + 64 * KiB - 1) /
+		     (64 * KiB) * (64 * KiB);
+		spans += hi - lo;
+	}
+	ck_assert_uint_le(spans, cfg.budget);
+	/* and close to it: the budget is used */
+	ck_assert_uint_ge(spans + 3 * 64 * KiB, cfg.budget);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("plan");
@@ -1095,6 +1229,8 @@ static Suite *suite(void)
 	tcase_add_test(f, t_total);
 	tcase_add_test(f, t_json);
 	tcase_add_test(f, t_spread);
+	tcase_add_test(f, t_records);
+	tcase_add_test(f, t_records_budget);
 	suite_add_tcase(s, f);
 	return s;
 }
