@@ -253,7 +253,8 @@ struct pf_efile {
 	struct timespec mtime;
 	bool have_version;
 	struct pf_tracker *tracker;
-	struct engine_stream *estreams; /* one per tracker stream */
+	struct engine_stream *estreams; /* one per tracker stream, grown
+					 * on demand (engine_stream_get()) */
 	unsigned nestreams;
 	struct list blocks;
 	struct list node;	/* on e->files */
@@ -422,7 +423,9 @@ uint64_t tripwire(struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
 struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
+/* may move f->estreams: hold no other engine_stream of @f across it */
 struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
+size_t efile_state_bytes(const struct pf_efile *f);
 struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
