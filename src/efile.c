@@ -25,8 +25,14 @@
  * is paid for every file the kernel remembers (a dataset of a million
  * files: a million efiles).  Its tracker and its engine_streams therefore
  * start with one stream and grow with its readers (pattern.c,
- * engine_stream_get()); efile_state_bytes() counts them, the stats show
- * the sum (totals.files_state_bytes).
+ * engine_stream_get()), and only open files and the CLOSED_TRACKERS most
+ * recently closed ones keep them: a file closed longer ago (on e->closed
+ * no more) is let go of its tracker, which its next open builds anew
+ * (what a file reopened soon, a reader opening it per record, learned is
+ * kept).  A tracker is dropped only with no fetch in flight: a fetch's
+ * completion counts for its stream by id, and a new tracker numbers its
+ * streams from 1 again.  efile_state_bytes() counts what a file holds, the
+ * stats show the sum (totals.files_state_bytes).
  *
  * Threads: FUSE workers (open, close, new, put, retire) and the opener
  * threads (efile_open for a ghost or a plan); bookkeeping under e->lock.
@@ -148,11 +154,59 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 	return f;
 }
 
+static void closed_del(struct pf_engine *e, struct pf_efile *f)
+{
+	if (!f->on_closed)
+		return;
+	list_del(&f->cnode);
+	f->on_closed = false;
+	e->nclosed--;
+}
+
+/* Under the lock: closed file @f lets its tracker go. */
+static void tracker_drop(struct pf_efile *f)
+{
+	pf_tracker_free(f->tracker);
+	f->tracker = NULL;
+	free(f->estreams);
+	f->estreams = NULL;
+	f->nestreams = 0;
+	/* the next tracker's stream ids mean other streams */
+	for (struct list *l = f->blocks.next; l != &f->blocks; l = l->next)
+		container_of(l, struct block, fnode)->stream = 0;
+}
+
+/*
+ * Under the lock: closed file @f joins e->closed (newest last); the oldest
+ * beyond CLOSED_TRACKERS drop their trackers.  One with a fetch in flight
+ * (or being pushed) keeps it and rejoins when the fetch ends
+ * (fetch_free() -> efile_maybe_free()).
+ */
+static void closed_add(struct pf_engine *e, struct pf_efile *f)
+{
+	if (f->on_closed || f->opens || !f->tracker)
+		return;
+	list_add_tail(&e->closed, &f->cnode);
+	f->on_closed = true;
+	e->nclosed++;
+	while (e->nclosed > CLOSED_TRACKERS) {
+		struct pf_efile *g =
+			container_of(e->closed.next, struct pf_efile, cnode);
+
+		closed_del(e, g);
+		if (!g->opens && !g->fetches && e->pushing != g)
+			tracker_drop(g);
+	}
+}
+
 /* Under the lock: free @f if nothing refers to it any more. */
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 {
-	if (f->refs || f->opens || f->fetches)
+	if (f->refs || f->opens || f->fetches) {
+		closed_add(e, f);
 		return;
+	}
+	closed_del(e, f);
 	hint_forget(e, f);
 	file_drop_blocks(e, f);
 	list_del(&f->node);
@@ -281,6 +335,8 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		f->estreams = NULL;
 		f->nestreams = 0;
 	}
+	/* it keeps its tracker while open */
+	closed_del(e, f);
 	f->cur = r;
 	f->opens = 1;
 	f->next_asked = false;
