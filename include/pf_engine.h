@@ -214,6 +214,10 @@ struct pf_engine_totals {
 	uint64_t memory_reread;	/* read, not pushed: kept for re-reads */
 	uint64_t memory_max;
 	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak) */
+	uint64_t files;		/* files the engine holds (the kernel's
+				 * inodes of regular files, and more) */
+	uint64_t files_state_bytes; /* heap they hold beside their blocks:
+				     * the files, paths, pattern trackers */
 };
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);

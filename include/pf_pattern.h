@@ -48,6 +48,7 @@
 #ifndef PF_PATTERN_H
 #define PF_PATTERN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum pf_pattern {
@@ -96,9 +97,16 @@ struct pf_stream {
 
 struct pf_tracker;
 
-/* Returns NULL on allocation failure. */
+/*
+ * Returns NULL on allocation failure.  A new tracker holds room for one
+ * stream; it grows (up to cfg->max_streams streams) as readers appear, and
+ * an allocation failure then only makes it recycle the streams it has.
+ */
 struct pf_tracker *pf_tracker_new(const struct pf_pattern_cfg *cfg);
 void pf_tracker_free(struct pf_tracker *t);
+
+/* Heap bytes @t holds now (its allocations, not malloc's overhead). */
+size_t pf_tracker_bytes(const struct pf_tracker *t);
 
 /*
  * A READ of [off, off+len) arrived at @now_ns.  Returns the stream it was

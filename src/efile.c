@@ -21,6 +21,19 @@
  * (pf_efile_retire()): stale, its READs fail with EIO, it is skipped by
  * every lookup by path, and it is freed when its last handle closes.
  *
+ * Memory.  An efile lives as long as the kernel's inode, so what it holds
+ * is paid for every file the kernel remembers (a dataset of a million
+ * files: a million efiles).  Its tracker and its engine_streams therefore
+ * start with one stream and grow with its readers (pattern.c,
+ * engine_stream_get()), and only open files and the CLOSED_TRACKERS most
+ * recently closed ones keep them: a file closed longer ago (on e->closed
+ * no more) is let go of its tracker, which its next open builds anew
+ * (what a file reopened soon, a reader opening it per record, learned is
+ * kept).  A tracker is dropped only with no fetch in flight: a fetch's
+ * completion counts for its stream by id, and a new tracker numbers its
+ * streams from 1 again.  efile_state_bytes() counts what a file holds, the
+ * stats show the sum (totals.files_state_bytes).
+ *
  * Threads: FUSE workers (open, close, new, put, retire) and the opener
  * threads (efile_open for a ghost or a plan); bookkeeping under e->lock.
  */
@@ -43,23 +56,45 @@ struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id)
 	return NULL;
 }
 
-/* The engine's state of stream @id, reusing the entry of a stream the
- * tracker recycled. */
+/*
+ * The engine's state of stream @id, reusing the entry of a stream the
+ * tracker recycled, else growing f->estreams by one (it may move: see
+ * engine_int.h).  There is never need for more entries than the tracker
+ * has streams, so the array stays as small as the tracker.  NULL when out
+ * of memory.
+ */
 struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id)
 {
 	struct engine_stream *s = engine_stream_find(f, id);
+	struct engine_stream *more;
 
 	if (s)
 		return s;
 	for (unsigned i = 0; i < f->nestreams; i++) {
 		s = &f->estreams[i];
-		if (s->id == 0 || !pf_tracker_find(f->tracker, s->id)) {
-			memset(s, 0, sizeof(*s));
-			s->id = id;
-			return s;
-		}
+		if (s->id == 0 || !pf_tracker_find(f->tracker, s->id))
+			goto out;
 	}
-	return NULL;
+	if (!f->tracker)
+		return NULL;
+	more = realloc(f->estreams, (f->nestreams + 1) * sizeof(*more));
+	if (!more)
+		return NULL;
+	f->estreams = more;
+	s = &f->estreams[f->nestreams++];
+out:
+	memset(s, 0, sizeof(*s));
+	s->id = id;
+	return s;
+}
+
+/* Heap bytes that file @f holds beside its blocks: itself, its path, its
+ * tracker and the engine's state of its streams. */
+size_t efile_state_bytes(const struct pf_efile *f)
+{
+	return sizeof(*f) + strlen(f->path) + 1 +
+	       pf_tracker_bytes(f->tracker) +
+	       f->nestreams * sizeof(*f->estreams);
 }
 
 /* ---- files ----------------------------------------------------------- */
@@ -119,11 +154,59 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 	return f;
 }
 
+static void closed_del(struct pf_engine *e, struct pf_efile *f)
+{
+	if (!f->on_closed)
+		return;
+	list_del(&f->cnode);
+	f->on_closed = false;
+	e->nclosed--;
+}
+
+/* Under the lock: closed file @f lets its tracker go. */
+static void tracker_drop(struct pf_efile *f)
+{
+	pf_tracker_free(f->tracker);
+	f->tracker = NULL;
+	free(f->estreams);
+	f->estreams = NULL;
+	f->nestreams = 0;
+	/* the next tracker's stream ids mean other streams */
+	for (struct list *l = f->blocks.next; l != &f->blocks; l = l->next)
+		container_of(l, struct block, fnode)->stream = 0;
+}
+
+/*
+ * Under the lock: closed file @f joins e->closed (newest last); the oldest
+ * beyond CLOSED_TRACKERS drop their trackers.  One with a fetch in flight
+ * (or being pushed) keeps it and rejoins when the fetch ends
+ * (fetch_free() -> efile_maybe_free()).
+ */
+static void closed_add(struct pf_engine *e, struct pf_efile *f)
+{
+	if (f->on_closed || f->opens || !f->tracker)
+		return;
+	list_add_tail(&e->closed, &f->cnode);
+	f->on_closed = true;
+	e->nclosed++;
+	while (e->nclosed > CLOSED_TRACKERS) {
+		struct pf_efile *g =
+			container_of(e->closed.next, struct pf_efile, cnode);
+
+		closed_del(e, g);
+		if (!g->opens && !g->fetches && e->pushing != g)
+			tracker_drop(g);
+	}
+}
+
 /* Under the lock: free @f if nothing refers to it any more. */
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 {
-	if (f->refs || f->opens || f->fetches)
+	if (f->refs || f->opens || f->fetches) {
+		closed_add(e, f);
 		return;
+	}
+	closed_del(e, f);
 	hint_forget(e, f);
 	file_drop_blocks(e, f);
 	list_del(&f->node);
@@ -246,18 +329,14 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 	f->mtime = st->st_mtim;
 	f->have_version = true;
 	if (!f->tracker && e->cfg.prefetch) {
+		/* both grow with the streams the file's readers need */
 		f->tracker = pf_tracker_new(&e->cfg.pattern);
 		free(f->estreams);
-		f->nestreams = e->cfg.pattern.max_streams;
-		f->estreams = calloc(f->nestreams, sizeof(*f->estreams));
-		if (!f->tracker || !f->estreams) {
-			pf_tracker_free(f->tracker);
-			f->tracker = NULL;
-			free(f->estreams);
-			f->estreams = NULL;
-			f->nestreams = 0;
-		}
+		f->estreams = NULL;
+		f->nestreams = 0;
 	}
+	/* it keeps its tracker while open */
+	closed_del(e, f);
 	f->cur = r;
 	f->opens = 1;
 	f->next_asked = false;

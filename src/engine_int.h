@@ -62,6 +62,8 @@ struct pf_strbuf;
 /* threads of the opener pool (opener.c says why 32) */
 #define OPENER_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
+/* closed files that keep their pattern tracker, at most (efile.c) */
+#define CLOSED_TRACKERS 256
 /* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16
 
@@ -253,10 +255,13 @@ struct pf_efile {
 	struct timespec mtime;
 	bool have_version;
 	struct pf_tracker *tracker;
-	struct engine_stream *estreams; /* one per tracker stream */
+	struct engine_stream *estreams; /* one per tracker stream, grown
+					 * on demand (engine_stream_get()) */
 	unsigned nestreams;
 	struct list blocks;
 	struct list node;	/* on e->files */
+	struct list cnode;	/* on e->closed while on_closed */
+	bool on_closed;		/* closed, its tracker kept for a while */
 	/* the next file: see nextfile.c */
 	bool next_asked; /* this open generation asked for its successor */
 	int ghost;		/* GHOST_*: opened by the engine itself (then
@@ -301,6 +306,9 @@ struct pf_engine {
 				 * stream */
 	size_t lru_count[LRU_KINDS]; /* protected by e->lock */
 	struct list files;	/* protected by e->lock */
+	struct list closed;	/* protected by e->lock: files closed with a
+				 * tracker, oldest first (efile.c) */
+	unsigned nclosed;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
 	struct fetch *queue;	/* protected by e->lock: demand fetches
@@ -422,7 +430,9 @@ uint64_t tripwire(struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
 struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
+/* may move f->estreams: hold no other engine_stream of @f across it */
 struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
+size_t efile_state_bytes(const struct pf_efile *f);
 struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */

@@ -4,9 +4,13 @@
  * classification, and the public calls.
  *
  * DESIGN
- * A tracker owns a fixed table of max_streams streams and a ring of
- * 2 * max_streams "clusters"; nothing is allocated per READ and every call
- * is O(max_streams).  A stream remembers what its recent READs covered as
+ * A tracker has room for max_streams streams and a ring of
+ * 2 * max_streams "clusters" (16 at least), allocated as they are first
+ * needed and kept: a file read through by one reader holds one stream and
+ * one chunk of clusters (under 1.5 KiB in all), not the 30 KiB that the
+ * whole table and ring of 32 streams take.  Nothing is allocated per READ
+ * once a file's readers have their streams, and every call is
+ * O(max_streams).  A stream remembers what its recent READs covered as
  * up to 8 sorted segments, merged when they touch, so the kernel's
  * out-of-order read-ahead shows up as short-lived holes in one stream.
  *
@@ -117,10 +121,8 @@ static struct stream *pick_victim(const struct pf_tracker *t,
 
 void stream_release(struct pf_tracker *t, struct stream *s)
 {
-	unsigned idx = (unsigned)(s - t->slot);
-
 	for (unsigned i = 0; i < t->nlive; i++) {
-		if (t->order[i] == idx) {
+		if (t->slot[t->order[i]] == s) {
 			t->order[i] = t->order[--t->nlive];
 			break;
 		}
@@ -137,14 +139,24 @@ struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
 	struct stream *s = NULL;
 
 	if (t->nlive < t->cfg.max_streams) {
-		for (unsigned i = 0; i < t->cfg.max_streams; i++) {
-			if (!t->slot[i].live) {
-				s = &t->slot[i];
+		/* a free stream, else a new one (slots fill in order) */
+		for (unsigned i = 0; i < t->nslots; i++) {
+			if (!t->slot[i]->live) {
+				s = t->slot[i];
 				t->order[t->nlive++] = i;
 				break;
 			}
 		}
-	} else {
+		if (!s) {
+			s = malloc(sizeof(*s));
+			if (s) {
+				t->slot[t->nslots] = s;
+				t->order[t->nlive++] = t->nslots++;
+			}
+		}
+	}
+	if (!s) {
+		/* full (or out of memory: make do with the streams held) */
 		s = pick_victim(t, exclude, evict_patterned);
 		if (!s)
 			return NULL;
@@ -265,8 +277,8 @@ unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < t->nclusters; i++)
-		if (cl_waiting(t, &t->hist[i], owner))
+	for (unsigned i = 0; i < t->ncl; i++)
+		if (cl_waiting(t, cl_at(t, i), owner))
 			n++;
 	return n;
 }
@@ -280,9 +292,9 @@ bool scatter_wary(const struct pf_tracker *t)
 {
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < t->nclusters; i++)
-		if (cl_waiting(t, &t->hist[i], t->scatter_id) &&
-		    t->hist[i].done)
+	for (unsigned i = 0; i < t->ncl; i++)
+		if (cl_waiting(t, cl_at(t, i), t->scatter_id) &&
+		    cl_at(t, i)->done)
 			n++;
 	return n >= WARY_DONE;
 }
@@ -291,8 +303,22 @@ struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
 		       uint64_t start, uint64_t end, uint64_t bytes,
 		       uint64_t now)
 {
-	struct cluster *c = &t->hist[t->hist_next];
+	struct cluster *c;
 
+	if (t->hist_next >= t->ncl) {
+		/* the ring reaches entries not allocated yet */
+		struct cluster *more = calloc(CL_CHUNK, sizeof(*more));
+
+		if (more) {
+			t->chunk[t->ncl / CL_CHUNK] = more;
+			t->ncl = (unsigned)u64_min(t->ncl + CL_CHUNK,
+						 t->nclusters);
+		} else {
+			/* out of memory: a shorter ring */
+			t->hist_next = 0;
+		}
+	}
+	c = cl_at(t, t->hist_next);
 	t->hist_next = (t->hist_next + 1) % t->nclusters;
 	memset(c, 0, sizeof(*c));
 	c->used = true;
@@ -334,8 +360,8 @@ static struct cluster *cl_unite(struct pf_tracker *t, const struct stream *s,
 {
 	struct cluster *keep = NULL;
 
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		struct cluster *c = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		struct cluster *c = cl_at(t, i);
 
 		if (!c->used || c->owner != s->pub.id)
 			continue;
@@ -480,11 +506,22 @@ struct pf_tracker *pf_tracker_new(const struct pf_pattern_cfg *cfg)
 			       2 * t->cfg.max_streams : HIST_MIN;
 	t->slot = calloc(t->cfg.max_streams, sizeof(*t->slot));
 	t->order = calloc(t->cfg.max_streams, sizeof(*t->order));
-	t->hist = calloc(t->nclusters, sizeof(*t->hist));
-	if (!t->slot || !t->order || !t->hist) {
+	t->chunk = calloc((t->nclusters + CL_CHUNK - 1) / CL_CHUNK,
+			  sizeof(*t->chunk));
+	if (!t->slot || !t->order || !t->chunk) {
 		pf_tracker_free(t);
 		return NULL;
 	}
+	/* what every tracker needs, so that a READ always finds a stream and
+	 * a cluster even when memory runs out later */
+	t->slot[0] = calloc(1, sizeof(*t->slot[0]));
+	t->chunk[0] = calloc(CL_CHUNK, sizeof(*t->chunk[0]));
+	if (!t->slot[0] || !t->chunk[0]) {
+		pf_tracker_free(t);
+		return NULL;
+	}
+	t->nslots = 1;
+	t->ncl = (unsigned)u64_min(CL_CHUNK, t->nclusters);
 	t->next_id = 1;
 	return t;
 }
@@ -493,10 +530,33 @@ void pf_tracker_free(struct pf_tracker *t)
 {
 	if (!t)
 		return;
+	if (t->slot) {
+		for (unsigned i = 0; i < t->cfg.max_streams; i++)
+			free(t->slot[i]);
+	}
+	if (t->chunk) {
+		for (unsigned i = 0; i * CL_CHUNK < t->nclusters; i++)
+			free(t->chunk[i]);
+	}
 	free(t->slot);
 	free(t->order);
-	free(t->hist);
+	free(t->chunk);
 	free(t);
+}
+
+size_t pf_tracker_bytes(const struct pf_tracker *t)
+{
+	size_t n;
+
+	if (!t)
+		return 0;
+	n = sizeof(*t);
+	n += t->cfg.max_streams * (sizeof(*t->slot) + sizeof(*t->order));
+	n += t->nslots * sizeof(struct stream);
+	n += (t->nclusters + CL_CHUNK - 1) / CL_CHUNK * sizeof(*t->chunk);
+	n += (t->ncl + CL_CHUNK - 1) / CL_CHUNK * CL_CHUNK *
+	     sizeof(struct cluster);
+	return n;
 }
 
 /* Where the READ [off, end) goes; see the DESIGN note at the top. */
@@ -541,8 +601,8 @@ void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
 	s->has_done = true;
 	/* a stream's READs are taken to be answered in arrival order: a
 	 * cluster is answered when its first READ is */
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		struct cluster *c = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		struct cluster *c = cl_at(t, i);
 
 		if (c->used && !c->done && c->owner == s->pub.id &&
 		    c->arr < s->dones) {

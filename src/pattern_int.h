@@ -22,10 +22,9 @@
 
 #include "pf_pattern.h"
 
-#include "pf_pattern.h"
-
 #define SEG_MAX		8	/* covered ranges remembered per stream */
 #define HIST_MIN	16	/* clusters remembered: 2 a stream, at least */
+#define CL_CHUNK	4	/* clusters allocated at a time */
 #define BURST_MED	3	/* completed bursts the batch is taken from */
 #define BURST_HIST	8	/* completed bursts kept, for joining */
 #define GAP_HIST	3	/* idles that ended bursts, for the compute gap */
@@ -138,17 +137,28 @@ struct alias {
 	unsigned to;
 };
 
+/*
+ * Memory grows with what the file's readers need, never past what the
+ * configuration allows: a stream is allocated the first time a slot is
+ * needed and kept (not live) for reuse; the cluster ring of nclusters
+ * entries is allocated CL_CHUNK entries at a time as hist_next first
+ * reaches them (entries not allocated yet are unused ones, so the ring
+ * behaves as if it were whole).  Neither moves once allocated: callers
+ * hold stream and cluster pointers across stream_alloc() and cl_new().
+ */
 struct pf_tracker {
 	struct pf_pattern_cfg cfg;
-	struct stream *slot;
+	struct stream **slot;		/* max_streams; NULL = not allocated */
 	unsigned *order;		/* live slots, in iteration order */
 	unsigned nlive;
+	unsigned nslots;		/* streams allocated */
 	unsigned next_id;
 	unsigned scatter_id;
 	uint64_t seq;			/* READs observed */
 	uint64_t unmatched;		/* READs given to the scatter */
-	struct cluster *hist;
-	unsigned nclusters;
+	struct cluster **chunk;		/* the ring, CL_CHUNK entries each */
+	unsigned nclusters;		/* the ring's size */
+	unsigned ncl;			/* entries allocated: [0, ncl) */
 	unsigned hist_next;
 	struct alias alias[ALIAS_MAX];
 	unsigned alias_next;
@@ -246,7 +256,13 @@ void stride_update(struct stream *s, uint64_t off, int64_t q,
 
 static inline struct stream *live_at(const struct pf_tracker *t, unsigned i)
 {
-	return &t->slot[t->order[i]];
+	return t->slot[t->order[i]];
+}
+
+/* Cluster @i of the ring; i < t->ncl. */
+static inline struct cluster *cl_at(const struct pf_tracker *t, unsigned i)
+{
+	return &t->chunk[i / CL_CHUNK][i % CL_CHUNK];
 }
 
 static inline struct stream *scatter_get(const struct pf_tracker *t)

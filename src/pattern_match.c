@@ -227,8 +227,8 @@ static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
 {
 	enum fit f = FIT_NONE;
 
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		const struct cluster *c = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		const struct cluster *c = cl_at(t, i);
 
 		if (!cl_waiting(t, c, t->scatter_id))
 			continue;
@@ -247,10 +247,10 @@ static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 {
 	struct cluster *c = NULL;
 
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		if (cl_waiting(t, &t->hist[i], x->pub.id) &&
-		    t->hist[i].start == off) {
-			c = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		if (cl_waiting(t, cl_at(t, i), x->pub.id) &&
+		    cl_at(t, i)->start == off) {
+			c = cl_at(t, i);
 			break;
 		}
 	}
@@ -279,8 +279,8 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 		return;
 	while (again) {
 		again = false;
-		for (unsigned i = 0; i < t->nclusters; i++) {
-			struct cluster *c = &t->hist[i];
+		for (unsigned i = 0; i < t->ncl; i++) {
+			struct cluster *c = cl_at(t, i);
 			bool touch = false;
 
 			if (!cl_waiting(t, c, x->pub.id))
@@ -326,12 +326,12 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 	uint64_t lo = off;
 	uint64_t hi = end;
 
-	for (unsigned i = 0; i < t->nclusters; i++)
-		t->hist[i].mark = false;
+	for (unsigned i = 0; i < t->ncl; i++)
+		cl_at(t, i)->mark = false;
 	while (again) {
 		again = false;
-		for (unsigned i = 0; i < t->nclusters; i++) {
-			struct cluster *c = &t->hist[i];
+		for (unsigned i = 0; i < t->ncl; i++) {
+			struct cluster *c = cl_at(t, i);
 
 			if (c->mark || !cl_waiting(t, c, x->pub.id))
 				continue;
@@ -359,10 +359,10 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 		uint64_t last_done = x->last_done_ns;
 		uint64_t last_ns = x->pub.last_ns;
 
-		for (unsigned i = 0; i < t->nclusters; i++)
-			if (!t->hist[i].mark && t->hist[i].used &&
-			    t->hist[i].owner == id)
-				t->hist[i].owner = 0;
+		for (unsigned i = 0; i < t->ncl; i++)
+			if (!cl_at(t, i)->mark && cl_at(t, i)->used &&
+			    cl_at(t, i)->owner == id)
+				cl_at(t, i)->owner = 0;
 		stream_reset(t, x, id);
 		x->pub.outstanding = outstanding;
 		x->arrivals = arrivals;
@@ -377,10 +377,10 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 		x = NULL;
 	}
 	s->first_ns = UINT64_MAX;
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		struct cluster *c = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		struct cluster *c = cl_at(t, i);
 
-		if (!t->hist[i].mark)
+		if (!cl_at(t, i)->mark)
 			continue;
 		cl_move(c, x, s);
 		s->pub.burst_bytes += c->bytes;
@@ -417,8 +417,8 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 
 		if ((int)k == cur)
 			continue;
-		for (unsigned i = 0; i < t->nclusters && !c; i++) {
-			struct cluster *h = &t->hist[i];
+		for (unsigned i = 0; i < t->ncl && !c; i++) {
+			struct cluster *h = cl_at(t, i);
 
 			if (h->used && h->owner == s->pub.id &&
 			    h->start < g->end && h->end > g->start)
@@ -492,10 +492,10 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
 	win_push(dst, KIND_CONTIG);
 	for (unsigned k = 0; k < src->nseg; k++)
 		seg_insert(dst, src->seg[k].start, src->seg[k].end);
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		if (t->hist[i].used && t->hist[i].owner == src->pub.id) {
-			t->hist[i].owner = dst->pub.id;
-			cl_rebase(&t->hist[i], dst);
+	for (unsigned i = 0; i < t->ncl; i++) {
+		if (cl_at(t, i)->used && cl_at(t, i)->owner == src->pub.id) {
+			cl_at(t, i)->owner = dst->pub.id;
+			cl_rebase(cl_at(t, i), dst);
 		}
 	}
 	alias_add(t, src->pub.id, dst->pub.id);

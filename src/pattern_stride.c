@@ -65,8 +65,8 @@ bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 	uint64_t gap = wary ? 0 : CHAIN_GAP;
 
 	/* cheap tests first: this runs for every unmatched READ */
-	for (unsigned i = 0; i < t->nclusters; i++) {
-		struct cluster *b = &t->hist[i];
+	for (unsigned i = 0; i < t->ncl; i++) {
+		struct cluster *b = cl_at(t, i);
 		uint64_t d;
 		uint64_t slack;
 		uint64_t target;
@@ -81,8 +81,8 @@ bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 		if (b->start < d)
 			continue;
 		target = b->start - d;
-		for (unsigned j = 0; j < t->nclusters; j++) {
-			struct cluster *a = &t->hist[j];
+		for (unsigned j = 0; j < t->ncl; j++) {
+			struct cluster *a = cl_at(t, j);
 			bool one;
 
 			if (!a->used || a->start + slack < target ||
@@ -100,8 +100,8 @@ bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 			if (a->start < b->start - a->start)
 				continue;
 			target = a->start - (b->start - a->start);
-			for (unsigned k = 0; k < t->nclusters; k++) {
-				struct cluster *z = &t->hist[k];
+			for (unsigned k = 0; k < t->ncl; k++) {
+				struct cluster *z = cl_at(t, k);
 
 				if (!z->used || z->start + slack < target ||
 				    z->start > target + slack)
@@ -148,9 +148,9 @@ void scatter_fold(struct pf_tracker *t, struct stream *x,
 	s->pub.outstanding += x->pub.outstanding;
 	s->arrivals = s->dones + s->pub.outstanding;
 	alias_add(t, x->pub.id, s->pub.id);
-	for (unsigned i = 0; i < t->nclusters; i++)
-		if (t->hist[i].used && t->hist[i].owner == x->pub.id)
-			t->hist[i].owner = 0;
+	for (unsigned i = 0; i < t->ncl; i++)
+		if (cl_at(t, i)->used && cl_at(t, i)->owner == x->pub.id)
+			cl_at(t, i)->owner = 0;
 	stream_release(t, x);
 }
 
@@ -215,10 +215,10 @@ void make_strided(struct pf_tracker *t, struct stream *s,
 		s->max_len = u64_max(s->max_len, o->max_len);
 		for (unsigned k = 0; k < o->nseg; k++)
 			seg_insert(s, o->seg[k].start, o->seg[k].end);
-		for (unsigned k = 0; k < t->nclusters; k++) {
-			if (t->hist[k].used && t->hist[k].owner == o->pub.id) {
-				t->hist[k].owner = s->pub.id;
-				cl_rebase(&t->hist[k], s);
+		for (unsigned k = 0; k < t->ncl; k++) {
+			if (cl_at(t, k)->used && cl_at(t, k)->owner == o->pub.id) {
+				cl_at(t, k)->owner = s->pub.id;
+				cl_rebase(cl_at(t, k), s);
 			}
 		}
 		alias_add(t, o->pub.id, s->pub.id);

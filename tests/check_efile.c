@@ -3,8 +3,13 @@
  * its handle is open (pf_efile_retire(), a newer file of the same path
  * opened meanwhile) fails its READs with EIO, even for bytes it had in
  * memory, while the newer file serves the new version; once its last
- * handle closed it cannot be opened again.
+ * handle closed it cannot be opened again.  What a file holds beside its
+ * blocks (totals.files_state_bytes) is proportional to what its readers
+ * need: a small file read through once holds one stream's worth.
  */
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "engine_harness.h"
 
 START_TEST(test_retired_version)
@@ -43,6 +48,86 @@ START_TEST(test_retired_version)
 }
 END_TEST
 
+/*
+ * A tree of many small files, each opened, read through once and closed,
+ * its inode kept (a reference, as the kernel's lookup holds one).  While
+ * open, a file holds what one reader needs: one stream (624 bytes), one
+ * chunk of clusters (384), the tracker and its tables (about 550), one
+ * engine stream (104), the efile and its path (under 250): at most 3 KiB
+ * (a tracker of the 32 streams the configuration allows took 29.7 KiB).
+ * Closed, only the CLOSED_TRACKERS most recent keep their trackers: the
+ * 2000 files then hold 1 KiB each on average.
+ */
+#define NSMALL 2000
+#define NOPEN 100
+
+static uint64_t state_per_file(const struct pf_engine_totals *t0,
+			       unsigned n)
+{
+	struct pf_engine_totals t1;
+
+	pf_engine_totals(eng, &t1);
+	ck_assert_uint_eq(t1.files - t0->files, n);
+	return (t1.files_state_bytes - t0->files_state_bytes) / n;
+}
+
+START_TEST(test_state_per_file)
+{
+	struct pf_efile **fs = calloc(NSMALL, sizeof(*fs));
+	struct pf_engine_totals t0;
+	const struct tfile *tf = &tb.files[1];
+	uint64_t per_file;
+	struct stat st;
+
+	ck_assert_ptr_nonnull(fs);
+	pf_engine_totals(eng, &t0);
+	for (unsigned i = 0; i < NSMALL; i++) {
+		fs[i] = pf_efile_new(eng, "small", 100 + i);
+		ck_assert_ptr_nonnull(fs[i]);
+		ck_assert_int_eq(pf_efile_open(fs[i], &st), 0);
+		for (uint64_t off = 0; off < tf->size; off += 32768)
+			read_file_sync(fs[i], tf, off,
+				       (size_t)(tf->size - off < 32768 ?
+						tf->size - off : 32768));
+		if (i + 1 == NOPEN) {
+			/* NOPEN files open at once */
+			complete_until_idle();
+			per_file = state_per_file(&t0, NOPEN);
+			fprintf(stderr, "state per open file: %" PRIu64
+				" bytes\n", per_file);
+			ck_assert_uint_gt(per_file, 0);
+			ck_assert_uint_le(per_file, 3072);
+			for (unsigned k = 0; k < NOPEN; k++)
+				pf_efile_close(fs[k]);
+		} else if (i >= NOPEN) {
+			pf_efile_close(fs[i]);
+		}
+	}
+	complete_until_idle();
+	per_file = state_per_file(&t0, NSMALL);
+	fprintf(stderr, "state per closed file: %" PRIu64 " bytes\n",
+		per_file);
+	ck_assert_uint_le(per_file, 1024);
+	/* the stats file says so too */
+	{
+		char *js = pf_engine_stats_json(eng, "test");
+
+		ck_assert_ptr_nonnull(js);
+		ck_assert_ptr_nonnull(strstr(js, "\"files_state_bytes\": "));
+		free(js);
+	}
+	/* a file whose tracker went learns again when reopened */
+	ck_assert_int_eq(pf_efile_open(fs[0], &st), 0);
+	read_file_sync(fs[0], tf, 0, 32768);
+	read_file_sync(fs[0], tf, 32768, 32768);
+	pf_efile_close(fs[0]);
+	complete_until_idle();
+	for (unsigned i = 0; i < NSMALL; i++)
+		pf_efile_put(fs[i]);
+	free(fs);
+}
+END_TEST
+
 static Suite *efile_suite(void)
 {
 	Suite *s = suite_create("efile");
@@ -51,6 +136,11 @@ static Suite *efile_suite(void)
 	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_retired_version);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("memory");
+	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_state_per_file);
 	suite_add_tcase(s, tc);
 	return s;
 }
