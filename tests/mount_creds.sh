@@ -137,7 +137,7 @@ mount_with() {
 	local tag=$1 re=$2
 	shift 2
 	M=$WORK/mnt-$tag
-	if ! withenv "$@" -- pf_mount_fg s3://bkt/ds/ "$M" -o endpoint="$S3_ENDPOINT" \
+	if ! withenv "$@" -- pf_mount_ready s3://bkt/ds/ "$M" -o endpoint="$S3_ENDPOINT" \
 		-o trace="$WORK/trace.$tag"; then
 		fail "[$tag] mount"
 		return 1
@@ -371,7 +371,7 @@ PROXY=$CS_URL PROXY_LOG=$CS_LOG
 ctl ttl=20
 M=$WORK/mnt-retry
 if withenv AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS" PF_CREDS_MARGIN_S=5 -- \
-	pf_mount_fg s3://bkt/ds/ "$M" -o endpoint="$PROXY",revalidate=0; then
+	pf_mount_ready s3://bkt/ds/ "$M" -o endpoint="$PROXY",revalidate=0; then
 	minted=$(( $(tail -n 1 "$KEYS" | python3 -c 'import json,sys; print(json.load(sys.stdin)["exp"])') - 20 ))
 	wait_s=$(( minted + 8 - $(date +%s) ))
 	[ $wait_s -gt 0 ] && sleep $wait_s
