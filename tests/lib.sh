@@ -320,6 +320,9 @@ names = compile(expr, "expr", "eval").co_names
 for k in ("t", "tr", "c"):
     if k in names:
         print("  %s: %s" % (k, json.dumps(env[k])))
+for k, v in (s.items() if isinstance(s, dict) else ()):
+    if k not in ("totals", "transport", "streams") and "\"%s\"" % k in expr:
+        print("  s[%r]: %s" % (k, json.dumps(v)[:2000]))
 if "s" in names or "streams" in names or "stream" in names:
     print("  streams: %s" % [(x.get("file"), x.get("pattern"), x.get("reads"))
                               for x in part(s, "streams") or []][:20])
