@@ -9,6 +9,7 @@
 # which brings default_permissions; a dataset entry named .prefetchfs does
 # not take the stats directory's place; peers' option names work;
 # prefetchfs-stat fits 80 columns on a terminal.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse

@@ -18,6 +18,7 @@
 #    mount with one clear line, quickly.
 # The happy-path daemons run in the foreground (-f) so that their log can
 # be checked: no "failed", "error" or warning line may appear in it.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 . "$(dirname "$0")/objlib.sh"

@@ -15,6 +15,7 @@
 #    version; a new open reads the new version byte-exact.
 # The happy-path daemons run in the foreground (-f) so that their log can
 # be checked for error lines.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 . "$(dirname "$0")/objlib.sh"
