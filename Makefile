@@ -157,8 +157,11 @@ check:
 	$(Q)tests/deps.sh
 	$(Q)$(MAKE) --no-print-directory check-run
 
+# CHECK_JOBS: tests/run -j (the Check suites and the mount tests marked
+# parallel share the machine that many at a time; CHECK_JOBS=1: one by one)
+CHECK_JOBS ?= 2
 check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
-	$(Q)tests/run $(CHECK_BINS)
+	$(Q)tests/run -j $(CHECK_JOBS) $(CHECK_BINS)
 
 deps:
 	$(Q)tests/deps.sh

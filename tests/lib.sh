@@ -2,6 +2,8 @@
 # with guaranteed unmount, byte-exact checks.  Source it, then use:
 #   need_fuse                      skip (77) where /dev/fuse is missing
 #   pf_mount SRC MNT [opts...]     mount prefetchfs, checked; unmounted at exit
+#   pf_mount_ready SRC MNT [opts...]  the same with the daemon in the
+#                                  foreground (-f), its log checked
 #   ok "what"  / fail "what"       one checked line each
 #   stats_json MNT                 contents of MNT/.prefetchfs/stats
 #   need_tools                     fail unless the binaries are built
@@ -166,8 +168,9 @@ unmount_all() {
 
 # pf_mount_ready SRC MNT [options...]: prefetchfs -f in the background (not
 # a job of this shell, which cleanup kills first), its output in the daemon
-# log (checked at the end); returns once the mount answers (its stats file
-# is readable, so INIT was answered), 1 with the log printed if it fails.
+# log $WORK/daemon.MNT.log (checked at the end); returns once the mount
+# answers (its stats file is readable, so INIT was answered), 1 with the
+# log printed if it fails (at once if the daemon exits).
 pf_mount_ready() {
 	local src=$1 mnt=$2 i pid
 	shift 2
@@ -175,13 +178,15 @@ pf_mount_ready() {
 	local log="$WORK/daemon.$(basename "$mnt").log"
 	track_mount "$mnt"
 	DAEMON_LOGS+=("$log")
-	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &)
-	for ((i = 0; i < 200; i++)); do
+	("$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &
+	 echo $! >"$WORK/pid.$(basename "$mnt")")
+	pid=$(cat "$WORK/pid.$(basename "$mnt")")
+	track_pid "$pid"
+	for ((i = 0; i < 300; i++)); do
 		mountpoint -q "$mnt" && break
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	pid=$(pf_pid "$mnt")
-	[ -n "$pid" ] && track_pid "$pid"
 	if ! mountpoint -q "$mnt"; then
 		echo "mount of $src on $mnt failed:"
 		cat "$log"
@@ -315,6 +320,9 @@ names = compile(expr, "expr", "eval").co_names
 for k in ("t", "tr", "c"):
     if k in names:
         print("  %s: %s" % (k, json.dumps(env[k])))
+for k, v in (s.items() if isinstance(s, dict) else ()):
+    if k not in ("totals", "transport", "streams") and "\"%s\"" % k in expr:
+        print("  s[%r]: %s" % (k, json.dumps(v)[:2000]))
 if "s" in names or "streams" in names or "stream" in names:
     print("  streams: %s" % [(x.get("file"), x.get("pattern"), x.get("reads"))
                               for x in part(s, "streams") or []][:20])

@@ -4,6 +4,7 @@
 # no mount.  --help and --version exit 0.  A file rewritten in the source
 # while it is being read: the reader gets EIO, or only bytes of the original
 # content, never new bytes; the mount stays usable.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools "$HELPERS/slowread" "$MKDATA"

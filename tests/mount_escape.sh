@@ -13,6 +13,7 @@
 # the kernel's dentry timeouts; a lookup through the mountpoint's path
 # could be answered "symlink" and followed by the kernel itself, outside
 # the daemon.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools

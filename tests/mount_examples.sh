@@ -11,6 +11,7 @@
 #
 # The examples need python3-torch, python3-numpy (for /usr/bin/python3)
 # and fio, which tests/deps.sh installs: a missing one is a failure.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools "$SLOWFS" "$MKDATA"

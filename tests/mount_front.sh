@@ -9,6 +9,7 @@
 # which brings default_permissions; a dataset entry named .prefetchfs does
 # not take the stats directory's place; peers' option names work;
 # prefetchfs-stat fits 80 columns on a terminal.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -88,7 +89,10 @@ size=$(stat -c %s "$M/.prefetchfs/stats")
 len=$(wc -c <"$M/.prefetchfs/stats")
 check "the stats file has a size ($size; a read gives $len)" \
 	bash -c '[ "$1" -gt 200 ] && [ $(( $1 - $2 )) -lt 400 ] && [ $(( $2 - $1 )) -lt 400 ]' _ "$size" "$len"
-age=$(( $(date +%s) - $(stat -c %Y "$M/.prefetchfs/stats") ))
+# (the mtime first, then the clock: the other way round the second can
+# tick in between and the age come out -1)
+mtime=$(stat -c %Y "$M/.prefetchfs/stats")
+age=$(( $(date +%s) - mtime ))
 check "the stats file's mtime is the snapshot's (${age}s ago)" test "$age" -ge 0 -a "$age" -lt 60
 check "the stats file is 0400 without allow_other" test "$(stat -c %a "$M/.prefetchfs/stats")" = 400
 check "the stats directory is 0500 without allow_other" test "$(stat -c %a "$M/.prefetchfs")" = 500

@@ -18,6 +18,7 @@
 #    mount with one clear line, quickly.
 # The happy-path daemons run in the foreground (-f) so that their log can
 # be checked: no "failed", "error" or warning line may appear in it.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 . "$(dirname "$0")/objlib.sh"
@@ -145,7 +146,7 @@ nginx_start "$SRC" >/dev/null || { fail "nginx (HTML autoindex)"; finish; }
 HTML_URL=$NGINX_URL
 HTML_PORT=$NGINX_PORT
 M=$WORK/mnt-html
-pf_mount_fg "$HTML_URL" "$M" || { fail "mount of the HTML autoindex"; finish; }
+pf_mount_ready "$HTML_URL" "$M" || { fail "mount of the HTML autoindex"; finish; }
 ok "mounted $HTML_URL (HTML autoindex)"
 
 # the stats first, on a file nothing has read yet: trainer batches of 8 MiB
@@ -192,7 +193,7 @@ clean_log "$M"
 # to the server again and again
 nginx_start "$SRC" --json >/dev/null || { fail "nginx (JSON autoindex)"; finish; }
 M=$WORK/mnt-json
-pf_mount_fg "$NGINX_URL" "$M" -o max_memory=24M || { fail "mount of the JSON autoindex"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o max_memory=24M || { fail "mount of the JSON autoindex"; finish; }
 ok "mounted $NGINX_URL (JSON autoindex, max_memory=24M)"
 check "[json] the stats name the directory index" grep -q 'index' "$M/.prefetchfs/stats"
 same_tree json "$M"
@@ -203,7 +204,7 @@ clean_log "$M"
 # ---- HTTPS ----------------------------------------------------------------------
 nginx_start "$SRC" --tls >/dev/null || { fail "nginx (TLS)"; finish; }
 M=$WORK/mnt-tls
-pf_mount_fg "$NGINX_URL" "$M" -o cacert="$NGINX_CACERT" || { fail "mount of $NGINX_URL with cacert"; finish; }
+pf_mount_ready "$NGINX_URL" "$M" -o cacert="$NGINX_CACERT" || { fail "mount of $NGINX_URL with cacert"; finish; }
 ok "mounted $NGINX_URL with -o cacert"
 g tree_of "$M" >"$WORK/tree.tls"
 check "[https] listing equals the source tree" cmp -s "$WORK/tree.src" "$WORK/tree.tls"
@@ -244,7 +245,7 @@ EOF
 LC_ALL=C sort -o "$WORK/tree.man.want" "$WORK/tree.man.want"
 nginx_start "$MAN" >/dev/null || { fail "nginx (manifest)"; finish; }
 M=$WORK/mnt-manifest
-pf_mount_fg "$HTML_URL" "$M" -o manifest="${NGINX_URL}manifest.txt" ||
+pf_mount_ready "$HTML_URL" "$M" -o manifest="${NGINX_URL}manifest.txt" ||
 	{ fail "mount with -o manifest"; finish; }
 ok "mounted $HTML_URL with -o manifest=${NGINX_URL}manifest.txt"
 g tree_of "$M" >"$WORK/tree.man"
@@ -281,7 +282,7 @@ cp "$WORK/rep.v2" "$RS/rep.bin.new"
 touch -d '2021-01-01 00:00:00' "$RS/rep.bin.new"
 nginx_start "$RS" >/dev/null || { fail "nginx (replaced file)"; finish; }
 M=$WORK/mnt-replace
-pf_mount_fg "$NGINX_URL" "$M" -o prefetch=off || fail "mount with prefetch=off"
+pf_mount_ready "$NGINX_URL" "$M" -o prefetch=off || fail "mount with prefetch=off"
 # (the listing is made before the rename: only rep.bin is in it)
 g ls "$M" >/dev/null
 rc_check "replaced while open: a far read gets EIO, never new bytes" \

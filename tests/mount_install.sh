@@ -8,6 +8,9 @@
 # temporary PREFIX, and mount(8) finds the helper through an overlay on
 # /usr/sbin (= /sbin) made in a private mount namespace that ends with the
 # test.
+# make install and uninstall only copy here: make check built everything
+# first.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 STAT=$TOP/prefetchfs-stat

@@ -15,6 +15,7 @@
 #    version; a new open reads the new version byte-exact.
 # The happy-path daemons run in the foreground (-f) so that their log can
 # be checked for error lines.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 . "$(dirname "$0")/objlib.sh"
@@ -92,7 +93,7 @@ PY
 
 # ---- keys from the environment ---------------------------------------------
 M=$WORK/mnt-env
-creds pf_mount_fg s3://bkt/ds/ "$M" "${EP[@]}" || { fail "mount s3://bkt/ds/"; finish; }
+creds pf_mount_ready s3://bkt/ds/ "$M" "${EP[@]}" || { fail "mount s3://bkt/ds/"; finish; }
 ok "mounted s3://bkt/ds/ (keys from the environment)"
 g tree_of "$M" >"$WORK/tree.env"
 if diff "$WORK/tree.src" "$WORK/tree.env" >"$WORK/tree.env.diff"; then
@@ -199,7 +200,7 @@ profile_mount() {
 	local tag=$1
 	shift
 	M=$WORK/mnt-$tag
-	if pf_mount_fg s3://bkt/ds/ "$M" "${EP[@]}" "$@"; then
+	if pf_mount_ready s3://bkt/ds/ "$M" "${EP[@]}" "$@"; then
 		ok "[$tag] mounted"
 		g tree_of "$M" >"$WORK/tree.$tag"
 		check "[$tag] listing equals the source tree" cmp -s "$WORK/tree.src" "$WORK/tree.$tag"
@@ -274,7 +275,7 @@ s3_replace bkt ds2/rep.bin "$WORK/rep.v1" || fail "s3_replace (first version)"
 export S3_DIR S3_ENDPOINT S3_REGION S3_KEY S3_SECRET
 export -f s3_replace s3_curl s3_url
 M=$WORK/mnt-replace
-creds pf_mount_fg s3://bkt/ds2/ "$M" "${EP[@]}" -o prefetch=off || fail "mount s3://bkt/ds2/ (prefetch=off)"
+creds pf_mount_ready s3://bkt/ds2/ "$M" "${EP[@]}" -o prefetch=off || fail "mount s3://bkt/ds2/ (prefetch=off)"
 rc_check "replaced while open: a far read gets EIO, never new bytes" \
 	replaced_read "$M/rep.bin" "$WORK/rep.v1" "$WORK/rep.v2" \
 	bash -c 's3_replace bkt ds2/rep.bin "$1"' _ "$WORK/rep.v2"

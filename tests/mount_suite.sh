@@ -12,6 +12,7 @@
 #    the local floor has a wait and MB/s (no store bytes, no daemon);
 #  - the max_inflight sweep has a number for each value and store;
 #  - a bad argument is one error line and exit 2.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools "$SLOWFS" "$TRAINER" "$MKDATA" "$TOP/bench/delayproxy"

@@ -3,6 +3,7 @@
 # symlinks, a large directory, a sparse file over 4 GiB, sizes, modes and
 # mtimes, the full `find` listing; the virtual .prefetchfs/stats; every way
 # of changing the tree fails with EROFS; statfs works.
+# tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_tools "$MKDATA"

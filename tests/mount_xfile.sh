@@ -44,27 +44,11 @@ for rel in sys.argv[4:]:
     time.sleep(pause)
 PY
 
-# stats_check WHAT STATS EXPR: EXPR holds of the stats s (t: totals,
-# x: "xfile", fl: "fill", w: waits per file name, r: reads per file name)
-stats_check() {
-	local out
-	if out=$(python3 - "$2" "$3" 2>&1 <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-t, x, fl = s["totals"], s["xfile"], s["fill"]
-w, r = {}, {}
-for st in s["streams"]:
-    w[st["file"]] = w.get(st["file"], 0) + st["waits"]
-    r[st["file"]] = r.get(st["file"], 0) + st["reads"]
-ok = eval(sys.argv[2])
-if not ok:
-    print("  expression:", sys.argv[2])
-    print("  totals:", json.dumps(t))
-    print("  xfile:", json.dumps(x), "fill:", json.dumps(fl))
-    print("  waits:", {k: v for k, v in w.items() if v})
-sys.exit(0 if ok else 1)
-PY
-	); then ok "$1"; else fail "$1"; echo "$out"; fi
+# The checks are lib.sh's stats_check over s["xfile"] (read-ahead across
+# files) and s["fill"] (the background fill).  waited N: the expression
+# counting the files numbered N and up one of whose READs waited
+waited() {
+	printf 'len({x["file"] for x in streams() if x["waits"] > 0 and int(x["file"][-10:-4]) >= %d})' "$1"
 }
 
 files_of() { # files_of DIR: its files in name order, relative
@@ -83,12 +67,12 @@ if pf_mount "$SLOW" "$M"; then
 	stats_json "$M" >"$WORK/one.json"
 	pf_umount "$M"
 	stats_check "one reader: the directory was learned, files asked ahead" "$WORK/one.json" \
-		'x["dirs_in_order"] >= 1 and x["asked"] >= '$((N - 8))
+		's["xfile"]["dirs_in_order"] >= 1 and s["xfile"]["asked"] >= '$((N - 8))
 	stats_check "one reader: files read ahead went to their reader" "$WORK/one.json" \
-		'x["taken"] >= '$((N - 8))
+		's["xfile"]["taken"] >= '$((N - 8))
 	# the 6th file on: at most 1 in 5 waits (the machine may be loaded)
 	stats_check "one reader: the files after the 5th mostly do not wait" "$WORK/one.json" \
-		'sum(1 for k in w if int(k[-10:-4]) >= 5 and w[k] > 0) <= '$((N / 5))
+		"$(waited 5) <= $((N / 5))"
 fi
 
 # ---- two readers, each in its own directory ------------------------------------
@@ -110,9 +94,9 @@ if pf_mount "$SLOW" "$M"; then
 	stats_json "$M" >"$WORK/two.json"
 	pf_umount "$M"
 	stats_check "two readers: both directories learned" "$WORK/two.json" \
-		'x["dirs_in_order"] >= 2 and x["taken"] >= '$((2 * N - 16))
+		's["xfile"]["dirs_in_order"] >= 2 and s["xfile"]["taken"] >= '$((2 * N - 16))
 	stats_check "two readers: the files after the 5th mostly do not wait" "$WORK/two.json" \
-		'sum(1 for k in w if int(k[-10:-4]) >= 5 and w[k] > 0) <= '$((2 * N / 5))
+		"$(waited 5) <= $((2 * N / 5))"
 fi
 
 # ---- next_file=off ------------------------------------------------------------------
@@ -124,7 +108,7 @@ if pf_mount "$SLOW" "$M" -o next_file=off; then
 	stats_json "$M" >"$WORK/off.json"
 	pf_umount "$M"
 	stats_check "next_file=off: nothing asked or opened ahead" "$WORK/off.json" \
-		'x["asked"] == 0 and t["next_files"] == 0'
+		's["xfile"]["asked"] == 0 and t["next_files"] == 0'
 fi
 
 # ---- a shuffled reader over a tree that fits ----------------------------------------
@@ -144,9 +128,9 @@ print("\n".join(n))')
 	done
 	stats_json "$M" >"$WORK/fill1.json"
 	stats_check "fill: the shuffled reader was not read ahead across files" "$WORK/fill1.json" \
-		'x["asked"] <= 16'
+		's["xfile"]["asked"] <= 16'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
-		'fl["state"] == "done" and fl["root"] == "tree" and fl["bytes_total"] == 200 * 65536 and fl["bytes_done"] == fl["bytes_total"]'
+		's["fill"]["state"] == "done" and s["fill"]["root"] == "tree" and s["fill"]["bytes_total"] == 200 * 65536 and s["fill"]["bytes_done"] == s["fill"]["bytes_total"]'
 	if guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 0 "${SHUF[@]}"; then
 		ok "fill: the whole tree read again, every byte exact"
 	else
@@ -154,7 +138,7 @@ print("\n".join(n))')
 	fi
 	stats_json "$M" >"$WORK/fill2.json"
 	pf_umount "$M"
-	w1=$(json_eval 's["totals"]["waits"]' <"$WORK/fill1.json")
+	w1=$(stats_eval "$WORK/fill1.json" 't["waits"]')
 	stats_check "fill: no READ waited after the fill (waits stay $w1)" "$WORK/fill2.json" \
 		't["waits"] == '"${w1:-0}"' and s["tiers"]["memory"]["hits"] > 0'
 fi
@@ -171,7 +155,7 @@ if pf_mount "$SLOW" "$M"; then
 	done
 	stats_json "$M" >"$WORK/big1.json"
 	stats_check "big file: filled whole (state done, bytes_done == bytes_total)" "$WORK/big1.json" \
-		'fl["state"] == "done" and fl["root"] == "'$BIG'" and fl["bytes_done"] == fl["bytes_total"] == 24 << 20'
+		's["fill"]["state"] == "done" and s["fill"]["root"] == "'$BIG'" and s["fill"]["bytes_done"] == s["fill"]["bytes_total"] == 24 << 20'
 	if guard "$M" 120 "$HELPERS/randread" -s 2 -a 4096 -m 65536 -n 300 "$M/$BIG" "$DATA/$BIG" \
 		>"$WORK/big2.out" 2>&1; then
 		ok "big file: random preads after the fill byte-exact"
@@ -181,7 +165,7 @@ if pf_mount "$SLOW" "$M"; then
 	fi
 	stats_json "$M" >"$WORK/big2.json"
 	pf_umount "$M"
-	w1=$(json_eval 's["totals"]["waits"]' <"$WORK/big1.json")
+	w1=$(stats_eval "$WORK/big1.json" 't["waits"]')
 	stats_check "big file: no READ waited after the fill (waits stay $w1)" "$WORK/big2.json" \
 		't["waits"] == '"${w1:-0}"
 fi

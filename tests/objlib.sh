@@ -1,8 +1,6 @@
 # Helpers of the object-storage mount tests (tests/mount_http.sh,
 # tests/mount_s3.sh).  Source it after tests/lib.sh; uses $M, the mount
 # the current checks run on.
-#   pf_mount_fg SRC MNT [opts...]  mount with the daemon in the foreground,
-#                                  so that its log can be checked
 #   clean_log MNT [EXPECTED-ERE]   MNT's daemon log has no error lines
 #                                  (but those matching EXPECTED-ERE)
 #   g CMD...                       CMD under guard (40 s) on $M
@@ -21,30 +19,6 @@
 tree_of() {
 	(cd "$1" && find . -mindepth 1 -printf '%y %s %p\n' |
 		awk '$1 == "d" { $2 = "-" } { print }' | LC_ALL=C sort)
-}
-
-# pf_mount_fg SRC MNT [options...]: the daemon in the foreground (-f), its
-# log (stderr) in $WORK/daemon.MNT.log; returns once MNT is mounted.  Not a
-# job of this shell (lib.sh's cleanup stops jobs before the unmounts).
-pf_mount_fg() {
-	local src=$1 mnt=$2 log pid i
-	shift 2
-	mkdir -p "$mnt"
-	log="$WORK/daemon.$(basename "$mnt").log"
-	MOUNTS+=("$mnt")
-	DAEMON_LOGS+=("$log")
-	( "$PF" -f "$@" "$src" "$mnt" </dev/null >"$log" 2>&1 &
-	  echo $! >"$WORK/pid.$(basename "$mnt")" )
-	pid=$(cat "$WORK/pid.$(basename "$mnt")")
-	DAEMON_PIDS+=("$pid")
-	for ((i = 0; i < 300; i++)); do
-		mountpoint -q "$mnt" && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "mount of $src on $mnt failed; its log:"
-	cat "$log"
-	return 1
 }
 
 # clean_log MNT [EXPECTED-ERE]: the log of MNT's daemon has no error line
