@@ -126,6 +126,7 @@ struct xfile {
 	struct pf_efile **pend;	/* held, not yet planned whole */
 	size_t npend;
 	size_t cpend;
+	size_t shed;		/* held[] below it: memory let go */
 };
 
 int xfile_new(struct pf_engine *e)
@@ -535,6 +536,27 @@ static uint64_t resident(const struct pf_efile *f)
 	return n;
 }
 
+/*
+ * Bytes of @f the fill has brought in.  In a memory budget: what is
+ * resident.  With a disk tier (@memory false) blocks evicted from memory
+ * are on disk: a file read whole (planned whole, no read in flight) counts
+ * whole.
+ */
+static uint64_t filled(const struct pf_efile *f, bool memory)
+{
+	if (!memory && !f->fill_pending) {
+		bool busy = false;
+
+		for (const struct list *l = f->blocks.next; l != &f->blocks;
+		     l = l->next)
+			if (container_of(l, struct block, fnode)->busy)
+				busy = true;
+		if (!busy)
+			return f->size;
+	}
+	return resident(f);
+}
+
 static void held_release(struct pf_engine *e, struct pf_efile *f)
 {
 	f->held = false;
@@ -553,12 +575,15 @@ void xfile_release_all(struct pf_engine *e)
 {
 	struct xfile *xf = e->xf;
 	uint64_t done = 0;
+	bool memory;
 
+	fill_budget(e, &memory);
 	for (size_t i = 0; i < xf->nheld; i++)
-		done += resident(xf->held[i]);
+		done += filled(xf->held[i], memory);
 	if (xf->nheld)
 		xf->bytes_done = done;
 	xf->npend = 0;
+	xf->shed = 0;
 	while (xf->nheld)
 		held_release(e, xf->held[--xf->nheld]);
 }
@@ -725,15 +750,44 @@ void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 	xfile_plan(e, later);
 }
 
+/*
+ * Under the lock, with a disk tier holding the fill: read-ahead may not
+ * take memory from blocks nobody has read yet (cache.c), so the files the
+ * fill has read whole would hold the memory and the fill would stall once
+ * it is full.  Their bytes went to the disk tier with their fetch: when
+ * more than half of the memory is out, let the oldest such files' blocks
+ * go (a reader finds them on disk), down to a quarter.
+ */
+static void fill_shed(struct pf_engine *e)
+{
+	struct xfile *xf = e->xf;
+	size_t max = pf_pool_max(e->pool);
+
+	if (pf_pool_in_use(e->pool) <= max / 2)
+		return;
+	while (xf->shed < xf->nheld && pf_pool_in_use(e->pool) > max / 4) {
+		struct pf_efile *f = xf->held[xf->shed];
+
+		if (f->fill_pending || filled(f, false) != f->size)
+			break;	/* oldest first: wait for it */
+		file_drop_blocks(e, f);
+		xf->shed++;
+	}
+}
+
 /* Under the lock: read ahead what the fill's files still lack, as much as
  * fetch_room() allows (it keeps slots for demand reads). */
 void xfile_plan(struct pf_engine *e, struct deferred *later)
 {
 	struct xfile *xf = e->xf;
 	size_t i = 0;
+	bool memory;
 
 	if (!xf || !xf->npend || e->stopping)
 		return;
+	fill_budget(e, &memory);
+	if (!memory)
+		fill_shed(e);
 	while (i < xf->npend) {
 		struct pf_efile *f = xf->pend[i];
 		struct fetch_builder fb = { 0 };
@@ -813,6 +867,7 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 	struct xfile *xf = e->xf;
 	unsigned learned = 0;
 	uint64_t done;
+	bool memory;
 
 	if (!xf)
 		return;
@@ -821,9 +876,10 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 			learned++;
 	done = xf->bytes_done;
 	if (xf->nheld) {
+		fill_budget(e, &memory);
 		done = 0;
 		for (size_t i = 0; i < xf->nheld; i++)
-			done += resident(xf->held[i]);
+			done += filled(xf->held[i], memory);
 	}
 	pf_strbuf_addf(sb,
 		       ",\n  \"xfile\": {\"dirs_in_order\": %u, \"asked\": %"

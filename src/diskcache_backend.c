@@ -123,6 +123,8 @@ struct dcb {
 	pthread_mutex_t plock;
 	struct pf_pool *pool;
 	atomic_uint_least64_t staging;
+	/* bytes read past the cache: no staging was left (writes lagged) */
+	atomic_uint_least64_t uncached;
 
 	struct io_uring ring;
 	bool ring_ready;
@@ -385,6 +387,7 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		op->ibio.iov = op->iov;
 		op->ibio.iovcnt = (int)nblk;
 	} else {
+		atomic_fetch_add(&d->uncached, op->want);
 		op->type = OP_PASS;
 		op->ibio.off = ubio->off;
 		op->ibio.iov = ubio->iov;
@@ -922,12 +925,12 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"capacity\": %" PRIu64 ", \"replayed\": %" PRIu64
 		 ", \"index_bytes\": %" PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_mapped\": %" PRIu64 ", \"staging_max\": %"
-		 PRIu64 "}%s%s",
+		 PRIu64 ", \"uncached\": %" PRIu64 "}%s%s",
 		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
 		 s.errors, s.capacity, s.replayed, s.index_bytes,
 		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
-		 *rest ? ", " : "}", rest);
+		 (uint64_t)atomic_load(&d->uncached), *rest ? ", " : "}", rest);
 }
 
 uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
@@ -937,6 +940,23 @@ uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
 
 	pf_dc_get_stats(d->dc, &s);
 	return d->staging_max + s.index_bytes;
+}
+
+/*
+ * What the tier can hold for the engine's background fill: its slots (less
+ * any a full disk took away), less an eighth.  A file's last block takes a
+ * whole slot: a file of 8 blocks or more (128 KiB with 16 KiB blocks)
+ * wastes at most an eighth of what it takes, a 110 KiB file takes 112 KiB;
+ * smaller files of a tree waste more, and the fill of such a tree may
+ * evict some of its own first blocks (they are read from the store again).
+ */
+static uint64_t dcb_capacity(struct pf_backend *be)
+{
+	struct dcb *d = to_d(be);
+	struct pf_dc_stats s;
+
+	pf_dc_get_stats(d->dc, &s);
+	return s.capacity - s.capacity / 8;
 }
 
 static const struct pf_backend_ops dcb_ops = {
@@ -951,6 +971,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.destroy = dcb_destroy,
 	.cancel = dcb_cancel,
 	.stats_json = dcb_stats_json,
+	.capacity = dcb_capacity,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,

@@ -793,6 +793,27 @@ START_TEST(test_decorator)
 }
 END_TEST
 
+/* capacity(): the slots less an eighth (a file's last block takes a whole
+ * slot), which a tree of 8-block files fills without evicting its own */
+START_TEST(test_decorator_capacity)
+{
+	char root[256];
+	struct pf_backend *be;
+
+	snprintf(root, sizeof(root), "%s/src", tmpdir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	be = wrap(root);
+	ck_assert_ptr_nonnull(be->ops->capacity);
+	ck_assert_uint_eq(be->ops->capacity(be), 256 * BS - 32 * BS);
+	/* files of 7.5 blocks take 8 slots each: 28 of them fit */
+	ck_assert_uint_ge(be->ops->capacity(be) / (15 * BS / 2) * 8 * BS,
+			  28 * 8 * BS);
+	ck_assert_uint_le(be->ops->capacity(be) / (15 * BS / 2) * 8 * BS,
+			  256 * BS);
+	be->ops->destroy(be);
+}
+END_TEST
+
 START_TEST(test_decorator_corrupt_block)
 {
 	/* a cached block damaged on disk: the read goes to the source */
@@ -1025,6 +1046,7 @@ static Suite *diskcache_suite(void)
 	tcase_set_timeout(td, 60);
 	tcase_add_test(td, test_decorator);
 	tcase_add_test(td, test_decorator_corrupt_block);
+	tcase_add_test(td, test_decorator_capacity);
 	tcase_add_test(td, test_decorator_threads);
 	tcase_add_test(td, test_small_files_twice);
 	suite_add_tcase(s, td);
