@@ -126,7 +126,8 @@ struct xfile {
 	struct pf_efile **pend;	/* held, not yet planned whole */
 	size_t npend;
 	size_t cpend;
-	size_t shed;		/* held[] below it: memory let go */
+	size_t shed;		/* held[] below it: memory let go (a
+				 * reader may have brought some back) */
 };
 
 int xfile_new(struct pf_engine *e)
@@ -763,15 +764,21 @@ static void fill_shed(struct pf_engine *e)
 	struct xfile *xf = e->xf;
 	size_t max = pf_pool_max(e->pool);
 
+	bool prefix = true;
+
 	if (pf_pool_in_use(e->pool) <= max / 2)
 		return;
-	while (xf->shed < xf->nheld && pf_pool_in_use(e->pool) > max / 4) {
-		struct pf_efile *f = xf->held[xf->shed];
+	for (size_t i = xf->shed;
+	     i < xf->nheld && pf_pool_in_use(e->pool) > max / 4; i++) {
+		struct pf_efile *f = xf->held[i];
 
-		if (f->fill_pending || filled(f, false) != f->size)
-			break;	/* oldest first: wait for it */
+		if (f->fill_pending || filled(f, false) != f->size) {
+			prefix = false;	/* still being read: later */
+			continue;
+		}
 		file_drop_blocks(e, f);
-		xf->shed++;
+		if (prefix)
+			xf->shed = i + 1;
 	}
 }
 
