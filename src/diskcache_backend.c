@@ -18,11 +18,12 @@
  *    reader, calls bio->done() at once, and only then hands the buffer to
  *    the ring thread, which writes the whole blocks to free or cold slots
  *    and journals them after the write completed.
- * When no staging memory is left (the writes lag behind), a miss waits
- * for it (at most WAIT_MAX misses: back-pressure on the engine's fetches,
- * whose slots stay taken meanwhile, so that a background fill cannot
- * outrun the disk writes); beyond that a read goes to the inner backend
- * directly and is not cached.  A write that fails with
+ * When no staging memory is left (the writes lag behind, or many hits are
+ * being read), a read waits for it, at most WAIT_MAX reads: back-pressure
+ * on the engine's fetches, whose slots stay taken meanwhile, so that a
+ * background fill neither outruns the disk writes nor sends hits to the
+ * store.  Beyond that a miss goes to the inner backend directly and is
+ * not cached, a hit is read from the store.  A write that fails with
  * disk full shrinks the cache to what the disk holds; any I/O error on the
  * cache is logged once and costs only a read from the store.
  *
@@ -371,8 +372,9 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 }
 
 /*
- * Parks miss @op until staging comes back (its ibio is set but for the
- * buffers); false when WAIT_MAX wait already or the tier is closing.
+ * Parks @op until staging comes back: a miss (its ibio is set but for the
+ * buffers) or a hit (its slots pinned); false when WAIT_MAX wait already
+ * or the tier is closing.
  */
 static bool stage_wait(struct dcb *d, struct op *op)
 {
@@ -395,7 +397,8 @@ static bool stage_wait(struct dcb *d, struct op *op)
 	return true;
 }
 
-/* Submits the misses waiting for staging, oldest first, while it lasts. */
+/* Starts the ops waiting for staging, oldest first, while it lasts: a miss
+ * goes to the inner backend, a hit to the ring thread. */
 static void stage_kick(struct dcb *d)
 {
 	for (;;) {
@@ -413,6 +416,17 @@ static void stage_kick(struct dcb *d)
 			d->wtail = NULL;
 		d->nwait--;
 		pthread_mutex_unlock(&d->wlock);
+		if (op->type == OP_HIT) {
+			struct pf_bio *ubio = op->ubio;
+
+			if (enqueue(d, op))
+				continue;
+			for (unsigned k = 0; k < op->nblk; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+			op_free(op);
+			ubio->done(ubio, -ESHUTDOWN);
+			continue;
+		}
 		op->ibio.off = op->b0 * d->bs;
 		op->ibio.iov = op->iov;
 		op->ibio.iovcnt = (int)op->nblk;
@@ -442,6 +456,9 @@ static void stage_close(struct dcb *d)
 		struct op *next = op->next;
 		struct pf_bio *ubio = op->ubio;
 
+		if (op->type == OP_HIT)
+			for (unsigned k = 0; k < op->nblk; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
 		op_free(op);
 		ubio->done(ubio, -ECANCELED);
 		op = next;
@@ -569,13 +586,18 @@ static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		op->blk[i].slot = slot;
 		op->blk[i].len = len;
 	}
-	if (!stage_get(d, op))
-		goto unpin;
 	op->ubio = bio;
 	op->key = f->key;
 	op->fsize = f->size;
 	op->b0 = b0;
 	op->want = end - bio->off;
+	if (!stage_get(d, op)) {
+		/* the blocks are on disk: wait for staging rather than
+		 * read them from the store */
+		if (stage_wait(d, op))
+			return 0;
+		goto unpin;
+	}
 	if (enqueue(d, op))
 		return 0;
 unpin:

@@ -9,7 +9,8 @@
 #    few of the fill's reads went past it uncached (staging full);
 #  - a second pass over every file in another random order (the kernel's
 #    page cache dropped) sends ~0 GETs of file data to nginx and reads
-#    every byte exactly.
+#    every byte exactly;
+#  - so does a third pass after a remount on the same cache dir.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -108,6 +109,20 @@ echo "GETs of file data: $before before the second pass, $((after - before)) dur
 check "second pass: at most 8 GETs of file data (of $N files)" [ $((after - before)) -le 8 ]
 stats_check "second pass: served from the disk cache" "$M" "c['hits'] > $h0"
 echo "stats after the second pass: $(stats_eval "$M" "(s['fill'], t['memory_max'], c)")"
+pf_umount "$M" || fail "unmount"
+
+# ---- 3. after a remount: the disk cache still serves the tree --------------
+pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$CACHE,max_memory=32M" ||
+	{ fail "remount"; finish; }
+before=$(data_gets)
+if guard "$M" 300 python3 "$WORK/reader.py" "$M" "$SRC" 0 3 $N "$WORK/names"; then
+	ok "remount, every file in a third order: every byte exact"
+else
+	fail "remount: the reader failed"
+fi
+after=$(data_gets)
+echo "remount: $((after - before)) GETs of file data; disk cache $(stats_eval "$M" c)"
+check "remount: at most 8 GETs of file data (of $N files)" [ $((after - before)) -le 8 ]
 pf_umount "$M" || fail "unmount"
 nginx_stop
 
