@@ -41,10 +41,15 @@
  * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
  * file as big: pf_fill_random_sure(), so that the first records of a
  * strided reader, RANDOM while they wait in the tracker's scatter, do not
- * start it) is filled the same way (xfile_random_file()).  The fill
- * stops when it no longer fits (in a memory budget: prefetched bytes
- * evicted unread since it started exceed an eighth of the tree) or the
- * pattern changes (opens follow again); it
+ * start it) is filled the same way (xfile_random_file()).  With a disk
+ * tier the fill's bytes pass through memory to it (the decorator writes
+ * every block it reads, and makes the fill's reads wait when its staging
+ * is full); the fill lets the memory of the files it read whole go when
+ * memory runs short (fill_shed(): read-ahead may not evict unread blocks)
+ * and bytes_done counts those files whole.  The fill stops when it no
+ * longer fits (in a memory budget only: prefetched bytes evicted unread
+ * since it started exceed an eighth of the tree; evicted from memory but
+ * on disk is not lost) or the pattern changes (opens follow again); it
  * lets its files go after FILL_HOLD_NS (looked at whenever the next-file
  * threads wake), so a version pinned by the fill is served about that long
  * at most.
