@@ -44,10 +44,15 @@
  * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
  * file as big: pf_fill_random_sure(), so that the first records of a
  * strided reader, RANDOM while they wait in the tracker's scatter, do not
- * start it) is filled the same way (xfile_random_file()).  The fill
- * stops when it no longer fits (in a memory budget: prefetched bytes
- * evicted unread since it started exceed an eighth of the tree) or the
- * pattern changes (opens follow again); it
+ * start it) is filled the same way (xfile_random_file()).  With a disk
+ * tier the fill's bytes pass through memory to it (the decorator writes
+ * every block it reads, and makes the fill's reads wait when its staging
+ * is full); the fill lets the memory of the files it read whole go when
+ * memory runs short (fill_shed(): read-ahead may not evict unread blocks)
+ * and bytes_done counts those files whole.  The fill stops when it no
+ * longer fits (in a memory budget only: prefetched bytes evicted unread
+ * since it started exceed an eighth of the tree; evicted from memory but
+ * on disk is not lost) or the pattern changes (opens follow again); it
  * lets its files go after FILL_HOLD_NS (looked at whenever the next-file
  * threads wake), so a version pinned by the fill is served about that long
  * at most.
@@ -129,6 +134,8 @@ struct xfile {
 	struct pf_efile **pend;	/* held, not yet planned whole */
 	size_t npend;
 	size_t cpend;
+	size_t shed;		/* held[] below it: memory let go (a
+				 * reader may have brought some back) */
 };
 
 int xfile_new(struct pf_engine *e)
@@ -578,6 +585,27 @@ static uint64_t resident(const struct pf_efile *f)
 	return n;
 }
 
+/*
+ * Bytes of @f the fill has brought in.  In a memory budget: what is
+ * resident.  With a disk tier (@memory false) blocks evicted from memory
+ * are on disk: a file read whole (planned whole, no read in flight) counts
+ * whole.
+ */
+static uint64_t filled(const struct pf_efile *f, bool memory)
+{
+	if (!memory && !f->fill_pending) {
+		bool busy = false;
+
+		for (const struct list *l = f->blocks.next; l != &f->blocks;
+		     l = l->next)
+			if (container_of(l, struct block, fnode)->busy)
+				busy = true;
+		if (!busy)
+			return f->size;
+	}
+	return resident(f);
+}
+
 static void held_release(struct pf_engine *e, struct pf_efile *f)
 {
 	f->held = false;
@@ -596,12 +624,15 @@ void xfile_release_all(struct pf_engine *e)
 {
 	struct xfile *xf = e->xf;
 	uint64_t done = 0;
+	bool memory;
 
+	fill_budget(e, &memory);
 	for (size_t i = 0; i < xf->nheld; i++)
-		done += resident(xf->held[i]);
+		done += filled(xf->held[i], memory);
 	if (xf->nheld)
 		xf->bytes_done = done;
 	xf->npend = 0;
+	xf->shed = 0;
 	while (xf->nheld)
 		held_release(e, xf->held[--xf->nheld]);
 }
@@ -768,15 +799,50 @@ void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 	xfile_plan(e, later);
 }
 
+/*
+ * Under the lock, with a disk tier holding the fill: read-ahead may not
+ * take memory from blocks nobody has read yet (cache.c), so the files the
+ * fill has read whole would hold the memory and the fill would stall once
+ * it is full.  Their bytes went to the disk tier with their fetch: when
+ * more than half of the memory is out, let the oldest such files' blocks
+ * go (a reader finds them on disk), down to a quarter.
+ */
+static void fill_shed(struct pf_engine *e)
+{
+	struct xfile *xf = e->xf;
+	size_t max = pf_pool_max(e->pool);
+
+	bool prefix = true;
+
+	if (pf_pool_in_use(e->pool) <= max / 2)
+		return;
+	for (size_t i = xf->shed;
+	     i < xf->nheld && pf_pool_in_use(e->pool) > max / 4; i++) {
+		struct pf_efile *f = xf->held[i];
+
+		if (f->fill_pending || filled(f, false) != f->size) {
+			prefix = false;	/* still being read: later */
+			continue;
+		}
+		file_drop_blocks(e, f);
+		if (prefix)
+			xf->shed = i + 1;
+	}
+}
+
 /* Under the lock: read ahead what the fill's files still lack, as much as
  * fetch_room() allows (it keeps slots for demand reads). */
 void xfile_plan(struct pf_engine *e, struct deferred *later)
 {
 	struct xfile *xf = e->xf;
 	size_t i = 0;
+	bool memory;
 
 	if (!xf || !xf->npend || e->stopping)
 		return;
+	fill_budget(e, &memory);
+	if (!memory)
+		fill_shed(e);
 	while (i < xf->npend) {
 		struct pf_efile *f = xf->pend[i];
 		struct fetch_builder fb = { 0 };
@@ -856,6 +922,7 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 	struct xfile *xf = e->xf;
 	unsigned learned = 0;
 	uint64_t done;
+	bool memory;
 
 	if (!xf)
 		return;
@@ -864,9 +931,10 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 			learned++;
 	done = xf->bytes_done;
 	if (xf->nheld) {
+		fill_budget(e, &memory);
 		done = 0;
 		for (size_t i = 0; i < xf->nheld; i++)
-			done += resident(xf->held[i]);
+			done += filled(xf->held[i], memory);
 	}
 	pf_strbuf_addf(sb,
 		       ",\n  \"xfile\": {\"dirs_in_order\": %u, \"asked\": %"

@@ -18,8 +18,12 @@
  *    reader, calls bio->done() at once, and only then hands the buffer to
  *    the ring thread, which writes the whole blocks to free or cold slots
  *    and journals them after the write completed.
- * When no staging memory is left (the writes lag behind), a read goes to
- * the inner backend directly and is not cached.  A write that fails with
+ * When no staging memory is left (the writes lag behind, or many hits are
+ * being read), a read waits for it, at most WAIT_MAX reads: back-pressure
+ * on the engine's fetches, whose slots stay taken meanwhile, so that a
+ * background fill neither outruns the disk writes nor sends hits to the
+ * store.  Beyond that a miss goes to the inner backend directly and is
+ * not cached, a hit is read from the store.  A write that fails with
  * disk full shrinks the cache to what the disk holds; any I/O error on the
  * cache is logged once and costs only a read from the store.
  *
@@ -63,6 +67,7 @@
 #define RING_DEPTH 1024
 #define CQE_BATCH 32
 #define DEFAULT_STAGING (64ull << 20)
+#define WAIT_MAX 256		/* misses waiting for staging */
 
 enum op_type { OP_HIT, OP_MISS, OP_PASS, OP_WRITE };
 
@@ -123,6 +128,20 @@ struct dcb {
 	pthread_mutex_t plock;
 	struct pf_pool *pool;
 	atomic_uint_least64_t staging;
+	/* bytes read past the cache: no staging was left (writes lagged) */
+	atomic_uint_least64_t uncached;
+	/*
+	 * Misses waiting for staging (at most WAIT_MAX): the writes lag
+	 * behind the reads, and a read past the cache would be read again
+	 * from the store next time.  wlock guards the list; stage_kick()
+	 * submits them as staging comes back.
+	 */
+	pthread_mutex_t wlock;
+	struct op *whead;
+	struct op *wtail;
+	unsigned nwait;
+	bool wclosed;		/* cancel() or destroy(): no more waiting */
+	atomic_uint_least64_t waited;
 
 	struct io_uring ring;
 	bool ring_ready;
@@ -185,14 +204,18 @@ static bool stage_get(struct dcb *d, struct op *op)
 	return true;
 }
 
+static void stage_kick(struct dcb *d);
+
 static void op_free(struct op *op)
 {
 	struct dcb *d;
+	bool staged;
 
 	if (!op)
 		return;
 	d = op->d;
-	if (op->staged) {
+	staged = op->staged;
+	if (staged) {
 		pthread_mutex_lock(&d->plock);
 		for (unsigned i = 0; i < op->nblk; i++)
 			pf_pool_put(d->pool, op->blk[i].buf);
@@ -200,6 +223,8 @@ static void op_free(struct op *op)
 		atomic_fetch_sub(&d->staging, (uint64_t)op->nblk * d->bs);
 	}
 	free(op);
+	if (staged)
+		stage_kick(d);
 }
 
 /* Gives back the staging of @op's blocks from @keep on; @op keeps @keep. */
@@ -216,6 +241,8 @@ static void op_trim(struct op *op, unsigned keep)
 				 (uint64_t)(op->nblk - keep) * d->bs);
 	}
 	op->nblk = keep;
+	if (op->staged)
+		stage_kick(d);
 }
 
 static struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
@@ -345,6 +372,100 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 }
 
 /*
+ * Parks @op until staging comes back: a miss (its ibio is set but for the
+ * buffers) or a hit (its slots pinned); false when WAIT_MAX wait already
+ * or the tier is closing.
+ */
+static bool stage_wait(struct dcb *d, struct op *op)
+{
+	pthread_mutex_lock(&d->wlock);
+	if (d->wclosed || d->nwait >= WAIT_MAX) {
+		pthread_mutex_unlock(&d->wlock);
+		return false;
+	}
+	op->next = NULL;
+	if (d->wtail)
+		d->wtail->next = op;
+	else
+		d->whead = op;
+	d->wtail = op;
+	d->nwait++;
+	pthread_mutex_unlock(&d->wlock);
+	atomic_fetch_add(&d->waited, 1);
+	/* staging may have come back before it was parked */
+	stage_kick(d);
+	return true;
+}
+
+/* Starts the ops waiting for staging, oldest first, while it lasts: a miss
+ * goes to the inner backend, a hit to the ring thread. */
+static void stage_kick(struct dcb *d)
+{
+	for (;;) {
+		struct op *op;
+		int ret;
+
+		pthread_mutex_lock(&d->wlock);
+		op = d->whead;
+		if (!op || !stage_get(d, op)) {
+			pthread_mutex_unlock(&d->wlock);
+			return;
+		}
+		d->whead = op->next;
+		if (!d->whead)
+			d->wtail = NULL;
+		d->nwait--;
+		pthread_mutex_unlock(&d->wlock);
+		if (op->type == OP_HIT) {
+			struct pf_bio *ubio = op->ubio;
+
+			if (enqueue(d, op))
+				continue;
+			for (unsigned k = 0; k < op->nblk; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+			op_free(op);
+			ubio->done(ubio, -ESHUTDOWN);
+			continue;
+		}
+		op->ibio.off = op->b0 * d->bs;
+		op->ibio.iov = op->iov;
+		op->ibio.iovcnt = (int)op->nblk;
+		ret = pf_backend_submit(d->inner, &op->ibio);
+		if (ret < 0) {
+			struct pf_bio *ubio = op->ubio;
+
+			op_free(op);
+			ubio->done(ubio, ret);
+		}
+	}
+}
+
+/* Fails every miss waiting for staging (cancel, destroy). */
+static void stage_close(struct dcb *d)
+{
+	struct op *op;
+
+	pthread_mutex_lock(&d->wlock);
+	d->wclosed = true;
+	op = d->whead;
+	d->whead = NULL;
+	d->wtail = NULL;
+	d->nwait = 0;
+	pthread_mutex_unlock(&d->wlock);
+	while (op) {
+		struct op *next = op->next;
+		struct pf_bio *ubio = op->ubio;
+
+		if (op->type == OP_HIT)
+			for (unsigned k = 0; k < op->nblk; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+		op_free(op);
+		ubio->done(ubio, -ECANCELED);
+		op = next;
+	}
+}
+
+/*
  * Sends @ubio to the inner backend: widened to whole cache blocks through a
  * staging buffer when there is room (then cached), else as it is.
  */
@@ -384,7 +505,10 @@ static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		op->ibio.off = b0 * d->bs;
 		op->ibio.iov = op->iov;
 		op->ibio.iovcnt = (int)nblk;
+	} else if (nblk <= RING_DEPTH && stage_wait(d, op)) {
+		return 0;
 	} else {
+		atomic_fetch_add(&d->uncached, op->want);
 		op->type = OP_PASS;
 		op->ibio.off = ubio->off;
 		op->ibio.iov = ubio->iov;
@@ -462,13 +586,18 @@ static int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		op->blk[i].slot = slot;
 		op->blk[i].len = len;
 	}
-	if (!stage_get(d, op))
-		goto unpin;
 	op->ubio = bio;
 	op->key = f->key;
 	op->fsize = f->size;
 	op->b0 = b0;
 	op->want = end - bio->off;
+	if (!stage_get(d, op)) {
+		/* the blocks are on disk: wait for staging rather than
+		 * read them from the store */
+		if (stage_wait(d, op))
+			return 0;
+		goto unpin;
+	}
 	if (enqueue(d, op))
 		return 0;
 unpin:
@@ -830,6 +959,7 @@ static void dcb_cancel(struct pf_backend *be)
 	pthread_mutex_unlock(&d->lock);
 	if (write(d->efd, &one, sizeof(one)) < 0)
 		pf_debug("disk cache: eventfd: %s", strerror(errno));
+	stage_close(d);
 	if (d->inner->ops->cancel)
 		d->inner->ops->cancel(d->inner);
 }
@@ -858,6 +988,7 @@ static void dcb_free(struct dcb *d)
 	pf_dc_close(d->dc);
 	pf_pool_free(d->pool);
 	pthread_mutex_destroy(&d->plock);
+	pthread_mutex_destroy(&d->wlock);
 	pthread_mutex_destroy(&d->lock);
 	free(d->source);
 	free(d);
@@ -868,6 +999,7 @@ static void dcb_destroy(struct pf_backend *be)
 	struct dcb *d = to_d(be);
 	struct op *left;
 
+	stage_close(d);
 	/* writes still queued are finished: a clean unmount keeps them */
 	dcb_stop(d);
 	/* completions of the inner backend find the ring stopped now */
@@ -922,12 +1054,14 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"capacity\": %" PRIu64 ", \"replayed\": %" PRIu64
 		 ", \"index_bytes\": %" PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_mapped\": %" PRIu64 ", \"staging_max\": %"
-		 PRIu64 "}%s%s",
+		 PRIu64 ", \"uncached\": %" PRIu64 ", \"waited\": %" PRIu64
+		 "}%s%s",
 		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
 		 s.errors, s.capacity, s.replayed, s.index_bytes,
 		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
-		 *rest ? ", " : "}", rest);
+		 (uint64_t)atomic_load(&d->uncached),
+		 (uint64_t)atomic_load(&d->waited), *rest ? ", " : "}", rest);
 }
 
 uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
@@ -937,6 +1071,23 @@ uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
 
 	pf_dc_get_stats(d->dc, &s);
 	return d->staging_max + s.index_bytes;
+}
+
+/*
+ * What the tier can hold for the engine's background fill: its slots (less
+ * any a full disk took away), less an eighth.  A file's last block takes a
+ * whole slot: a file of 8 blocks or more (128 KiB with 16 KiB blocks)
+ * wastes at most an eighth of what it takes, a 110 KiB file takes 112 KiB;
+ * smaller files of a tree waste more, and the fill of such a tree may
+ * evict some of its own first blocks (they are read from the store again).
+ */
+static uint64_t dcb_capacity(struct pf_backend *be)
+{
+	struct dcb *d = to_d(be);
+	struct pf_dc_stats s;
+
+	pf_dc_get_stats(d->dc, &s);
+	return s.capacity - s.capacity / 8;
 }
 
 static const struct pf_backend_ops dcb_ops = {
@@ -951,6 +1102,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.destroy = dcb_destroy,
 	.cancel = dcb_cancel,
 	.stats_json = dcb_stats_json,
+	.capacity = dcb_capacity,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,
@@ -981,6 +1133,7 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	d->inner = inner;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->plock, NULL);
+	pthread_mutex_init(&d->wlock, NULL);
 	d->staging_max = cfg->staging ? cfg->staging : DEFAULT_STAGING;
 	d->source = strdup(cfg->source ? cfg->source : "");
 	if (!d->source) {

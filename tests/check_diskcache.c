@@ -793,6 +793,87 @@ START_TEST(test_decorator)
 }
 END_TEST
 
+/* capacity(): the slots less an eighth (a file's last block takes a whole
+ * slot), which a tree of 8-block files fills without evicting its own */
+START_TEST(test_decorator_capacity)
+{
+	char root[256];
+	struct pf_backend *be;
+
+	snprintf(root, sizeof(root), "%s/src", tmpdir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	be = wrap(root);
+	ck_assert_ptr_nonnull(be->ops->capacity);
+	ck_assert_uint_eq(be->ops->capacity(be), 256 * BS - 32 * BS);
+	/* files of 7.5 blocks take 8 slots each: 28 of them fit */
+	ck_assert_uint_ge(be->ops->capacity(be) / (15 * BS / 2) * 8 * BS,
+			  28 * 8 * BS);
+	ck_assert_uint_le(be->ops->capacity(be) / (15 * BS / 2) * 8 * BS,
+			  256 * BS);
+	be->ops->destroy(be);
+}
+END_TEST
+
+/* Staging of 2 blocks, 32 one-block misses submitted at once: they wait
+ * for staging instead of going past the cache, so every block is cached
+ * and every byte exact. */
+START_TEST(test_decorator_backpressure)
+{
+	enum { NR = 32 };
+	struct pf_diskcache_cfg cfg = { .dir = cdir, .size = 256 * BS,
+					.block_size = BS, .staging = 2 * BS };
+	struct pf_backend *inner = NULL;
+	struct pf_backend *be = NULL;
+	struct waiter w[NR];
+	struct pf_bio bio[NR];
+	struct iovec iov[NR];
+	struct pf_bfile *f = NULL;
+	char *want = malloc(NR * BS);
+	char *got = malloc(NR * BS);
+	char root[256];
+	char fpath[PATH_MAX];
+	char err[256];
+	char js[1024];
+	struct stat st;
+
+	snprintf(root, sizeof(root), "%s/src", tmpdir);
+	ck_assert_int_eq(mkdir(root, 0755), 0);
+	snprintf(fpath, sizeof(fpath), "%s/f.bin", root);
+	write_file(fpath, 3, NR * BS);
+	fill(3, 0, want, NR * BS);
+	cfg.source = root;
+	ck_assert_int_eq(pf_posix_backend_new(root, NULL, &inner), 0);
+	ck_assert_msg(pf_diskcache_backend_new(inner, &cfg, &be, err,
+					       sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(be->ops->open(be, "f.bin", &f, &st), 0);
+	for (int i = 0; i < NR; i++) {
+		w[i] = (struct waiter){ PTHREAD_MUTEX_INITIALIZER,
+					PTHREAD_COND_INITIALIZER, false, 0 };
+		iov[i] = (struct iovec){ got + (size_t)i * BS, BS };
+		bio[i] = (struct pf_bio){ .file = f, .off = (uint64_t)i * BS,
+					  .iov = &iov[i], .iovcnt = 1,
+					  .done = bio_done, .priv = &w[i] };
+		ck_assert_int_eq(pf_backend_submit(be, &bio[i]), 0);
+	}
+	for (int i = 0; i < NR; i++) {
+		pthread_mutex_lock(&w[i].lock);
+		while (!w[i].done)
+			pthread_cond_wait(&w[i].cond, &w[i].lock);
+		pthread_mutex_unlock(&w[i].lock);
+		ck_assert_int_eq(w[i].res, BS);
+	}
+	ck_assert_int_eq(memcmp(got, want, NR * BS), 0);
+	wait_written(be, NR * BS);
+	stats_of(be, js, sizeof(js));
+	ck_assert_uint_eq(stat_field(js, "uncached"), 0);
+	ck_assert_uint_eq(stat_field(js, "blocks"), NR);
+	be->ops->close(be, f);
+	be->ops->destroy(be);
+	free(want);
+	free(got);
+}
+END_TEST
+
 START_TEST(test_decorator_corrupt_block)
 {
 	/* a cached block damaged on disk: the read goes to the source */
@@ -1025,6 +1106,8 @@ static Suite *diskcache_suite(void)
 	tcase_set_timeout(td, 60);
 	tcase_add_test(td, test_decorator);
 	tcase_add_test(td, test_decorator_corrupt_block);
+	tcase_add_test(td, test_decorator_capacity);
+	tcase_add_test(td, test_decorator_backpressure);
 	tcase_add_test(td, test_decorator_threads);
 	tcase_add_test(td, test_small_files_twice);
 	suite_add_tcase(s, td);
