@@ -117,6 +117,41 @@ static bool block_consumed(struct pf_engine *e, const struct block *b)
 	       st->next_off - end <= (uint64_t)MAX_DEPTH * e->plan.max_window;
 }
 
+/*
+ * A READ of [off, end) of the file was answered from @b.  A block of
+ * read-ahead may hold the end of one record and the start of the next
+ * (records at unaligned offsets): the READ of one must not make the other's
+ * prefetched bytes look read, so the bytes READs covered are kept as one
+ * interval; one touching it extends it, one apart replaces it (the block
+ * then looks less read than it is, which only keeps it longer).  Bytes
+ * fetched later do not undo what was read: B read, then A's bytes of the
+ * block fetched, then A read, is the whole block read.
+ */
+void block_read(struct pf_engine *e, struct block *b, uint64_t off,
+		uint64_t end)
+{
+	uint64_t start = b->idx << e->bshift;
+	uint32_t lo = off > start ? (uint32_t)(off - start) : 0;
+	uint32_t hi = end - start < e->bs ? (uint32_t)(end - start) : e->bs;
+
+	if (b->rhi == b->rlo || hi < b->rlo || lo > b->rhi) {
+		b->rlo = lo;
+		b->rhi = hi;
+	} else {
+		b->rlo = lo < b->rlo ? lo : b->rlo;
+		b->rhi = hi > b->rhi ? hi : b->rhi;
+	}
+	b->read_seen = true;
+}
+
+/* Read-ahead in @b that no READ has covered yet: it stays among the
+ * unread blocks (evicted last) until the READs cover all its valid bytes. */
+static bool block_unread_ahead(const struct block *b)
+{
+	return b->prefetched && (!b->read_seen || b->rlo > b->vlo ||
+				 b->rhi < b->vhi);
+}
+
 /* Free the oldest blocks cached for re-read beyond their share. */
 static void reread_trim(struct pf_engine *e)
 {
@@ -143,7 +178,7 @@ void block_idle(struct pf_engine *e, struct block *b)
 		return;
 	if (b->pushed) {
 		lru_add(e, b, LRU_PUSHED);
-	} else if (b->read_seen) {
+	} else if (b->read_seen && !block_unread_ahead(b)) {
 		lru_add(e, b, LRU_READ);
 		reread_trim(e);
 	} else {

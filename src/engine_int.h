@@ -127,9 +127,14 @@ struct block {
 	char *buf;		/* set at creation */
 	uint32_t vlo;		/* valid bytes: [vlo, vhi) */
 	uint32_t vhi;
+	uint32_t rlo;		/* bytes READs were answered from: [rlo, rhi)
+				 * (block_read()); a READ apart from them
+				 * replaces them, so it may be less */
+	uint32_t rhi;
 	uint32_t refs;
 	bool busy;		/* a fetch is filling it */
-	bool read_seen;
+	bool read_seen;		/* a READ was answered from it since its
+				 * last fetch */
 	bool prefetched;
 	bool in_lru;
 	bool pushed;		/* its bytes went to the page cache */
@@ -376,6 +381,8 @@ struct deferred {
 /* cache.c */
 void lru_remove(struct block *b);
 void block_idle(struct pf_engine *e, struct block *b);
+void block_read(struct pf_engine *e, struct block *b, uint64_t off,
+		uint64_t end);
 struct block *block_new(struct pf_engine *e, struct pf_efile *f,
 			uint64_t idx, bool demand);
 void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);

@@ -169,7 +169,7 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	for (unsigned i = 0; i < p->nblk; i++) {
 		struct block *b = p->blk[i];
 
-		b->read_seen = true;
+		block_read(e, b, p->off, read_end(p));
 		if (--b->refs == 0) {
 			struct parked_read *w = b->waiters;
 
