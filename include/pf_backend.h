@@ -18,6 +18,7 @@
 #define PF_BACKEND_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -99,6 +100,14 @@ struct pf_backend_ops {
 	 * Any thread, must not block.
 	 */
 	uint64_t (*capacity)(struct pf_backend *be);
+	/*
+	 * Optional: whether the backend holds all of bytes [0, @size) of
+	 * open file @f cached itself (a disk cache tier), so that the fill
+	 * need not read it.  Touches nothing (no hit, no eviction clock).
+	 * Any thread, must not block.
+	 */
+	bool (*holds)(struct pf_backend *be, struct pf_bfile *f,
+		      uint64_t size);
 };
 
 struct pf_backend {

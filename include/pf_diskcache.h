@@ -20,6 +20,7 @@
 #define PF_DISKCACHE_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -113,6 +114,9 @@ uint64_t pf_dc_slot_off(const struct pf_dc *dc, uint32_t slot);
 int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
 		 uint64_t blk, uint32_t len, uint32_t *crc);
 void pf_dc_unpin(struct pf_dc *dc, uint32_t slot);
+/* Whether block @blk of @key is cached with @len bytes; touches nothing. */
+bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	       uint32_t len);
 
 /*
  * A slot to write block @blk of @key into: a free one, else a cold one

@@ -126,6 +126,7 @@ struct xfile {
 	unsigned opening;
 	uint64_t bytes_total;
 	uint64_t bytes_done;	/* when its files were let go */
+	uint64_t on_disk;	/* held files a disk tier held whole: not read */
 	uint64_t unused0;
 	uint64_t t0;
 	struct pf_efile **held;
@@ -791,10 +792,18 @@ void xfile_hold(struct pf_engine *e, struct pf_efile *f,
 		return;
 	}
 	f->held = true;
+	xf->held[xf->nheld++] = f;
+	/* a disk tier that holds the file whole (a remount's fill): held for
+	 * the reader's open, nothing to read */
+	if (e->be->ops->holds && f->cur &&
+	    e->be->ops->holds(e->be, f->cur->bf, f->size)) {
+		xf->on_disk++;
+		opener_wake(e, false);
+		return;
+	}
 	f->fill_pending = true;
 	f->ghost_upto = 0;
 	f->ghost_want = f->size;
-	xf->held[xf->nheld++] = f;
 	xf->pend[xf->npend++] = f;
 	xfile_plan(e, later);
 }
@@ -954,8 +963,9 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 		       fill_state_name[xf->state]);
 	pf_strbuf_add_json(sb, xf->froot ? xf->froot : "");
 	pf_strbuf_addf(sb,
-		       ", \"files\": %zu, \"held\": %zu, \"bytes_done\": %"
-		       PRIu64 ", \"bytes_total\": %" PRIu64 "}",
-		       xf->single ? (size_t)1 : xf->list.n, xf->nheld, done,
-		       xf->bytes_total);
+		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
+		       PRIu64 ", \"bytes_done\": %" PRIu64
+		       ", \"bytes_total\": %" PRIu64 "}",
+		       xf->single ? (size_t)1 : xf->list.n, xf->nheld,
+		       xf->on_disk, done, xf->bytes_total);
 }

@@ -737,6 +737,20 @@ int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
 	return ret;
 }
 
+bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	       uint32_t len)
+{
+	uint32_t i;
+	bool ret;
+
+	pthread_mutex_lock(&dc->lock);
+	i = find(dc, key->a, key->b, blk);
+	ret = i != NIL && dc->slots[i].state == S_VALID &&
+	      dc->slots[i].len == len;
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
 void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
 {
 	pthread_mutex_lock(&dc->lock);

@@ -1090,6 +1090,25 @@ static uint64_t dcb_capacity(struct pf_backend *be)
 	return s.capacity - s.capacity / 8;
 }
 
+/* Whether every block of [0, @size) of @f is in the cache, touching none:
+ * the fill need not read a file the tier holds whole (after a remount). */
+static bool dcb_holds(struct pf_backend *be, struct pf_bfile *f,
+		      uint64_t size)
+{
+	struct dcb *d = to_d(be);
+
+	if (size != f->size || !size)
+		return false;
+	for (uint64_t b = 0; b * d->bs < size; b++) {
+		uint64_t bo = b * d->bs;
+		uint32_t len = (uint32_t)(size - bo < d->bs ? size - bo : d->bs);
+
+		if (!pf_dc_has(d->dc, &f->key, b, len))
+			return false;
+	}
+	return true;
+}
+
 static const struct pf_backend_ops dcb_ops = {
 	.name = "diskcache",
 	.getattr = dcb_getattr,
@@ -1103,6 +1122,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.cancel = dcb_cancel,
 	.stats_json = dcb_stats_json,
 	.capacity = dcb_capacity,
+	.holds = dcb_holds,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,

@@ -213,6 +213,30 @@ START_TEST(test_put_get_persist)
 }
 END_TEST
 
+/* pf_dc_has(): cached blocks of the right length, counting no hit. */
+START_TEST(test_has)
+{
+	struct pf_dc *dc = open_dc(64);
+	struct pf_dc_key k = key_n(1);
+	struct pf_dc_stats s0;
+	struct pf_dc_stats s;
+
+	ck_assert_int_ge(put_n(dc, 1, 0), 0);
+	ck_assert_int_ge(put_n(dc, 1, 1), 0);
+	pf_dc_get_stats(dc, &s0);
+	ck_assert(pf_dc_has(dc, &k, 0, BS));
+	ck_assert(pf_dc_has(dc, &k, 1, BS));
+	ck_assert(!pf_dc_has(dc, &k, 2, BS));
+	ck_assert(!pf_dc_has(dc, &k, 0, 100));	/* another tail */
+	k = key_n(2);
+	ck_assert(!pf_dc_has(dc, &k, 0, BS));
+	pf_dc_get_stats(dc, &s);
+	ck_assert_uint_eq(s.hits, s0.hits);
+	ck_assert_uint_eq(s.misses, s0.misses);
+	pf_dc_close(dc);
+}
+END_TEST
+
 START_TEST(test_lock)
 {
 	struct pf_dc *dc = open_dc(64);
@@ -1086,6 +1110,7 @@ static Suite *diskcache_suite(void)
 	tcase_add_test(tc, test_crc32c);
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_put_get_persist);
+	tcase_add_test(tc, test_has);
 	tcase_add_test(tc, test_lock);
 	tcase_add_test(tc, test_bad_block_size);
 	tcase_add_test(tc, test_index_max);

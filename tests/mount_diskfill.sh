@@ -10,7 +10,9 @@
 #  - a second pass over every file in another random order (the kernel's
 #    page cache dropped) sends ~0 GETs of file data to nginx and reads
 #    every byte exactly;
-#  - so does a third pass after a remount on the same cache dir.
+#  - so does a third pass after a remount on the same cache dir, and the
+#    fill, which starts again, reads none of the files the disk tier holds
+#    whole (stats fill.on_disk).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -125,6 +127,11 @@ fi
 after=$(data_gets)
 echo "remount: $((after - before)) GETs of file data; disk cache $(stats_eval "$M" c)"
 check "remount: at most 8 GETs of file data (of $N files)" [ $((after - before)) -le 8 ]
+# the fill after the remount holds the files the disk tier has whole and
+# reads none of them again (only the reader's reads hit the disk)
+stats_check "remount: the fill found files whole on disk" "$M" "s['fill']['on_disk'] > 0"
+stats_check "remount: the fill read nothing from disk (hits < 1.5 x the tree)" "$M" \
+	"c['bytes_hit'] < $TOTAL * 3 // 2"
 pf_umount "$M" || fail "unmount"
 nginx_stop
 
