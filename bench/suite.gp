@@ -25,7 +25,14 @@ do for [i = 1:n] {
 	f = plotdir . "/wait-" . s . ".dat"
 	set title (s eq "slowfs" ? "slow directory (bench/slowfs)" : (s eq "http" ? "HTTP (nginx + delayproxy)" : "S3 (s3rver + delayproxy)"))
 	blocks = value("nb_" . s)
-	plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)
+	if (blocks > 0) {
+		plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)
+	} else {
+		# no seq-workload rows for this store (e.g. --workloads scan)
+		set xrange [1:100]
+		plot 200 title "no seq-workload rows"
+		set autoscale x
+	}
 }
 unset multiplot
 
@@ -39,4 +46,10 @@ set yrange [0:*]
 set key top left
 f = plotdir . "/inflight.dat"
 blocks = nb_inflight
-plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)
+if (blocks > 0) {
+	plot for [b = 0:blocks - 1] f index b using 1:2 with linespoints lw 2 pt 7 title columnheader(1)
+} else {
+	set xrange [1:32]
+	set yrange [0:1]
+	plot 2 title "no max_inflight rows"
+}
