@@ -38,9 +38,31 @@ static int rm_one(const char *path, const struct stat *st, int flag,
 	return remove(path);
 }
 
+/*
+ * Each test case's directory is made and removed by the parent process
+ * (an unchecked fixture), each test's inside it by the test's own process:
+ * a failing test exits before its checked teardown, and the parent's
+ * removal still runs.
+ */
+static char basedir[32];
+
+static void base_setup(void)
+{
+	snprintf(basedir, sizeof(basedir), "/tmp/pftest.dcXXXXXX");
+	if (!mkdtemp(basedir)) {
+		perror("check_diskcache: mkdtemp");
+		abort();
+	}
+}
+
+static void base_teardown(void)
+{
+	nftw(basedir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pftest.dcXXXXXX");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tXXXXXX", basedir);
 	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 	snprintf(cdir, sizeof(cdir), "%s/cache", tmpdir);
 }
@@ -1106,6 +1128,7 @@ static Suite *diskcache_suite(void)
 	TCase *tr = tcase_create("recovery");
 	TCase *td = tcase_create("decorator");
 
+	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_crc32c);
 	tcase_add_test(tc, test_keys);
@@ -1115,18 +1138,21 @@ static Suite *diskcache_suite(void)
 	tcase_add_test(tc, test_bad_block_size);
 	tcase_add_test(tc, test_index_max);
 	suite_add_tcase(s, tc);
+	tcase_add_unchecked_fixture(te, base_setup, base_teardown);
 	tcase_add_checked_fixture(te, setup, teardown);
 	tcase_set_timeout(te, 60);
 	tcase_add_test(te, test_shuffled_epochs);
 	tcase_add_test(te, test_moves_on);
 	tcase_add_test(te, test_compaction);
 	suite_add_tcase(s, te);
+	tcase_add_unchecked_fixture(tr, base_setup, base_teardown);
 	tcase_add_checked_fixture(tr, setup, teardown);
 	tcase_set_timeout(tr, 120);
 	tcase_add_test(tr, test_journal_cut_everywhere);
 	tcase_add_test(tr, test_journal_corrupt);
 	tcase_add_test(tr, test_data_lost);
 	suite_add_tcase(s, tr);
+	tcase_add_unchecked_fixture(td, base_setup, base_teardown);
 	tcase_add_checked_fixture(td, setup, teardown);
 	tcase_set_timeout(td, 60);
 	tcase_add_test(td, test_decorator);
