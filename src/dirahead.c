@@ -263,6 +263,19 @@ static uint64_t xfile_small(const struct pf_engine *e)
 	return w > 4 * e->cfg.fetch_size ? w : 4 * e->cfg.fetch_size;
 }
 
+/* The path of file @i of @d's listing (malloc'd), or NULL. */
+static char *xdir_path(const struct xdir *d, long i)
+{
+	char *path;
+	int ret;
+
+	if (d->path[0])
+		ret = asprintf(&path, "%s/%s", d->path, d->ls.v[i]);
+	else
+		ret = asprintf(&path, "%s", d->ls.v[i]);
+	return ret < 0 ? NULL : path;
+}
+
 /*
  * Whether the file at index @i of @d is a big file a reader still has
  * open: readers that open big files at once (N readers, each on its own
@@ -275,15 +288,11 @@ static bool xdir_busy(struct pf_engine *e, const struct xdir *d, long i)
 {
 	const struct pf_efile *f;
 	char *path;
-	int ret;
 
 	if (i < 0 || i >= (long)d->ls.n || d->ls.size[i] <= xfile_small(e))
 		return false;
-	if (d->path[0])
-		ret = asprintf(&path, "%s/%s", d->path, d->ls.v[i]);
-	else
-		ret = asprintf(&path, "%s", d->ls.v[i]);
-	if (ret < 0)
+	path = xdir_path(d, i);
+	if (!path)
 		return false;
 	f = efile_lookup(e, path);
 	free(path);
@@ -395,24 +404,19 @@ void xfile_late(struct pf_engine *e, const struct pf_efile *f)
 static void xdir_ask(struct pf_engine *e, struct xdir *d, long j)
 {
 	unsigned ahead = xdir_ahead(e, d);
-	size_t dlen = strlen(d->path);
 
 	e->xf->learned++;
 	for (unsigned k = 1; k <= ahead; k++) {
 		long idx = j + (long)k * d->stride;
 		struct pf_efile *f;
 		char *path;
-		int ret;
 
 		if (idx >= (long)d->ls.n)
 			break;
 		if (xdir_was_asked(d, idx))
 			continue;
-		if (dlen)
-			ret = asprintf(&path, "%s/%s", d->path, d->ls.v[idx]);
-		else
-			ret = asprintf(&path, "%s", d->ls.v[idx]);
-		if (ret < 0)
+		path = xdir_path(d, idx);
+		if (!path)
 			return;
 		f = efile_lookup(e, path);
 		if (!f || !(f->opens || f->ghost || f->held ||
