@@ -34,6 +34,11 @@
  * streams from 1 again.  efile_state_bytes() counts what a file holds, the
  * stats show the sum (totals.files_state_bytes).
  *
+ * Lookups by path.  Opens look a path up among the engine's files (a ghost
+ * to take over, a file to read ahead, a plan's file), so e->files is also
+ * hashed by path (e->fhash, chains oldest first, doubled past two files a
+ * bucket): a lookup costs the same with a million files as with ten.
+ *
  * Threads: FUSE workers (open, close, new, put, retire) and the opener
  * threads (efile_open for a ghost or a plan); bookkeeping under e->lock.
  */
@@ -42,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_hash.h"
 #include "pf_log.h"
 #include "pf_trace.h"
 #include "engine_int.h"
@@ -117,6 +123,88 @@ struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
 	return f;
 }
 
+/* Under the lock: @f goes last on its path's chain of table @t. */
+static void fhash_add(struct pf_efile **t, size_t mask, struct pf_efile *f)
+{
+	struct pf_efile **pp = &t[pf_hash_str(f->path) & mask];
+
+	while (*pp)
+		pp = &(*pp)->hnext;
+	f->hnext = NULL;
+	*pp = f;
+}
+
+/* Under the lock: hash e->files into twice the buckets, in list order (kept
+ * as it is when memory is short: chains only grow longer, or lookups walk
+ * e->files while there is no table). */
+static void fhash_grow(struct pf_engine *e)
+{
+	size_t nb = e->fhash ? 2 * (e->fhmask + 1) : 1024;
+	struct pf_efile **t = calloc(nb, sizeof(*t));
+
+	if (!t)
+		return;
+	for (struct list *l = e->files.next; l != &e->files; l = l->next)
+		fhash_add(t, nb - 1, container_of(l, struct pf_efile, node));
+	free(e->fhash);
+	e->fhash = t;
+	e->fhmask = nb - 1;
+}
+
+/* Under the lock: @f joins e->files and its path's chain (last). */
+void efile_link(struct pf_engine *e, struct pf_efile *f)
+{
+	if (!e->fhash || e->nfiles >= 2 * (e->fhmask + 1))
+		fhash_grow(e);
+	list_add_tail(&e->files, &f->node);
+	e->nfiles++;
+	if (e->fhash)
+		fhash_add(e->fhash, e->fhmask, f);
+}
+
+static void efile_unlink(struct pf_engine *e, struct pf_efile *f)
+{
+	list_del(&f->node);
+	e->nfiles--;
+	if (!e->fhash)
+		return;
+	for (struct pf_efile **pp = &e->fhash[pf_hash_str(f->path) &
+					      e->fhmask];
+	     *pp; pp = &(*pp)->hnext) {
+		if (*pp == f) {
+			*pp = f->hnext;
+			break;
+		}
+	}
+}
+
+/*
+ * Under the lock: the next file of path @path after @after (NULL: the
+ * first), oldest first, stale ones included.
+ */
+struct pf_efile *efile_by_path(struct pf_engine *e, const char *path,
+			       struct pf_efile *after)
+{
+	struct pf_efile *f;
+
+	if (!e->fhash) {
+		/* the table could not be allocated: walk e->files */
+		struct list *l = after ? after->node.next : e->files.next;
+
+		for (; l != &e->files; l = l->next) {
+			f = container_of(l, struct pf_efile, node);
+			if (strcmp(f->path, path) == 0)
+				return f;
+		}
+		return NULL;
+	}
+	f = after ? after->hnext : e->fhash[pf_hash_str(path) & e->fhmask];
+	for (; f; f = f->hnext)
+		if (strcmp(f->path, path) == 0)
+			return f;
+	return NULL;
+}
+
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag)
 {
@@ -127,11 +215,9 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		return NULL;
 	pthread_mutex_lock(&e->lock);
 	/* a file the engine opened ahead of its reader: that one */
-	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
-		struct pf_efile *g = container_of(l, struct pf_efile, node);
-
-		if (g->tag == 0 && (g->ghost || g->held) && !g->stale &&
-		    strcmp(g->path, path) == 0) {
+	for (struct pf_efile *g = efile_by_path(e, path, NULL); g;
+	     g = efile_by_path(e, path, g)) {
+		if (g->tag == 0 && (g->ghost || g->held) && !g->stale) {
 			g->tag = tag;
 			g->refs++;
 			pthread_mutex_unlock(&e->lock);
@@ -149,7 +235,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		free(f);
 		return h;
 	}
-	list_add_tail(&e->files, &f->node);
+	efile_link(e, f);
 	pthread_mutex_unlock(&e->lock);
 	return f;
 }
@@ -209,7 +295,7 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 	closed_del(e, f);
 	hint_forget(e, f);
 	file_drop_blocks(e, f);
-	list_del(&f->node);
+	efile_unlink(e, f);
 	pf_tracker_free(f->tracker);
 	free(f->estreams);
 	free(f->path);

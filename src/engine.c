@@ -196,6 +196,7 @@ void pf_engine_free(struct pf_engine *e)
 	xfile_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
+	free(e->fhash);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_mutex_destroy(&e->lock);

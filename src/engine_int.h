@@ -265,6 +265,7 @@ struct pf_efile {
 	unsigned nestreams;
 	struct list blocks;
 	struct list node;	/* on e->files */
+	struct pf_efile *hnext;	/* on e->fhash's chain of its path */
 	struct list cnode;	/* on e->closed while on_closed */
 	bool on_closed;		/* closed, its tracker kept for a while */
 	/* the next file: see nextfile.c */
@@ -311,6 +312,10 @@ struct pf_engine {
 				 * stream */
 	size_t lru_count[LRU_KINDS]; /* protected by e->lock */
 	struct list files;	/* protected by e->lock */
+	struct pf_efile **fhash; /* protected by e->lock: e->files by path,
+				 * chained through hnext, oldest first */
+	size_t fhmask;		/* protected by e->lock */
+	size_t nfiles;		/* protected by e->lock: on e->files */
 	struct list closed;	/* protected by e->lock: files closed with a
 				 * tracker, oldest first (efile.c) */
 	unsigned nclosed;	/* protected by e->lock */
@@ -441,6 +446,9 @@ struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
 struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
 size_t efile_state_bytes(const struct pf_efile *f);
 struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
+void efile_link(struct pf_engine *e, struct pf_efile *f);
+struct pf_efile *efile_by_path(struct pf_engine *e, const char *path,
+			       struct pf_efile *after);
 void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 int efile_open(struct pf_efile *f, struct stat *st, bool ghost);

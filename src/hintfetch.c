@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_hash.h"
 #include "pf_hint.h"
 #include "pf_log.h"
 #include "pf_strbuf.h"
@@ -110,24 +111,13 @@ struct pf_engine_hint {
 
 /* ---- the intern table (h->mu) ------------------------------------------ */
 
-static uint64_t hash_path(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static struct hname *name_find(struct hintfetch *h, const char *path)
 {
 	size_t i;
 
 	if (!h->tab)
 		return NULL;
-	for (i = hash_path(path) & h->tmask; h->tab[i]; i = (i + 1) & h->tmask)
+	for (i = pf_hash_str(path) & h->tmask; h->tab[i]; i = (i + 1) & h->tmask)
 		if (strcmp(h->v[h->tab[i] - 1].path, path) == 0)
 			return &h->v[h->tab[i] - 1];
 	return NULL;
@@ -155,7 +145,7 @@ static int name_grow(struct hintfetch *h)
 	if (!t)
 		return -ENOMEM;
 	for (size_t k = 0; k < h->n; k++) {
-		size_t i = hash_path(h->v[k].path) & (ncap - 1);
+		size_t i = pf_hash_str(h->v[k].path) & (ncap - 1);
 
 		while (t[i])
 			i = (i + 1) & (ncap - 1);
@@ -234,7 +224,7 @@ static int hint_resolve(void *ctx, const char *path, uint64_t *file,
 		copy = NULL;
 		/* rebuild the slot: name_grow() left room for one more */
 		{
-			size_t i = hash_path(path) & h->tmask;
+			size_t i = pf_hash_str(path) & h->tmask;
 
 			while (h->tab[i])
 				i = (i + 1) & h->tmask;
@@ -322,20 +312,8 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 		if (!path)
 			return NULL;
 		/* a reader's efile of that path made before the plan named
-		 * it (bounded walk: the table learns readers' efiles on
-		 * their first READ otherwise) */
-		unsigned walked = 0;
-
-		for (struct list *l = e->files.next;
-		     l != &e->files && walked < 4096; l = l->next, walked++) {
-			struct pf_efile *c =
-				container_of(l, struct pf_efile, node);
-
-			if (!c->stale && strcmp(c->path, path) == 0) {
-				f = c;
-				break;
-			}
-		}
+		 * it */
+		f = efile_lookup(e, path);
 		if (f) {
 			free(path);
 		} else {
@@ -343,7 +321,7 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 			if (!f)
 				return NULL;
 			f->refs = 0;
-			list_add_tail(&e->files, &f->node);
+			efile_link(e, f);
 		}
 		f->hint_id = id;
 		pthread_mutex_lock(&h->mu);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_hash.h"
 #include "pf_inode.h"
 
 #define FIRST_DYNAMIC_INO 16
@@ -28,17 +29,6 @@ struct pf_itable {
 	uint64_t next_ino;
 	struct pf_inode root;
 };
-
-static size_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 1099511628211ull;
-	}
-	return (size_t)(h ^ (h >> 29));
-}
 
 static size_t hash_ino(uint64_t ino)
 {
@@ -136,7 +126,7 @@ static struct pf_inode *find_ino(struct pf_itable *t, uint64_t ino)
 
 static struct pf_inode *find_path(struct pf_itable *t, const char *path)
 {
-	struct pf_inode *in = t->by_path[hash_str(path) & (t->nbuckets - 1)];
+	struct pf_inode *in = t->by_path[pf_hash_str(path) & (t->nbuckets - 1)];
 
 	while (in && strcmp(in->path, path) != 0)
 		in = in->next_path;
@@ -146,7 +136,7 @@ static struct pf_inode *find_path(struct pf_itable *t, const char *path)
 static void insert(struct pf_itable *t, struct pf_inode *in)
 {
 	size_t hi = hash_ino(in->ino) & (t->nbuckets - 1);
-	size_t hp = hash_str(in->path) & (t->nbuckets - 1);
+	size_t hp = pf_hash_str(in->path) & (t->nbuckets - 1);
 
 	in->next_ino = t->by_ino[hi];
 	t->by_ino[hi] = in;
@@ -232,7 +222,7 @@ int pf_itable_lookup(struct pf_itable *t, uint64_t parent, const char *name,
 		 * give it a new number so cached state of the old one (an
 		 * engine file, a directory listing) is never mixed in.
 		 */
-		size_t hp = hash_str(path) & (t->nbuckets - 1);
+		size_t hp = pf_hash_str(path) & (t->nbuckets - 1);
 		struct pf_inode **pp = &t->by_path[hp];
 
 		while (*pp != in)
@@ -283,7 +273,7 @@ void pf_itable_forget(struct pf_itable *t, uint64_t ino, uint64_t n)
 	while (*pp != in)
 		pp = &(*pp)->next_ino;
 	*pp = in->next_ino;
-	pp = &t->by_path[hash_str(in->path) & (t->nbuckets - 1)];
+	pp = &t->by_path[pf_hash_str(in->path) & (t->nbuckets - 1)];
 	while (*pp && *pp != in)
 		pp = &(*pp)->next_path;
 	if (*pp)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_hash.h"
 #include "pf_listing.h"
 #include "pf_strbuf.h"
 #include "listing_int.h"
@@ -39,17 +40,6 @@ struct nameset {
 	size_t nslots;
 	size_t count;
 };
-
-static uint64_t hash(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
 
 /* Arena records are the name and its NUL. */
 static bool ns_match(const struct nameset *ns, size_t off, const char *s,
@@ -75,8 +65,8 @@ static int ns_add(struct nameset *ns, const char *s, size_t n)
 
 			if (!o)
 				continue;
-			i = hash(ns->arena + o - 1, strlen(ns->arena + o - 1)) &
-			    (nn - 1);
+			i = pf_hash_mem(ns->arena + o - 1,
+					strlen(ns->arena + o - 1)) & (nn - 1);
 			while (ns2[i])
 				i = (i + 1) & (nn - 1);
 			ns2[i] = o;
@@ -85,7 +75,7 @@ static int ns_add(struct nameset *ns, const char *s, size_t n)
 		ns->slot = ns2;
 		ns->nslots = nn;
 	}
-	i = hash(s, n) & (ns->nslots - 1);
+	i = pf_hash_mem(s, n) & (ns->nslots - 1);
 	while (ns->slot[i]) {
 		if (ns_match(ns, ns->slot[i] - 1, s, n))
 			return 1;

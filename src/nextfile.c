@@ -243,13 +243,11 @@ void names_sort(struct names *ns)
  * version that a newer one replaced is not that file, efile.c). */
 struct pf_efile *efile_lookup(struct pf_engine *e, const char *path)
 {
-	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
-		struct pf_efile *c = container_of(l, struct pf_efile, node);
+	struct pf_efile *c = efile_by_path(e, path, NULL);
 
-		if (!c->stale && strcmp(c->path, path) == 0)
-			return c;
-	}
-	return NULL;
+	while (c && c->stale)
+		c = efile_by_path(e, path, c);
+	return c;
 }
 
 /*
@@ -287,7 +285,7 @@ static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
 		f = efile_alloc(e, strdup(path), 0);
 		if (!f)
 			return NULL;
-		list_add_tail(&e->files, &f->node);
+		efile_link(e, f);
 	}
 	f->ghost = GHOST_OPENING;
 	return f;

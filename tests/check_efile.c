@@ -5,12 +5,16 @@
  * memory, while the newer file serves the new version; once its last
  * handle closed it cannot be opened again.  What a file holds beside its
  * blocks (totals.files_state_bytes) is proportional to what its readers
- * need: a small file read through once holds one stream's worth.
+ * need: a small file read through once holds one stream's worth.  A
+ * lookup by path costs the same among many files as among a few: a
+ * dataset of a million files makes a million efiles, and every open looks
+ * its path up (a file opened ahead, a plan's file).
  */
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "engine_harness.h"
+#include "../src/engine_int.h"
 
 START_TEST(test_retired_version)
 {
@@ -128,6 +132,64 @@ START_TEST(test_state_per_file)
 }
 END_TEST
 
+/*
+ * NPATHS files by distinct paths, as a big dataset's walk makes them: each
+ * pf_efile_new() looks its path up (a ghost to take over), so a linear
+ * scan of the engine's files made this quadratic (about 2e10 string
+ * compares here: hours, far beyond the test's timeout).  Every path is
+ * then found as itself; a retired version is skipped for the newer one; a
+ * file let go is found no more while the others still are.
+ */
+#define NPATHS 200000
+
+START_TEST(test_many_paths)
+{
+	struct pf_efile **fs = calloc(NPATHS, sizeof(*fs));
+	struct pf_efile *f, *nf;
+	char path[32];
+
+	ck_assert_ptr_nonnull(fs);
+	for (unsigned i = 0; i < NPATHS; i++) {
+		snprintf(path, sizeof(path), "train/n%06u.jpg", i);
+		fs[i] = pf_efile_new(eng, path, 1000 + i);
+		ck_assert_ptr_nonnull(fs[i]);
+	}
+	pthread_mutex_lock(&eng->lock);
+	for (unsigned i = 0; i < NPATHS; i += 7) {
+		snprintf(path, sizeof(path), "train/n%06u.jpg", i);
+		ck_assert_ptr_eq(efile_lookup(eng, path), fs[i]);
+	}
+	ck_assert_ptr_null(efile_lookup(eng, "train/n999999.jpg"));
+	pthread_mutex_unlock(&eng->lock);
+	/* a newer version of one path: the lookup finds it, not the old */
+	nf = pf_efile_new(eng, "train/n000042.jpg", 7);
+	ck_assert_ptr_nonnull(nf);
+	pf_efile_retire(fs[42]);
+	pthread_mutex_lock(&eng->lock);
+	ck_assert_ptr_eq(efile_lookup(eng, "train/n000042.jpg"), nf);
+	pthread_mutex_unlock(&eng->lock);
+	pf_efile_put(nf);
+	/* every other file let go */
+	for (unsigned i = 0; i < NPATHS; i += 2) {
+		pf_efile_put(fs[i]);
+		fs[i] = NULL;
+	}
+	pthread_mutex_lock(&eng->lock);
+	for (unsigned i = 0; i < 1000; i++) {
+		snprintf(path, sizeof(path), "train/n%06u.jpg", i);
+		f = efile_lookup(eng, path);
+		if (i % 2)
+			ck_assert_ptr_eq(f, fs[i]);
+		else
+			ck_assert_ptr_null(f);
+	}
+	pthread_mutex_unlock(&eng->lock);
+	for (unsigned i = 1; i < NPATHS; i += 2)
+		pf_efile_put(fs[i]);
+	free(fs);
+}
+END_TEST
+
 static Suite *efile_suite(void)
 {
 	Suite *s = suite_create("efile");
@@ -141,6 +203,11 @@ static Suite *efile_suite(void)
 	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_state_per_file);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("lookup");
+	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_many_paths);
 	suite_add_tcase(s, tc);
 	return s;
 }
