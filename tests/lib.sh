@@ -15,6 +15,7 @@
 #   guard MNT SECS CMD...          run CMD; if it hangs, kill MNT's daemon
 #   kill_daemon MNT                SIGKILL the daemon of MNT, unmount MNT
 #   wait_gone PID TENTHS / exited PID  PID has exited (a zombie has)
+#   past_mtime FILE...             wait for a second later than their mtimes
 #   quiet CMD...                   CMD with its output discarded
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -411,6 +412,22 @@ exited() {
 	read -r st <"/proc/$1/stat" 2>/dev/null || return 0
 	st=${st##*) }
 	[ "${st%% *}" = Z ]
+}
+
+# past_mtime FILE...: wait until the clock is in a later second than the
+# mtime of each FILE, so that a file written next gets a newer mtime even
+# where times have whole seconds (ext3, HTTP dates): no longer than needed,
+# unlike a sleep of a second.  (20 ms past the second: file times come
+# from a coarse clock.)
+past_mtime() {
+	local f t m=0
+	for f in "$@"; do
+		t=$(stat -c %Y "$f") || return 1
+		[ "$t" -gt "$m" ] && m=$t
+	done
+	while [ "$(date +%s%N)" -lt $(((m + 1) * 1000000000 + 20000000)) ]; do
+		sleep 0.05
+	done
 }
 
 # wait_gone PID TENTHS: true once PID has exited (waits TENTHS x 0.1 s).

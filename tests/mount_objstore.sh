@@ -42,7 +42,7 @@ check "[revalidate] opens of listed files made no HEAD ($n)" test "$n" = 0
 n=$(nlog "$UJ" 'len(G("j1.bin")) > 0 and len(G("j2.bin")) > 0')
 check "[revalidate] ... and read with GETs" test "$n" = True
 cp "$J/j2.bin" "$WORK/j2.v1"
-sleep 1.1
+past_mtime "$J/j1.bin" "$J/j2.bin"
 curl -sf "$UJ/_replace?path=/j1.bin" >/dev/null || fail "replacing j1.bin"
 curl -sf "$UJ/_replace?path=/j2.bin" >/dev/null || fail "replacing j2.bin"
 r=$(rd1 "$M" "$M/j1.bin" $((512 << 10)) $K64 "$WORK/j1.v1" "$J/j1.bin")

@@ -55,7 +55,7 @@ M=$WORK/mnt-noetag
 pf_mount_ready "$UP/" "$M" -o "$SMALL" || exit 1
 reset "$UP"
 # a new mtime second for the replacement
-sleep 1.1
+past_mtime "$P/c1.bin"
 r=$(guard "$M" 40 python3 - "$M/c1.bin" "$WORK/c1.v1" "$UP" <<'PY'
 import os, sys, urllib.request
 f, ref, u = sys.argv[1:4]
