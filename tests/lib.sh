@@ -14,6 +14,8 @@
 #   one_line_err FILE              true if FILE is one "prefetchfs: ..." line
 #   guard MNT SECS CMD...          run CMD; if it hangs, kill MNT's daemon
 #   kill_daemon MNT                SIGKILL the daemon of MNT, unmount MNT
+#   wait_gone PID TENTHS / exited PID  PID has exited (a zombie has)
+#   past_mtime FILE...             wait for a second later than their mtimes
 #   quiet CMD...                   CMD with its output discarded
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -400,14 +402,42 @@ ours() {
 	tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$WORK"
 }
 
+# exited PID: PID has exited.  A zombie has: a daemon (or server) is
+# reparented to init, and an init that reaps late (seconds in some
+# containers, never where PID 1 is a plain program) must not make every
+# unmount wait for it.
+exited() {
+	local st
+	kill -0 "$1" 2>/dev/null || return 0
+	read -r st <"/proc/$1/stat" 2>/dev/null || return 0
+	st=${st##*) }
+	[ "${st%% *}" = Z ]
+}
+
+# past_mtime FILE...: wait until the clock is in a later second than the
+# mtime of each FILE, so that a file written next gets a newer mtime even
+# where times have whole seconds (ext3, HTTP dates): no longer than needed,
+# unlike a sleep of a second.  (20 ms past the second: file times come
+# from a coarse clock.)
+past_mtime() {
+	local f t m=0
+	for f in "$@"; do
+		t=$(stat -c %Y "$f") || return 1
+		[ "$t" -gt "$m" ] && m=$t
+	done
+	while [ "$(date +%s%N)" -lt $(((m + 1) * 1000000000 + 20000000)) ]; do
+		sleep 0.05
+	done
+}
+
 # wait_gone PID TENTHS: true once PID has exited (waits TENTHS x 0.1 s).
 wait_gone() {
 	local i
 	for ((i = 0; i < $2; i++)); do
-		kill -0 "$1" 2>/dev/null || return 0
+		exited "$1" && return 0
 		sleep 0.1
 	done
-	! kill -0 "$1" 2>/dev/null
+	exited "$1"
 }
 
 # slowfs_mount SRC MNT [slowfs options...]: bench/slowfs as a slow source;

@@ -1,10 +1,8 @@
 #!/bin/bash
-# The AWS credential chain end to end: tests/creds/credserver.py on
-# 127.0.0.1 speaks the EC2 instance metadata (IMDSv2 and v1), container,
-# STS (AssumeRoleWithWebIdentity, SigV4-checked AssumeRole) and SSO
-# protocols and hands out temporary keys that s3rver (tests/s3/s3server.js
-# --keys) accepts with their session token until they expire.  For each
-# source a mount reads byte-exact and its log names the source; then:
+# AWS credentials renewed while reading, and their expiry, end to end
+# against tests/creds/credserver.py (EC2 instance metadata, IMDSv2) and
+# s3rver on 127.0.0.1 (setup: tests/creds/common.sh; the sources one by
+# one: tests/mount_creds_sources.sh):
 #  - renewal: keys that expire in 12 s (renewed 6 s before) are renewed
 #    while a reader opens and reads files without a pause across their
 #    expiry (no error, no open+read slower than 5 s), also when the
@@ -12,279 +10,17 @@
 #  - expiry: a source that keeps failing makes reads fail with EACCES after
 #    expiry, with one log line naming the source, and they work again
 #    once it recovers;
-#  - IMDSv1-only, IMDS disabled, bad JSON / bad XML from each endpoint:
-#    one clear line, no crash;
 #  - a request refused (503) just before a renewal is retried after it
 #    signed with the new key;
-#  - a signed request redirected to another port is not followed: the
-#    other port never sees the session token;
-#  - no secret (keys, session tokens, the web identity, container and SSO
-#    tokens) in the daemon logs, /proc/mounts, the stats file or the trace.
+#  - no secret in the daemon log, /proc/mounts, the stats file or the
+#    trace of the renewing mount.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 . "$(dirname "$0")/objlib.sh"
 need_fuse
 need_tools "$MKDATA"
 
-for v in $(env | sed -n 's/^\(AWS_[A-Z0-9_]*\)=.*/\1/p'); do unset "$v"; done
-export HOME=$WORK/home
-mkdir -p "$HOME/.aws"
-
-MiB=1048576
-SRC=$WORK/src
-mkdir -p "$SRC/small"
-"$MKDATA" --seed 21 "$WORK/gen" 1 9M >/dev/null 2>&1 || fail "bench/mkdata"
-mv "$WORK/gen/file-000000.bin" "$SRC/big.bin"
-truncate -s $((8 * MiB + 777)) "$SRC/big.bin"
-for i in $(seq -w 0 39); do
-	head -c $((20000 + 10#$i * 97)) /dev/urandom >"$SRC/small/f$i"
-done
-
-KEYS=$WORK/keys.jsonl
-: >"$KEYS"
-S3_KEYS=$KEYS S3_LOG=1 s3_start bkt >/dev/null || { fail "s3 server"; finish; }
-s3_put_tree bkt ds/ "$SRC" || { fail "s3_put_tree"; finish; }
-
-# creds_start NAME [credserver options]: a credential server; sets CS_URL
-# and CS_LOG
-creds_start() {
-	local name=$1 dir pid i
-	shift
-	dir=$(_srv_dir "creds-$name")
-	pid=$(_srv_spawn "$dir" python3 "$TOP/tests/creds/credserver.py" "$dir/port" "$KEYS" --log "$dir/requests" "$@")
-	for ((i = 0; i < 200; i++)); do
-		[ -s "$dir/port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ -s "$dir/port" ] || { echo "credserver did not start:"; cat "$dir/log"; return 1; }
-	CS_URL=http://127.0.0.1:$(cat "$dir/port")
-	CS_LOG=$dir/requests
-	CS_DIR=$dir
-}
-
-printf 'eyJhbGciOiJSUzI1NiJ9.webidentity-SECRET-jwt.sig\n' >"$WORK/webid"
-CTOKEN=ctr-SECRET-authz-0123456789
-SSOTOKEN=sso-SECRET-bearer-abcdef
-creds_start main --ctoken "$CTOKEN" --webid-file "$WORK/webid" --sso-token "$SSOTOKEN" ||
-	{ fail "credential server"; finish; }
-CS=$CS_URL
-ok "s3rver at $S3_ENDPOINT, credential endpoints at $CS"
-ctl() { curl -sf -X POST "$CS/_ctl?$1" >/dev/null || fail "credserver control $1"; }
-# issued SRC: how many credentials the server handed out for SRC
-issued() { curl -s "$CS/_stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["issued"].get(sys.argv[1], 0))' "$1"; }
-requests() { curl -s "$CS/_stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"].get(sys.argv[1], 0))' "$1"; }
-# s3ok PREFIX: requests the S3 server accepted with keys starting PREFIX
-s3ok() { grep -ac "cred $1[0-9A-Z]* ok" "$S3_DIR/log"; }
-
-# A static key pair for AssumeRole's source profile (no token, no expiry)
-echo '{"ak": "AKIASRCSTATIC", "sk": "srcStatic-SECRET-key", "token": "", "exp": 0}' >>"$KEYS"
-
-# every secret the test knows of, for the leak checks
-secrets_file() {
-	python3 - "$KEYS" >"$WORK/secrets" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if line.strip():
-        k = json.loads(line)
-        print(k["sk"])
-        if k["token"]:
-            print(k["token"])
-PY
-	{ echo "webidentity-SECRET-jwt"; echo "$CTOKEN"; echo "$SSOTOKEN"; } >>"$WORK/secrets"
-}
-
-# read_checks TAG: byte-exact reads of big.bin and of every small file
-read_checks() {
-	rc_check "[$1] big.bin byte-exact (cmp)" cmp "$SRC/big.bin" "$M/big.bin"
-	rc_check "[$1] the 40 small files byte-exact" diff -r "$SRC/small" "$M/small"
-}
-
-# no_leak TAG: no secret in the log, /proc/mounts, stats, trace
-no_leak() {
-	local log="$WORK/daemon.$(basename "$M").log" f
-	secrets_file
-	for f in "$log" /proc/mounts "$M/.prefetchfs/stats" "$WORK/trace.$1"; do
-		[ -e "$f" ] || continue
-		if grep -aqF -f "$WORK/secrets" "$f" 2>/dev/null; then
-			fail "[$1] a secret appears in $f"
-		else
-			ok "[$1] no secret in $f"
-		fi
-	done
-}
-
-# withenv VAR=VALUE... -- CMD...: CMD in this shell with VARs exported,
-# unset again after it
-withenv() {
-	local vars=() rc v
-	while [ "$1" != "--" ]; do
-		vars+=("${1%%=*}")
-		export "$1"
-		shift
-	done
-	shift
-	"$@"
-	rc=$?
-	for v in "${vars[@]}"; do unset "$v"; done
-	return $rc
-}
-
-# mount_with TAG LOG-ERE VAR=VALUE...: mount s3://bkt/ds/ on $WORK/mnt-TAG
-# with the VARs set (and a trace, and the options in $MORE_OPTS), check
-# that the log names the source (LOG-ERE), read byte-exact, check for
-# leaks.  Leaves it mounted ($M).
-mount_with() {
-	local tag=$1 re=$2
-	shift 2
-	M=$WORK/mnt-$tag
-	if ! withenv "$@" -- pf_mount_ready s3://bkt/ds/ "$M" -o endpoint="$S3_ENDPOINT${MORE_OPTS:-}" \
-		-o trace="$WORK/trace.$tag"; then
-		fail "[$tag] mount"
-		return 1
-	fi
-	ok "[$tag] mounted"
-	check "[$tag] the log names the source: /$re/" grep -qE -- "$re" "$WORK/daemon.$(basename "$M").log"
-	read_checks "$tag"
-	no_leak "$tag"
-	return 0
-}
-
-# done_with [EXPECTED-ERE]: unmount $M, its log clean (but those lines)
-done_with() {
-	clean_log "$M" "${1:-}"
-	pf_umount "$M" || fail "unmount $M"
-}
-
-# bad_with WHAT ERE VAR=VALUE...: the mount fails in under 15 s with one
-# line matching ERE, and no secret in it
-bad_with() {
-	local what=$1 re=$2
-	shift 2
-	withenv "$@" -- bad_mount "$what" "$re" 15 s3://bkt/ds/ -o endpoint="$S3_ENDPOINT"
-	secrets_file
-	if grep -aqF -f "$WORK/secrets" "$WORK/bad.err" 2>/dev/null; then
-		fail "$what: the message shows a secret"
-	fi
-}
-
-NOIMDS=AWS_EC2_METADATA_DISABLED=true
-ARN=arn:aws:iam::123456789012:role/reader
-secrets_file
-
-# ---- 5. EC2 instance metadata -------------------------------------------
-if mount_with imdsv2 'credentials=EC2 instance metadata \(IMDSv2 at http://127\.0\.0\.1:[0-9]+, role test-role\)' \
-	AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS"; then
-	check "[imdsv2] the S3 server accepted the instance keys ($(s3ok ASIAIMDS) requests)" test "$(s3ok ASIAIMDS)" -gt 0
-	check "[imdsv2] a session token was asked for (PUT /latest/api/token with the TTL header)" \
-		grep -q '^PUT /latest/api/token .*x-aws-ec2-metadata-token-ttl-seconds' "$CS_LOG"
-	done_with
-fi
-ctl imds=v1only
-if mount_with imdsv1 'EC2 instance metadata \(IMDSv1 at' AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS"; then
-	done_with
-fi
-ctl imds=v2
-before=$(requests imds-token)
-bad_with "IMDS disabled, no other source" 'no AWS credentials: tried environment.*disabled by AWS_EC2_METADATA_DISABLED' \
-	AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS" AWS_EC2_METADATA_DISABLED=true
-check "IMDS disabled: the endpoint was not asked" test "$(requests imds-token)" -eq "$before"
-ctl bad=1
-bad_with "IMDS answers bad JSON" 'bad answer from EC2 instance metadata: not JSON' AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS"
-bad_with "no IMDS at all" 'no AWS credentials: .*EC2 instance metadata at http://127.0.0.1:1' \
-	AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1
-
-# ---- 4. container credentials --------------------------------------------
-if mount_with container 'container credentials \(http://127\.0\.0\.1:[0-9]+/container/creds, from AWS_CONTAINER_CREDENTIALS_FULL_URI\)' \
-	AWS_CONTAINER_CREDENTIALS_FULL_URI="$CS/container/creds" AWS_CONTAINER_AUTHORIZATION_TOKEN="$CTOKEN" \
-	AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1; then
-	check "[container] the S3 server accepted the task keys" test "$(s3ok ASIACTR)" -gt 0
-	done_with
-fi
-printf '%s\n' "$CTOKEN" >"$WORK/ctoken"
-if mount_with ctrfile 'container credentials' AWS_CONTAINER_CREDENTIALS_FULL_URI="$CS/container/creds" \
-	AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE="$WORK/ctoken" AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong $NOIMDS; then
-	done_with
-fi
-bad_with "container: a wrong authorization token" 'container credentials endpoint answered HTTP 401' \
-	AWS_CONTAINER_CREDENTIALS_FULL_URI="$CS/container/creds" AWS_CONTAINER_AUTHORIZATION_TOKEN=wrong-token $NOIMDS
-ctl bad=1
-bad_with "container: bad JSON" 'bad answer from the container credentials endpoint: not JSON' \
-	AWS_CONTAINER_CREDENTIALS_FULL_URI="$CS/container/creds" AWS_CONTAINER_AUTHORIZATION_TOKEN="$CTOKEN" $NOIMDS
-bad_with "container: plain http to a remote host is refused" 'must be https' \
-	AWS_CONTAINER_CREDENTIALS_FULL_URI="http://example.com/creds" $NOIMDS
-
-# ---- 2. web identity ----------------------------------------------------
-if mount_with webid "web identity \(role $ARN, token file $WORK/webid" \
-	AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/webid" AWS_ROLE_ARN="$ARN" AWS_ENDPOINT_URL_STS="$CS" $NOIMDS; then
-	check "[webid] the S3 server accepted the role's keys" test "$(s3ok ASIAWEBID)" -gt 0
-	done_with
-fi
-# web identity comes before the shared files and the container
-printf '[default]\naws_access_key_id = AKIASRCSTATIC\naws_secret_access_key = srcStatic-SECRET-key\n' >"$HOME/.aws/credentials"
-if mount_with webidfirst "web identity" AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/webid" AWS_ROLE_ARN="$ARN" \
-	AWS_ENDPOINT_URL_STS="$CS" AWS_CONTAINER_CREDENTIALS_FULL_URI="$CS/container/creds" $NOIMDS; then
-	done_with
-fi
-rm -f "$HOME/.aws/credentials"
-printf 'not-the-token\n' >"$WORK/webid-bad"
-bad_with "web identity: STS refuses the token" 'STS at http://127.0.0.1:[0-9]+/ refused arn:aws:iam::123456789012:role/reader: HTTP 403, InvalidIdentityToken' \
-	AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/webid-bad" AWS_ROLE_ARN="$ARN" AWS_ENDPOINT_URL_STS="$CS" $NOIMDS
-ctl bad=1
-bad_with "web identity: bad XML from STS" 'bad answer from STS .*not XML' \
-	AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/webid" AWS_ROLE_ARN="$ARN" AWS_ENDPOINT_URL_STS="$CS" $NOIMDS
-bad_with "web identity without AWS_ROLE_ARN" 'AWS_ROLE_ARN is not' AWS_WEB_IDENTITY_TOKEN_FILE="$WORK/webid" $NOIMDS
-
-# ---- 3. shared files: credential_process, AssumeRole, SSO ----------------
-printf '#!/bin/sh\nexec curl -sf "%s/process/creds"\n' "$CS" >"$WORK/proc.sh"
-printf '#!/bin/sh\necho %s\n' "'{\"Version\": 1, \"AccessKeyId\": \"AKIA'" >"$WORK/badproc.sh"
-chmod +x "$WORK/proc.sh" "$WORK/badproc.sh"
-mkdir -p "$HOME/.aws/sso/cache"
-exp=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
-printf '{"startUrl": "https://example.awsapps.com/start", "region": "us-east-1",\n "accessToken": "%s", "expiresAt": "%s"}\n' \
-	"$SSOTOKEN" "$exp" >"$HOME/.aws/sso/cache/0123abcd.json"
-printf '[static-src]\naws_access_key_id = AKIASRCSTATIC\naws_secret_access_key = srcStatic-SECRET-key\n' >"$HOME/.aws/credentials"
-{
-	printf '[profile proc]\ncredential_process = %s\n' "$WORK/proc.sh"
-	printf '[profile badproc]\ncredential_process = %s\n' "$WORK/badproc.sh"
-	printf '[profile role]\nrole_arn = %s\nsource_profile = static-src\n' "$ARN"
-	printf '[profile chained]\nrole_arn = arn:aws:iam::123456789012:role/second\nsource_profile = proc\n'
-	printf '[profile sso]\nsso_session = corp\nsso_account_id = 123456789012\nsso_role_name = ReadS3\n'
-	printf '[profile ssonone]\nsso_start_url = https://other.awsapps.com/start\nsso_region = us-east-1\n'
-	printf 'sso_account_id = 123456789012\nsso_role_name = ReadS3\n'
-	printf '[sso-session corp]\nsso_start_url = https://example.awsapps.com/start\nsso_region = us-east-1\n'
-} >"$HOME/.aws/config"
-
-if mount_with process 'credential_process of profile proc in' AWS_PROFILE=proc $NOIMDS; then
-	check "[process] the S3 server accepted the process's keys" test "$(s3ok ASIAPROC)" -gt 0
-	done_with
-fi
-bad_with "credential_process prints bad JSON" "bad output of the credential_process of profile 'badproc': not JSON" AWS_PROFILE=badproc $NOIMDS
-if mount_with role "role $ARN of profile role in .*AssumeRole with keys of profile static-src" \
-	AWS_PROFILE=role AWS_ENDPOINT_URL_STS="$CS" $NOIMDS; then
-	check "[role] the S3 server accepted the assumed role's keys" test "$(s3ok ASIAROLE)" -gt 0
-	check "[role] STS checked the SigV4 signature of AssumeRole (no refusal logged)" bash -c '! grep -q sts-refused "$1"' _ "$CS_LOG"
-	done_with
-fi
-# the source credentials are themselves temporary: their token must be
-# sent (and signed) to STS
-if mount_with chained "role arn:aws:iam::123456789012:role/second of profile chained .*credential_process of profile proc" \
-	AWS_PROFILE=chained AWS_ENDPOINT_URL_STS="$CS" $NOIMDS; then
-	check "[chained] STS accepted the signature with a session token" bash -c '! grep -q sts-refused "$1"' _ "$CS_LOG"
-	done_with
-fi
-printf '[bad-src]\naws_access_key_id = AKIASRCSTATIC\naws_secret_access_key = wrong-secret\n' >>"$HOME/.aws/credentials"
-printf '[profile badrole]\nrole_arn = %s\nsource_profile = bad-src\n' "$ARN" >>"$HOME/.aws/config"
-bad_with "AssumeRole signed with a wrong secret" 'refused .*SignatureDoesNotMatch' AWS_PROFILE=badrole AWS_ENDPOINT_URL_STS="$CS" $NOIMDS
-if mount_with sso "SSO \(role ReadS3 of account 123456789012, profile sso in" \
-	AWS_PROFILE=sso AWS_ENDPOINT_URL_SSO="$CS" $NOIMDS; then
-	check "[sso] the S3 server accepted the SSO role's keys" test "$(s3ok ASIASSO)" -gt 0
-	done_with
-fi
-bad_with "SSO without a cached token" 'run `aws sso login --profile ssonone`' AWS_PROFILE=ssonone AWS_ENDPOINT_URL_SSO="$CS" $NOIMDS
-ctl bad=1
-bad_with "SSO: bad JSON" 'bad answer from the SSO portal' AWS_PROFILE=sso AWS_ENDPOINT_URL_SSO="$CS" $NOIMDS
-rm -f "$HOME/.aws/config" "$HOME/.aws/credentials"
+. "$(dirname "$0")/creds/common.sh"
 
 # ---- renewal while reading --------------------------------------------
 # Keys live 12 s and are renewed 6 s before they expire (PF_CREDS_MARGIN_S,
@@ -455,16 +191,5 @@ if withenv AWS_EC2_METADATA_SERVICE_ENDPOINT="$CS" PF_CREDS_MARGIN_S=6 -- \
 	done_with 'retrying'
 fi
 ctl ttl=3600
-
-# ---- redirects keep the token --------------------------------------------
-creds_start other || fail "second credential server"
-OTHER=$CS_URL OTHER_LOG=$CS_LOG
-creds_start redir || fail "third credential server"
-REDIR=$CS_URL REDIR_LOG=$CS_LOG
-curl -sf -X POST "$REDIR/_ctl?redirect=$OTHER" >/dev/null || fail "redirect control"
-withenv AWS_ACCESS_KEY_ID=AKIAREDIR AWS_SECRET_ACCESS_KEY=redir-SECRET AWS_SESSION_TOKEN=redir-SECRET-token -- \
-	bad_mount "a signed S3 request redirected to another port" 'redirect, not followed' 15 s3://bkt/ds/ -o endpoint="$REDIR"
-check "redirect: the redirecting server got the signed request with its token" grep -q 'x-amz-security-token=PRESENT' "$REDIR_LOG"
-check "redirect: the other port got no request at all" bash -c '! [ -s "$1" ]' _ "$OTHER_LOG"
 
 finish

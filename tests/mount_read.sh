@@ -272,16 +272,16 @@ PREV=v1
 check "changing file: first version read" g cmp -s "$M/f.bin" "$WORK/v1"
 # prefix of it again through the cache, so that its blocks are cached
 g head -c 1000000 "$M/f.bin" >/dev/null
-sleep 1	# a new mtime whatever the timestamp granularity
+past_mtime "$CH/f.bin"	# a new mtime whatever the timestamp granularity
 cat "$WORK/v2" >"$CH/f.bin"	# in place: same inode, shorter
 read_whole v2 "rewritten in place, shorter"
-sleep 1
+past_mtime "$CH/f.bin"
 cat "$WORK/v3" >"$CH/f.bin"	# in place, longer
 read_whole v3 "rewritten in place, longer"
-sleep 1
+past_mtime "$CH/f.bin"
 cat "$WORK/v4" >"$CH/f.bin"	# in place, same size, other bytes
 read_whole v4 "rewritten in place, same size"
-sleep 1
+past_mtime "$CH/f.bin"
 cp "$WORK/v5" "$CH/f.bin.tmp" && mv "$CH/f.bin.tmp" "$CH/f.bin"	# new inode
 read_whole v5 "replaced by rename"
 check "changing file: random reads of the last version" quiet g \

@@ -1,0 +1,68 @@
+# The faultd helpers both object-store pin tests share
+# (tests/mount_objstore.sh, tests/mount_objstore_pins.sh): source it after
+# lib.sh and servers.sh.
+#   fd_start VAR ROOT [opts]  tests/helpers/faultd.py on ROOT, its URL in VAR
+#   fault URL RULE / reset URL / nlog URL EXPR  add a fault rule / clear
+#                             rules and log / EXPR over the request log
+#   size_of FILE              its size (stat)
+#   rd1 MNT FILE OFF LEN REF [NEW]  one pread under guard: "ok", "short",
+#                             "wrong", "new" or "errno N", and its seconds
+# K64 (64 KiB) and SMALL (mount options: no prefetch, 64 KiB blocks).
+FAULTD=$HELPERS/faultd.py
+K64=65536
+SMALL="prefetch=off,fetch_size=64K,block_size=64K"
+
+# fd_start VAR ROOT [faultd options...]: faultd on ROOT, its URL (no final
+# /) in $VAR; stopped at exit by servers.sh
+fd_start() {
+	local var=$1 root=$2 dir pid i
+	shift 2
+	dir=$(_srv_dir faultd)
+	pid=$(_srv_spawn "$dir" python3 "$FAULTD" --port-file "$dir/port" "$@" "$root")
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$dir/port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if [ ! -s "$dir/port" ]; then
+		echo "faultd did not start; its log:"
+		cat "$dir/log"
+		exit 1
+	fi
+	printf -v "$var" 'http://127.0.0.1:%s' "$(cat "$dir/port")"
+}
+
+
+# fault URL RULE; reset URL (no rules, an empty log); nlog URL EXPR: EXPR
+# over the request log L, H(name) the HEADs and G(name) the GETs of /name
+fault() { curl -sf "$1/_fault?$2" >/dev/null || fail "adding the rule $2"; }
+reset() { curl -sf -X DELETE "$1/_fault" >/dev/null && curl -sf -X DELETE "$1/_log" >/dev/null || fail "resetting faultd"; }
+nlog() {
+	curl -s "$1/_log" | python3 -c '
+import json, sys
+L = [json.loads(l) for l in sys.stdin if l.strip()]
+H = lambda n: [e for e in L if e["method"] == "HEAD" and e["path"] == "/" + n]
+G = lambda n: [e for e in L if e["method"] == "GET" and e["path"] == "/" + n]
+print(eval(sys.argv[1]))' "$2"
+}
+size_of() { stat -c %s "$1"; }
+
+# pread.py FILE OFF LEN REF: "ok", "short", "wrong", "new" (bytes of NEW,
+# if given) or "errno N", and the seconds it took
+cat >"$WORK/pread.py" <<'PY'
+import os, sys, time
+f, off, n, ref = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+new = open(sys.argv[5], "rb").read() if len(sys.argv) > 5 else None
+t = time.monotonic()
+fd = os.open(f, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+want = open(ref, "rb").read()[off:off + n]
+try:
+    b = os.pread(fd, n, off)
+    r = "ok" if b == want else "short" if want.startswith(b) else \
+        "new" if new and b == new[off:off + n] else "wrong"
+except OSError as e:
+    r = "errno %d" % e.errno
+print("%s %.1f" % (r, time.monotonic() - t))
+PY
+rd1() { guard "$1" 40 python3 "$WORK/pread.py" "${@:2}"; }
