@@ -37,7 +37,7 @@
  * has in flight and the journal (pf_dc_commit/drop/maintain).  Other
  * threads (the engine's, the inner backend's completions) only queue ops
  * under d->lock and signal the eventfd registered with the ring; the ring
- * thread sleeps in read() on it, as in posix_backend.c.  d->lock guards
+ * thread sleeps in read() on it, as in posix_uring.c.  d->lock guards
  * the queue and the stopping flags and is never held across I/O or a
  * done() call.  Staging is one pool buffer per cache block (d->plock
  * guards the pool), counted in an atomic bounded by cfg->staging, so the
@@ -47,6 +47,11 @@
  * Ownership: an op owns its staging buffer; a miss op is freed by the
  * inner completion (after done()) unless it becomes a write op, which the
  * ring thread frees when its last write completed.
+ * This file's ops run on FUSE workers' and the engine's threads, but
+ * cancel() and destroy(), run once by the thread that unmounts: destroy()
+ * fails the reads waiting for staging, lets the ring thread finish the
+ * queued writes and joins it, destroys the inner backend, then fails what
+ * its completions queued after the ring thread's last look.
  */
 #include <errno.h>
 #include <inttypes.h>
