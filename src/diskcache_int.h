@@ -1,0 +1,179 @@
+/*
+ * diskcache_int.h - private to the disk cache decorator, shared by its
+ * files (not installed; the public contract is pf_diskcache.h).
+ *
+ * The decorator is one data path cut into files along it:
+ *   diskcache_read.c     submit(): a read's hit or miss, the copy to the
+ *                        reader, a miss handed over to be written back
+ *   diskcache_stage.c    ops and the staging pool: their buffers, the reads
+ *                        waiting for staging
+ *   diskcache_ring.c     the ring thread: the reads of hits' blocks and the
+ *                        write-back of misses' blocks to the store
+ *   diskcache_backend.c  the ops table: pass-through ops, open/close,
+ *                        capacity and holds, stats, create and destroy
+ * The store itself (slots, index, journal) is diskcache.c.
+ *
+ * DESIGN
+ * See diskcache_backend.c.  d->lock guards the ring's queue and the
+ * stopping/cancelled/stopped flags, d->plock the staging pool, d->wlock the
+ * list of ops waiting for staging; none is held across I/O or a done()
+ * call, and no two are held at once but wlock then plock (stage_kick()
+ * takes staging for the op it holds).  Fields marked "(ring thread)" are
+ * touched by the ring thread only; those set in pf_diskcache_backend_new()
+ * before the ring thread starts are read without a lock.
+ */
+#ifndef PF_DISKCACHE_INT_H
+#define PF_DISKCACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <liburing.h>
+
+#include "pf_backend.h"
+#include "pf_diskcache.h"
+
+/* SQEs in flight; an op (one read: its blocks) takes at most this many */
+#define RING_DEPTH 1024
+
+enum op_type { OP_HIT, OP_MISS, OP_PASS, OP_WRITE };
+
+struct pf_bfile {
+	struct pf_bfile *inner;
+	struct pf_dc_key key;
+	uint64_t size;		/* pinned at open */
+};
+
+struct dcb;
+
+/* One cache block of an op. */
+struct op_blk {
+	struct op *op;
+	char *buf;		/* staging: one pool buffer */
+	int32_t slot;		/* -1: none */
+	uint32_t crc;
+	uint32_t len;
+	int32_t res;		/* of its read or write */
+	/*
+	 * Blocks, from this one on, that one SQE reads or writes: slots
+	 * next to each other in the data file, blocks next to each other in
+	 * the staging buffer.  0 in the others of the run.
+	 */
+	uint32_t run;
+};
+
+struct op {
+	enum op_type type;
+	struct op *next;	/* queue */
+	struct dcb *d;
+	struct pf_bio *ubio;	/* the reader's; NULL for a write */
+	struct pf_bio ibio;	/* to the inner backend */
+	struct iovec *iov;	/* nblk: the blocks' buffers, their lengths */
+	struct pf_dc_key key;
+	uint64_t fsize;
+	uint64_t b0;		/* first cache block */
+	uint64_t want;		/* bytes the reader gets (to EOF) */
+	bool staged;		/* every blk[].buf is a staging buffer */
+	unsigned nblk;
+	unsigned pending;	/* SQEs in flight (ring thread) */
+	struct op_blk blk[];
+};
+
+struct dcb {
+	struct pf_backend be;	/* first */
+	struct pf_backend *inner;
+	struct pf_dc *dc;
+	char *source;
+	uint32_t bs;
+	uint64_t staging_max;
+	/*
+	 * Staging: buffers of one cache block, from a pool bounded by
+	 * staging_max (so the tier's memory is what it is counted as: no
+	 * allocator keeps freed buffers around).  plock guards the pool;
+	 * staging counts the buffers taken or promised to an op.
+	 */
+	pthread_mutex_t plock;
+	struct pf_pool *pool;
+	atomic_uint_least64_t staging;
+	/* bytes read past the cache: no staging was left (writes lagged) */
+	atomic_uint_least64_t uncached;
+	/*
+	 * Misses waiting for staging (at most WAIT_MAX): the writes lag
+	 * behind the reads, and a read past the cache would be read again
+	 * from the store next time.  wlock guards the list; stage_kick()
+	 * submits them as staging comes back.
+	 */
+	pthread_mutex_t wlock;
+	struct op *whead;
+	struct op *wtail;
+	unsigned nwait;
+	bool wclosed;		/* cancel() or destroy(): no more waiting */
+	atomic_uint_least64_t waited;
+
+	struct io_uring ring;
+	bool ring_ready;
+	int efd;
+	pthread_t thread;
+	bool thread_started;
+	unsigned sq_used;	/* SQEs in flight (ring thread) */
+
+	pthread_mutex_t lock;	/* guards the queue and the flags below */
+	struct op *qhead;
+	struct op *qtail;
+	bool stopping;		/* the ring thread is to exit */
+	bool cancelled;		/* cancel(): reads fail, writes go */
+	bool stopped;		/* the ring thread has exited */
+
+	atomic_bool warned_io;
+	atomic_bool warned_full;
+	atomic_bool warned_journal;
+};
+
+static inline struct dcb *to_d(struct pf_backend *be)
+{
+	return (struct dcb *)be;
+}
+
+/* Appends @op to the queue @head..@tail; the caller holds its lock. */
+static inline void op_append(struct op **head, struct op **tail,
+			     struct op *op)
+{
+	op->next = NULL;
+	if (*tail)
+		(*tail)->next = op;
+	else
+		*head = op;
+	*tail = op;
+}
+
+/* ---- diskcache_backend.c ---- */
+
+void warn_once(atomic_bool *flag, const char *what, int err,
+	       const char *then);
+
+/* ---- diskcache_read.c: submit(), hits and misses ---- */
+
+int dcb_submit(struct pf_backend *be, struct pf_bio *bio);
+int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total);
+void hit_finish(struct dcb *d, struct op *op);
+
+/* ---- diskcache_stage.c: ops and the staging pool ---- */
+
+struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk);
+void op_free(struct op *op);
+void op_fail(struct op *op, int err);
+void op_trim(struct op *op, unsigned keep);
+bool stage_get(struct dcb *d, struct op *op);
+bool stage_wait(struct dcb *d, struct op *op);
+void stage_kick(struct dcb *d);
+void stage_close(struct dcb *d);
+
+/* ---- diskcache_ring.c: the ring thread ---- */
+
+bool enqueue(struct dcb *d, struct op *op);
+void *ring_main(void *arg);
+
+#endif
