@@ -284,14 +284,21 @@ START_TEST(test_random_fill_fits)
 }
 END_TEST
 
+/* The engine anew with @max_memory and @fill, then a reader of 24 files
+ * of 2 directories in shuffled order. */
+static void restart_shuffled(uint64_t max_memory, int fill)
+{
+	engine_stop();
+	engine_up(max_memory, fill);
+	for (unsigned k = 0; k < 24; k++)
+		read_whole(k % 2, shuffled(k / 2));
+}
+
 START_TEST(test_random_fill_too_big)
 {
 	/* the tree is 4 x 64 files of ~110 KiB: 27 MiB, more than 3/4 of
 	 * 16 MiB */
-	engine_stop();
-	engine_up(16u << 20, 1);
-	for (unsigned k = 0; k < 24; k++)
-		read_whole(k % 2, shuffled(k / 2));
+	restart_shuffled(16u << 20, 1);
 	ck_assert(stats_wait("\"state\": \"too_big\""));
 	ck_assert(stats_has("\"held\": 0"));
 }
@@ -299,10 +306,7 @@ END_TEST
 
 START_TEST(test_random_fill_off)
 {
-	engine_stop();
-	engine_up(256u << 20, 0);
-	for (unsigned k = 0; k < 24; k++)
-		read_whole(k % 2, shuffled(k / 2));
+	restart_shuffled(256u << 20, 0);
 	settle();
 	ck_assert(stats_has("\"state\": \"off\""));
 }

@@ -116,23 +116,36 @@ static int t_getattr(struct pf_backend *be, const char *path,
 	return -ENOSYS;
 }
 
+/* tb's file at @path, or NULL. */
+static struct tfile *tb_find(const char *path)
+{
+	for (unsigned i = 0; i < tb.nfiles; i++)
+		if (strcmp(tb.files[i].path, path) == 0)
+			return &tb.files[i];
+	return NULL;
+}
+
+/* What a stat of @f says: a regular file of one version. */
+static void tfile_stat(const struct tfile *f, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG | 0444;
+	st->st_size = (off_t)f->size;
+	st->st_mtim.tv_sec = 1000;
+}
+
 static int t_open(struct pf_backend *be, const char *path,
 		  struct pf_bfile **out, struct stat *st)
 {
 	struct tbackend *t = (struct tbackend *)be;
+	struct tfile *f = tb_find(path);
 
-	for (unsigned i = 0; i < t->nfiles; i++) {
-		if (strcmp(t->files[i].path, path) == 0) {
-			memset(st, 0, sizeof(*st));
-			st->st_mode = S_IFREG | 0444;
-			st->st_size = (off_t)t->files[i].size;
-			st->st_mtim.tv_sec = 1000;
-			__atomic_add_fetch(&t->opens, 1, __ATOMIC_RELAXED);
-			*out = (struct pf_bfile *)&t->files[i];
-			return 0;
-		}
-	}
-	return -ENOENT;
+	if (!f)
+		return -ENOENT;
+	tfile_stat(f, st);
+	__atomic_add_fetch(&t->opens, 1, __ATOMIC_RELAXED);
+	*out = (struct pf_bfile *)f;
+	return 0;
 }
 
 static void t_close(struct pf_backend *be, struct pf_bfile *f)
