@@ -14,7 +14,7 @@
 #    preads are byte-exact and none waits.
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_tools "$SLOWFS" "$MKDATA" "$HELPERS/randread"
+need_tools "$SLOWFS" "$MKDATA" "$HELPERS/randread" "$HELPERS/treeread.py"
 
 DATA=$WORK/data
 SLOW=$WORK/slow
@@ -28,21 +28,9 @@ done
 "$MKDATA" --seed 5 "$DATA/big" 1 24M >/dev/null 2>&1 || fail "bench/mkdata big"
 slowfs_mount "$DATA" "$SLOW" -o latency_ms=20 || { fail "slowfs mount"; finish; }
 
-# The reader: reads FILES whole, in the order given, each checked against
-# the same path under SRC; PAUSE ms between files.
-cat >"$WORK/reader.py" <<'PY'
-import os, sys, time
-mnt, src, pause = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000
-for rel in sys.argv[4:]:
-    with open(os.path.join(mnt, rel), "rb") as f:
-        got = f.read()
-    with open(os.path.join(src, rel), "rb") as f:
-        want = f.read()
-    if got != want:
-        print("wrong bytes in", rel, len(got), len(want))
-        sys.exit(1)
-    time.sleep(pause)
-PY
+# The reader (tests/helpers/treeread.py): reads files whole, each checked
+# against the same path under the source, with a pause between files.
+TREEREAD=$HELPERS/treeread.py
 
 # The checks are lib.sh's stats_check over s["xfile"] (read-ahead across
 # files) and s["fill"] (the background fill).  waited N: the expression
@@ -59,7 +47,7 @@ files_of() { # files_of DIR: its files in name order, relative
 M=$WORK/mnt-one
 if pf_mount "$SLOW" "$M"; then
 	# shellcheck disable=SC2046
-	if guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d0); then
+	if guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d0); then
 		ok "one reader in name order: every byte exact"
 	else
 		fail "one reader in name order: the reader failed"
@@ -79,10 +67,10 @@ fi
 M=$WORK/mnt-two
 if pf_mount "$SLOW" "$M"; then
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d0) &
+	guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d0) &
 	p0=$!
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d1)
+	guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d1)
 	rc1=$?
 	wait $p0
 	rc0=$?
@@ -103,7 +91,7 @@ fi
 M=$WORK/mnt-off
 if pf_mount "$SLOW" "$M" -o next_file=off; then
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 0 $(files_of d1 | head -12) ||
+	guard "$M" 120 "$TREEREAD" "$M" "$DATA" $(files_of d1 | head -12) ||
 		fail "next_file=off: the reader failed"
 	stats_json "$M" >"$WORK/off.json"
 	pf_umount "$M"
@@ -115,12 +103,7 @@ fi
 M=$WORK/mnt-fill
 if pf_mount "$SLOW" "$M"; then
 	mapfile -t TREE < <(cd "$DATA" && ls tree/c0/* tree/c1/* | sort)
-	mapfile -t SHUF < <(printf '%s\n' "${TREE[@]}" | python3 -c '
-import random, sys
-n = [l.strip() for l in sys.stdin]
-random.Random(7).shuffle(n)
-print("\n".join(n))')
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 20 "${SHUF[@]:0:40}" ||
+	guard "$M" 120 "$TREEREAD" --pause 20 --shuffle 7 --count 40 "$M" "$DATA" "${TREE[@]}" ||
 		fail "fill: the shuffled reader failed"
 	for ((i = 0; i < 600; i++)); do
 		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
@@ -131,7 +114,7 @@ print("\n".join(n))')
 		's["xfile"]["asked"] <= 16'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "tree" and s["fill"]["bytes_total"] == 200 * 65536 and s["fill"]["bytes_done"] == s["fill"]["bytes_total"]'
-	if guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 0 "${SHUF[@]}"; then
+	if guard "$M" 120 "$TREEREAD" --shuffle 7 "$M" "$DATA" "${TREE[@]}"; then
 		ok "fill: the whole tree read again, every byte exact"
 	else
 		fail "fill: the second pass failed"
