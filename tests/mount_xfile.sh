@@ -39,6 +39,16 @@ waited() {
 	printf 'len({x["file"] for x in streams() if x["waits"] > 0 and int(x["file"][-10:-4]) >= %d})' "$1"
 }
 
+fill_done() { # fill_done MNT JSON: waits (60 s at most) for the fill to be
+	# done, then saves the stats in JSON
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '"state": "done"' "$1/.prefetchfs/stats" && break
+		sleep 0.1
+	done
+	stats_json "$1" >"$2"
+}
+
 files_of() { # files_of DIR: its files in name order, relative
 	(cd "$DATA" && ls "$1"/* | sort)
 }
@@ -105,11 +115,7 @@ if pf_mount "$SLOW" "$M"; then
 	mapfile -t TREE < <(cd "$DATA" && ls tree/c0/* tree/c1/* | sort)
 	guard "$M" 120 "$TREEREAD" --pause 20 --shuffle 7 --count 40 "$M" "$DATA" "${TREE[@]}" ||
 		fail "fill: the shuffled reader failed"
-	for ((i = 0; i < 600; i++)); do
-		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
-		sleep 0.1
-	done
-	stats_json "$M" >"$WORK/fill1.json"
+	fill_done "$M" "$WORK/fill1.json"
 	stats_check "fill: the shuffled reader was not read ahead across files" "$WORK/fill1.json" \
 		's["xfile"]["asked"] <= 16'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
@@ -132,11 +138,7 @@ BIG=big/file-000000.bin
 if pf_mount "$SLOW" "$M"; then
 	guard "$M" 120 "$HELPERS/randread" -s 1 -a 4096 -m 65536 -n 100 "$M/$BIG" "$DATA/$BIG" \
 		>"$WORK/big1.out" 2>&1 || { fail "big file: random preads"; cat "$WORK/big1.out"; }
-	for ((i = 0; i < 600; i++)); do
-		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
-		sleep 0.1
-	done
-	stats_json "$M" >"$WORK/big1.json"
+	fill_done "$M" "$WORK/big1.json"
 	stats_check "big file: filled whole (state done, bytes_done == bytes_total)" "$WORK/big1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "'$BIG'" and s["fill"]["bytes_done"] == s["fill"]["bytes_total"] == 24 << 20'
 	if guard "$M" 120 "$HELPERS/randread" -s 2 -a 4096 -m 65536 -n 300 "$M/$BIG" "$DATA/$BIG" \
