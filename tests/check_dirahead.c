@@ -6,233 +6,57 @@
  * none when it does not, a stop when the pattern changes) and the
  * fill of one file: only for a reader in random order for sure.
  *
- * The backend here holds a tree of NDIRS directories of NFILES small files
- * whose bytes are a function of (file, offset); its reads complete inside
- * submit.  The engine's clock is the test's: the readers' opens are
- * XGAP_MS apart and the backend's opens take none of it (so 4 files are
- * kept ahead); pf_xfile_ahead() has its own test.
+ * The backend (engine_harness.h's) holds a tree of NDIRS directories of
+ * NFILES small files whose bytes are a function of (file, offset); its
+ * reads complete inside submit.  The engine's clock is the test's: the
+ * readers' opens are XGAP_MS apart and the backend's opens take none of it
+ * (so 4 files are kept ahead); pf_xfile_ahead() has its own test.
  */
-#include <check.h>
-#include <errno.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include "pf_engine.h"
+#include "engine_harness.h"
 
 #define NDIRS 4
 #define NFILES 64
 #define XGAP_MS 10
 
-struct xbf {
-	unsigned id;		/* dir * NFILES + file */
-};
-
-static struct pf_backend xbe;
-static struct pf_engine *eng;
-static uint64_t fake_ns;
-static unsigned opens_at_backend;
-static unsigned dirs_used = NDIRS;
-
-static uint64_t x_now(void *arg)
-{
-	(void)arg;
-	return __atomic_load_n(&fake_ns, __ATOMIC_ACQUIRE);
-}
-
-static void advance_ms(unsigned ms)
-{
-	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
-}
-
 static uint64_t big_size;	/* when set: every file is this big */
 
-static uint64_t x_size(unsigned id)
+/* The tree: file f of directory d is "d<d>/f<f>", tb.files[d * NFILES +
+ * f], its bytes tfile_byte()'s. */
+static void tree_up(void)
 {
-	if (big_size)
-		return big_size;
-	return 100000 + 3000 * (id % 7);
-}
+	char path[32];
 
-static unsigned char x_byte(unsigned id, uint64_t off)
-{
-	return (unsigned char)(id * 31 + off * 7 + (off >> 9));
-}
+	tb_reset(&t_ops_dir);
+	for (unsigned d = 0; d < NDIRS; d++) {
+		for (unsigned f = 0; f < NFILES; f++) {
+			unsigned id = d * NFILES + f;
 
-static int x_parse(const char *path, unsigned *id)
-{
-	unsigned d;
-	unsigned f;
-	char tail;
-
-	if (sscanf(path, "d%u/f%3u%c", &d, &f, &tail) != 2 || d >= dirs_used ||
-	    f >= NFILES)
-		return -ENOENT;
-	*id = d * NFILES + f;
-	return 0;
-}
-
-static int x_getattr(struct pf_backend *be, const char *path, struct stat *st)
-{
-	(void)be;
-	(void)path;
-	(void)st;
-	return -ENOSYS;
-}
-
-static int x_readdir(struct pf_backend *be, const char *path, pf_dirent_fn fn,
-		     void *arg)
-{
-	struct stat st;
-	char name[32];
-	unsigned d;
-
-	(void)be;
-	memset(&st, 0, sizeof(st));
-	if (!path[0]) {
-		st.st_mode = S_IFDIR | 0555;
-		for (d = dirs_used; d-- > 0;) {
-			snprintf(name, sizeof(name), "d%u", d);
-			if (fn(arg, name, &st))
-				break;
+			snprintf(path, sizeof(path), "d%u/f%03u", d, f);
+			tb_add_file(path,
+				    big_size ? big_size : 100000 + 3000 * (id % 7),
+				    NULL);
 		}
-		return 0;
 	}
-	if (sscanf(path, "d%u", &d) != 1 || d >= dirs_used)
-		return -ENOENT;
-	st.st_mode = S_IFREG | 0444;
-	/* backend order is not name order: the engine sorts */
-	for (unsigned f = NFILES; f-- > 0;) {
-		snprintf(name, sizeof(name), "f%03u", f);
-		st.st_size = (off_t)x_size(d * NFILES + f);
-		if (fn(arg, name, &st))
-			break;
-	}
-	return 0;
+	tb.autocomplete = 1;
 }
 
-static int x_open(struct pf_backend *be, const char *path,
-		  struct pf_bfile **out, struct stat *st)
-{
-	struct xbf *bf;
-	unsigned id;
-	int ret = x_parse(path, &id);
-
-	(void)be;
-	if (ret < 0)
-		return ret;
-	bf = calloc(1, sizeof(*bf));
-	if (!bf)
-		return -ENOMEM;
-	bf->id = id;
-	memset(st, 0, sizeof(*st));
-	st->st_mode = S_IFREG | 0444;
-	st->st_size = (off_t)x_size(id);
-	st->st_mtim.tv_sec = 1000;
-	__atomic_add_fetch(&opens_at_backend, 1, __ATOMIC_RELAXED);
-	*out = (struct pf_bfile *)bf;
-	return 0;
-}
-
-static void x_close(struct pf_backend *be, struct pf_bfile *f)
-{
-	(void)be;
-	free(f);
-}
-
-static int x_submit(struct pf_backend *be, struct pf_bio *bio)
-{
-	const struct xbf *bf = (const struct xbf *)bio->file;
-	uint64_t size = x_size(bf->id);
-	uint64_t off = bio->off;
-	int64_t done = 0;
-
-	(void)be;
-	for (int i = 0; i < bio->iovcnt; i++) {
-		unsigned char *p = bio->iov[i].iov_base;
-
-		for (size_t k = 0; k < bio->iov[i].iov_len && off < size;
-		     k++, off++, done++)
-			p[k] = x_byte(bf->id, off);
-	}
-	bio->done(bio, done);
-	return 0;
-}
-
-static const struct pf_backend_ops x_ops = {
-	.name = "test",
-	.getattr = x_getattr,
-	.readdir = x_readdir,
-	.open = x_open,
-	.close = x_close,
-	.submit = x_submit,
-};
-
-/* ---- readers ----------------------------------------------------------- */
-
-struct xreq {
-	int done;
-	int err;
-	size_t len;
-	unsigned char buf[256 << 10];
-};
-
-static struct xreq *rq;
-
-static void x_reply(void *req, const struct iovec *iov, int iovcnt, int err)
-{
-	struct xreq *r = req;
-
-	r->err = err;
-	r->len = 0;
-	for (int i = 0; i < iovcnt; i++) {
-		memcpy(r->buf + r->len, iov[i].iov_base, iov[i].iov_len);
-		r->len += iov[i].iov_len;
-	}
-	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
-}
-
-static struct pf_efile *files[NDIRS * NFILES];
-
-static void engine_up(uint64_t max_memory, int next_file, int fill)
+static void engine_up(uint64_t max_memory, int fill)
 {
 	struct pf_engine_cfg cfg;
 
-	xbe.ops = &x_ops;
-	fake_ns = 1000000000ull;
-	opens_at_backend = 0;
-	pf_engine_cfg_default(&cfg, 8ull << 30);
-	cfg.max_memory = max_memory;
-	cfg.max_inflight = 16;
-	cfg.min_window = 1u << 20;
-	cfg.next_file = next_file;
+	harness_cfg(&cfg, max_memory, 16);
 	cfg.fill = fill;
-	cfg.now_ns = x_now;
-	ck_assert_int_eq(pf_engine_new(&cfg, &xbe, &eng), 0);
-	rq = calloc(1, sizeof(*rq));
-	ck_assert_ptr_nonnull(rq);
-	memset(files, 0, sizeof(files));
+	engine_start(&cfg);
 }
 
-static void setup(void)
+static void setup_tree(void)
 {
-	dirs_used = NDIRS;
-	engine_up(256u << 20, 1, 1);
+	fake_clock = 1;
+	tree_up();
+	engine_up(256u << 20, 1);
 }
 
-static void teardown(void)
-{
-	pf_engine_quiesce(eng);
-	for (unsigned i = 0; i < NDIRS * NFILES; i++)
-		if (files[i])
-			pf_efile_put(files[i]);
-	pf_engine_free(eng);
-	free(rq);
-}
+/* ---- readers ----------------------------------------------------------- */
 
 /*
  * A reader's open, whole read (checked byte for byte) and close of file
@@ -241,35 +65,18 @@ static void teardown(void)
  */
 static bool read_whole(unsigned d, unsigned f)
 {
+	const struct tfile *tf = &tb.files[d * NFILES + f];
 	struct pf_engine_totals t0;
 	struct pf_engine_totals t;
-	unsigned id = d * NFILES + f;
-	uint64_t size = x_size(id);
-	struct stat st;
-	char path[32];
+	struct pf_efile *e;
 
 	advance_ms(XGAP_MS);
-	snprintf(path, sizeof(path), "d%u/f%03u", d, f);
-	if (!files[id])
-		files[id] = pf_efile_new(eng, path, id + 1);
-	ck_assert_ptr_nonnull(files[id]);
-	ck_assert_int_ge(pf_efile_open(files[id], &st), 0);
-	ck_assert_uint_eq((uint64_t)st.st_size, size);
+	e = tfile_open(tf->id);
 	pf_engine_totals(eng, &t0);
-	memset(rq, 0, offsetof(struct xreq, buf));
-	pf_engine_read(files[id], 0, size, x_reply, rq);
-	for (int i = 0; i < 5000 && !__atomic_load_n(&rq->done,
-						     __ATOMIC_ACQUIRE); i++)
-		usleep(1000);
-	ck_assert_int_eq(rq->done, 1);
-	ck_assert_int_eq(rq->err, 0);
-	ck_assert_uint_eq(rq->len, size);
-	for (uint64_t off = 0; off < size; off++)
-		if (rq->buf[off] != x_byte(id, off))
-			ck_abort_msg("%s: wrong byte at %llu", path,
-				     (unsigned long long)off);
+	read_wait(e, -1, 0, tf->size, rq);
+	assert_file_bytes(rq, tf, 0, tf->size);
 	pf_engine_totals(eng, &t);
-	pf_efile_close(files[id]);
+	pf_efile_close(e);
 	return t.misses == t0.misses && t.waits == t0.waits;
 }
 
@@ -286,39 +93,6 @@ static void settle(void)
 			return;
 		last = t.next_files;
 	}
-}
-
-static bool stats_quiet(const char *needle, bool quiet)
-{
-	char *js = pf_engine_stats_json(eng, "test");
-	char *end;
-	bool ok;
-
-	ck_assert_ptr_nonnull(js);
-	ok = strstr(js, needle) != NULL;
-	end = strstr(js, "\"streams\"");
-	if (end)
-		*end = '\0';
-	if (!ok && !quiet)
-		fprintf(stderr, "stats lack %s:\n%s\n", needle, js);
-	free(js);
-	return ok;
-}
-
-static bool stats_has(const char *needle)
-{
-	return stats_quiet(needle, false);
-}
-
-/* Polls the stats (a bounded while: the machine may be loaded). */
-static bool stats_wait(const char *needle)
-{
-	for (int i = 0; i < 2000; i++) {
-		if (stats_quiet(needle, true))
-			return true;
-		usleep(20000);
-	}
-	return stats_has(needle);
 }
 
 /* ---- tests ------------------------------------------------------------- */
@@ -358,7 +132,7 @@ START_TEST(test_in_order_one_dir)
 	/* the files read ahead went to their reader: no second open */
 	ck_assert_uint_ge(t.next_taken, 30);
 	ck_assert_uint_ge(hits, 35);
-	ck_assert_uint_le(opens_at_backend, 40 + 32);
+	ck_assert_uint_le(tb.opens, 40 + 32);
 	ck_assert(stats_has("\"dirs_in_order\": 1"));
 	ck_assert(stats_has("\"state\": \"off\""));
 }
@@ -409,26 +183,14 @@ END_TEST
  * closes it unless @keep. */
 static void read_head(unsigned f, bool keep)
 {
-	struct stat st;
-	char path[32];
+	struct pf_efile *e;
 
 	advance_ms(1);
-	snprintf(path, sizeof(path), "d0/f%03u", f);
-	if (!files[f])
-		files[f] = pf_efile_new(eng, path, f + 1);
-	ck_assert_ptr_nonnull(files[f]);
-	ck_assert_int_ge(pf_efile_open(files[f], &st), 0);
-	memset(rq, 0, offsetof(struct xreq, buf));
-	pf_engine_read(files[f], 0, 64 << 10, x_reply, rq);
-	for (int i = 0; i < 5000 && !__atomic_load_n(&rq->done,
-						     __ATOMIC_ACQUIRE); i++)
-		usleep(1000);
-	ck_assert_int_eq(rq->done, 1);
-	ck_assert_int_eq(rq->err, 0);
-	for (uint64_t off = 0; off < 64 << 10; off++)
-		ck_assert_uint_eq(rq->buf[off], x_byte(f, off));
+	e = tfile_open(f);
+	read_wait(e, -1, 0, 64 << 10, rq);
+	assert_file_bytes(rq, &tb.files[f], 0, 64 << 10);
 	if (!keep)
-		pf_efile_close(files[f]);
+		pf_efile_close(e);
 }
 
 /*
@@ -450,7 +212,7 @@ START_TEST(test_big_files_open_at_once)
 	pf_engine_totals(eng, &t);
 	ck_assert_uint_eq(t.next_files, 0);
 	for (unsigned f = 0; f < 4; f++)
-		pf_efile_close(files[f]);
+		pf_efile_close(efiles[f]);
 
 	pf_engine_totals(eng, &t0);
 	for (unsigned f = 10; f < 14; f++) {
@@ -468,7 +230,7 @@ END_TEST
 static void setup_big(void)
 {
 	big_size = 32u << 20;
-	setup();
+	setup_tree();
 }
 
 static void teardown_big(void)
@@ -504,34 +266,39 @@ START_TEST(test_random_fill_fits)
 	 * 100 ms, then no read below may cause one.
 	 */
 	settle();
-	before = __atomic_load_n(&opens_at_backend, __ATOMIC_RELAXED);
+	before = __atomic_load_n(&tb.opens, __ATOMIC_RELAXED);
 	for (int i = 0; i < 300; i++) {
 		usleep(100000);
-		if (__atomic_load_n(&opens_at_backend, __ATOMIC_RELAXED) ==
+		if (__atomic_load_n(&tb.opens, __ATOMIC_RELAXED) ==
 		    before)
 			break;
-		before = __atomic_load_n(&opens_at_backend, __ATOMIC_RELAXED);
+		before = __atomic_load_n(&tb.opens, __ATOMIC_RELAXED);
 	}
 	/* every file is in memory and held open: no round trip, no wait */
 	for (unsigned k = 20; k < 84; k++)
 		if (read_whole(k % NDIRS, shuffled(k / NDIRS)))
 			hits++;
 	ck_assert_uint_eq(hits, 64);
-	ck_assert_uint_eq(opens_at_backend, before);
+	ck_assert_uint_eq(tb.opens, before);
 	ck_assert(stats_has("\"held\": 256"));
 }
 END_TEST
+
+/* The engine anew with @max_memory and @fill, then a reader of 24 files
+ * of 2 directories in shuffled order. */
+static void restart_shuffled(uint64_t max_memory, int fill)
+{
+	engine_stop();
+	engine_up(max_memory, fill);
+	for (unsigned k = 0; k < 24; k++)
+		read_whole(k % 2, shuffled(k / 2));
+}
 
 START_TEST(test_random_fill_too_big)
 {
 	/* the tree is 4 x 64 files of ~110 KiB: 27 MiB, more than 3/4 of
 	 * 16 MiB */
-	pf_engine_quiesce(eng);
-	pf_engine_free(eng);
-	free(rq);
-	engine_up(16u << 20, 1, 1);
-	for (unsigned k = 0; k < 24; k++)
-		read_whole(k % 2, shuffled(k / 2));
+	restart_shuffled(16u << 20, 1);
 	ck_assert(stats_wait("\"state\": \"too_big\""));
 	ck_assert(stats_has("\"held\": 0"));
 }
@@ -539,12 +306,7 @@ END_TEST
 
 START_TEST(test_random_fill_off)
 {
-	pf_engine_quiesce(eng);
-	pf_engine_free(eng);
-	free(rq);
-	engine_up(256u << 20, 1, 0);
-	for (unsigned k = 0; k < 24; k++)
-		read_whole(k % 2, shuffled(k / 2));
+	restart_shuffled(256u << 20, 0);
 	settle();
 	ck_assert(stats_has("\"state\": \"off\""));
 }
@@ -687,7 +449,7 @@ static Suite *dirahead_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("learner");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup_tree, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_ahead_rule);
 	tcase_add_test(tc, test_in_order_one_dir);
@@ -700,7 +462,7 @@ static Suite *dirahead_suite(void)
 	tcase_add_test(tc, test_big_files_open_at_once);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fill");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup_tree, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_random_fill_fits);
 	tcase_add_test(tc, test_random_fill_too_big);

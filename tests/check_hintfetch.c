@@ -18,17 +18,13 @@ static struct pf_backend_ops h_ops;
 static int h_getattr(struct pf_backend *be, const char *path,
 		     struct stat *st)
 {
-	struct tbackend *t = (struct tbackend *)be;
+	const struct tfile *f = tb_find(path);
 
-	for (unsigned i = 0; i < t->nfiles; i++) {
-		if (strcmp(t->files[i].path, path) == 0) {
-			memset(st, 0, sizeof(*st));
-			st->st_mode = S_IFREG | 0444;
-			st->st_size = (off_t)t->files[i].size;
-			return 0;
-		}
-	}
-	return -ENOENT;
+	(void)be;
+	if (!f)
+		return -ENOENT;
+	tfile_stat(f, st);
+	return 0;
 }
 
 /* opens may be held at a gate (hold_opens) to stand for a slow HEAD */

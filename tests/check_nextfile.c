@@ -5,27 +5,12 @@
  */
 #include "engine_harness.h"
 
+/* the engine with a backend that lists its files */
 static void setup_next(void)
 {
+	with_listing = 1;
 	setup_prefetch();
-	/* the engine is made anew with a backend that lists its files */
-	pf_efile_close(ef);
-	pf_efile_put(ef);
-	pf_engine_free(eng);
-	tb.be.ops = &t_ops_dir;
-	{
-		struct pf_engine_cfg cfg;
-		struct stat st;
-
-		pf_engine_cfg_default(&cfg, 8ull << 30);
-		cfg.max_memory = 256u << 20;
-		cfg.max_inflight = 16;
-		cfg.min_window = 1u << 20;
-		ck_assert_int_eq(pf_engine_new(&cfg, &tb.be, &eng), 0);
-		ef = pf_efile_new(eng, "a", 7);
-		ck_assert_ptr_nonnull(ef);
-		ck_assert_int_eq(pf_efile_open(ef, &st), 0);
-	}
+	with_listing = 0;
 }
 
 static void wait_next_files(uint64_t n)

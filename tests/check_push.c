@@ -30,27 +30,36 @@ static void t_push(void *arg, uint64_t tag, uint64_t off,
 	pthread_mutex_unlock(&push_lock);
 }
 
-START_TEST(test_push_and_tripwires)
+/* Starts pushing, reads the first 8 MiB of "a" in 1 MiB READs, waits for
+ * the pusher thread's first push (a wedged pusher fails the test at its
+ * timeout); returns the offset read to. */
+static uint64_t push_start_read_8m(void)
 {
-	struct pf_engine_totals t;
-	const char *js;
 	uint64_t off;
 
 	tb.autocomplete = 1;
 	pushed_bytes = 0;
 	push_bad = 0;
 	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
-	/* a sequential reader: 1 MiB READs until read-ahead is pushed, then
-	 * only the READs the page cache would still send: the tripwire
-	 * pages, the last page before every half batch (4 MiB of 8) */
 	for (off = 0; off < (8u << 20); off += 1u << 20)
 		read_sync(rq, off, 1u << 20);
-	/* the pusher thread pushes: wait for its first push (a wedged
-	 * pusher fails the test at its timeout) */
 	pthread_mutex_lock(&push_lock);
 	while (!pushed_bytes)
 		pthread_cond_wait(&push_cond, &push_lock);
 	pthread_mutex_unlock(&push_lock);
+	return off;
+}
+
+START_TEST(test_push_and_tripwires)
+{
+	struct pf_engine_totals t;
+	const char *js;
+	uint64_t off;
+
+	/* a sequential reader: 1 MiB READs until read-ahead is pushed, then
+	 * only the READs the page cache would still send: the tripwire
+	 * pages, the last page before every half batch (4 MiB of 8) */
+	off = push_start_read_8m();
 	/* a compute gap (longer than gap_ns) before each tripwire READ */
 	for (off += 4u << 20; off <= (48u << 20); off += 4u << 20) {
 		advance_ms(5);
@@ -88,16 +97,7 @@ START_TEST(test_push_releases_consumed)
 	struct pf_engine_totals t;
 	uint64_t off, peak_used = 0;
 
-	tb.autocomplete = 1;
-	pushed_bytes = 0;
-	push_bad = 0;
-	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
-	for (off = 0; off < (8u << 20); off += 1u << 20)
-		read_sync(rq, off, 1u << 20);
-	pthread_mutex_lock(&push_lock);
-	while (!pushed_bytes)
-		pthread_cond_wait(&push_cond, &push_lock);
-	pthread_mutex_unlock(&push_lock);
+	off = push_start_read_8m();
 	for (off += 4u << 20; off <= (56u << 20); off += 4u << 20) {
 		advance_ms(5);
 		read_sync(rq, off - 4096, 4096);

@@ -16,7 +16,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
-need_tools
+need_tools "$HELPERS/treeread.py"
 
 SRC=$WORK/src
 CACHE=$WORK/cache
@@ -38,29 +38,8 @@ done
 rm -f "$WORK/all"
 mapfile -t FILES < <(cd "$SRC" && find tree -type f | sort)
 [ ${#FILES[@]} -eq $N ] || { fail "the tree: ${#FILES[@]} files"; finish; }
-
-# reader.py MNT SRC PAUSE_MS SEED COUNT: opens COUNT files of the tree in
-# the order of random seed SEED, reads each whole, compares with SRC
-cat >"$WORK/reader.py" <<'PY'
-import os, random, sys
-import time
-mnt, src, pause = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000
-seed, count = int(sys.argv[4]), int(sys.argv[5])
-names = sorted(l.strip() for l in open(sys.argv[6]))
-random.Random(seed).shuffle(names)
-bad = 0
-for rel in names[:count]:
-    with open(os.path.join(mnt, rel), "rb") as f:
-        got = f.read()
-    with open(os.path.join(src, rel), "rb") as f:
-        want = f.read()
-    if got != want:
-        print("wrong bytes in", rel, len(got), len(want))
-        bad += 1
-    time.sleep(pause)
-sys.exit(1 if bad else 0)
-PY
-printf '%s\n' "${FILES[@]}" >"$WORK/names"
+# the reader, tests/helpers/treeread.py: opens the files given (here in the
+# order of a random seed), reads each whole, compares with $SRC
 
 # data_gets: GETs of files (not of directory listings) in nginx's log
 data_gets() {
@@ -73,7 +52,7 @@ pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$CACHE,max_memory=32M" ||
 stats_check "the disk tier reports a capacity larger than the tree" "$M" "c['capacity'] * 7 // 8 >= $TOTAL"
 
 # ---- 1. a shuffled reader: the fill starts and runs to the end ------------
-if guard "$M" 300 python3 "$WORK/reader.py" "$M" "$SRC" 30 1 60 "$WORK/names"; then
+if guard "$M" 300 "$HELPERS/treeread.py" --pause 30 --shuffle 1 --count 60 "$M" "$SRC" "${FILES[@]}"; then
 	ok "shuffled reader, 60 files: every byte exact"
 else
 	fail "shuffled reader: failed"
@@ -103,7 +82,7 @@ check "the log: the fill never stopped (it fits the disk tier)" \
 drop_page_cache "${FILES[@]/#/$M/}"
 before=$(data_gets)
 h0=$(stats_eval "$M" "c['hits']")
-if guard "$M" 300 python3 "$WORK/reader.py" "$M" "$SRC" 0 2 $N "$WORK/names"; then
+if guard "$M" 300 "$HELPERS/treeread.py" --shuffle 2 "$M" "$SRC" "${FILES[@]}"; then
 	ok "second pass, every file in another order: every byte exact"
 else
 	fail "second pass: failed"
@@ -119,7 +98,7 @@ pf_umount "$M" || fail "unmount"
 pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$CACHE,max_memory=32M" ||
 	{ fail "remount"; finish; }
 before=$(data_gets)
-if guard "$M" 300 python3 "$WORK/reader.py" "$M" "$SRC" 0 3 $N "$WORK/names"; then
+if guard "$M" 300 "$HELPERS/treeread.py" --shuffle 3 "$M" "$SRC" "${FILES[@]}"; then
 	ok "remount, every file in a third order: every byte exact"
 else
 	fail "remount: the reader failed"

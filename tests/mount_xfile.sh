@@ -14,7 +14,7 @@
 #    preads are byte-exact and none waits.
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_tools "$SLOWFS" "$MKDATA" "$HELPERS/randread"
+need_tools "$SLOWFS" "$MKDATA" "$HELPERS/randread" "$HELPERS/treeread.py"
 
 DATA=$WORK/data
 SLOW=$WORK/slow
@@ -28,27 +28,25 @@ done
 "$MKDATA" --seed 5 "$DATA/big" 1 24M >/dev/null 2>&1 || fail "bench/mkdata big"
 slowfs_mount "$DATA" "$SLOW" -o latency_ms=20 || { fail "slowfs mount"; finish; }
 
-# The reader: reads FILES whole, in the order given, each checked against
-# the same path under SRC; PAUSE ms between files.
-cat >"$WORK/reader.py" <<'PY'
-import os, sys, time
-mnt, src, pause = sys.argv[1], sys.argv[2], float(sys.argv[3]) / 1000
-for rel in sys.argv[4:]:
-    with open(os.path.join(mnt, rel), "rb") as f:
-        got = f.read()
-    with open(os.path.join(src, rel), "rb") as f:
-        want = f.read()
-    if got != want:
-        print("wrong bytes in", rel, len(got), len(want))
-        sys.exit(1)
-    time.sleep(pause)
-PY
+# The reader (tests/helpers/treeread.py): reads files whole, each checked
+# against the same path under the source, with a pause between files.
+TREEREAD=$HELPERS/treeread.py
 
 # The checks are lib.sh's stats_check over s["xfile"] (read-ahead across
 # files) and s["fill"] (the background fill).  waited N: the expression
 # counting the files numbered N and up one of whose READs waited
 waited() {
 	printf 'len({x["file"] for x in streams() if x["waits"] > 0 and int(x["file"][-10:-4]) >= %d})' "$1"
+}
+
+fill_done() { # fill_done MNT JSON: waits (60 s at most) for the fill to be
+	# done, then saves the stats in JSON
+	local i
+	for ((i = 0; i < 600; i++)); do
+		grep -q '"state": "done"' "$1/.prefetchfs/stats" && break
+		sleep 0.1
+	done
+	stats_json "$1" >"$2"
 }
 
 files_of() { # files_of DIR: its files in name order, relative
@@ -59,7 +57,7 @@ files_of() { # files_of DIR: its files in name order, relative
 M=$WORK/mnt-one
 if pf_mount "$SLOW" "$M"; then
 	# shellcheck disable=SC2046
-	if guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d0); then
+	if guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d0); then
 		ok "one reader in name order: every byte exact"
 	else
 		fail "one reader in name order: the reader failed"
@@ -79,10 +77,10 @@ fi
 M=$WORK/mnt-two
 if pf_mount "$SLOW" "$M"; then
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d0) &
+	guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d0) &
 	p0=$!
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 60 $(files_of d1)
+	guard "$M" 120 "$TREEREAD" --pause 60 "$M" "$DATA" $(files_of d1)
 	rc1=$?
 	wait $p0
 	rc0=$?
@@ -103,7 +101,7 @@ fi
 M=$WORK/mnt-off
 if pf_mount "$SLOW" "$M" -o next_file=off; then
 	# shellcheck disable=SC2046
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 0 $(files_of d1 | head -12) ||
+	guard "$M" 120 "$TREEREAD" "$M" "$DATA" $(files_of d1 | head -12) ||
 		fail "next_file=off: the reader failed"
 	stats_json "$M" >"$WORK/off.json"
 	pf_umount "$M"
@@ -115,23 +113,14 @@ fi
 M=$WORK/mnt-fill
 if pf_mount "$SLOW" "$M"; then
 	mapfile -t TREE < <(cd "$DATA" && ls tree/c0/* tree/c1/* | sort)
-	mapfile -t SHUF < <(printf '%s\n' "${TREE[@]}" | python3 -c '
-import random, sys
-n = [l.strip() for l in sys.stdin]
-random.Random(7).shuffle(n)
-print("\n".join(n))')
-	guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 20 "${SHUF[@]:0:40}" ||
+	guard "$M" 120 "$TREEREAD" --pause 20 --shuffle 7 --count 40 "$M" "$DATA" "${TREE[@]}" ||
 		fail "fill: the shuffled reader failed"
-	for ((i = 0; i < 600; i++)); do
-		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
-		sleep 0.1
-	done
-	stats_json "$M" >"$WORK/fill1.json"
+	fill_done "$M" "$WORK/fill1.json"
 	stats_check "fill: the shuffled reader was not read ahead across files" "$WORK/fill1.json" \
 		's["xfile"]["asked"] <= 16'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "tree" and s["fill"]["bytes_total"] == 200 * 65536 and s["fill"]["bytes_done"] == s["fill"]["bytes_total"]'
-	if guard "$M" 120 python3 "$WORK/reader.py" "$M" "$DATA" 0 "${SHUF[@]}"; then
+	if guard "$M" 120 "$TREEREAD" --shuffle 7 "$M" "$DATA" "${TREE[@]}"; then
 		ok "fill: the whole tree read again, every byte exact"
 	else
 		fail "fill: the second pass failed"
@@ -149,11 +138,7 @@ BIG=big/file-000000.bin
 if pf_mount "$SLOW" "$M"; then
 	guard "$M" 120 "$HELPERS/randread" -s 1 -a 4096 -m 65536 -n 100 "$M/$BIG" "$DATA/$BIG" \
 		>"$WORK/big1.out" 2>&1 || { fail "big file: random preads"; cat "$WORK/big1.out"; }
-	for ((i = 0; i < 600; i++)); do
-		grep -q '"state": "done"' "$M/.prefetchfs/stats" && break
-		sleep 0.1
-	done
-	stats_json "$M" >"$WORK/big1.json"
+	fill_done "$M" "$WORK/big1.json"
 	stats_check "big file: filled whole (state done, bytes_done == bytes_total)" "$WORK/big1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "'$BIG'" and s["fill"]["bytes_done"] == s["fill"]["bytes_total"] == 24 << 20'
 	if guard "$M" 120 "$HELPERS/randread" -s 2 -a 4096 -m 65536 -n 300 "$M/$BIG" "$DATA/$BIG" \
