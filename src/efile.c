@@ -114,6 +114,7 @@ struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
 	f->tag = tag;
 	f->refs = 1;
 	list_init(&f->blocks);
+	list_init(&f->wnode);
 	return f;
 }
 
@@ -210,6 +211,7 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 	hint_forget(e, f);
 	file_drop_blocks(e, f);
 	list_del(&f->node);
+	list_del(&f->wnode);
 	pf_tracker_free(f->tracker);
 	free(f->estreams);
 	free(f->path);
