@@ -378,7 +378,8 @@ struct cover {
 
 /* Work collected under the lock and done after it is released. */
 struct deferred {
-	struct fetch *submit;
+	struct fetch *submit;	/* in the order they were built (fetch.c) */
+	struct fetch *submit_tail;
 	struct parked_read *reply;
 };
 

@@ -87,6 +87,22 @@ void bfile_ref_put(struct bfile_ref *r)
 	}
 }
 
+/*
+ * Submit @ft after the fetches collected so far: in the order they were
+ * built, which is each planner's order, nearest its reader first (a READ's
+ * own fetch, then its stream's read-ahead from the frontier on).  The
+ * backend starts them in the order submitted.
+ */
+static void deferred_submit(struct deferred *later, struct fetch *ft)
+{
+	ft->qnext = NULL;
+	if (later->submit_tail)
+		later->submit_tail->qnext = ft;
+	else
+		later->submit = ft;
+	later->submit_tail = ft;
+}
+
 /* Hand the fetch being built to the dispatcher (under the lock). */
 void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 			 struct deferred *later)
@@ -115,8 +131,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	e->inflight_bytes += ft->len;
 	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
-		ft->qnext = later->submit;
-		later->submit = ft;
+		deferred_submit(later, ft);
 	} else {
 		ft->qnext = NULL;
 		if (e->queue_tail)
@@ -355,6 +370,8 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 			int ret;
 
 			later->submit = ft->qnext;
+			if (!later->submit)
+				later->submit_tail = NULL;
 			ret = pf_backend_submit(e->be, &ft->bio);
 			if (ret < 0)
 				fetch_done(&ft->bio, ret);
@@ -446,7 +463,8 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	if (pushed)
 		push_enqueue(e, ft);
-	/* a freed slot: the next queued demand fetch goes out */
+	/* a freed slot: the next queued demand fetch goes out, before the
+	 * read-ahead planned below */
 	if (e->queue) {
 		struct fetch *q = e->queue;
 
@@ -457,6 +475,8 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		e->inflight++;
 		q->qnext = later.submit;
 		later.submit = q;
+		if (!later.submit_tail)
+			later.submit_tail = q;
 	}
 	if (pf_trace_on())
 		trace_fetch(e, ft, err ? -(int64_t)err : res);

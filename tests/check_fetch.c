@@ -14,7 +14,9 @@
  *
  * Who gets a slot freed in the gate (fetch_done()): a stream whose
  * read-ahead the gate refused, with nothing ready ahead of its reader,
- * before the stream whose fetch ended and whose windows fill the gate.
+ * before the stream whose fetch ended and whose windows fill the gate; and
+ * the fetches a planner makes at once go to the backend nearest the reader
+ * first.
  */
 #include <check.h>
 #include <errno.h>
@@ -44,6 +46,9 @@ static struct pf_engine *eng;
 static pthread_mutex_t blk = PTHREAD_MUTEX_INITIALIZER;
 static struct pf_bio *pending;	/* under blk */
 static int autocomplete;	/* under blk */
+static uint64_t sent_off[64];	/* under blk: offsets of the first reads
+				 * submitted, in order */
+static unsigned nsent;		/* under blk */
 static struct pf_efile *files[NFILES + 2];
 static uint64_t min_window;	/* cfg.min_window if not 0 */
 
@@ -148,6 +153,8 @@ static int f_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	(void)be;
 	pthread_mutex_lock(&blk);
+	if (nsent < 64)
+		sent_off[nsent++] = bio->off;
 	if (autocomplete) {
 		pthread_mutex_unlock(&blk);
 		f_complete(bio);
@@ -373,6 +380,7 @@ static void setup(void)
 	fbe.ops = &f_ops;
 	pending = NULL;
 	autocomplete = 0;
+	nsent = 0;
 	memset(files, 0, sizeof(files));
 	pf_engine_cfg_default(&cfg, 8ull << 30);
 	cfg.max_memory = 256u << 20;
@@ -581,6 +589,32 @@ START_TEST(test_starved_stream_gets_the_slot)
 }
 END_TEST
 
+START_TEST(test_nearest_sent_first)
+{
+	struct pf_efile *f = open_file(BIG);
+	struct freq *r = calloc(1, sizeof(*r));
+	unsigned n;
+
+	ck_assert_ptr_nonnull(r);
+	/*
+	 * A first READ at 0: its own fetch and the early window's pieces
+	 * are made under one lock; they reach the backend in file order,
+	 * the READ's first, not the farthest piece first.
+	 */
+	pf_engine_read(f, 0, 128 << 10, f_reply, r);
+	pthread_mutex_lock(&blk);
+	n = nsent;
+	pthread_mutex_unlock(&blk);
+	ck_assert_uint_ge(n, 3);
+	ck_assert_uint_eq(sent_off[0], 0);
+	for (unsigned i = 1; i < n; i++)
+		ck_assert_uint_gt(sent_off[i], sent_off[i - 1]);
+	read_done(r, BIG, 0, 128 << 10);
+	free(r);
+	pf_efile_close(f);
+}
+END_TEST
+
 static void setup_fair(void)
 {
 	min_window = 16u << 20;
@@ -602,6 +636,7 @@ static Suite *fetch_suite(void)
 	tcase_add_checked_fixture(fair, setup_fair, teardown);
 	tcase_set_timeout(fair, 60);
 	tcase_add_test(fair, test_starved_stream_gets_the_slot);
+	tcase_add_test(fair, test_nearest_sent_first);
 	suite_add_tcase(s, fair);
 	return s;
 }
