@@ -33,9 +33,9 @@
  * in flight gets planned often and a stream with none only at its next
  * READ (with the pusher, a READ every fetch_size: the tripwires).  Once
  * the gate is full, the first would take every slot that frees and the
- * second's reader would catch up with its read-ahead and wait (traces:
- * one stream with 0 fetches in flight and 16 MiB ahead of its reader
- * while another had 23, until its READs became 180 ms demand fetches).
+ * second's reader would catch up with its read-ahead and wait (a trace
+ * with a slow store: one stream with no fetch in flight and 16 MiB ahead
+ * of its reader while another had 23; its READs then waited 1.7 s).
  * So a file whose streams' read-ahead the gate refused goes on
  * e->wanting (fetch_want()), and a fetch that ends plans first the file
  * on it whose reader has the least ahead of it (bytes ready or in
