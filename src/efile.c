@@ -120,6 +120,7 @@ struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
 	f->tag = tag;
 	f->refs = 1;
 	list_init(&f->blocks);
+	list_init(&f->wnode);
 	return f;
 }
 
@@ -296,6 +297,7 @@ void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 	hint_forget(e, f);
 	file_drop_blocks(e, f);
 	efile_unlink(e, f);
+	list_del(&f->wnode);
 	pf_tracker_free(f->tracker);
 	free(f->estreams);
 	free(f->path);

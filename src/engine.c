@@ -96,6 +96,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->lru_pushed);
 	list_init(&e->files);
 	list_init(&e->closed);
+	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	if (cfg->prefetch && hint_start(e) < 0) {
 		ret = -ENOMEM;

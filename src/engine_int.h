@@ -266,6 +266,8 @@ struct pf_efile {
 	struct list blocks;
 	struct list node;	/* on e->files */
 	struct pf_efile *hnext;	/* on e->fhash's chain of its path */
+	struct list wnode;	/* on e->wanting while the gate refused its
+				 * read-ahead (fetch.c); else empty */
 	struct list cnode;	/* on e->closed while on_closed */
 	bool on_closed;		/* closed, its tracker kept for a while */
 	/* the next file: see nextfile.c */
@@ -321,6 +323,9 @@ struct pf_engine {
 	unsigned nclosed;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
+	struct list wanting;	/* protected by e->lock: files whose
+				 * streams' read-ahead fetch_room() refused,
+				 * served first when room frees (fetch.c) */
 	struct fetch *queue;	/* protected by e->lock: demand fetches
 				 * waiting for a slot */
 	struct fetch *queue_tail; /* protected by e->lock */
@@ -373,11 +378,13 @@ struct cover {
 	struct block *wait_on;	/* demand: first block to wait for */
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
+	bool gated;		/* read-ahead: stopped at fetch_room() */
 };
 
 /* Work collected under the lock and done after it is released. */
 struct deferred {
-	struct fetch *submit;
+	struct fetch *submit;	/* in the order they were built (fetch.c) */
+	struct fetch *submit_tail;
 	struct parked_read *reply;
 };
 
@@ -410,6 +417,7 @@ bool fetch_builder_continues(const struct pf_engine *e,
 			     const struct fetch_builder *fb, uint64_t foff,
 			     uint64_t len, bool prefetch);
 bool fetch_room(const struct pf_engine *e, uint64_t len);
+void fetch_want(struct pf_engine *e, struct pf_efile *f);
 void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
 		 uint32_t *fhi);
 void fetch_free(struct pf_engine *e, struct fetch *ft);

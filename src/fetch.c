@@ -28,6 +28,20 @@
  * takes no buffer the pool does not have (block_new()).  Submitting
  * happens after the lock is released (deferred_run()).
  *
+ * Who gets room that frees.  A stream's read-ahead is planned after its
+ * READs and after each of its fetches ends, so a stream with many fetches
+ * in flight gets planned often and a stream with none only at its next
+ * READ (with the pusher, a READ every fetch_size: the tripwires).  Once
+ * the gate is full, the first would take every slot that frees and the
+ * second's reader would catch up with its read-ahead and wait (a trace
+ * with a slow store: one stream with no fetch in flight and 16 MiB ahead
+ * of its reader while another had 23; its READs then waited 1.7 s).
+ * So a file whose streams' read-ahead the gate refused goes on
+ * e->wanting (fetch_want()), and a fetch that ends plans first the file
+ * on it whose reader has the least ahead of it (bytes ready or in
+ * flight, in the stream's windows: a window is its batch), its own file
+ * among them, until the gate refuses again.
+ *
  * fetch_done() runs on the backend's completion thread (or on the
  * submitter's, when the submit fails): under e->lock it marks the blocks'
  * bytes valid, hands read-ahead of a sequential stream to the pusher,
@@ -73,6 +87,22 @@ void bfile_ref_put(struct bfile_ref *r)
 	}
 }
 
+/*
+ * Submit @ft after the fetches collected so far: in the order they were
+ * built, which is each planner's order, nearest its reader first (a READ's
+ * own fetch, then its stream's read-ahead from the frontier on).  The
+ * backend starts them in the order submitted.
+ */
+static void deferred_submit(struct deferred *later, struct fetch *ft)
+{
+	ft->qnext = NULL;
+	if (later->submit_tail)
+		later->submit_tail->qnext = ft;
+	else
+		later->submit = ft;
+	later->submit_tail = ft;
+}
+
 /* Hand the fetch being built to the dispatcher (under the lock). */
 void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 			 struct deferred *later)
@@ -101,8 +131,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	e->inflight_bytes += ft->len;
 	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
-		ft->qnext = later->submit;
-		later->submit = ft;
+		deferred_submit(later, ft);
 	} else {
 		ft->qnext = NULL;
 		if (e->queue_tail)
@@ -132,6 +161,101 @@ bool fetch_room(const struct pf_engine *e, uint64_t len)
 	return e->inflight + e->queued <
 		       engine_max_requests(e) - e->cfg.max_inflight &&
 	       e->inflight_bytes + len <= bytes;
+}
+
+/*
+ * The gate refused read-ahead of a stream of @f (plan_stream()): @f is
+ * planned first, by need, when room frees (see DESIGN).
+ */
+void fetch_want(struct pf_engine *e, struct pf_efile *f)
+{
+	if (list_empty(&f->wnode))
+		list_add_tail(&e->wanting, &f->wnode);
+}
+
+/*
+ * How much @f's neediest stream has ahead of its reader: bytes ready or in
+ * flight (planned_upto past the reader's next byte), per 1024 of that
+ * stream's window.  Less is needier; random streams plan nothing and are
+ * left out.
+ */
+static uint64_t file_ahead(const struct pf_engine *e, struct pf_efile *f)
+{
+	unsigned n = f->tracker ? pf_tracker_count(f->tracker) : 0;
+	uint64_t ahead = UINT64_MAX;
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
+		struct engine_stream *s = engine_stream_find(f, st->id);
+		uint64_t win = pf_plan_window(st, &e->plan);
+		uint64_t lead = 0;
+		uint64_t a;
+
+		if (!s || st->pattern == PF_PAT_RANDOM)
+			continue;
+		if (s->plan.planned_upto > st->next_off)
+			lead = s->plan.planned_upto - st->next_off;
+		a = (lead << 10) / (win ? win : 1);
+		if (a < ahead)
+			ahead = a;
+	}
+	return ahead;
+}
+
+/* The file on e->wanting with the least ahead (*@ahead), dropping those
+ * closed meanwhile; NULL if none. */
+static struct pf_efile *wanting_first(struct pf_engine *e, uint64_t *ahead)
+{
+	struct pf_efile *best = NULL;
+	struct list *l = e->wanting.next;
+
+	while (l != &e->wanting) {
+		struct pf_efile *g = container_of(l, struct pf_efile, wnode);
+		uint64_t a;
+
+		l = l->next;
+		if (!g->opens) {
+			list_del(&g->wnode);
+			continue;
+		}
+		a = file_ahead(e, g);
+		if (!best || a < *ahead) {
+			best = g;
+			*ahead = a;
+		}
+	}
+	return best;
+}
+
+/*
+ * Room freed by a fetch of @f that ended: plan the files the gate refused
+ * and @f, the one with the least ahead first, until the gate refuses
+ * again (a file planned goes back on e->wanting then).  @f is planned in
+ * any case, as before, for what its plan does besides fetching (the next
+ * file).
+ */
+static void plan_by_need(struct pf_engine *e, struct pf_efile *f,
+			 struct deferred *later)
+{
+	bool f_planned = !f->opens;
+
+	for (;;) {
+		uint64_t ahead = 0;
+		struct pf_efile *g = wanting_first(e, &ahead);
+
+		if (!f_planned && (!g || g == f || file_ahead(e, f) <= ahead))
+			g = f;
+		if (!g)
+			break;
+		if (g == f)
+			f_planned = true;
+		list_del(&g->wnode);
+		plan_file(e, g, later);
+		if (!list_empty(&g->wnode))
+			break;
+	}
+	if (!f_planned)
+		plan_file(e, f, later);
 }
 
 /*
@@ -246,6 +370,8 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 			int ret;
 
 			later->submit = ft->qnext;
+			if (!later->submit)
+				later->submit_tail = NULL;
 			ret = pf_backend_submit(e->be, &ft->bio);
 			if (ret < 0)
 				fetch_done(&ft->bio, ret);
@@ -337,7 +463,8 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	if (pushed)
 		push_enqueue(e, ft);
-	/* a freed slot: the next queued demand fetch goes out */
+	/* a freed slot: the next queued demand fetch goes out, before the
+	 * read-ahead planned below */
 	if (e->queue) {
 		struct fetch *q = e->queue;
 
@@ -348,11 +475,12 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		e->inflight++;
 		q->qnext = later.submit;
 		later.submit = q;
+		if (!later.submit_tail)
+			later.submit_tail = q;
 	}
 	if (pf_trace_on())
 		trace_fetch(e, ft, err ? -(int64_t)err : res);
-	if (f->opens)
-		plan_file(e, f, &later);
+	plan_by_need(e, f, &later);
 	ghosts_plan(e, &later);
 	hint_kick(e);
 	if (!pushed)

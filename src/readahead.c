@@ -105,8 +105,10 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		    !fetch_builder_continues(e, fb, off, hi - lo, true))
 			fetch_builder_flush(e, fb, later);
 		if (!c->demand && !fb->f &&
-		    !fetch_room(e, (end < f->size ? end : f->size) - off))
+		    !fetch_room(e, (end < f->size ? end : f->size) - off)) {
+			c->gated = true;
 			break;
+		}
 		b = block_find(e, f, idx);
 		if (b && block_covers(b, lo, hi)) {
 			if (c->demand)
@@ -235,6 +237,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			break;
 	}
 	fetch_builder_flush(e, &fb, later);
+	if (c.gated)
+		fetch_want(e, f);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
 		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
 }

@@ -11,6 +11,12 @@
  * completes them, so what the engine sends piles up where the test can
  * count it.  The small fetches come from the background fill
  * (dirahead.c), which a reader opening the files in shuffled order starts.
+ *
+ * Who gets a slot freed in the gate (fetch_done()): a stream whose
+ * read-ahead the gate refused, with nothing ready ahead of its reader,
+ * before the stream whose fetch ended and whose windows fill the gate; and
+ * the fetches a planner makes at once go to the backend nearest the reader
+ * first.
  */
 #include <check.h>
 #include <errno.h>
@@ -28,6 +34,7 @@
 #define INFLIGHT 8
 #define FETCH (1u << 20)
 #define BIG NFILES		/* the id of "big" */
+#define BIG2 (NFILES + 1)	/* and of "big2" */
 #define BIG_SIZE (64ull << 20)
 
 struct fbf {
@@ -39,11 +46,15 @@ static struct pf_engine *eng;
 static pthread_mutex_t blk = PTHREAD_MUTEX_INITIALIZER;
 static struct pf_bio *pending;	/* under blk */
 static int autocomplete;	/* under blk */
-static struct pf_efile *files[NFILES + 1];
+static uint64_t sent_off[64];	/* under blk: offsets of the first reads
+				 * submitted, in order */
+static unsigned nsent;		/* under blk */
+static struct pf_efile *files[NFILES + 2];
+static uint64_t min_window;	/* cfg.min_window if not 0 */
 
 static uint64_t f_size(unsigned id)
 {
-	return id == BIG ? BIG_SIZE : 100000 + 1000 * (id % 5);
+	return id >= BIG ? BIG_SIZE : 100000 + 1000 * (id % 5);
 }
 
 static unsigned char f_byte(unsigned id, uint64_t off)
@@ -99,6 +110,8 @@ static int f_open(struct pf_backend *be, const char *path,
 	(void)be;
 	if (strcmp(path, "big") == 0)
 		id = BIG;
+	else if (strcmp(path, "big2") == 0)
+		id = BIG2;
 	else if (sscanf(path, "d/f%3u%c", &id, &tail) != 1 || id >= NFILES)
 		return -ENOENT;
 	bf = calloc(1, sizeof(*bf));
@@ -140,6 +153,8 @@ static int f_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	(void)be;
 	pthread_mutex_lock(&blk);
+	if (nsent < 64)
+		sent_off[nsent++] = bio->off;
 	if (autocomplete) {
 		pthread_mutex_unlock(&blk);
 		f_complete(bio);
@@ -271,6 +286,8 @@ static struct pf_efile *open_file(unsigned id)
 
 	if (id == BIG)
 		snprintf(path, sizeof(path), "big");
+	else if (id == BIG2)
+		snprintf(path, sizeof(path), "big2");
 	else
 		snprintf(path, sizeof(path), "d/f%03u", id);
 	if (!files[id])
@@ -363,11 +380,14 @@ static void setup(void)
 	fbe.ops = &f_ops;
 	pending = NULL;
 	autocomplete = 0;
+	nsent = 0;
 	memset(files, 0, sizeof(files));
 	pf_engine_cfg_default(&cfg, 8ull << 30);
 	cfg.max_memory = 256u << 20;
 	cfg.max_inflight = INFLIGHT;
 	cfg.fetch_size = FETCH;
+	if (min_window)
+		cfg.min_window = min_window;
 	ck_assert_int_eq(pf_engine_new(&cfg, &fbe, &eng), 0);
 }
 
@@ -379,7 +399,7 @@ static void teardown(void)
 	while (complete_of(-1))
 		;
 	pf_engine_quiesce(eng);
-	for (unsigned i = 0; i <= NFILES; i++)
+	for (unsigned i = 0; i <= BIG2; i++)
 		if (files[i])
 			pf_efile_put(files[i]);
 	pf_engine_free(eng);
@@ -507,16 +527,117 @@ START_TEST(test_full_fetches_stay_at_max_inflight)
 }
 END_TEST
 
+/* Waits (bounded) until the READ @r of [off, off + len) of file @id was
+ * answered, completing the backend reads of it that reach into that
+ * range; checks its bytes. */
+static void read_done(struct freq *r, unsigned id, uint64_t off,
+		      uint64_t len)
+{
+	for (int i = 0; i < 5000 && !__atomic_load_n(&r->done,
+						     __ATOMIC_ACQUIRE); i++)
+		if (!complete_in((int)id, off, len))
+			usleep(1000);
+	ck_assert_int_eq(r->done, 1);
+	ck_assert_int_eq(r->err, 0);
+	ck_assert_uint_eq(r->len, len);
+	for (size_t i = 0; i < r->len; i++)
+		ck_assert_uint_eq(r->buf[i], f_byte(id, off + i));
+}
+
+START_TEST(test_starved_stream_gets_the_slot)
+{
+	struct pf_efile *a = open_file(BIG2);
+	struct pf_efile *b;
+	struct freq *ra = calloc(1, sizeof(*ra));
+	struct freq *rb = calloc(1, sizeof(*rb));
+	uint64_t bytes;
+	unsigned n;
+
+	ck_assert_ptr_nonnull(ra);
+	ck_assert_ptr_nonnull(rb);
+	/*
+	 * Reader A's first READ: its early window (min_window, 16 MiB here)
+	 * is twice what the gate lets be in flight (max_inflight x
+	 * fetch_size, 8 MiB): A's read-ahead fills the gate and A still
+	 * wants more.
+	 */
+	pf_engine_read(a, 0, 128 << 10, f_reply, ra);
+	read_done(ra, BIG2, 0, 128 << 10);
+	n = count_pending(BIG2, &bytes);
+	ck_assert_uint_ge(bytes, (uint64_t)(INFLIGHT - 1) * FETCH);
+	/*
+	 * Reader B opens another file and READs its first 128 KiB: the
+	 * READ's own fetch goes out (demand reads have slots of their own),
+	 * its read-ahead finds the gate full.  Nothing of B is ready ahead.
+	 */
+	b = open_file(BIG);
+	pf_engine_read(b, 0, 128 << 10, f_reply, rb);
+	ck_assert_uint_eq(count_pending(BIG, NULL), 1);
+	/*
+	 * One of A's fetch_size fetches ends: the room it frees goes to B,
+	 * which has nothing ahead, not to A, whose windows still hold
+	 * 7 MiB in flight.
+	 */
+	ck_assert_uint_eq(complete_in(BIG2, 1 << 20, 1), 1);
+	ck_assert_uint_eq(count_pending(BIG2, NULL), n - 1);
+	ck_assert_uint_ge(count_pending(BIG, NULL), 2);
+	read_done(rb, BIG, 0, 128 << 10);
+	free(ra);
+	free(rb);
+	pf_efile_close(a);
+	pf_efile_close(b);
+}
+END_TEST
+
+START_TEST(test_nearest_sent_first)
+{
+	struct pf_efile *f = open_file(BIG);
+	struct freq *r = calloc(1, sizeof(*r));
+	unsigned n;
+
+	ck_assert_ptr_nonnull(r);
+	/*
+	 * A first READ at 0: its own fetch and the early window's pieces
+	 * are made under one lock; they reach the backend in file order,
+	 * the READ's first, not the farthest piece first.
+	 */
+	pf_engine_read(f, 0, 128 << 10, f_reply, r);
+	pthread_mutex_lock(&blk);
+	n = nsent;
+	pthread_mutex_unlock(&blk);
+	ck_assert_uint_ge(n, 3);
+	ck_assert_uint_eq(sent_off[0], 0);
+	for (unsigned i = 1; i < n; i++)
+		ck_assert_uint_gt(sent_off[i], sent_off[i - 1]);
+	read_done(r, BIG, 0, 128 << 10);
+	free(r);
+	pf_efile_close(f);
+}
+END_TEST
+
+static void setup_fair(void)
+{
+	min_window = 16u << 20;
+	setup();
+	min_window = 0;
+}
+
 static Suite *fetch_suite(void)
 {
 	Suite *s = suite_create("fetch");
 	TCase *tc = tcase_create("inflight");
+	TCase *fair = tcase_create("fair");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_small_fetches_past_max_inflight);
 	tcase_add_test(tc, test_full_fetches_stay_at_max_inflight);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(fair, setup_fair, teardown);
+	tcase_set_timeout(fair, 60);
+	tcase_add_test(fair, test_starved_stream_gets_the_slot);
+	tcase_add_test(fair, test_nearest_sent_first);
+	suite_add_tcase(s, fair);
 	return s;
 }
 
