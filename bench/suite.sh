@@ -11,6 +11,8 @@
 #           every response, --bw per connection
 #   s3      the S3 test server (s3rver, tests/servers.sh) behind
 #           bench/delayproxy, likewise
+#   (before the first row the data set is written back and s3rver is
+#   warmed with 256 GETs, so that no row pays for the set-up)
 # Systems (one fresh mount per row):
 #   local       the local files, in the page cache: the floor of each
 #               shape (what the trainer costs with no store at all)
