@@ -99,7 +99,7 @@ while [ $# -gt 0 ]; do
 	--inflight) need_arg "$@"; INFLIGHT=$2; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
 	--no-deps) DEPS=0; shift ;;
-	-h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) usage_err "unknown argument '$1'" ;;
 	esac
 done
