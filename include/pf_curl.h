@@ -128,6 +128,8 @@ struct pf_creq {
 	long retry_after_ms;
 	int final_err;
 	int64_t submit_ns;		/* monotonic */
+	int64_t ttfb_us;		/* RANGE: last try's time to its
+					 * first byte, -1 unknown */
 	int64_t deadline_ns;		/* monotonic: the request fails then */
 	struct pf_curl *loop;
 	char crange[128];		/* Content-Range of this response */
@@ -162,6 +164,20 @@ struct pf_curl_totals {
 	uint64_t errors;
 	uint64_t resumed;	/* bodies cut short and resumed */
 	uint64_t full_bodies;	/* 200s to ranged GETs */
+	uint64_t connects;	/* connections opened (the rest reused one) */
+	/*
+	 * Ranged GETs that completed, their bytes, and the sums of their
+	 * times in microseconds: from submit to done (queueing, retries
+	 * and resumes included), and from the start of the last try to its
+	 * first body byte (the store's latency as the loop saw it).  The
+	 * mean request is range_bytes / range_gets; a range_us far above
+	 * range_ttfb_us plus the time the bytes take on the wire means
+	 * the loop (or the machine) drained the sockets late.
+	 */
+	uint64_t range_gets;
+	uint64_t range_bytes;
+	uint64_t range_us;
+	uint64_t range_ttfb_us;
 	unsigned active;
 };
 void pf_curl_totals(struct pf_curl *c, struct pf_curl_totals *t);

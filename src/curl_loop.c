@@ -280,6 +280,17 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 static void complete(struct pf_curl *c, struct pf_creq *r, int err)
 {
 	hdrs_free(r);
+	if (!err && r->kind == PF_CREQ_RANGE) {
+		int64_t us = (now_ns() - r->submit_ns) / 1000;
+
+		pthread_mutex_lock(&c->lock);
+		c->tot.range_gets++;
+		c->tot.range_bytes += r->len;
+		c->tot.range_us += us > 0 ? (uint64_t)us : 0;
+		c->tot.range_ttfb_us += r->ttfb_us > 0 ? (uint64_t)r->ttfb_us
+						       : 0;
+		pthread_mutex_unlock(&c->lock);
+	}
 	if (err) {
 		pthread_mutex_lock(&c->lock);
 		c->tot.errors++;
@@ -456,6 +467,26 @@ resume:
 		complete(c, r, ret);
 }
 
+/* What the transfer of @e tells the totals: whether it opened a
+ * connection, and a ranged GET's time to its first byte. */
+static void transfer_info(struct pf_curl *c, struct pf_creq *r, CURL *e)
+{
+	long conns = 0;
+	curl_off_t ttfb;
+
+	if (curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &conns) != CURLE_OK)
+		conns = 0;
+	if (r->kind == PF_CREQ_RANGE &&
+	    curl_easy_getinfo(e, CURLINFO_STARTTRANSFER_TIME_T, &ttfb) ==
+		    CURLE_OK)
+		r->ttfb_us = ttfb;
+	if (conns > 0) {
+		pthread_mutex_lock(&c->lock);
+		c->tot.connects += (uint64_t)conns;
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
 static void drain(struct pf_curl *c, struct pf_creq **active)
 {
 	CURLMsg *m;
@@ -470,6 +501,7 @@ static void drain(struct pf_curl *c, struct pf_creq **active)
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
+		transfer_info(c, r, e);
 		curl_multi_remove_handle(c->multi, e);
 		active_del(active, r);
 		c->active--;
@@ -835,6 +867,7 @@ int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 	r->ctype[0] = '\0';
 	r->errmsg[0] = '\0';
 	r->changed = 0;
+	r->ttfb_us = -1;
 	r->submit_ns = now_ns();
 	r->deadline_ns = r->submit_ns + request_budget_ns(c, r);
 	pthread_mutex_lock(&c->lock);

@@ -152,6 +152,17 @@ EROFS open for writing	os.open(m + "/big.bin", os.O_WRONLY)
 EROFS unlink	os.unlink(m + "/empty")
 EROFS mkdir	os.mkdir(m + "/nested/new")
 EOF
+# the transport's counters: every ranged GET above counted with its bytes
+# (big.bin and big2.bin were each read whole at least once) and times;
+# connections kept alive (far fewer opened than requests made)
+stats_json "$M" >"$WORK/stats.env.json"
+stats_check "[env] stats: range_gets > 0, range_bytes >= both 64 MiB objects" \
+	"$WORK/stats.env.json" \
+	'tr["range_gets"] > 0 and tr["range_bytes"] >= 2 * 64 * 1048576 and tr["range_gets"] <= tr["requests"]'
+stats_check "[env] stats: range_ms >= range_ttfb_ms > 0" "$WORK/stats.env.json" \
+	'tr["range_ms"] >= tr["range_ttfb_ms"] > 0'
+stats_check "[env] stats: connections reused (1 <= connects < requests / 2)" \
+	"$WORK/stats.env.json" '1 <= tr["connects"] < tr["requests"] / 2'
 pf_umount "$M"
 clean_log "$M"
 
