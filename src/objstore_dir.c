@@ -35,25 +35,15 @@
 #include "pf_objstore.h"
 #include "pf_creds.h"
 #include "pf_s3conf.h"
+#include "pf_hash.h"
 #include "pf_strbuf.h"
 #include "objstore_int.h"
-
-static size_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 1099511628211ull;
-	}
-	return (size_t)(h ^ (h >> 29));
-}
 
 /* ---- the directory table (under o->lock) --------------------------------- */
 
 struct dir *dir_find(struct obj *o, const char *path)
 {
-	struct dir *d = o->dirs[hash_str(path) & (o->nbuckets - 1)];
+	struct dir *d = o->dirs[pf_hash_str(path) & (o->nbuckets - 1)];
 
 	while (d && strcmp(d->path, path) != 0)
 		d = d->hnext;
@@ -72,7 +62,7 @@ static int dir_grow(struct obj *o)
 
 		while (d) {
 			struct dir *n = d->hnext;
-			size_t h = hash_str(d->path) & (nb - 1);
+			size_t h = pf_hash_str(d->path) & (nb - 1);
 
 			d->hnext = t[h];
 			t[h] = d;
@@ -100,7 +90,7 @@ struct dir *dir_add(struct obj *o, const char *path)
 		free(d);
 		return NULL;
 	}
-	h = hash_str(path) & (o->nbuckets - 1);
+	h = pf_hash_str(path) & (o->nbuckets - 1);
 	d->hnext = o->dirs[h];
 	o->dirs[h] = d;
 	o->ndirs++;
@@ -121,7 +111,7 @@ int64_t mono_s(void)
  * within the same second. */
 long etag_nsec(const char *etag)
 {
-	return etag && etag[0] ? (long)(hash_str(etag) % 1000000000u) : 0;
+	return etag && etag[0] ? (long)(pf_hash_str(etag) % 1000000000u) : 0;
 }
 
 void ents_free(struct ent *ents, size_t n)
