@@ -194,6 +194,10 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	for (unsigned i = 0; i < p->nblk; i++) {
 		struct block *b = p->blk[i];
 
+		/* read ahead for no stream (the next file, a plan, the
+		 * fill): its reader's stream consumes it (block_idle()) */
+		if (b->prefetched && !b->stream)
+			b->stream = p->stream;
 		block_read(e, b, p->off, read_end(p));
 		if (--b->refs == 0) {
 			struct parked_read *w = b->waiters;
