@@ -100,6 +100,21 @@ struct stats_fh {
 
 /* ---- metadata ---------------------------------------------------------- */
 
+/*
+ * With -o direct_io every read() of a dataset file is a round trip to the
+ * daemon, however small: readers that size their buffers by st_blksize
+ * (stdio, Python's io, cat) are told to read a MiB at once, the most one
+ * READ carries (libfuse's 256 pages), instead of the source's 4 KiB.
+ */
+#define DIO_BLKSIZE (1 << 20)
+
+static void io_size(const struct pf_opts *o, struct stat *st)
+{
+	if (o->direct_io && S_ISREG(st->st_mode) &&
+	    st->st_blksize < DIO_BLKSIZE)
+		st->st_blksize = DIO_BLKSIZE;
+}
+
 static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 			fuse_ino_t ino, const struct stat *st)
 {
@@ -108,6 +123,7 @@ static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 	memset(&e, 0, sizeof(e));
 	e.ino = ino;
 	e.attr = *st;
+	io_size(o, &e.attr);
 	e.attr_timeout = o->attr_timeout;
 	e.entry_timeout = o->entry_timeout;
 	fuse_reply_entry(req, &e);
@@ -202,6 +218,7 @@ static void lo_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	io_size(fs->opts, &st);
 	fuse_reply_attr(req, &st, fs->opts->attr_timeout);
 }
 
@@ -392,6 +409,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 				if (ret < 0)
 					continue;
 				e.ino = in->ino;
+				io_size(fs->opts, &e.attr);
 				e.attr_timeout = fs->opts->attr_timeout;
 				e.entry_timeout = fs->opts->entry_timeout;
 			} else if (d->ino == PF_META_DIR_INO) {

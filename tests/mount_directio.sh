@@ -15,7 +15,8 @@
 #  4. mmap: MAP_PRIVATE reads byte-exact; MAP_SHARED fails with ENODEV
 #     exactly when the daemon warned at mount that it cannot be allowed
 #     (libfuse before 3.16), else reads byte-exact;
-#  5. the stats file reads as JSON; a plan (hints) is followed; the disk
+#  5. st_blksize is 1 MiB, so buffered small reads come as few READs; the
+#     stats file reads as JSON; a plan (hints) is followed; the disk
 #     cache fills, and serves a remount without a GET of file data;
 #  6. a bad value of the option fails the mount with one line.
 # Daemons run in the foreground (-f): their logs hold no error line but the
@@ -129,6 +130,21 @@ all_reads dir
 no_push dir
 mmaps dir
 check "the stats file reads as JSON" quiet stats_eval "$M" 't["reads"]'
+# small buffered reads: st_blksize tells stdio and Python to read a MiB
+check "[dir] st_blksize of a dataset file is 1 MiB" test "$(stat -c %o "$M/big.bin")" = 1048576
+r0=$(total "$M" reads)
+g python3 -c '
+import sys
+with open(sys.argv[1], "rb") as f, open(sys.argv[2], "rb") as g:
+    while True:
+        b = f.read(1000)
+        if b != g.read(1000):
+            sys.exit("differs")
+        if not b:
+            break' "$M/seq/file-000001.bin" "$SRC/seq/file-000001.bin" || fail "[dir] Python reads of 1000 bytes differ"
+r1=$(total "$M" reads)
+check "[dir] Python's reads of 1000 bytes of a 32 MiB file came as $((r1 - r0)) READs (<= 80)" \
+	test $((r1 - r0)) -le 80
 
 # 5. a plan: the records of rec/ in a declared order, read as declared
 g python3 - "$M" "$SRC" >"$WORK/plan.out" 2>&1 <<'EOF'
