@@ -3,8 +3,9 @@
  * them: of the reader's own sizes, ending anywhere in a block (a buffer
  * from malloc() sits 16 bytes past a page boundary, so a 1 MiB read()
  * comes as READs of 1 MiB - 16 and 16 bytes).  Read-ahead must not wait
- * for the demand fetch of the block such a READ ends in; a reader at
- * random offsets must not get whole blocks it did not ask for.
+ * for the demand fetch of the block such a READ ends in, nor end its
+ * first window off a block boundary; a reader at random offsets must not
+ * get whole blocks it did not ask for.
  */
 #include "engine_harness.h"
 
@@ -51,6 +52,15 @@ START_TEST(test_unaligned_first_read_reads_ahead_at_once)
 	ck_assert_int_eq(rq->done, 0);
 	/* min_window is 1 MiB here: its rest is in flight already */
 	ck_assert_uint_ge(pending_from(128 << 10), (1u << 20) - (128 << 10));
+	/* and it ends at a block boundary, where the next window starts:
+	 * no fetch of the 16 bytes left over */
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		ck_assert_uint_eq((b->off + len) % (64 << 10), 0);
+	}
 	while (!rq->done)
 		ck_assert_uint_gt(complete_pending(), 0);
 	assert_bytes(rq, 0, size);
