@@ -116,10 +116,10 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			off = bstart + hi;
 			continue;
 		}
-		/* being filled with what is planned here (the last block of a
-		 * READ that ended inside it, fetched whole: see whole_tail):
-		 * read-ahead goes on past it */
-		if (b && !c->demand && b->busy && b->flo <= lo &&
+		/* entered in its middle, being filled with what is planned
+		 * here: the last block of a READ that ended inside it,
+		 * fetched whole (see whole_tail); read-ahead goes on past it */
+		if (b && !c->demand && b->busy && lo && b->flo <= lo &&
 		    hi <= b->fhi) {
 			fetch_builder_flush(e, fb, later);
 			off = bstart + hi;
