@@ -31,6 +31,7 @@ struct pf_opts {
 	unsigned max_threads;	/* FUSE worker threads */
 	int io_engine;		/* 0 auto (io_uring, else pread), 1 pread */
 	int keep_cache;		/* keep a file's page cache across opens */
+	int direct_io;		/* dataset files opened with direct_io */
 	int nonempty;		/* -o nonempty: a mountpoint with files */
 	int foreground;
 	int debug;

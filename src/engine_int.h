@@ -133,6 +133,8 @@ struct block {
 	uint32_t rhi;
 	uint32_t refs;
 	bool busy;		/* a fetch is filling it */
+	uint32_t flo;		/* while busy: the bytes it fills, [flo, fhi) */
+	uint32_t fhi;
 	bool read_seen;		/* a READ was answered from it since its
 				 * last fetch */
 	bool prefetched;
@@ -379,6 +381,7 @@ struct cover {
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
 	bool gated;		/* read-ahead: stopped at fetch_room() */
+	bool whole_tail;	/* demand: fetch the last block to its end */
 };
 
 /* Work collected under the lock and done after it is released. */

@@ -313,6 +313,8 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	ft->len += fhi - flo;
 	lru_remove(b);
 	b->busy = true;
+	b->flo = flo;
+	b->fhi = fhi;
 	if (prefetch && b->vhi == b->vlo) {
 		b->prefetched = true;
 		b->stream = stream;

@@ -100,6 +100,21 @@ struct stats_fh {
 
 /* ---- metadata ---------------------------------------------------------- */
 
+/*
+ * With -o direct_io every read() of a dataset file is a round trip to the
+ * daemon, however small: readers that size their buffers by st_blksize
+ * (stdio, Python's io, cat) are told to read a MiB at once, the most one
+ * READ carries (libfuse's 256 pages), instead of the source's 4 KiB.
+ */
+#define DIO_BLKSIZE (1 << 20)
+
+static void io_size(const struct pf_opts *o, struct stat *st)
+{
+	if (o->direct_io && S_ISREG(st->st_mode) &&
+	    st->st_blksize < DIO_BLKSIZE)
+		st->st_blksize = DIO_BLKSIZE;
+}
+
 static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 			fuse_ino_t ino, const struct stat *st)
 {
@@ -108,6 +123,7 @@ static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 	memset(&e, 0, sizeof(e));
 	e.ino = ino;
 	e.attr = *st;
+	io_size(o, &e.attr);
 	e.attr_timeout = o->attr_timeout;
 	e.entry_timeout = o->entry_timeout;
 	fuse_reply_entry(req, &e);
@@ -202,6 +218,7 @@ static void lo_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	io_size(fs->opts, &st);
 	fuse_reply_attr(req, &st, fs->opts->attr_timeout);
 }
 
@@ -392,6 +409,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 				if (ret < 0)
 					continue;
 				e.ino = in->ino;
+				io_size(fs->opts, &e.attr);
 				e.attr_timeout = fs->opts->attr_timeout;
 				e.entry_timeout = fs->opts->entry_timeout;
 			} else if (d->ino == PF_META_DIR_INO) {
@@ -624,6 +642,13 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* a dataset file keeps its page cache across opens (which is also
 	 * where read-ahead is pushed), unless it changed since */
 	fi->keep_cache = fs->opts->keep_cache && ret == 0;
+	/*
+	 * -o direct_io: READs bypass the page cache, so every read() of the
+	 * reader reaches the engine and is copied once, from its blocks
+	 * into the reader's buffer, instead of into page-cache folios the
+	 * kernel must first allocate and zero (see lo_init() for mmap).
+	 */
+	fi->direct_io = fs->opts->direct_io;
 	/* an object store's size came from a listing (inexact, or of
 	 * another version): the size pinned now is what getattr says */
 	if (ret == 1 || strcmp(fs->be->ops->name, "posix") != 0) {
@@ -949,6 +974,34 @@ void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
 
 /* ---- session ----------------------------------------------------------- */
 
+/*
+ * The kernel refuses a shared mapping (MAP_SHARED, even read-only: numpy's
+ * memmap, Python's mmap.ACCESS_READ) of a file opened with direct_io with
+ * ENODEV, unless the daemon asked for FUSE_DIRECT_IO_ALLOW_MMAP (Linux
+ * 6.6); private mappings go through the page cache and work.  libfuse
+ * names that flag from 3.16 on: built against an older one, the daemon
+ * cannot ask, and says so once, since the reader's ENODEV reaches no log.
+ */
+static void want_direct_io_mmap(struct fuse_conn_info *conn)
+{
+#ifdef FUSE_CAP_DIRECT_IO_ALLOW_MMAP
+	const char *why = "the kernel does not allow it";
+
+	if (conn->capable & FUSE_CAP_DIRECT_IO_ALLOW_MMAP) {
+		conn->want |= FUSE_CAP_DIRECT_IO_ALLOW_MMAP;
+		return;
+	}
+#else
+	const char *why = "a libfuse before 3.16 cannot ask the kernel for it";
+
+	(void)conn;
+#endif
+	pf_warn("direct_io: shared mmap (MAP_SHARED, numpy.memmap) of the "
+		"mount's files fails with ENODEV (%s); MAP_PRIVATE works; "
+		"mount without direct_io for readers that map files shared",
+		why);
+}
+
 static void lo_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct pf_fs *fs = userdata;
@@ -967,6 +1020,8 @@ static void lo_init(void *userdata, struct fuse_conn_info *conn)
 	 */
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	if (fs->opts->direct_io)
+		want_direct_io_mmap(conn);
 	pthread_mutex_lock(&fs->init_lock);
 	fs->initialized = 1;
 	pthread_cond_broadcast(&fs->init_cond);

@@ -332,6 +332,14 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_MOUNT, F(keep_cache),
 	  .help = "keep a file's page cache across opens; it is dropped "
 		  "anyway when the file changed" },
+	{ .name = "direct_io", .arg = "on|off", .type = PF_OT_BOOL,
+	  .group = PF_OG_MOUNT, F(direct_io),
+	  .help = "serve dataset files without the page cache: READs are "
+		  "answered from the daemon's memory into the reader's buffer, "
+		  "one copy; push is off whatever it says; shared mmap "
+		  "(MAP_SHARED) of a file fails with ENODEV, MAP_PRIVATE "
+		  "works; re-reads come from the daemon's cache, the disk "
+		  "cache or the source" },
 	{ .name = "readahead_kb", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_MOUNT, F(readahead_kb), .lo = 0, .hi = 1 << 20,
 	  .help = "the mount's kernel read-ahead in KiB, which sets the READ "
@@ -808,6 +816,9 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 	}
 	if (o->engine.min_window > o->engine.max_window)
 		BAD("min_window is larger than max_window");
+	/* nothing of a direct_io file is in the page cache to push to */
+	if (o->direct_io)
+		o->engine.push = 0;
 	/* otherwise any user reads files that are 0600 in the source */
 	if (has_fuse_opt(o, "allow_other") &&
 	    !has_fuse_opt(o, "default_permissions")) {

@@ -96,8 +96,13 @@ unsigned pf_plan_ahead(const struct pf_stream *s,
 	if (n == 0 && s->pattern == PF_PAT_UNKNOWN && s->reads &&
 	    s->bytes == s->next_off && s->next_off < cfg->min_window &&
 	    s->next_off < file_size) {
+		/* to a block boundary: READs of a reader's own sizes
+		 * (direct_io) end anywhere, and the windows after it start at
+		 * one */
 		out[0].off = s->next_off;
-		out[0].len = u64_min(cfg->min_window, file_size - s->next_off);
+		out[0].len = u64_min(align_up(sat_add(s->next_off,
+						      cfg->min_window), align),
+				     file_size) - s->next_off;
 		n = 1;
 	}
 	if (n == 0)

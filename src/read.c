@@ -33,6 +33,30 @@ static uint64_t read_end(const struct parked_read *p)
 }
 
 /*
+ * Does read-ahead go on from the end of READ @p: a sequential stream, or
+ * one in its first window (pf_plan_ahead())?  Then a demand fetch takes
+ * the READ's last block whole (cover.whole_tail), and read-ahead goes on
+ * past that block while it is filled instead of waiting for it.  A READ
+ * into a buffer off a page boundary (malloc()'s, with -o direct_io) ends
+ * 16 bytes short of a block, and read-ahead would otherwise start only
+ * once its fetch returned: a round trip of the source lost per file.
+ */
+static bool reads_on(const struct pf_engine *e, const struct parked_read *p)
+{
+	const struct pf_stream *st;
+
+	if (!e->cfg.prefetch || !p->file->tracker || !p->stream ||
+	    p->off + p->size > p->file->size)
+		return false;
+	st = pf_tracker_find(p->file->tracker, p->stream);
+	if (!st || st->next_off != p->off + p->size)
+		return false;
+	return st->pattern == PF_PAT_SEQUENTIAL ||
+	       (st->pattern == PF_PAT_UNKNOWN && st->bytes == st->next_off &&
+		st->next_off < e->plan.min_window);
+}
+
+/*
  * Under the lock.  Returns true when @p can be answered now (its blocks are
  * pinned, or p->err is set); false when it was parked.
  */
@@ -44,6 +68,7 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 		.demand = true,
 		.stream = p->stream,
 		.read = p,
+		.whole_tail = reads_on(e, p),
 	};
 	struct block *wait_on;
 	uint64_t end = read_end(p);
@@ -169,6 +194,10 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	for (unsigned i = 0; i < p->nblk; i++) {
 		struct block *b = p->blk[i];
 
+		/* read ahead for no stream (the next file, a plan, the
+		 * fill): its reader's stream consumes it (block_idle()) */
+		if (b->prefetched && !b->stream)
+			b->stream = p->stream;
 		block_read(e, b, p->off, read_end(p));
 		if (--b->refs == 0) {
 			struct parked_read *w = b->waiters;

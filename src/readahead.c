@@ -118,6 +118,15 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			off = bstart + hi;
 			continue;
 		}
+		/* entered in its middle, being filled with what is planned
+		 * here: the last block of a READ that ended inside it,
+		 * fetched whole (see whole_tail); read-ahead goes on past it */
+		if (b && !c->demand && b->busy && lo && b->flo <= lo &&
+		    hi <= b->fhi) {
+			fetch_builder_flush(e, fb, later);
+			off = bstart + hi;
+			continue;
+		}
 		/* a block being filled or read: read-ahead looks again later,
 		 * its fetch may not cover what is planned here */
 		if (b && (b->busy || b->refs)) {
@@ -142,7 +151,7 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			/* fetch whole pages: the kernel asks in pages anyway */
 			lo &= ~(PAGE_BYTES - 1);
 			hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
-			if (hi > blen)
+			if (hi > blen || c->whole_tail)
 				hi = blen;
 		}
 		fetch_range(b, lo, hi, &flo, &fhi);

@@ -305,6 +305,29 @@ START_TEST(test_bad)
 }
 END_TEST
 
+/* -o direct_io: off by default; on, it turns push off whatever push says */
+START_TEST(test_direct_io)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, "/s", "/m", NULL, NULL), 0);
+	ck_assert_int_eq(o.direct_io, 0);
+	ck_assert_int_eq(o.engine.push, 1);
+	ck_assert_int_eq(parse(&o, err, "-o", "direct_io", "/s", "/m"), 0);
+	ck_assert_int_eq(o.direct_io, 1);
+	ck_assert_int_eq(o.engine.push, 0);
+	ck_assert_int_eq(parse(&o, err, "-o", "push=on,direct_io=on", "/s",
+			       "/m"), 0);
+	ck_assert_int_eq(o.engine.push, 0);
+	ck_assert_int_eq(parse(&o, err, "-o", "direct_io=off", "/s", "/m"),
+			 0);
+	ck_assert_int_eq(o.direct_io, 0);
+	ck_assert_int_eq(o.engine.push, 1);
+	expect_bad("direct_io=maybe", "bad value for direct_io");
+}
+END_TEST
+
 START_TEST(test_object_storage)
 {
 	struct pf_opts o;
@@ -379,6 +402,7 @@ int main(void)
 	tcase_add_test(tc, test_source_and_peers);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_object_storage);
+	tcase_add_test(tc, test_direct_io);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,137 @@
+/*
+ * check_read.c - the READ path (read.c) with READs as -o direct_io sends
+ * them: of the reader's own sizes, ending anywhere in a block (a buffer
+ * from malloc() sits 16 bytes past a page boundary, so a 1 MiB read()
+ * comes as READs of 1 MiB - 16 and 16 bytes).  Read-ahead must not wait
+ * for the demand fetch of the block such a READ ends in, nor end its
+ * first window off a block boundary; a reader at random offsets must not
+ * get whole blocks it did not ask for.
+ */
+#include "engine_harness.h"
+
+/* Bytes of the pending bios that start at or after @from. */
+static uint64_t pending_from(uint64_t from)
+{
+	uint64_t n = 0;
+
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		if (b->off < from)
+			continue;
+		for (int i = 0; i < b->iovcnt; i++)
+			n += b->iov[i].iov_len;
+	}
+	return n;
+}
+
+/* The pending bio that holds byte @off, its end in *end; false if none. */
+static bool pending_holds(uint64_t off, uint64_t *end)
+{
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		if (b->off <= off && off < b->off + len) {
+			*end = b->off + len;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The first READ of a file ends 16 bytes short of a block: the early
+ * window goes out with its demand fetch, not once that fetch is back.
+ */
+START_TEST(test_unaligned_first_read_reads_ahead_at_once)
+{
+	const size_t size = (128 << 10) - 16;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, size, t_reply, rq);
+	ck_assert_int_eq(rq->done, 0);
+	/* min_window is 1 MiB here: its rest is in flight already */
+	ck_assert_uint_ge(pending_from(128 << 10), (1u << 20) - (128 << 10));
+	/* and it ends at a block boundary, where the next window starts:
+	 * no fetch of the 16 bytes left over */
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		ck_assert_uint_eq((b->off + len) % (64 << 10), 0);
+	}
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, size);
+	/* the 16 bytes and the next READ: no fetch of their own */
+	read_sync(rq, size, 16);
+	assert_bytes(rq, size, 16);
+	read_sync(rq, 128 << 10, size);
+	assert_bytes(rq, 128 << 10, size);
+}
+END_TEST
+
+/*
+ * A READ that ends in the middle of a block, away from a page boundary:
+ * its demand fetch takes that block whole, and read-ahead goes on from
+ * the next block at once.
+ */
+START_TEST(test_demand_fetch_takes_the_last_block_whole)
+{
+	const size_t size = 100000;	/* in block 1 (64 KiB blocks) */
+	uint64_t end = 0;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, size, t_reply, rq);
+	ck_assert(pending_holds(size, &end));
+	ck_assert_uint_ge(end, 128 << 10);
+	ck_assert_uint_ge(pending_from(128 << 10), (1u << 20) - (128 << 10));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, size);
+	read_sync(rq, size, size);
+	assert_bytes(rq, size, size);
+}
+END_TEST
+
+/* A READ far into the file, of a stream not read ahead: only its pages. */
+START_TEST(test_random_read_fetches_its_pages_only)
+{
+	const uint64_t off = (10u << 20) + 1000;
+	const size_t size = 3000;
+	struct pf_engine_totals t;
+
+	read_sync(rq, off, size);
+	assert_bytes(rq, off, size);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_prefetched, 0);
+	ck_assert_uint_eq(tb.bytes, 4096);
+}
+END_TEST
+
+static Suite *read_suite(void)
+{
+	Suite *s = suite_create("read");
+	TCase *tc;
+
+	tc = tcase_create("unaligned");
+	tcase_add_checked_fixture(tc, setup_prefetch, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_unaligned_first_read_reads_ahead_at_once);
+	tcase_add_test(tc, test_demand_fetch_takes_the_last_block_whole);
+	tcase_add_test(tc, test_random_read_fetches_its_pages_only);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(read_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
