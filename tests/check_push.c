@@ -10,6 +10,7 @@
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t push_cond = PTHREAD_COND_INITIALIZER;
 static uint64_t pushed_bytes;
+static uint64_t pushed_end;	/* the end of the last push */
 static int push_bad;
 
 static void t_push(void *arg, uint64_t tag, uint64_t off,
@@ -26,6 +27,7 @@ static void t_push(void *arg, uint64_t tag, uint64_t off,
 		off += iov[i].iov_len;
 		pushed_bytes += iov[i].iov_len;
 	}
+	pushed_end = off;
 	pthread_cond_broadcast(&push_cond);
 	pthread_mutex_unlock(&push_lock);
 }
@@ -39,6 +41,7 @@ static uint64_t push_start_read_8m(void)
 
 	tb.autocomplete = 1;
 	pushed_bytes = 0;
+	pushed_end = 0;
 	push_bad = 0;
 	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
 	for (off = 0; off < (8u << 20); off += 1u << 20)
@@ -131,6 +134,49 @@ START_TEST(test_push_releases_consumed)
 }
 END_TEST
 
+/*
+ * The kernel dropped pushed pages the reader had not read yet (reclaim of
+ * clean page cache), and the reader's read-ahead sent the READ of that hole
+ * with the READ of the next tripwire page.  FUSE workers take them in any
+ * order: the tripwire's, answered first, moves the frontier past the hole,
+ * whose READ must still be answered from memory, not fetched again from the
+ * store (a demand fetch, and a stream of its own).
+ */
+START_TEST(test_push_hole_after_tripwire)
+{
+	const uint64_t hole = (11u << 20) + 3 * 4096;
+	struct pf_engine_totals t0, t;
+
+	push_start_read_8m();
+	/* [8, 12) MiB pushed and unpinned: the pusher has pushed beyond */
+	pthread_mutex_lock(&push_lock);
+	while (pushed_end <= (12u << 20))
+		pthread_cond_wait(&push_cond, &push_lock);
+	pthread_mutex_unlock(&push_lock);
+	advance_ms(5);
+	pf_engine_totals(eng, &t0);
+	read_sync(rq, (12u << 20) - 4096, 4096);
+	assert_bytes(rq, (12u << 20) - 4096, 4096);
+	read_sync(rq, hole, 4096);
+	assert_bytes(rq, hole, 4096);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.reads, t0.reads + 2);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_eq(t.waits, t0.waits);
+	/* the bytes behind the frontier still go: the next tripwires */
+	for (uint64_t off = 16u << 20; off <= (28u << 20); off += 4u << 20) {
+		advance_ms(5);
+		read_sync(rq, off - 4096, 4096);
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	ck_assert_uint_le(t.memory_used, 40u << 20);
+}
+END_TEST
+
 static void setup_push(void)
 {
 	fake_clock = 1;
@@ -148,6 +194,7 @@ static Suite *push_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_push_and_tripwires);
 	tcase_add_test(tc, test_push_releases_consumed);
+	tcase_add_test(tc, test_push_hole_after_tripwire);
 	suite_add_tcase(s, tc);
 	return s;
 }
