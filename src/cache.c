@@ -22,8 +22,8 @@
  * sequential stream, pushed or read, is kept only until the stream's
  * frontier passes its end (the page cache holds its bytes; the engine
  * keeps a pushed one that long for tripwire() and so that the planner does
- * not fetch it again, and a fetch longer for the READs of pages the kernel
- * dropped: pushed_keep()), then its buffer goes straight back to the pool
+ * not fetch it again), and a fetch longer for the READs of pages the kernel
+ * dropped (consumed_keep()), then its buffer goes straight back to the pool
  * (block_consumed()).  Other blocks read by READs stay cached for re-read
  * (strided and random readers come back to the rest of a block), at most
  * a quarter of the pool (REREAD_SHARE); the oldest goes first.  The pool
@@ -98,23 +98,25 @@ static void block_destroy(struct pf_engine *e, struct block *b)
 }
 
 /*
- * Pushed bytes kept behind a stream's frontier.  The kernel may drop pushed
- * pages the reader has not read yet (reclaim of clean page cache: DAMON's
- * pageout, memory.reclaim); the reader's read-ahead then sends the READs of
- * those holes and of the next tripwire page at once, and FUSE workers take
- * them in any order.  A tripwire READ that takes the lock first moves the
+ * Read-ahead kept behind a stream's frontier.  The frontier is not the
+ * reader: pushed pages, and pages READs of the kernel's read-ahead put in
+ * the page cache, wait there for the reader, and the kernel may drop them
+ * before it gets there (reclaim of clean page cache: DAMON's pageout,
+ * memory.reclaim).  The reader's read-ahead then sends the READs of those
+ * holes and of what follows (a tripwire page) at once, and FUSE workers
+ * take them in any order.  A READ that takes the lock first moves the
  * frontier past the holes: their READs must still find the blocks there,
  * or each becomes a demand fetch (a round trip to the store) and a stream
  * of its own.  One fetch, and no less than a kernel read-ahead pass.
  */
-static uint64_t pushed_keep(const struct pf_engine *e)
+static uint64_t consumed_keep(const struct pf_engine *e)
 {
 	return e->cfg.fetch_size > (2u << 20) ? e->cfg.fetch_size : 2u << 20;
 }
 
 /*
  * A block of read-ahead, pushed or read by READs, whose sequential stream
- * has read past its end (a pushed one, pushed_keep() past it): its bytes
+ * has read consumed_keep() past its end: its bytes
  * are in the reader's page cache (pushed there, or put there by the READ's
  * reply), a sequential stream does not come back, and neither the planner
  * nor tripwire() looks behind a stream's frontier.
@@ -129,8 +131,7 @@ static bool block_consumed(struct pf_engine *e, const struct block *b)
 		return false;
 	st = pf_tracker_find(b->file->tracker, b->stream);
 	end = (b->idx << e->bshift) + block_len(e, b->file, b->idx);
-	if (b->pushed)
-		end += pushed_keep(e);
+	end += consumed_keep(e);
 	return st && st->pattern == PF_PAT_SEQUENTIAL && st->next_off >= end &&
 	       st->next_off - end <= (uint64_t)MAX_DEPTH * e->plan.max_window;
 }
@@ -205,16 +206,17 @@ void block_idle(struct pf_engine *e, struct block *b)
 }
 
 /*
- * A sequential stream of @f read [from, to) in the page cache, where those
- * bytes were pushed (a tripwire READ at @to): the idle pushed blocks that
- * end pushed_keep() before @to go back to the pool, with those kept by the
- * previous call (from 2 x pushed_keep() before @from).  Those still pinned
- * go when unpinned (block_idle()).
+ * Sequential stream @sid of @f read [from, to), in the page cache where
+ * those bytes were pushed (a tripwire READ at @to), or by a READ at @from:
+ * its idle blocks of read-ahead, pushed or read, that end consumed_keep()
+ * before @to go back to the pool, with those kept by the previous call
+ * (from 2 x consumed_keep() before @from).  Those still pinned go when
+ * unpinned (block_idle()).
  */
-void release_consumed(struct pf_engine *e, struct pf_efile *f,
+void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
 		      uint64_t from, uint64_t to)
 {
-	uint64_t keep = pushed_keep(e);
+	uint64_t keep = consumed_keep(e);
 
 	if (to <= keep)
 		return;
@@ -224,7 +226,9 @@ void release_consumed(struct pf_engine *e, struct pf_efile *f,
 		struct block *b = block_find(e, f, idx);
 		uint64_t end = (idx << e->bshift) + block_len(e, f, idx);
 
-		if (!b || !b->pushed || b->busy || b->refs || end > to)
+		if (!b || b->busy || b->refs || end > to ||
+		    !(b->pushed ||
+		      (b->prefetched && b->read_seen && b->stream == sid)))
 			continue;
 		block_destroy(e, b);
 	}

@@ -403,7 +403,7 @@ struct block *block_new(struct pf_engine *e, struct pf_efile *f,
 void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
 uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
-void release_consumed(struct pf_engine *e, struct pf_efile *f,
+void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
 		      uint64_t from, uint64_t to);
 void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread);

@@ -275,9 +275,10 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 
 		stream = pf_tracker_observe(f->tracker, from,
 					    off + size - from, now);
-		if (from < off)
-			/* the pushed bytes before it were read */
-			release_consumed(e, f, from, off);
+		/* the pushed bytes before it were read, or the READ
+		 * moved the frontier on */
+		if (from < off || stream->pattern == PF_PAT_SEQUENTIAL)
+			release_consumed(e, f, stream->id, from, off);
 		p->stream = stream->id;
 		engine_stream_get(f, stream->id);
 	}

@@ -110,6 +110,36 @@ START_TEST(test_random_read_fetches_its_pages_only)
 }
 END_TEST
 
+/*
+ * A sequential reader's READs answered read-ahead the kernel put in the
+ * page cache ahead of the reader; the kernel dropped a page of it before
+ * the reader got there (reclaim of clean page cache), and the READ of that
+ * hole comes after READs beyond it: it is answered from memory, not
+ * fetched again from the store, and the blocks behind still go.
+ */
+START_TEST(test_reread_of_dropped_page)
+{
+	struct pf_engine_totals t0, t;
+
+	tb.autocomplete = 1;
+	for (uint64_t off = 0; off < (24u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	pf_engine_totals(eng, &t0);
+	read_sync(rq, (23u << 20) + 3 * 4096, 4096);
+	assert_bytes(rq, (23u << 20) + 3 * 4096, 4096);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_eq(t.waits, t0.waits);
+	for (uint64_t off = 24u << 20; off < (56u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	/* a window or two ahead, not the 56 MiB read */
+	ck_assert_uint_le(t.memory_used, 32u << 20);
+}
+END_TEST
+
 static Suite *read_suite(void)
 {
 	Suite *s = suite_create("read");
@@ -121,6 +151,12 @@ static Suite *read_suite(void)
 	tcase_add_test(tc, test_unaligned_first_read_reads_ahead_at_once);
 	tcase_add_test(tc, test_demand_fetch_takes_the_last_block_whole);
 	tcase_add_test(tc, test_random_read_fetches_its_pages_only);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("dropped");
+	tcase_add_checked_fixture(tc, setup_batch8, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_reread_of_dropped_page);
 	suite_add_tcase(s, tc);
 	return s;
 }
