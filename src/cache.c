@@ -116,10 +116,10 @@ static uint64_t consumed_keep(const struct pf_engine *e)
 
 /*
  * A block of read-ahead, pushed or read by READs, whose sequential stream
- * has read consumed_keep() past its end: its bytes
- * are in the reader's page cache (pushed there, or put there by the READ's
- * reply), a sequential stream does not come back, and neither the planner
- * nor tripwire() looks behind a stream's frontier.
+ * has read consumed_keep() past its end: its bytes are in the reader's
+ * page cache (pushed there, or put there by the READ's reply), a
+ * sequential stream does not come back, and neither the planner nor
+ * tripwire() looks behind a stream's frontier.
  */
 static bool block_consumed(struct pf_engine *e, const struct block *b)
 {
