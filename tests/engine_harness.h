@@ -288,6 +288,9 @@ static void advance_ms(unsigned ms)
 	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
 }
 
+/* min_window of the engines setup_with() makes */
+static uint64_t setup_min_window = 1u << 20;
+
 static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 		       uint64_t batch)
 {
@@ -311,7 +314,7 @@ static void setup_with(uint64_t max_memory, int prefetch, unsigned inflight,
 	cfg.max_memory = max_memory;
 	cfg.prefetch = prefetch;
 	cfg.max_inflight = inflight;
-	cfg.min_window = 1u << 20;
+	cfg.min_window = setup_min_window;
 	cfg.pattern.batch_override = batch;
 	if (fake_clock) {
 		fake_ns = 1000000000ull;
