@@ -23,6 +23,16 @@
  * by Last-Modified instead: If-Unmodified-Since, and a response whose
  * Last-Modified differs from the pinned one is -EIO, as for an ETag.
  *
+ * A lazy pin (struct pf_cpin): an open that knew the object's size but no
+ * version gives its ranged GETs a shared pf_cpin instead of if_match.
+ * The first answer that passes the checks above (its Content-Range total,
+ * or a 200's length, is pin_size) pins the version: its ETag, else its
+ * Last-Modified.  Every later answer is checked against that pin as an
+ * If-Match one is, and every try started after it carries If-Match (or
+ * If-Unmodified-Since).  Answers are judged one at a time on the loop
+ * thread, so two answers of different versions cannot both pass.  A 404
+ * or 410 to such a GET sets changed: the object went after the listing.
+ *
  * Deadlines: cfg.timeout_s bounds a stall (no byte for that long); every
  * request also has a total deadline, retries, resumes and backoffs
  * included: cfg.request_timeout_s, or by default (0) twice timeout_s plus
@@ -76,6 +86,18 @@ struct pf_curl_cfg {
 	struct pf_creds *creds;
 };
 
+/*
+ * A version learnt from the first answer (see above).  Zeroed by its
+ * owner before the first request that points to it; from then on read
+ * and written by the loop thread only.  The owner keeps it alive while
+ * any request points to it.
+ */
+struct pf_cpin {
+	int pinned;			/* the fields below are set */
+	char etag[128];			/* "": none, mtime pins */
+	int64_t mtime;			/* Last-Modified, -1 unknown */
+};
+
 enum pf_creq_kind {
 	PF_CREQ_RANGE,		/* GET bytes [off, off + len) into iov */
 	PF_CREQ_HEAD,		/* HEAD: status and headers only */
@@ -95,6 +117,8 @@ struct pf_creq {
 	int64_t pin_mtime;		/* > 0, no if_match: the pinned
 					 * Last-Modified, sent as
 					 * If-Unmodified-Since and checked */
+	struct pf_cpin *pin;		/* RANGE, no if_match/pin_mtime:
+					 * a lazy pin, or NULL */
 	size_t doc_max;			/* DOC: largest body accepted */
 	void (*done)(struct pf_creq *r, int err);	/* err 0 or -errno */
 	void *priv;

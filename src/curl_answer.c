@@ -117,6 +117,33 @@ static void reject(struct pf_creq *r, int err, const char *fmt, ...)
 	r->hstate = H_REJECT;
 }
 
+void pf_creq_validators(const struct pf_creq *r, const char **if_match,
+			int64_t *pin_mtime)
+{
+	if (r->pin && r->pin->pinned) {
+		*if_match = r->pin->etag[0] ? r->pin->etag : NULL;
+		*pin_mtime = r->pin->etag[0] ? -1 : r->pin->mtime;
+		return;
+	}
+	*if_match = r->if_match;
+	*pin_mtime = r->pin_mtime;
+}
+
+/*
+ * A ranged answer passed every check: if @r has a lazy pin not set yet,
+ * this answer's version is the one its open reads from now on.
+ */
+static void lazy_pin(struct pf_creq *r)
+{
+	struct pf_cpin *p = r->pin;
+
+	if (!p || p->pinned)
+		return;
+	snprintf(p->etag, sizeof(p->etag), "%s", r->etag);
+	p->mtime = r->mtime;
+	p->pinned = 1;
+}
+
 /* All headers of a final response are in: may its body be used? */
 static void headers_done(struct pf_curl *c, struct pf_creq *r,
 			 const char *crange)
@@ -125,22 +152,25 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 	uint64_t b;
 	int64_t total;
 	uint64_t want = r->off + r->got;
+	const char *if_match;
+	int64_t pin_mtime;
 
 	if (r->status < 200 || r->status >= 300) {
 		r->hstate = r->kind == PF_CREQ_HEAD ? H_SKIP : H_ERRBODY;
 		return;
 	}
-	if (r->if_match && r->etag[0] && strcmp(r->etag, r->if_match) != 0) {
+	pf_creq_validators(r, &if_match, &pin_mtime);
+	if (if_match && r->etag[0] && strcmp(r->etag, if_match) != 0) {
 		r->changed = 1;
 		reject(r, -EIO, "changed on the server (ETag %s, opened as "
-		       "%s)", r->etag, r->if_match);
+		       "%s)", r->etag, if_match);
 		return;
 	}
-	if (!r->if_match && r->pin_mtime > 0 && r->mtime > 0 &&
-	    r->mtime != r->pin_mtime) {
+	if (!if_match && pin_mtime > 0 && r->mtime > 0 &&
+	    r->mtime != pin_mtime) {
 		r->changed = 1;
 		reject(r, -EIO, "changed on the server (Last-Modified %" PRId64
-		       ", opened as %" PRId64 ")", r->mtime, r->pin_mtime);
+		       ", opened as %" PRId64 ")", r->mtime, pin_mtime);
 		return;
 	}
 	if (r->kind != PF_CREQ_RANGE) {
@@ -168,6 +198,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		}
 		r->size = total;
 		r->skip = 0;
+		lazy_pin(r);
 		r->hstate = H_BODY;
 		return;
 	}
@@ -189,6 +220,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 		c->tot.full_bodies++;
 		pthread_mutex_unlock(&c->lock);
 		r->skip = want;
+		lazy_pin(r);
 		r->hstate = H_BODY;
 		return;
 	}

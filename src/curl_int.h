@@ -65,6 +65,10 @@ struct pf_curl {
 
 /* ---- curl_answer.c: checking a response's headers, taking its body ---- */
 
+/* The version @r is pinned to now: its lazy pin's once that is set, else
+ * what the submitter gave (if_match, pin_mtime).  Loop thread only. */
+void pf_creq_validators(const struct pf_creq *r, const char **if_match,
+			int64_t *pin_mtime);
 size_t on_header(char *line, size_t size, size_t n, void *arg);
 size_t on_body(char *p, size_t size, size_t n, void *arg);
 

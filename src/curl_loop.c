@@ -155,6 +155,8 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 	char range[64];
 	char hdr[256];
 	struct pf_creds_sig *sig = NULL;
+	const char *if_match;
+	int64_t pin_mtime;
 
 	if (left <= 0)
 		return -ETIMEDOUT;
@@ -245,11 +247,12 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 		pf_creds_sig_wipe(sig);
 		free(sig);
 	}
-	if (r->if_match) {
-		snprintf(hdr, sizeof(hdr), "If-Match: %s", r->if_match);
+	pf_creq_validators(r, &if_match, &pin_mtime);
+	if (if_match) {
+		snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
 		r->hdrs = curl_slist_append(r->hdrs, hdr);
-	} else if (r->pin_mtime > 0) {
-		time_t t = (time_t)r->pin_mtime;
+	} else if (pin_mtime > 0) {
+		time_t t = (time_t)pin_mtime;
 		struct tm tm;
 
 		gmtime_r(&t, &tm);
@@ -428,6 +431,9 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		err = -EIO;
 	} else if (rc == CURLE_OK) {
 		if (r->status == 412 || r->status == 416)
+			r->changed = 1;
+		/* a lazily pinned object gone since its listing */
+		if (r->pin && (r->status == 404 || r->status == 410))
 			r->changed = 1;
 		status_msg(r);
 		retry = status_retryable(r->status);

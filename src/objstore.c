@@ -40,6 +40,29 @@
  * times, ETags, the second they were learnt), so the listing cache can be
  * written out and read back as it is.
  *
+ * A listing that gives the exact size but no version (nginx's HTML index:
+ * minutes, no ETag) is trusted for an open as a version-giving one is,
+ * within revalidate of the listing: the open reports the listing's size
+ * and time and makes no request, and the version is pinned lazily by the
+ * first ranged GET's answer (struct lpin, a struct pf_cpin the curl loop
+ * fills: its ETag, else its Last-Modified; its Content-Range total must
+ * be the size the open reported).  Every later answer of every open that
+ * shares the pin is checked against it and every later try carries
+ * If-Match, as for a version pinned at open; the first answer's version
+ * is then written into the entry (lazy_record(), on the loop thread,
+ * under o->lock), so later opens pin it without a request.  All opens of
+ * an entry made before its version is known share its one lpin, so the
+ * blocks the engine keeps for the entry's st_mtim are of one version;
+ * when an ETag pins, the entry keeps that st_mtim (and a HEAD that finds
+ * the same ETag keeps it too), so a later open keeps those blocks.  A
+ * read that finds the object changed (another size, ETag or Last-Modified,
+ * 412, 416: -EIO; or gone, 404: -ENOENT) sets ent->head: the next open
+ * makes a HEAD.  An ETag-less server pinned by Last-Modified gives the
+ * entry that exact time, so the next open reports another st_mtim and
+ * the blocks read so far are dropped once.  Not with cache_dir, whose disk
+ * cache keeps blocks by the version an open reports across mounts: a
+ * listing's minute would not tell a replacement of the same size.
+ *
  * With cfg->listings (a file in -o cache_dir, named by main.c) the
  * listings outlive the mount: the mount still lists the root (the check
  * that the source answers; unreachable fails the mount as without the
@@ -87,6 +110,7 @@ struct pf_bfile {
 	char etag[128];
 	int64_t size;
 	int64_t mtime;		/* pinned Last-Modified when no etag */
+	struct lpin *lazy;	/* pinned by the first GET, or NULL */
 };
 
 /* One bio's request. */
@@ -127,6 +151,9 @@ static int head(struct obj *o, const char *path, struct pf_creq *r,
 static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
 {
 	char *etag = r->etag[0] ? strdup(r->etag) : NULL;
+	/* the version pinned before: it keeps its st_mtim (see DESIGN) */
+	bool same = etag && e->etag && strcmp(etag, e->etag) == 0 &&
+		    e->size == r->size;
 
 	if (e->etag)
 		o->list_bytes -= strlen(e->etag) + 1;
@@ -134,12 +161,34 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
 	e->etag = etag;
 	if (etag)
 		o->list_bytes += strlen(etag) + 1;
-	e->nsec = etag_nsec(etag);
+	if (!same) {
+		e->nsec = etag_nsec(etag);
+		if (r->mtime > 0)
+			e->mtime = r->mtime;
+	}
 	e->size = r->size;
-	if (r->mtime > 0)
-		e->mtime = r->mtime;
 	e->seen = mono_s();
+	e->head = false;
+	lpin_put(e->lazy);
+	e->lazy = NULL;
 	o->dirty = true;	/* the listings file keeps it too */
+}
+
+/*
+ * May an open of @e (in @d, under o->lock) answer from the listing and
+ * pin the version from its first GET?  Only for a listing that gave the
+ * exact size and no version (nginx's HTML index), young enough to be
+ * trusted as a version-giving one is, and only without cache_dir: the
+ * disk cache keeps blocks by the version an open reports, and a lazy open
+ * reports the listing's size and minute.
+ */
+static bool lazy_ok(const struct obj *o, const struct dir *d,
+		    const struct ent *e)
+{
+	return o->lazy_pins && o->kind == KIND_HTTP && !o->manifest &&
+	       o->revalidate_s && !e->is_dir && e->size >= 0 && e->seen < 0 &&
+	       !e->etag && !e->head &&
+	       mono_s() - d->learned < (int64_t)o->revalidate_s;
 }
 
 /*
@@ -147,7 +196,7 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
  * listing its directory if needed.  -ENOENT if there is none.
  */
 static int ent_get(struct obj *o, const char *path, struct ent *copy,
-		   char *etag)
+		   char *etag, struct lpin **lazy)
 {
 	char dirbuf[PATH_MAX];
 	const char *name = split(path, dirbuf, sizeof(dirbuf));
@@ -166,10 +215,23 @@ static int ent_get(struct obj *o, const char *path, struct ent *copy,
 	*copy = *e;
 	copy->name = NULL;
 	copy->etag = NULL;
+	copy->lazy = NULL;
 	etag[0] = '\0';
 	if (e->etag) {
 		snprintf(etag, 128, "%s", e->etag);
 		copy->etag = etag;
+	}
+	if (lazy && lazy_ok(o, d, e)) {
+		/* every open until the version is known shares one pin */
+		if (!e->lazy) {
+			e->lazy = calloc(1, sizeof(*e->lazy));
+			if (e->lazy)
+				atomic_init(&e->lazy->refs, 1);
+		}
+		if (e->lazy) {
+			atomic_fetch_add(&e->lazy->refs, 1);
+			*lazy = e->lazy;
+		}
 	}
 	pthread_mutex_unlock(&o->lock);
 	return 0;
@@ -211,7 +273,7 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 		fill_stat(st, &root, o->mount_time);
 		return 0;
 	}
-	ret = ent_get(o, path, &copy, etag);
+	ret = ent_get(o, path, &copy, etag, NULL);
 	if (ret < 0)
 		return ret;
 	if (!copy.is_dir && copy.size < 0) {
@@ -284,46 +346,69 @@ static int obj_readlink(struct pf_backend *be, const char *path, char *buf,
 
 /*
  * Pins the version of @path: from its listing entry when that gave one
- * and it is younger than -o revalidate (no request), else with a HEAD.
+ * and it is younger than -o revalidate (no request); lazily, from the
+ * first GET, when the listing gave only the size (lazy_ok()); else with a
+ * HEAD.
  */
 static int obj_open(struct pf_backend *be, const char *path,
 		    struct pf_bfile **out, struct stat *st)
 {
 	struct obj *o = (struct obj *)be;
+	struct lpin *lazy = NULL;
 	struct pf_bfile *f;
 	struct pf_creq r;
 	char url[URL_MAX];
 	struct ent e;
 	char etag[128];
+	int64_t pin_mtime;
 	int ret;
 
 	if (!*path)
 		return -EISDIR;
-	ret = ent_get(o, path, &e, etag);
+	ret = ent_get(o, path, &e, etag, &lazy);
 	if (ret < 0)
 		return ret;
-	if (e.is_dir)
-		return -EISDIR;
-	if (e.seen >= 0 && e.size >= 0 && o->revalidate_s &&
-	    mono_s() - e.seen < (int64_t)o->revalidate_s) {
+	if (e.is_dir) {
+		ret = -EISDIR;
+		goto out;
+	}
+	pin_mtime = e.mtime;
+	if (lazy) {
+		/* the listing's size and time; the version comes later */
+		ret = url_of(o, path, url, sizeof(url));
+		if (ret < 0)
+			goto out;
+		pin_mtime = -1;
+	} else if (e.seen >= 0 && e.size >= 0 && o->revalidate_s &&
+		   mono_s() - e.seen < (int64_t)o->revalidate_s) {
 		ret = url_of(o, path, url, sizeof(url));
 		if (ret < 0)
 			return ret;
 	} else {
+		/* the version pinned before keeps its st_mtim (ent_pin) */
+		bool same;
+
 		ret = head_pin(o, path, &r, url, sizeof(url));
 		if (ret < 0) {
 			log_fail("cannot open", path, &r, ret);
 			return ret;
 		}
+		same = etag[0] && strcmp(etag, r.etag) == 0 &&
+		       e.size == r.size;
 		snprintf(etag, sizeof(etag), "%s", r.etag);
 		e.size = r.size;
 		/* no Last-Modified: nothing to pin by but the size */
-		e.mtime = r.mtime > 0 ? r.mtime : -1;
-		e.nsec = etag_nsec(etag);
+		pin_mtime = r.mtime > 0 ? r.mtime : -1;
+		if (!same) {
+			e.mtime = pin_mtime;
+			e.nsec = etag_nsec(etag);
+		}
 	}
 	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
+	if (!f) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	f->o = o;
 	f->path = strdup(path);
 	f->url = strdup(url);
@@ -331,26 +416,33 @@ static int obj_open(struct pf_backend *be, const char *path,
 		free(f->path);
 		free(f->url);
 		free(f);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	snprintf(f->etag, sizeof(f->etag), "%s", etag);
 	f->size = e.size;
-	f->mtime = e.mtime;
+	f->mtime = pin_mtime;
+	f->lazy = lazy;
+	lazy = NULL;
 	fill_stat(st, &e, o->mount_time);
 	*out = f;
-	return 0;
+	ret = 0;
+out:
+	lpin_put(lazy);
+	return ret;
 }
 
 static void obj_close(struct pf_backend *be, struct pf_bfile *f)
 {
 	(void)be;
+	lpin_put(f->lazy);
 	free(f->path);
 	free(f->url);
 	free(f);
 }
 
-/* A read found @path changed: its next open asks the server again,
- * however young its entry. */
+/* A read found @path changed: its next open asks the server again (a
+ * HEAD), however young its entry or listing. */
 static void ent_stale(struct obj *o, const char *path)
 {
 	char dirbuf[PATH_MAX];
@@ -361,9 +453,54 @@ static void ent_stale(struct obj *o, const char *path)
 	pthread_mutex_lock(&o->lock);
 	d = dir_find(o, dirbuf);
 	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
-	if (e)
+	if (e) {
 		e->seen = -1;
+		e->head = true;
+		lpin_put(e->lazy);
+		e->lazy = NULL;
+	}
 	pthread_mutex_unlock(&o->lock);
+}
+
+/*
+ * The first answer to a GET of @f pinned its lazy pin (loop thread): the
+ * entry takes that version, so that later opens pin it as if a HEAD had
+ * found it.  The entry keeps its st_mtim when an ETag pins (the engine
+ * and the kernel keep the blocks read so far); a Last-Modified pin is
+ * its time, which later opens send as If-Unmodified-Since.  Without
+ * either, the entry keeps sharing the pin.
+ */
+static void lazy_record(struct obj *o, struct pf_bfile *f)
+{
+	const struct pf_cpin *p = &f->lazy->cpin;
+	char dirbuf[PATH_MAX];
+	const char *name = split(f->path, dirbuf, sizeof(dirbuf));
+	char *etag = p->etag[0] ? strdup(p->etag) : NULL;
+	struct dir *d;
+	struct ent *e;
+
+	f->lazy->recorded = true;
+	if (!etag && p->mtime <= 0)
+		return;
+	pthread_mutex_lock(&o->lock);
+	d = dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	/* not if a read found it changed meanwhile (ent_stale) */
+	if (e && e->lazy == f->lazy && !e->etag) {
+		if (etag) {
+			e->etag = etag;
+			etag = NULL;
+			o->list_bytes += strlen(e->etag) + 1;
+		} else {
+			e->mtime = p->mtime;
+		}
+		e->seen = mono_s();
+		lpin_put(e->lazy);
+		e->lazy = NULL;
+		o->dirty = true;
+	}
+	pthread_mutex_unlock(&o->lock);
+	free(etag);
 }
 
 static void oio_done(struct pf_creq *r, int err)
@@ -378,6 +515,9 @@ static void oio_done(struct pf_creq *r, int err)
 			strerror(-err), r->errmsg[0] ? r->errmsg : "no detail");
 	if (r->changed)
 		ent_stale(io->f->o, io->f->path);
+	else if (io->f->lazy && io->f->lazy->cpin.pinned &&
+		 !io->f->lazy->recorded)
+		lazy_record(io->f->o, io->f);
 	free(r->buf);
 	free(io);
 	bio->done(bio, res);
@@ -415,6 +555,7 @@ static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
 	io->r.if_match = f->etag[0] ? f->etag : NULL;
 	io->r.pin_size = f->size;
 	io->r.pin_mtime = f->etag[0] ? -1 : f->mtime;
+	io->r.pin = f->lazy ? &f->lazy->cpin : NULL;
 	io->r.done = oio_done;
 	ret = pf_curl_submit(o->curl, &io->r);
 	if (ret < 0)
@@ -708,6 +849,7 @@ static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
 			struct obj *o)
 {
 	o->revalidate_s = cfg->revalidate_s;
+	o->lazy_pins = !cfg->listings;
 	o->list_max = cfg->list_max ? cfg->list_max : LIST_MAX_DEFAULT;
 	memset(cc, 0, sizeof(*cc));
 	cc->max_conns = cfg->max_conns;

@@ -114,11 +114,19 @@ long etag_nsec(const char *etag)
 	return etag && etag[0] ? (long)(pf_hash_str(etag) % 1000000000u) : 0;
 }
 
+/* Drops a reference to @p (any thread; NULL is none). */
+void lpin_put(struct lpin *p)
+{
+	if (p && atomic_fetch_sub(&p->refs, 1) == 1)
+		free(p);
+}
+
 void ents_free(struct ent *ents, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(ents[i].name);
 		free(ents[i].etag);
+		lpin_put(ents[i].lazy);
 	}
 	free(ents);
 }
@@ -154,6 +162,8 @@ int listing_add(struct listing *l, const char *name, int is_dir,
 	l->ents[l->n].mtime = mtime;
 	l->ents[l->n].seen = -1;
 	l->ents[l->n].nsec = 0;
+	l->ents[l->n].lazy = NULL;
+	l->ents[l->n].head = false;
 	l->n++;
 	l->bytes += more;
 	return 0;

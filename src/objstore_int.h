@@ -14,6 +14,7 @@
 #define PF_OBJSTORE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,6 +55,22 @@ struct ent {
 				 * -1: size and mtime are not a version
 				 * (an HTML index: minutes, rounded sizes) */
 	long nsec;		/* st_mtim.tv_nsec: a hash of the ETag */
+	struct lpin *lazy;	/* the lazy pin its opens share, or NULL */
+	bool head;		/* a read found it changed: the next open
+				 * makes a HEAD, lazy or not */
+};
+
+/*
+ * A lazy pin (see objstore.c): the version of a file opened from a listing
+ * that gave its size but no version, learnt from the first ranged GET's
+ * answer.  Shared by the entry and every open made from it, counted by
+ * refs; cpin and recorded belong to the curl loop's thread once a GET
+ * points to it.
+ */
+struct lpin {
+	struct pf_cpin cpin;
+	atomic_int refs;
+	bool recorded;		/* its version was written into the entry */
 };
 
 struct dir {
@@ -85,6 +102,7 @@ struct obj {
 	size_t ndirs;
 	int64_t mount_time;	/* stands in for unknown times */
 	unsigned revalidate_s;	/* see struct ent */
+	bool lazy_pins;		/* opens may pin lazily (no cache_dir) */
 	size_t list_bytes;	/* memory of every listing kept */
 	size_t list_max;	/* list_bytes at most */
 
@@ -128,6 +146,7 @@ struct dir *dir_add(struct obj *o, const char *path);
 int64_t mono_s(void);
 long etag_nsec(const char *etag);
 void ents_free(struct ent *ents, size_t n);
+void lpin_put(struct lpin *p);
 int listing_add(struct listing *l, const char *name, int is_dir,
 		int64_t size, int64_t mtime);
 void listing_finish(struct listing *l, const char *dir);

@@ -176,17 +176,53 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 
 /* ---- read-ahead ------------------------------------------------------ */
 
+/* Where the pieces of @st's first window end; 0: it has none. */
+static uint64_t pieces_end(const struct pf_engine *e,
+			   const struct pf_stream *st,
+			   const struct pf_plan_cfg *pc)
+{
+	uint64_t z = 0;
+	uint64_t next = pf_plan_piece_end(st, pc, e->bs, 0);
+
+	while (next) {
+		z = next;
+		next = pf_plan_piece_end(st, pc, e->bs, z);
+	}
+	return z;
+}
+
+/* Is a fetch filling some block of @f below @z? */
+static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
+			   uint64_t z)
+{
+	for (uint64_t idx = 0; idx < (z + e->bs - 1) >> e->bshift; idx++) {
+		const struct block *b = block_find(e, f, idx);
+
+		if (b && b->busy)
+			return true;
+	}
+	return false;
+}
+
 /*
  * cover_range() for read-ahead, closing the fetch being built at the ends
  * of the pieces pf_plan_piece_end() asks for (a file's first window).
+ * Of the rest of that window (the second batch, not needed before the
+ * reader's first compute), one fetch_size goes out with the pieces, so
+ * that the second batch's first byte latency overlaps the first batch,
+ * and the rest once the pieces have landed, while other streams fetch
+ * too (several readers starting at once): it would take bandwidth from
+ * every reader's first batch.  A lone reader (a scan) gets it at once.
  */
 static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			     const struct pf_stream *st,
+			     const struct engine_stream *s,
 			     const struct pf_plan_cfg *pc, uint64_t off,
 			     uint64_t end, struct cover *c,
 			     struct fetch_builder *fb, struct deferred *later)
 {
 	uint64_t pend = pf_plan_piece_end(st, pc, e->bs, off);
+	uint64_t z = pieces_end(e, st, pc);
 
 	while (pend && pend < end) {
 		uint64_t reached = cover_range(e, f, off, pend, c, fb, later);
@@ -196,6 +232,19 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			return reached;
 		off = pend;
 		pend = pf_plan_piece_end(st, pc, e->bs, off);
+	}
+	if (!pend && z && off >= z && off <= z + e->cfg.fetch_size &&
+	    z + e->cfg.fetch_size < end) {
+		uint64_t d = z + e->cfg.fetch_size;
+		uint64_t reached = cover_range(e, f, off, d, c, fb, later);
+
+		fetch_builder_flush(e, fb, later);
+		if (reached < d)
+			return reached;
+		off = d;
+		if (e->inflight + e->queued > s->inflight &&
+		    fetching_below(e, f, z))
+			return off;
 	}
 	return cover_range(e, f, off, end, c, fb, later);
 }
@@ -238,7 +287,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			continue;
 		if (off < s->plan.planned_upto)
 			off = s->plan.planned_upto;
-		reached = cover_pieces(e, f, st, &pc, off, end, &c, &fb,
+		reached = cover_pieces(e, f, st, s, &pc, off, end, &c, &fb,
 				       later);
 		if (reached > off)
 			s->plan.planned_upto = reached;

@@ -1,9 +1,10 @@
 /*
  * check_readahead.c - read-ahead planned by the engine (readahead.c):
  * sequential windows, the early window of a reader from offset zero (its
- * first half in pieces) and none elsewhere, waits in it that leave the
- * depth alone, many fetches in flight (max_inflight of fetch_size, and
- * shorter ones within the same bytes), the stats file's streams.
+ * first half in pieces, most of the rest once they landed) and none
+ * elsewhere, waits in it that leave the depth alone, many fetches in
+ * flight (max_inflight of fetch_size, and shorter ones within the same
+ * bytes), the stats file's streams.
  */
 #include "engine_harness.h"
 
@@ -69,11 +70,60 @@ START_TEST(test_early_start_from_offset_zero)
 }
 END_TEST
 
+/* The bytes of file "a" pending at the backend in [from, to); *n: how
+ * many fetches. */
+static uint64_t pending_in(uint64_t from, uint64_t to, unsigned *n)
+{
+	uint64_t covered = 0;
+
+	*n = 0;
+	pthread_mutex_lock(&tb.lock);
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < b->iovcnt; i++)
+			len += b->iov[i].iov_len;
+		if ((struct tfile *)b->file != &tb.files[0] || b->off < from ||
+		    b->off >= to)
+			continue;
+		covered += len;
+		(*n)++;
+	}
+	pthread_mutex_unlock(&tb.lock);
+	return covered;
+}
+
+/* Completes one pending fetch of file "a" that starts below @to: 1 if
+ * there was one. */
+static unsigned complete_one_below(uint64_t to)
+{
+	struct pf_bio **pp;
+	struct pf_bio *b;
+
+	pthread_mutex_lock(&tb.lock);
+	for (pp = &tb.pending; *pp && ((*pp)->off >= to ||
+				       (struct tfile *)(*pp)->file !=
+					       &tb.files[0]);
+	     pp = &(*pp)->bnext)
+		;
+	b = *pp;
+	if (b) {
+		*pp = b->bnext;
+		tb.npending--;
+	}
+	pthread_mutex_unlock(&tb.lock);
+	if (!b)
+		return 0;
+	complete(b);
+	return 1;
+}
+
 /*
  * The first half of the early window goes out in pieces of an eighth of
  * min_window (1 MiB here), all at once: the READs that follow the first
  * one are answered as their own piece lands, not when a fetch_size fetch
- * holding them does.
+ * holding them does.  With fetch_size as large as min_window, the rest of
+ * the window goes with them.
  */
 START_TEST(test_early_window_in_pieces)
 {
@@ -99,6 +149,68 @@ START_TEST(test_early_window_in_pieces)
 	ck_assert_uint_eq(small, 4);
 	/* the whole early window was asked for at once */
 	ck_assert_uint_eq(covered, (1u << 20) + (128 << 10));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
+}
+END_TEST
+
+/*
+ * min_window 4 MiB, fetch_size 1 MiB, another file being read: with the
+ * pieces (up to 2 MiB), one fetch_size of the early window's second half
+ * goes out; the rest of it once the pieces have landed, so that it does
+ * not take bandwidth from them while other readers start too.
+ */
+START_TEST(test_early_second_half_waits_for_pieces)
+{
+	const uint64_t z = 2u << 20;
+	struct pf_efile *bf = pf_efile_new(eng, "b", 9);
+	struct stat st;
+	unsigned n;
+
+	/* the other reader: a READ in the middle of "b", still in flight */
+	ck_assert_ptr_nonnull(bf);
+	ck_assert_int_eq(pf_efile_open(bf, &st), 0);
+	memset(rq2, 0, offsetof(struct treq, buf));
+	pf_engine_read(bf, 5u << 20, 128 << 10, t_reply, rq2);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	/* the READ and the pieces: 2 MiB in 512 KiB pieces */
+	ck_assert_uint_eq(pending_in(0, z, &n), z);
+	ck_assert_uint_eq(n, 5);
+	/* one fetch of the second half, nothing past it */
+	ck_assert_uint_eq(pending_in(z, z + (1u << 20), &n), 1u << 20);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(pending_in(z + (1u << 20), FSIZE, &n), 0);
+	/* the pieces but one land: still nothing past that fetch */
+	while (pending_in(0, z, &n) && n > 1)
+		ck_assert_uint_eq(complete_one_below(z), 1);
+	ck_assert_uint_eq(pending_in(z + (1u << 20), FSIZE, &n), 0);
+	/* the last piece lands: then the rest of the window */
+	ck_assert_uint_eq(complete_one_below(z), 1);
+	ck_assert_uint_eq(pending_in(z + (1u << 20), FSIZE, &n),
+			  (4u << 20) + (128 << 10) - z - (1u << 20));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
+	complete_until_idle();
+	ck_assert(rq2->done);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[2].data + (5u << 20),
+				128 << 10), 0);
+	pf_efile_close(bf);
+	pf_efile_put(bf);
+}
+END_TEST
+
+/* A lone reader (a scan: nothing else in flight) gets its whole early
+ * window at once. */
+START_TEST(test_early_window_lone_reader)
+{
+	unsigned n;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	ck_assert_uint_eq(pending_in(0, FSIZE, &n), (4u << 20) + (128 << 10));
 	while (!rq->done)
 		ck_assert_uint_gt(complete_pending(), 0);
 	assert_bytes(rq, 0, 128 << 10);
@@ -222,6 +334,13 @@ START_TEST(test_stats_json)
 }
 END_TEST
 
+static void setup_early4(void)
+{
+	setup_min_window = 4u << 20;
+	setup_with(256u << 20, 1, 16, 0);
+	setup_min_window = 1u << 20;
+}
+
 static void setup_prefetch_fake(void)
 {
 	fake_clock = 1;
@@ -243,6 +362,13 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_early_window_in_pieces);
 	tcase_add_test(tc, test_wait_for_readahead_is_not_a_hit);
 	tcase_add_test(tc, test_no_early_start_elsewhere);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("early");
+	tcase_add_checked_fixture(tc, setup_early4, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_early_second_half_waits_for_pieces);
+	tcase_add_test(tc, test_early_window_lone_reader);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("depth");

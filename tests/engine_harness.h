@@ -484,6 +484,9 @@ static void advance_ms(unsigned ms)
 	__atomic_add_fetch(&fake_ns, (uint64_t)ms * 1000000u, __ATOMIC_RELEASE);
 }
 
+/* min_window of the engines harness_cfg() configures */
+static uint64_t setup_min_window = 1u << 20;
+
 /* The configuration the suites start from (on the fake clock if
  * fake_clock). */
 static void harness_cfg(struct pf_engine_cfg *cfg, uint64_t max_memory,
@@ -492,7 +495,7 @@ static void harness_cfg(struct pf_engine_cfg *cfg, uint64_t max_memory,
 	pf_engine_cfg_default(cfg, 8ull << 30);
 	cfg->max_memory = max_memory;
 	cfg->max_inflight = inflight;
-	cfg->min_window = 1u << 20;
+	cfg->min_window = setup_min_window;
 	if (fake_clock) {
 		fake_ns = 1000000000ull;
 		cfg->now_ns = t_now;

@@ -32,7 +32,11 @@
 # turns the kernel's read-ahead off (POSIX_FADV_RANDOM) make each pread of
 # 64 KiB one READ and one ranged GET.  Each case has files of its own, so
 # that no cache (kernel or daemon) hides a request.  The daemons run in the
-# foreground (-f) so that their log lines can be checked.
+# foreground (-f) so that their log lines can be checked.  Mount A has
+# revalidate=0, so that every open pins its version with a HEAD (the faults
+# of 1 and 7 include that HEAD's, and 3 and 6 look at If-Match from the
+# first GET on); opens pinned by their first GET (nginx's HTML index
+# within revalidate): tests/mount_lazypin.sh.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -172,7 +176,7 @@ secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
 
 faultd_start "$SRC" || { fail "faultd start"; finish; }
 ok "faultd serves $SRC on $U"
-OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2
+OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2,revalidate=0
 pf_mount_ready "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
 ok "mounted $U/ on $MA (-o $OPTS)"
 RETRIES=3

@@ -13,6 +13,9 @@
 #      since the listing was stored
 #   6. a relative cache_dir, the daemon in the background (it changes to
 #      /): the listings file is written in that dir
+#   7. without cache_dir: the root's listing at mount (the check that the
+#      source answers) serves ls and the first open; a directory is listed
+#      once; no HEAD
 #   5. over s3rver (ListObjectsV2: ETags): the remount serves stat and
 #      reads of a stored directory with one request, the root listing (the
 #      daemon's count: s3rver logs no request lines)
@@ -129,6 +132,22 @@ check "6. relative cache_dir: byte-exact" all_same "$WORK/mnt-bg"
 pf_umount "$WORK/mnt-bg" || fail "unmount"
 check "6. relative cache_dir: the listings file is in it" \
 	[ "$(ls "$WORK"/relcache/listings-* 2>/dev/null | wc -l)" -eq 1 ]
+
+# ---- 7. without cache_dir: the mount's root listing is the one kept -----------
+n=$(lines)
+pf_mount_ready "$NGINX_URL" "$M" || { fail "mount without cache_dir"; finish; }
+ls -l "$M" >/dev/null
+check "7. byte-exact" cmp -s "$SRC/r.bin" "$M/r.bin"
+ls -l "$M/d1" >/dev/null
+ls -l "$M/d1" "$M" >/dev/null
+since "$n" >"$WORK/log7"
+check "7. the root is listed once, at mount: ls and open use that listing" \
+	[ "$(grep -c '"GET / HTTP' "$WORK/log7")" -eq 1 ]
+check "7. a directory is listed once" \
+	[ "$(grep -c '"GET /d1/ HTTP' "$WORK/log7")" -eq 1 ]
+check "7. no HEAD (the JSON index pins the version)" \
+	[ "$(grep -c '"HEAD ' "$WORK/log7")" -eq 0 ]
+pf_umount "$M" || fail "unmount"
 nginx_stop
 
 # ---- 5. over S3 ------------------------------------------------------------------
