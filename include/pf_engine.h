@@ -108,8 +108,8 @@ void pf_engine_free(struct pf_engine *e);
  * the call only).  The front end gives them to the kernel's page cache, so
  * the reader's read()s and page faults never reach the daemon for them.
  *
- * The last page of every fetch that ends at a batch boundary is held back
- * as a tripwire: the reader's READ of it tells the engine that the stream
+ * The last page of every fetch that ends at a half batch is held back as a
+ * tripwire: the reader's READ of it tells the engine that the stream
  * consumed the pushed bytes before it, so the stream, its batch and its
  * windows move on although those bytes produced no READs.  It comes as the
  * reader finishes a batch, so the refill overlaps the reader's compute.

@@ -10,13 +10,9 @@
  * locks held by READs in flight, which other threads answer), then unpins
  * the blocks under the lock.  The queue holds 32 fetches at most
  * (pushq_cap()): its blocks are pinned.  The last page of every fetch
- * ending at a batch boundary is held back as a tripwire: its READ shows
- * that the reader consumed the pushed bytes before it (tripwire()), so the
- * stream's windows move on although those bytes produced no READs.  A
- * fetch whose stream has read past its start by the time the pusher gets
- * to it (the pusher fell behind, and the reader's READs fetched those
- * pages into its page cache) is pushed from the stream's frontier on, or
- * not at all (push_from()).
+ * ending at a half-batch boundary is held back as a tripwire: its READ
+ * shows that the reader consumed the pushed bytes before it (tripwire()),
+ * so the stream's windows move on although those bytes produced no READs.
  *
  * Threads: the pusher thread (pusher_main) and, for push_wanted(),
  * push_enqueue() and tripwire(), the threads that complete fetches and make
@@ -29,24 +25,11 @@
 #include "pf_pool.h"
 #include "engine_int.h"
 
-/*
- * Tripwires one batch apart: the READ of each comes as the reader ends a
- * batch, which is where the planner refills the windows (pf_plan_ahead():
- * a burst of a batch's bytes) and where the pushed bytes behind it can go
- * back to the pool.  Each tripwire costs the reader a round trip through
- * the daemon, on its critical path: with four readers on two busy cores,
- * 124 of them per 512 MiB reader (a tripwire every half batch) were most of
- * its wait after the first batch.  One a batch still shows every burst
- * (each READ comes after a compute gap and covers one batch), so the batch
- * learned stays the reader's; fewer than that would be learned as a longer
- * batch.  Between one and eight fetches apart: a stream's bytes consumed
- * but not yet seen by the engine stay in memory until the next tripwire.
- */
 static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 {
 	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
 						     ft->stream);
-	uint64_t n = st ? st->batch / e->cfg.fetch_size : 1;
+	uint64_t n = st ? st->batch / (2 * e->cfg.fetch_size) : 1;
 
 	if (n < 1)
 		n = 1;
@@ -102,7 +85,11 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 /* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
 void push_enqueue(struct pf_engine *e, struct fetch *ft)
 {
-	/* a tripwire a batch (trip_interval()); others are pushed whole */
+	/*
+	 * Tripwires every half batch (between one and eight fetches apart):
+	 * enough READs for the tracker to follow the stream and see its
+	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
+	 */
 	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
 	ft->qnext = NULL;
 	if (e->pushq_tail)
@@ -115,62 +102,27 @@ void push_enqueue(struct pf_engine *e, struct fetch *ft)
 }
 
 /*
- * Under the lock: where the push of @ft starts.  Its stream's frontier may
- * be past its start already: under load the pusher falls behind, and the
- * reader, finding pages not pushed yet, has its READs fetch them into its
- * page cache (the daemon answers them from these blocks).  Pushing those
- * pages again would copy them for nothing, on the CPU the pusher lacked.
- * From the page holding the frontier on, then; the fetch's end when the
- * reader passed all of it.
- */
-static uint64_t push_from(const struct fetch *ft)
-{
-	const struct pf_stream *st;
-	uint64_t end = ft->off + ft->len;
-	uint64_t from;
-
-	if (!ft->file->tracker)
-		return ft->off;
-	st = pf_tracker_find(ft->file->tracker, ft->stream);
-	if (!st || st->next_off <= ft->off)
-		return ft->off;
-	from = st->next_off & ~(uint64_t)(PAGE_BYTES - 1);
-	return from < end ? from : end;
-}
-
-/*
- * Push bytes [from, end) of one fetch but for its tripwire page, the last
- * one (lock not held).  The last: a batch ends at a tripwire boundary, so
- * the READ of the tripwire comes as the reader finishes a batch and its
- * compute starts, and the refill it brings overlaps the compute, not the
- * next batch's reads.  Returns the bytes pushed.
+ * Push one fetch's bytes but for its tripwire page, the last one (lock not
+ * held).  The last: a batch ends at a tripwire boundary, so the READ of the
+ * tripwire comes as the reader finishes a batch and its compute starts,
+ * and the refill it brings overlaps the compute, not the next batch's reads.
  */
 static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
-			 uint64_t from, struct iovec *iov)
+			 struct iovec *iov)
 {
 	uint64_t keep = ft->trip ? ft->len - PAGE_BYTES : ft->len;
-	uint64_t skip = from - ft->off;
-	uint64_t pos = 0;
 	uint64_t bytes = 0;
 	int cnt = 0;
 
-	/* the part of each block's piece [pos, pos + len) in [skip, keep) */
-	for (unsigned i = 0; i < ft->nblk && pos < keep; i++) {
-		uint64_t len = ft->iov[i].iov_len;
-		uint64_t lo = pos > skip ? pos : skip;
-		uint64_t hi = pos + len < keep ? pos + len : keep;
+	for (unsigned i = 0; i < ft->nblk && bytes < keep; i++) {
+		struct iovec v = ft->iov[i];
 
-		if (lo < hi) {
-			iov[cnt].iov_base = (char *)ft->iov[i].iov_base +
-					    (lo - pos);
-			iov[cnt].iov_len = hi - lo;
-			cnt++;
-			bytes += hi - lo;
-		}
-		pos += len;
+		if (v.iov_len > keep - bytes)
+			v.iov_len = keep - bytes;
+		iov[cnt++] = v;
+		bytes += v.iov_len;
 	}
-	if (cnt)
-		e->push_fn(e->push_arg, ft->file->tag, from, iov, cnt);
+	e->push_fn(e->push_arg, ft->file->tag, ft->off, iov, cnt);
 	return bytes;
 }
 
@@ -186,7 +138,6 @@ static void *pusher_main(void *arg)
 		struct fetch *ft;
 		struct engine_stream *es;
 		uint64_t bytes = 0;
-		uint64_t from;
 		bool stop;
 
 		while (!e->pushq && !e->push_stop)
@@ -204,12 +155,11 @@ static void *pusher_main(void *arg)
 		 * since has had its page cache dropped, or soon will */
 		stop = e->push_stop || !iov || ft->bfref != ft->file->cur ||
 		       ft->file->stale;
-		from = push_from(ft);
 		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 
 		if (!stop)
-			bytes = push_one(e, ft, from, iov);
+			bytes = push_one(e, ft, iov);
 
 		pthread_mutex_lock(&e->lock);
 		if (e->pushing) {
@@ -275,7 +225,7 @@ void pf_engine_stop_push(struct pf_engine *e)
  * A READ ahead of a sequential stream's frontier, where every byte between
  * the frontier and the READ was pushed to the page cache: the reader read
  * those bytes there, without READs (the tripwire pages make sure it comes
- * back every batch).  Returns the offset the tracker should see the
+ * back every fetch_size).  Returns the offset the tracker should see the
  * READ start at: the frontier of that stream, so the pushed bytes and this
  * READ count as one contiguous READ; else @off unchanged.
  */
