@@ -148,11 +148,20 @@ check "[dir] Python's reads of 1000 bytes of a 32 MiB file came as $((r1 - r0)) 
 
 # 5. a plan: the records of rec/ in a declared order, read as declared
 g python3 - "$M" "$SRC" >"$WORK/plan.out" 2>&1 <<'EOF'
-import json, os, sys
+import json, os, sys, time
 m, src = sys.argv[1:3]
 order = [5, 2, 7, 0, 3, 6, 1, 4]
 fd = os.open(m + "/.prefetchfs/plan", os.O_WRONLY)
 os.write(fd, "".join("rec/r%d.bin\n" % i for i in order).encode())
+# the follower fetches ahead of the reader: give it the time it needs on
+# a loaded machine (a reader first would fetch every file itself)
+for _ in range(400):
+    with open(m + "/.prefetchfs/stats") as f:
+        p = json.load(f)["plans"]
+    p = p if isinstance(p, list) else p.get("active", [])
+    if any(x.get("fetched", 0) > 0 for x in p):
+        break
+    time.sleep(0.05)
 bad = 0
 for i in order:
     with open("%s/rec/r%d.bin" % (m, i), "rb") as a, open("%s/rec/r%d.bin" % (src, i), "rb") as b:
