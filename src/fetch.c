@@ -87,20 +87,27 @@ void bfile_ref_put(struct bfile_ref *r)
 	}
 }
 
-/*
- * Submit @ft after the fetches collected so far: in the order they were
- * built, which is each planner's order, nearest its reader first (a READ's
- * own fetch, then its stream's read-ahead from the frontier on).  The
- * backend starts them in the order submitted.
- */
-static void deferred_submit(struct deferred *later, struct fetch *ft)
+/* @ft goes last on the FIFO of fetches @head / @tail (through qnext). */
+static void fetchq_push(struct fetch **head, struct fetch **tail,
+			struct fetch *ft)
 {
 	ft->qnext = NULL;
-	if (later->submit_tail)
-		later->submit_tail->qnext = ft;
+	if (*tail)
+		(*tail)->qnext = ft;
 	else
-		later->submit = ft;
-	later->submit_tail = ft;
+		*head = ft;
+	*tail = ft;
+}
+
+/* The first fetch of the FIFO @head / @tail, taken off it (not empty). */
+static struct fetch *fetchq_pop(struct fetch **head, struct fetch **tail)
+{
+	struct fetch *ft = *head;
+
+	*head = ft->qnext;
+	if (!*head)
+		*tail = NULL;
+	return ft;
 }
 
 /* Hand the fetch being built to the dispatcher (under the lock). */
@@ -131,14 +138,13 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	e->inflight_bytes += ft->len;
 	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
-		deferred_submit(later, ft);
+		/* submitted in the order built, which is each planner's
+		 * order, nearest its reader first (a READ's own fetch, then
+		 * its stream's read-ahead from the frontier on); the backend
+		 * starts them in that order */
+		fetchq_push(&later->submit, &later->submit_tail, ft);
 	} else {
-		ft->qnext = NULL;
-		if (e->queue_tail)
-			e->queue_tail->qnext = ft;
-		else
-			e->queue = ft;
-		e->queue_tail = ft;
+		fetchq_push(&e->queue, &e->queue_tail, ft);
 		e->queued++;
 	}
 	if (pf_trace_on()) {
@@ -368,12 +374,10 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 {
 	while (later->submit || later->reply) {
 		if (later->submit) {
-			struct fetch *ft = later->submit;
+			struct fetch *ft = fetchq_pop(&later->submit,
+						      &later->submit_tail);
 			int ret;
 
-			later->submit = ft->qnext;
-			if (!later->submit)
-				later->submit_tail = NULL;
 			ret = pf_backend_submit(e->be, &ft->bio);
 			if (ret < 0)
 				fetch_done(&ft->bio, ret);
@@ -468,11 +472,8 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	/* a freed slot: the next queued demand fetch goes out, before the
 	 * read-ahead planned below */
 	if (e->queue) {
-		struct fetch *q = e->queue;
+		struct fetch *q = fetchq_pop(&e->queue, &e->queue_tail);
 
-		e->queue = q->qnext;
-		if (!e->queue)
-			e->queue_tail = NULL;
 		e->queued--;
 		e->inflight++;
 		q->qnext = later.submit;
