@@ -42,7 +42,6 @@
 need_fuse
 need_tools
 
-FAULTD=$HELPERS/faultd.py
 # the test runs python3 some hundred times: a version manager's shim (pyenv
 # takes most of a second a start) would make it slow; the system's will do
 if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null; then
@@ -65,28 +64,6 @@ mkfile "$SRC/c4.bin" $((3 << 20))	# c4: several MiB, cut in the middle
 cp "$SRC/c8.bin" "$SRC/c9.bin" "$SRC/c20.bin" "$ORIG/"	# (replaced by the test)
 
 # ---- faultd, the mounts, the reader -----------------------------------------
-
-# faultd_start ROOT: faultd on ROOT (stopped at exit); sets U (its URL
-# without the final /) and FAULTD_DIR
-faultd_start() {
-	local dir pid i
-	dir=$(_srv_dir faultd)
-	pid=$(_srv_spawn "$dir" python3 "$FAULTD" --port-file "$dir/port" \
-		--log-file "$dir/requests.jsonl" "$1")
-	for ((i = 0; i < 200; i++)); do
-		[ -s "$dir/port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ ! -s "$dir/port" ]; then
-		echo "faultd did not start; its log:"
-		cat "$dir/log"
-		return 1
-	fi
-	U=http://127.0.0.1:$(cat "$dir/port")
-	FAULTD_DIR=$dir
-}
-
 
 fault() { curl -sf "$U/_fault?$1" >/dev/null || fail "adding the rule $1"; }
 # reset: no rules, an empty request log
@@ -174,7 +151,8 @@ daemon_log() { echo "$WORK/daemon.$(basename "$1").log"; }
 now_s() { date +%s.%N; }
 secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
 
-faultd_start "$SRC" || { fail "faultd start"; finish; }
+faultd_start "$SRC" >/dev/null || { fail "faultd start"; finish; }
+U=$FAULTD_URL
 ok "faultd serves $SRC on $U"
 OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2,revalidate=0
 pf_mount_ready "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }

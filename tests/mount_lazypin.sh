@@ -31,7 +31,8 @@ mkdir -p "$SRC"
 for f in a s g u x c r; do mkfile "$SRC/$f.bin" $((8 << 20)); done
 mkfile "$SRC/w.bin" $((32 << 20))
 for f in s g u w; do cp "$SRC/$f.bin" "$WORK/$f.v1"; done
-fd_start U "$SRC"
+faultd_start "$SRC" >/dev/null || { fail "faultd"; finish; }
+U=$FAULTD_URL
 
 # lazy.py MODE FILE SRCFILE URL: open FILE, check that the open asked
 # nothing, change SRCFILE at the server (MODE), read; prints words

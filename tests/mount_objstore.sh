@@ -22,8 +22,10 @@ mkdir -p "$J/sub"
 for f in j1 j2 j3 t1 t2 t3; do mkfile "$J/$f.bin" $((1 << 20)); done
 for i in $(seq 40); do : >"$J/sub/file-with-a-long-name-$i.dat"; done
 cp "$J/j1.bin" "$WORK/j1.v1"
-fd_start UJ "$J" --json-index
-fd_start UD "$J" --json-index
+faultd_start "$J" --json-index >/dev/null || { fail "faultd"; finish; }
+UJ=$FAULTD_URL
+faultd_start "$J" --json-index >/dev/null || { fail "faultd"; finish; }
+UD=$FAULTD_URL
 
 # ---- 6. opens without round trips ---------------------------------------------
 # (the root is listed at mount: revalidate runs from before pf_mount_ready; 12 s

@@ -34,7 +34,8 @@ mkfile "$P/m2.bin" 524288
 mkfile "$P/c1.bin" $((8 << 20))
 printf 'm1.bin 1000\nm2.bin 2000000\n' >"$P/manifest.txt"
 cp "$P/c1.bin" "$WORK/c1.v1"
-fd_start UP "$P" --no-etag --plain-index
+faultd_start "$P" --no-etag --plain-index >/dev/null || { fail "faultd"; finish; }
+UP=$FAULTD_URL
 
 # ---- 1. an index without sizes --------------------------------------------
 M=$WORK/mnt-plain

@@ -1,37 +1,15 @@
-# The faultd helpers both object-store pin tests share
-# (tests/mount_objstore.sh, tests/mount_objstore_pins.sh): source it after
-# lib.sh and servers.sh.
-#   fd_start VAR ROOT [opts]  tests/helpers/faultd.py on ROOT, its URL in VAR
+# The faultd helpers the object-store pin tests share
+# (tests/mount_objstore.sh, tests/mount_objstore_pins.sh,
+# tests/mount_lazypin.sh): source it after lib.sh and servers.sh, whose
+# faultd_start starts the server.
 #   fault URL RULE / reset URL / nlog URL EXPR  add a fault rule / clear
 #                             rules and log / EXPR over the request log
 #   size_of FILE              its size (stat)
 #   rd1 MNT FILE OFF LEN REF [NEW]  one pread under guard: "ok", "short",
 #                             "wrong", "new" or "errno N", and its seconds
 # K64 (64 KiB) and SMALL (mount options: no prefetch, 64 KiB blocks).
-FAULTD=$HELPERS/faultd.py
 K64=65536
 SMALL="prefetch=off,fetch_size=64K,block_size=64K"
-
-# fd_start VAR ROOT [faultd options...]: faultd on ROOT, its URL (no final
-# /) in $VAR; stopped at exit by servers.sh
-fd_start() {
-	local var=$1 root=$2 dir pid i
-	shift 2
-	dir=$(_srv_dir faultd)
-	pid=$(_srv_spawn "$dir" python3 "$FAULTD" --port-file "$dir/port" "$@" "$root")
-	for ((i = 0; i < 200; i++)); do
-		[ -s "$dir/port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ ! -s "$dir/port" ]; then
-		echo "faultd did not start; its log:"
-		cat "$dir/log"
-		exit 1
-	fi
-	printf -v "$var" 'http://127.0.0.1:%s' "$(cat "$dir/port")"
-}
-
 
 # fault URL RULE; reset URL (no rules, an empty log); nlog URL EXPR: EXPR
 # over the request log L, H(name) the HEADs and G(name) the GETs of /name

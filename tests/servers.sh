@@ -36,6 +36,12 @@
 #       DELAY_URL (http://127.0.0.1:PORT), DELAY_PID, DELAY_DIR (its log:
 #       the first line says what it simulates, SIGUSR1 adds byte totals)
 #       and DELAY_DESC (that line without the addresses); prints DELAY_URL.
+#   faultd_start ROOT [FAULTD-OPTS...]
+#       tests/helpers/faultd.py serving the directory ROOT, faults and a
+#       request log on demand (its own usage tells the options), every
+#       request also appended to FAULTD_DIR/requests.jsonl.  Sets
+#       FAULTD_URL (http://127.0.0.1:PORT, no final /), FAULTD_PORT,
+#       FAULTD_PID, FAULTD_DIR (log, requests.jsonl); prints FAULTD_URL.
 #   nginx_stop / s3_stop
 #       stop the last nginx / S3 server started (to test a dead server);
 #       server_stop DIR stops the one whose NGINX_DIR or S3_DIR is DIR
@@ -150,6 +156,23 @@ _srv_wait() {
 	return 1
 }
 
+# _srv_port DIR PID NAME: wait (at most SRV_START_SECS) for a server that
+# picks its own port until it has written it to DIR/port; fail at once if
+# PID exits.  On failure prints NAME's log and stops it.
+_srv_port() {
+	_SRV_T0=
+	while _srv_until "$SRV_START_SECS"; do
+		[ -s "$1/port" ] && return 0
+		kill -0 "$2" 2>/dev/null || break
+		sleep 0.05
+	done
+	[ -s "$1/port" ] && return 0
+	echo "$3 in $1 did not start; its log:"
+	tail -20 "$1/log"
+	server_stop "$1"
+	return 1
+}
+
 # server_stop DIR: stop the server of DIR (TERM, then KILL after 5 s)
 server_stop() {
 	local pid
@@ -174,21 +197,10 @@ servers_stop_all() {
 
 delayproxy_start() {
 	[ $# -eq 3 ] || { echo "usage: delayproxy_start HOST:PORT LATENCY_MS BYTES_PER_SEC" >&2; return 2; }
-	local dir pid i
+	local dir pid
 	dir=$(_srv_dir delayproxy)
 	pid=$(_srv_spawn "$dir" "$TOP/bench/delayproxy" -L "$2" -b "$3" -p "$dir/port" "$1")
-	_SRV_T0=
-	while _srv_until "$SRV_START_SECS"; do
-		[ -s "$dir/port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ ! -s "$dir/port" ]; then
-		echo "delayproxy in $dir did not start; its log:"
-		cat "$dir/log"
-		server_stop "$dir"
-		return 1
-	fi
+	_srv_port "$dir" "$pid" delayproxy || return 1
 	DELAY_URL=http://127.0.0.1:$(cat "$dir/port")
 	DELAY_PID=$pid
 	DELAY_DIR=$dir
@@ -321,7 +333,7 @@ nginx_stop() { [ -n "${NGINX_DIR:-}" ] && server_stop "$NGINX_DIR"; }
 S3_JS=$TOP/tests/s3
 
 s3_start() {
-	local dir pid port i b args=()
+	local dir pid port b args=()
 	[ $# -eq 0 ] && set -- bkt
 	"$S3_JS/install.sh" || { echo "s3_start: tests/s3/install.sh failed"; return 1; }
 	for b in "$@"; do
@@ -333,18 +345,7 @@ s3_start() {
 	# has only in its legacy provider)
 	pid=$(_srv_spawn "$dir" node --openssl-legacy-provider "$S3_JS/s3server.js" "$dir/data" "$dir/port" "${args[@]}" ${S3_LOG:+--log} ${S3_RAW:+--raw} ${S3_KEYS:+--keys "$S3_KEYS"})
 	# the server picks its port and writes it once it listens
-	_SRV_T0=
-	while _srv_until "$SRV_START_SECS"; do
-		[ -s "$dir/port" ] && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	if [ ! -s "$dir/port" ]; then
-		echo "s3_start: the server did not start; its log:"
-		tail -20 "$dir/log"
-		server_stop "$dir"
-		return 1
-	fi
+	_srv_port "$dir" "$pid" s3rver || return 1
 	port=$(cat "$dir/port")
 	_srv_wait "$dir" "$pid" "http://127.0.0.1:$port/" || return 1
 	S3_PORT=$port
@@ -382,4 +383,21 @@ s3_replace() {
 	code=$(s3_curl -o "$S3_DIR/replace.out" -w '%{http_code}' -T "$3" "$(s3_url "$1" "$2")") &&
 		[ "$code" = 200 ] ||
 		{ echo "s3_replace $*: HTTP $code"; cat "$S3_DIR/replace.out" 2>/dev/null; return 1; }
+}
+
+# ---- faultd (tests/helpers/faultd.py) -------------------------------------
+
+faultd_start() {
+	[ $# -ge 1 ] || { echo "usage: faultd_start ROOT [FAULTD-OPTS...]" >&2; return 2; }
+	local root=$1 dir pid
+	shift
+	dir=$(_srv_dir faultd)
+	pid=$(_srv_spawn "$dir" python3 "$TOP/tests/helpers/faultd.py" --port-file "$dir/port" \
+		--log-file "$dir/requests.jsonl" "$@" "$root")
+	_srv_port "$dir" "$pid" faultd || return 1
+	FAULTD_PORT=$(cat "$dir/port")
+	FAULTD_URL=http://127.0.0.1:$FAULTD_PORT
+	FAULTD_PID=$pid
+	FAULTD_DIR=$dir
+	echo "$FAULTD_URL"
 }
