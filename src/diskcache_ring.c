@@ -13,12 +13,13 @@
  * abort/drop/maintain).  Other threads only queue ops with enqueue() under
  * d->lock and signal the eventfd registered with the ring; the ring thread
  * sleeps in read() on it, as in posix_uring.c, so one wait covers both
- * CQEs and queued ops.  d->lock guards the queue and the stopping,
- * cancelled and stopped flags and is never held across I/O or a done()
- * call.  Once cancelled, the ops still queued are dropped (a read fails
- * with -ECANCELED) and enqueue() refuses writes; once stopping, the thread
- * exits when the queue is empty and nothing is in flight, and sets
- * stopped, after which enqueue() refuses every op.
+ * CQEs and queued ops, and drains the CQEs with pf_uring_reap() (uring.c).
+ * d->lock guards the queue and the stopping, cancelled and stopped flags
+ * and is never held across I/O or a done() call.  Once cancelled, the ops
+ * still queued are dropped (a read fails with -ECANCELED) and enqueue()
+ * refuses writes; once stopping, the thread exits when the queue is empty
+ * and nothing is in flight, and sets stopped, after which enqueue()
+ * refuses every op.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,10 +32,8 @@
 
 #include "pf_backend.h"
 #include "pf_diskcache.h"
+#include "pf_uring.h"
 #include "diskcache_int.h"
-
-/* CQEs copied out of the ring per batch */
-#define CQE_BATCH 32
 
 /* Queues @op for the ring thread; false if it has stopped. */
 bool enqueue(struct dcb *d, struct op *op)
@@ -86,8 +85,11 @@ static void write_finish(struct dcb *d, struct op *op)
 }
 
 /* @b heads a run of b->run blocks: each gets its share of @res. */
-static void ring_cqe(struct dcb *d, struct op_blk *b, int res)
+/* A CQE of the run that starts at block @data (pf_uring_cqe_fn). */
+static void ring_cqe(void *arg, void *data, int res)
 {
+	struct dcb *d = arg;
+	struct op_blk *b = data;
 	struct op *op = b->op;
 	int64_t left = res;
 
@@ -204,34 +206,14 @@ static bool ring_fill(struct dcb *d)
 	return stop;
 }
 
+/* Handles every CQE ready; returns how many there were. */
 static unsigned ring_reap(struct dcb *d)
 {
-	struct {
-		uint64_t ud;
-		int res;
-	} batch[CQE_BATCH];
-	struct io_uring_cqe *cqe;
-	unsigned total = 0;
-	unsigned head;
-	unsigned n;
+	unsigned n = pf_uring_reap(&d->ring, ring_cqe, d);
 
-	do {
-		n = 0;
-		io_uring_for_each_cqe(&d->ring, head, cqe) {
-			batch[n].ud = cqe->user_data;
-			batch[n].res = cqe->res;
-			if (++n == CQE_BATCH)
-				break;
-		}
-		io_uring_cq_advance(&d->ring, n);
-		total += n;
-		for (unsigned i = 0; i < n; i++)
-			ring_cqe(d, (struct op_blk *)(uintptr_t)batch[i].ud,
-				 batch[i].res);
-	} while (n == CQE_BATCH);
-	if (total)
+	if (n)
 		pf_dc_maintain(d->dc);
-	return total;
+	return n;
 }
 
 void *ring_main(void *arg)

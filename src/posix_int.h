@@ -30,8 +30,6 @@
 #define MAX_FALLBACK_THREADS	256
 /* iovecs a private copy holds without a heap allocation */
 #define INLINE_IOVS		8
-/* CQEs copied out of the ring per batch */
-#define CQE_BATCH		32
 /* an IORING_OP_READ length is 32 bits; larger reads go in pieces */
 #define MAX_READ_CHUNK		(1u << 30)
 

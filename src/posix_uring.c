@@ -9,7 +9,7 @@
  * bios off the submit queue (queue_take()) and never holds it across
  * I/O or a done() call.  It sleeps in read() on an eventfd that the ring
  * signals for every CQE and submitters signal when they make the queue
- * non-empty.
+ * non-empty, and drains the CQEs with pf_uring_reap() (uring.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,6 +34,7 @@
 
 #include "pf_backend.h"
 #include "pf_log.h"
+#include "pf_uring.h"
 #include "posix_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -134,8 +135,11 @@ static void ur_start(struct posix_backend *pb, struct pf_bio *bio)
 		ur_finish(pb, s, ret);
 }
 
-static void ur_cqe(struct posix_backend *pb, struct ur_slot *s, int res)
+/* A CQE of slot @data (pf_uring_cqe_fn). */
+static void ur_cqe(void *arg, void *data, int res)
 {
+	struct posix_backend *pb = arg;
+	struct ur_slot *s = data;
 	struct pf_bio *bio = s->bio;
 	int ret;
 
@@ -155,37 +159,6 @@ again:
 	ret = ur_issue(pb, s);
 	if (ret < 0)
 		ur_finish(pb, s, ret);
-}
-
-/* Handles every CQE ready, in batches; returns how many there were. */
-static unsigned ur_reap(struct posix_backend *pb)
-{
-	struct {
-		uint64_t ud;
-		int res;
-	} batch[CQE_BATCH];
-	struct io_uring_cqe *cqe;
-	unsigned total = 0;
-	unsigned head;
-	unsigned n;
-
-	do {
-		n = 0;
-		io_uring_for_each_cqe(&pb->ur.ring, head, cqe) {
-			batch[n].ud = cqe->user_data;
-			batch[n].res = cqe->res;
-			n++;
-			if (n == CQE_BATCH)
-				break;
-		}
-		/* hand the CQ slots back before running callbacks */
-		io_uring_cq_advance(&pb->ur.ring, n);
-		total += n;
-		for (unsigned i = 0; i < n; i++)
-			ur_cqe(pb, (struct ur_slot *)(uintptr_t)batch[i].ud,
-			       batch[i].res);
-	} while (n == CQE_BATCH);
-	return total;
 }
 
 /*
@@ -282,7 +255,7 @@ static void *ur_main(void *arg)
 			break;
 		submitted = ur_submit(pb);
 		/* never sleep on SQEs the kernel has not taken */
-		if (ur_reap(pb) == 0 && submitted)
+		if (pf_uring_reap(&ur->ring, ur_cqe, pb) == 0 && submitted)
 			ur_sleep(pb);
 	}
 	return NULL;
