@@ -7,6 +7,8 @@
 #   size_of FILE              its size (stat)
 #   rd1 MNT FILE OFF LEN REF [NEW]  one pread under guard: "ok", "short",
 #                             "wrong", "new" or "errno N", and its seconds
+#   lsd MNT SECS DIR          os.listdir under guard: the number of entries
+#                             or "errno N", and its seconds
 # K64 (64 KiB) and SMALL (mount options: no prefetch, 64 KiB blocks).
 K64=65536
 SMALL="prefetch=off,fetch_size=64K,block_size=64K"
@@ -44,3 +46,12 @@ except OSError as e:
 print("%s %.1f" % (r, time.monotonic() - t))
 PY
 rd1() { guard "$1" 40 python3 "$WORK/pread.py" "${@:2}"; }
+lsd() {
+	guard "$1" "$2" python3 -c 'import os, sys, time
+t = time.monotonic()
+try:
+    r = "%d" % len(os.listdir(sys.argv[1]))
+except OSError as e:
+    r = "errno %d" % e.errno
+print("%s %.1f" % (r, time.monotonic() - t))' "$3"
+}
