@@ -65,21 +65,12 @@ cp "$SRC/c8.bin" "$SRC/c9.bin" "$SRC/c20.bin" "$ORIG/"	# (replaced by the test)
 
 # ---- faultd, the mounts, the reader -----------------------------------------
 
-fault() { curl -sf "$U/_fault?$1" >/dev/null || fail "adding the rule $1"; }
-# reset: no rules, an empty request log
-reset() {
-	curl -sf -X DELETE "$U/_fault" >/dev/null &&
-		curl -sf -X DELETE "$U/_log" >/dev/null || fail "resetting faultd"
-}
-# log_py EXPR: EXPR over the request log: L (every entry) and G(NAME) (the
-# GETs of /NAME)
-log_py() {
-	curl -s "$U/_log" | python3 -c '
-import json, sys
-L = [json.loads(l) for l in sys.stdin if l.strip()]
-G = lambda n: [e for e in L if e["method"] == "GET" and e["path"] == "/" + n]
-print(eval(sys.argv[1]))' "$1"
-}
+# fault RULE, reset, log_py EXPR: servers.sh's faultd_fault, faultd_reset
+# (no rules, an empty request log), faultd_log (EXPR over the request log:
+# L, G(NAME) the GETs of /NAME) on the faultd at $U
+fault() { faultd_fault "$U" "$1"; }
+reset() { faultd_reset "$U"; }
+log_py() { faultd_log "$U" "$1"; }
 # log_true EXPR: the EXPR is true of the request log (prints it if not)
 log_true() {
 	[ "$(log_py "$1")" = True ] && return 0

@@ -2,8 +2,9 @@
 # (tests/mount_objstore.sh, tests/mount_objstore_pins.sh,
 # tests/mount_lazypin.sh): source it after lib.sh and servers.sh, whose
 # faultd_start starts the server.
-#   fault URL RULE / reset URL / nlog URL EXPR  add a fault rule / clear
-#                             rules and log / EXPR over the request log
+#   fault URL RULE / reset URL / nlog URL EXPR  servers.sh's faultd_fault /
+#                             faultd_reset / faultd_log (add a fault rule /
+#                             clear rules and log / EXPR over the log)
 #   size_of FILE              its size (stat)
 #   rd1 MNT FILE OFF LEN REF [NEW]  one pread under guard: "ok", "short",
 #                             "wrong", "new" or "errno N", and its seconds
@@ -13,18 +14,9 @@
 K64=65536
 SMALL="prefetch=off,fetch_size=64K,block_size=64K"
 
-# fault URL RULE; reset URL (no rules, an empty log); nlog URL EXPR: EXPR
-# over the request log L, H(name) the HEADs and G(name) the GETs of /name
-fault() { curl -sf "$1/_fault?$2" >/dev/null || fail "adding the rule $2"; }
-reset() { curl -sf -X DELETE "$1/_fault" >/dev/null && curl -sf -X DELETE "$1/_log" >/dev/null || fail "resetting faultd"; }
-nlog() {
-	curl -s "$1/_log" | python3 -c '
-import json, sys
-L = [json.loads(l) for l in sys.stdin if l.strip()]
-H = lambda n: [e for e in L if e["method"] == "HEAD" and e["path"] == "/" + n]
-G = lambda n: [e for e in L if e["method"] == "GET" and e["path"] == "/" + n]
-print(eval(sys.argv[1]))' "$2"
-}
+fault() { faultd_fault "$@"; }
+reset() { faultd_reset "$@"; }
+nlog() { faultd_log "$@"; }
 size_of() { stat -c %s "$1"; }
 
 # pread.py FILE OFF LEN REF: "ok", "short", "wrong", "new" (bytes of NEW,

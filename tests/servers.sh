@@ -42,6 +42,11 @@
 #       request also appended to FAULTD_DIR/requests.jsonl.  Sets
 #       FAULTD_URL (http://127.0.0.1:PORT, no final /), FAULTD_PORT,
 #       FAULTD_PID, FAULTD_DIR (log, requests.jsonl); prints FAULTD_URL.
+#   faultd_fault URL RULE / faultd_reset URL / faultd_log URL EXPR
+#       the faultd at URL: add a fault RULE (a test fails if it cannot) /
+#       drop its rules and empty its request log / print the Python EXPR
+#       over its request log: L (every entry), H(NAME) and G(NAME) (the
+#       HEADs and GETs of /NAME)
 #   nginx_stop / s3_stop
 #       stop the last nginx / S3 server started (to test a dead server);
 #       server_stop DIR stops the one whose NGINX_DIR or S3_DIR is DIR
@@ -400,4 +405,20 @@ faultd_start() {
 	FAULTD_PID=$pid
 	FAULTD_DIR=$dir
 	echo "$FAULTD_URL"
+}
+
+faultd_fault() { curl -sf "$1/_fault?$2" >/dev/null || fail "adding the rule $2"; }
+
+faultd_reset() {
+	curl -sf -X DELETE "$1/_fault" >/dev/null &&
+		curl -sf -X DELETE "$1/_log" >/dev/null || fail "resetting faultd"
+}
+
+faultd_log() {
+	curl -s "$1/_log" | python3 -c '
+import json, sys
+L = [json.loads(l) for l in sys.stdin if l.strip()]
+H = lambda n: [e for e in L if e["method"] == "HEAD" and e["path"] == "/" + n]
+G = lambda n: [e for e in L if e["method"] == "GET" and e["path"] == "/" + n]
+print(eval(sys.argv[1]))' "$2"
 }
