@@ -9,7 +9,6 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "pf_creds.h"
 #include "pf_s3conf.h"
+#include "tmptree.h"
 
 /* ---- the injected environment ---- */
 
@@ -79,18 +79,9 @@ static void setup(void)
 	setenv_t("HOME", home);
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 static void teardown(void)
 {
-	nftw(home, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	rm_tree(home);
 }
 
 /* ---- parsers ---- */

@@ -9,7 +9,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -23,20 +22,12 @@
 #include <unistd.h>
 
 #include "pf_diskcache.h"
+#include "tmptree.h"
 
 #define BS 4096u
 
 static char tmpdir[64];
 static char cdir[128];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 /*
  * Each test case's directory is made and removed by the parent process
@@ -57,7 +48,7 @@ static void base_setup(void)
 
 static void base_teardown(void)
 {
-	nftw(basedir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rm_tree(basedir);
 }
 
 static void setup(void)
@@ -69,7 +60,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	rm_tree(tmpdir);
 }
 
 static struct pf_dc *open_dc(uint64_t slots)

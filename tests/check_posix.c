@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -34,6 +33,7 @@
 #include <unistd.h>
 
 #include "pf_backend.h"
+#include "tmptree.h"
 
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
@@ -50,20 +50,6 @@
 /* per test case (removes what failed tests leave), and per test */
 static char basedir[PATH_MAX];
 static char tmpdir[PATH_MAX];
-
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void rm_tree(const char *dir)
-{
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* unchecked: runs in Check's own process, before the forks */
 static void case_setup(void)

@@ -6,7 +6,6 @@
  */
 #include <check.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "pf_s3conf.h"
+#include "tmptree.h"
 
 /* ---- the injected environment ---- */
 
@@ -82,18 +82,9 @@ static void setup(void)
 	setenv_t("HOME", home);
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void teardown(void)
 {
-	nftw(home, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	rm_tree(home);
 }
 
 /* ---- helpers ---- */
