@@ -145,7 +145,9 @@ secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
 faultd_start "$SRC" >/dev/null || { fail "faultd start"; finish; }
 U=$FAULTD_URL
 ok "faultd serves $SRC on $U"
-OPTS=prefetch=off,fetch_size=64K,block_size=64K,retries=3,timeout=2,connect_timeout=2,revalidate=0
+# every mount: small fetches, no prefetch (one pread of 64 KiB, one GET)
+BASE_OPTS=prefetch=off,fetch_size=64K,block_size=64K,connect_timeout=2
+OPTS=$BASE_OPTS,retries=3,timeout=2,revalidate=0
 pf_mount_ready "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
 ok "mounted $U/ on $MA (-o $OPTS)"
 RETRIES=3
@@ -345,8 +347,9 @@ pf_umount "$MA" || fail "unmount of $MA"
 
 # ---- 8. a server that stops answering ---------------------------------------------
 T_START=$(now_s)
+HANG_OPTS=$BASE_OPTS,retries=1,timeout=2
 reset
-pf_mount_ready "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+pf_mount_ready "$U/" "$MB" -o "$HANG_OPTS" ||
 	{ fail "mount of $U/ on $MB"; finish; }
 # wait_hang NAME: until faultd holds a hanging GET of /NAME (at most 10 s)
 wait_hang() {
@@ -356,6 +359,20 @@ wait_hang() {
 		sleep 0.1
 	done
 	log_true "any(e['fault'] and e['fault'].startswith('hang') for e in G('$1'))"
+}
+# hung_read MNT NAME WHAT: mounts $U/ on MNT (timeout=15 s, retries=1),
+# makes the GETs of /NAME hang, starts a reader of its first 64 KiB in the
+# background ($reader, output in $WORK/NAME.out) and waits until faultd
+# holds its GET (check "8. WHAT: ...")
+hung_read() {
+	local mnt=$1 name=$2 what=$3
+	reset
+	pf_mount_ready "$U/" "$mnt" -o "$BASE_OPTS,retries=1,timeout=15" ||
+		{ fail "mount of $U/ on $mnt"; finish; }
+	fault "path=/$name&method=GET&mode=hang&count=inf"
+	python3 "$WORK/rd.py" "$mnt/$name" "$SRC/$name" p:0:$K64 >"$WORK/$name.out" 2>&1 &
+	reader=$!
+	check "8. $what: the read reached the server and hangs there" wait_hang "$name"
 }
 # A read hangs at the server; fusermount3 -u meanwhile returns at once
 # (EBUSY: the reader holds the file open), the reader gets EIO in bounded
@@ -378,7 +395,7 @@ check "8. hang: the reader gets EIO in bounded time (< 20 s) ($r, $(secs_since "
 if mountpoint -q "$MB"; then
 	ok "8. hang: still mounted (the unmount was refused while the file was open)"
 else
-	pf_mount_ready "$U/" "$MB" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=2,connect_timeout=2 ||
+	pf_mount_ready "$U/" "$MB" -o "$HANG_OPTS" ||
 		{ fail "mount of $U/ on $MB again"; finish; }
 fi
 check "8. hang: the daemon logged the timeout" \
@@ -407,13 +424,7 @@ check "8. the daemon logged its unmount" grep -q 'unmounting' "$(daemon_log "$MB
 # must exit within seconds, not wait out the hung request's timeouts and
 # retries (timeout=15 s, retries=1 here: 30 s).
 MC=$WORK/mnt-unmount
-reset
-pf_mount_ready "$U/" "$MC" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
-	{ fail "mount of $U/ on $MC"; finish; }
-fault "path=/h5.bin&method=GET&mode=hang&count=inf"
-python3 "$WORK/rd.py" "$MC/h5.bin" "$SRC/h5.bin" p:0:$K64 >"$WORK/h5.out" 2>&1 &
-reader=$!
-check "8. kill + unmount: the read reached the server and hangs there" wait_hang h5.bin
+hung_read "$MC" h5.bin "kill + unmount"
 kill -9 "$reader"
 wait_gone "$reader" 30 2>/dev/null
 check "8. kill + unmount: the killed reader is gone within 3 s" exited "$reader"
@@ -436,19 +447,13 @@ fi
 # hangs: the mount goes, the reader gets an error at once, and the daemon
 # exits within seconds.
 MD=$WORK/mnt-sigterm
-reset
-pf_mount_ready "$U/" "$MD" -o prefetch=off,fetch_size=64K,block_size=64K,retries=1,timeout=15,connect_timeout=2 ||
-	{ fail "mount of $U/ on $MD"; finish; }
-fault "path=/h6.bin&method=GET&mode=hang&count=inf"
-python3 "$WORK/rd.py" "$MD/h6.bin" "$SRC/h6.bin" p:0:$K64 >"$WORK/h6.out" 2>&1 &
-reader=$!
-check "8. SIGTERM: the read reached the server and hangs there" wait_hang h6.bin
+hung_read "$MD" h6.bin SIGTERM
 pid=$(pf_pid "$MD")
 t0=$(now_s)
 kill -TERM "$pid"
 wait_gone "$reader" 100
-check "8. SIGTERM: the reader gets an error, no bytes, within 10 s ($(secs_since "$t0") s: $(tr '\n' ' ' <"$WORK/h6.out"))" \
-	eval "exited $reader && grep -qE '^errno [0-9]+ ' '$WORK/h6.out'"
+check "8. SIGTERM: the reader gets an error, no bytes, within 10 s ($(secs_since "$t0") s: $(tr '\n' ' ' <"$WORK/h6.bin.out"))" \
+	eval "exited $reader && grep -qE '^errno [0-9]+ ' '$WORK/h6.bin.out'"
 kill -9 "$reader" 2>/dev/null
 wait "$reader" 2>/dev/null
 if wait_gone "$pid" 50; then
