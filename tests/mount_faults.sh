@@ -374,6 +374,20 @@ hung_read() {
 	reader=$!
 	check "8. $what: the read reached the server and hangs there" wait_hang "$name"
 }
+# daemon_exits PID MNT T0 WHAT EVENT: the daemon PID of MNT exits within
+# 5 s of EVENT (at T0); if not, it waits for the hung request: its log is
+# printed and it is killed
+daemon_exits() {
+	local pid=$1 mnt=$2 t0=$3 what=$4 event=$5
+	if wait_gone "$pid" 50; then
+		ok "8. $what: the daemon exits within 5 s of $event ($(secs_since "$t0") s)"
+		return
+	fi
+	fail "8. $what: the daemon is still there 5 s after $event: it waits for the hung request (killing it)"
+	sed 's/^/  daemon: /' "$(daemon_log "$mnt")"
+	kill -9 "$pid" 2>/dev/null
+	wait_gone "$pid" 50
+}
 # A read hangs at the server; fusermount3 -u meanwhile returns at once
 # (EBUSY: the reader holds the file open), the reader gets EIO in bounded
 # time: each READ is 2 tries of 2-3 s, and the kernel asks once more for
@@ -434,14 +448,7 @@ t0=$(now_s)
 timeout -s KILL 10 fusermount3 -u "$MC" >"$WORK/umount.out" 2>&1
 rc=$?
 check "8. kill + unmount: fusermount3 -u succeeds at once (exit $rc after $(secs_since "$t0") s: $(tr '\n' ' ' <"$WORK/umount.out"))" [ $rc -eq 0 ]
-if wait_gone "$pid" 50; then
-	ok "8. kill + unmount: the daemon exits within 5 s of the unmount ($(secs_since "$t0") s)"
-else
-	fail "8. kill + unmount: the daemon is still there 5 s after the unmount: it waits for the hung request (killing it)"
-	sed 's/^/  daemon: /' "$(daemon_log "$MC")"
-	kill -9 "$pid" 2>/dev/null
-	wait_gone "$pid" 50
-fi
+daemon_exits "$pid" "$MC" "$t0" "kill + unmount" "the unmount"
 
 # The same with SIGTERM to the daemon (as systemd stops it) while the read
 # hangs: the mount goes, the reader gets an error at once, and the daemon
@@ -456,14 +463,7 @@ check "8. SIGTERM: the reader gets an error, no bytes, within 10 s ($(secs_since
 	eval "exited $reader && grep -qE '^errno [0-9]+ ' '$WORK/h6.bin.out'"
 kill -9 "$reader" 2>/dev/null
 wait "$reader" 2>/dev/null
-if wait_gone "$pid" 50; then
-	ok "8. SIGTERM: the daemon exits within 5 s ($(secs_since "$t0") s)"
-else
-	fail "8. SIGTERM: the daemon is still there 5 s after SIGTERM: it waits for the hung request (killing it)"
-	sed 's/^/  daemon: /' "$(daemon_log "$MD")"
-	kill -9 "$pid" 2>/dev/null
-	wait_gone "$pid" 50
-fi
+daemon_exits "$pid" "$MD" "$t0" SIGTERM SIGTERM
 check "8. SIGTERM: the mount is gone" bash -c "! mountpoint -q '$MD'"
 echo "  (case 8: $(secs_since "$T_START") s)"
 
