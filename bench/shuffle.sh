@@ -159,13 +159,13 @@ $PY -c 'import torch' 2>/dev/null ||
 # on Ctrl-C and on failure too
 . tests/lib.sh
 . tests/servers.sh
+. bench/lib.sh
 set +u
 trap 'echo; echo "bench/shuffle.sh: interrupted: unmounting and stopping the servers" >&2; exit 130' INT TERM
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-CLK_TCK=$(getconf CLK_TCK)
 export RCLONE_CONFIG=$WORK/rclone.conf
 : >"$RCLONE_CONFIG"
 say() { echo "[shuffle $(($(date +%s) - T0))s] $*" >&2; }
@@ -353,14 +353,6 @@ sys_umount() { # MNT
 		ours "$p" && kill -9 "$p" 2>/dev/null
 	fi
 	return 0
-}
-
-# daemon_cpu PID / daemon_hwm PID: utime+stime in s, VmHWM in MiB
-daemon_cpu() {
-	awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null
-}
-daemon_hwm() {
-	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null
 }
 
 # ---- trainers --------------------------------------------------------------

@@ -136,13 +136,13 @@ done
 # the test library: temporary dirs, mounts and servers always cleaned up
 . tests/lib.sh
 . tests/servers.sh
+. bench/lib.sh
 # errors are handled where they happen (a failed run is a row of the table)
 set +eu
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
 MAXLAT=$(printf '%s\n' $LATS | sort -g | tail -1)
-CLK_TCK=$(getconf CLK_TCK)
 export RCLONE_CONFIG=$WORK/rclone.conf
 : >"$RCLONE_CONFIG"
 say() { echo "[suite $(($(date +%s) - T0))s] $*" >&2; }
@@ -385,14 +385,6 @@ sys_umount() { # MNT
 		ours "$p" && kill -9 "$p" 2>/dev/null
 	fi
 	return 0
-}
-
-# daemon_cpu PID / daemon_hwm PID: utime+stime in s, VmHWM in MiB
-daemon_cpu() {
-	awk -v t="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$1/stat" 2>/dev/null
-}
-daemon_hwm() {
-	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null
 }
 
 # ---- workloads -------------------------------------------------------------
