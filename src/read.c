@@ -237,33 +237,6 @@ void retry_reads(struct pf_engine *e, struct parked_read *list,
 
 /* Submit and answer what was collected under the lock, until nothing is
  * left (answering a READ can make more work). */
-/*
- * A READ that starts in a tripwire page the pusher held back (its block is
- * still marked trip), behind the frontier of the sequential stream that
- * pushed it: a reader walking its batch from the end down (a backward
- * memcpy() out of a mapping) reads the batch's last tripwire first, which
- * moved the frontier, then the one in its middle.  The second tells the
- * tracker nothing; observed, such READs 8 MiB apart make a strided stream
- * of 4 KiB records (which then plans those pages only).  It is answered
- * from memory and given to no stream.
- */
-static bool trip_behind(struct pf_engine *e, struct pf_efile *f,
-			uint64_t off, uint64_t size)
-{
-	struct block *b = block_find(e, f, off >> e->bshift);
-	const struct pf_stream *st;
-	uint64_t end;
-
-	if (!b || !b->trip || b->busy || b->vhi < PAGE_BYTES)
-		return false;
-	end = (b->idx << e->bshift) + b->vhi;
-	if (off < end - PAGE_BYTES || off >= end)
-		return false;
-	st = pf_tracker_find(f->tracker, b->stream);
-	return st && st->pattern == PF_PAT_SEQUENTIAL &&
-	       st->next_off >= off + size;
-}
-
 void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		    pf_reply_fn reply, void *req)
 {
@@ -297,7 +270,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		reply(req, NULL, 0, EIO);
 		return;
 	}
-	if (f->tracker && !(e->push_fn && trip_behind(e, f, off, size))) {
+	if (f->tracker) {
 		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
 
 		stream = pf_tracker_observe(f->tracker, from,
