@@ -115,6 +115,23 @@ static uint64_t consumed_keep(const struct pf_engine *e)
 }
 
 /*
+ * A tripwire page no READ has read yet (the pusher held it back) is kept a
+ * window longer: the page cache sends its READ when the reader gets there,
+ * and a reader need not walk its batch forwards.  glibc's memcpy() copies a
+ * large buffer backwards when source and destination alias in the 4 KiB
+ * sense (on AMD CPUs every copy above the L2 size may: a batch copied out
+ * of a mapping, numpy's copy of a memmap slice), so the READ of the
+ * batch's last page moves the frontier to its end before the READs of the
+ * tripwires inside it come.  Dropped, each would be a round trip to the
+ * store.  One block per tripwire: a window holds two.
+ */
+static uint64_t trip_keep(const struct pf_engine *e,
+			  const struct pf_stream *st)
+{
+	return consumed_keep(e) + pf_plan_window(st, &e->plan);
+}
+
+/*
  * A block of read-ahead, pushed or read by READs, whose sequential stream
  * has read consumed_keep() past its end: its bytes are in the reader's
  * page cache (pushed there, or put there by the READ's reply), a
@@ -130,9 +147,11 @@ static bool block_consumed(struct pf_engine *e, const struct block *b)
 	    !b->file->tracker)
 		return false;
 	st = pf_tracker_find(b->file->tracker, b->stream);
+	if (!st)
+		return false;
 	end = (b->idx << e->bshift) + block_len(e, b->file, b->idx);
-	end += consumed_keep(e);
-	return st && st->pattern == PF_PAT_SEQUENTIAL && st->next_off >= end &&
+	end += b->trip ? trip_keep(e, st) : consumed_keep(e);
+	return st->pattern == PF_PAT_SEQUENTIAL && st->next_off >= end &&
 	       st->next_off - end <= (uint64_t)MAX_DEPTH * e->plan.max_window;
 }
 
@@ -161,6 +180,8 @@ void block_read(struct pf_engine *e, struct block *b, uint64_t off,
 		b->rhi = hi > b->rhi ? hi : b->rhi;
 	}
 	b->read_seen = true;
+	if (hi >= b->vhi)
+		b->trip = false;
 }
 
 /* Read-ahead in @b that no READ has covered yet: it stays among the
@@ -209,24 +230,29 @@ void block_idle(struct pf_engine *e, struct block *b)
  * Sequential stream @sid of @f read [from, to), in the page cache where
  * those bytes were pushed (a tripwire READ at @to), or by a READ at @from:
  * its idle blocks of read-ahead, pushed or read, that end consumed_keep()
- * before @to go back to the pool, with those kept by the previous call
- * (from 2 x consumed_keep() before @from).  Those still pinned go when
- * unpinned (block_idle()).
+ * before @to go back to the pool (an unread tripwire's, trip_keep()
+ * before), with those kept by the previous calls (from 2 x consumed_keep()
+ * and a window before @from).  Those still pinned go when unpinned
+ * (block_idle()).
  */
 void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
 		      uint64_t from, uint64_t to)
 {
+	const struct pf_stream *st = pf_tracker_find(f->tracker, sid);
 	uint64_t keep = consumed_keep(e);
+	uint64_t tkeep = st ? trip_keep(e, st) : UINT64_MAX;
+	uint64_t back = 2 * keep + (st ? tkeep - keep : 0);
 
 	if (to <= keep)
 		return;
-	to -= keep;
-	from = from > 2 * keep ? from - 2 * keep : 0;
-	for (uint64_t idx = from >> e->bshift; idx << e->bshift < to; idx++) {
+	from = from > back ? from - back : 0;
+	for (uint64_t idx = from >> e->bshift;
+	     (idx << e->bshift) + keep < to; idx++) {
 		struct block *b = block_find(e, f, idx);
 		uint64_t end = (idx << e->bshift) + block_len(e, f, idx);
 
-		if (!b || b->busy || b->refs || end > to ||
+		if (!b || b->busy || b->refs || end + keep > to ||
+		    (b->trip && (to <= tkeep || end > to - tkeep)) ||
 		    !(b->pushed ||
 		      (b->prefetched && b->read_seen && b->stream == sid)))
 			continue;

@@ -140,6 +140,8 @@ struct block {
 	bool prefetched;
 	bool in_lru;
 	bool pushed;		/* its bytes went to the page cache */
+	bool trip;		/* pushed but for its last valid page, a
+				 * tripwire no READ has read yet */
 	size_t *lru_n;		/* while in_lru: e->lru_count[] of its LRU */
 	unsigned stream;	/* stream that prefetched it */
 	struct parked_read *waiters;

@@ -467,8 +467,13 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		}
 		retry_reads(e, w, &later);
 	}
-	if (pushed)
+	if (pushed) {
 		push_enqueue(e, ft);
+		/* the pusher holds its last page back: it stays in memory
+		 * for the tripwire READ (block_consumed()) */
+		if (ft->trip && ft->nblk)
+			ft->blk[ft->nblk - 1]->trip = true;
+	}
 	/* a freed slot: the next queued demand fetch goes out, before the
 	 * read-ahead planned below */
 	if (e->queue) {
