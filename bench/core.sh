@@ -24,6 +24,7 @@
 # Results are printed and written to bench/results/core.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 TOP=$PWD
 
 SIZE=1G
@@ -170,7 +171,7 @@ umount_wait "$W/pf"
 fusermount3 -u "$W/mem"
 
 {
-	echo "# prefetchfs core benchmark ($(date -u +%Y-%m-%d), $(nproc) cores)"
+	echo "# prefetchfs core benchmark ($(date -u +%Y-%m-%d), $(bench_machine))"
 	echo
 	echo "Command: bench/core.sh --size $SIZE --latency-ms $LAT --bw-mib $BW --batch $BATCH --compute-ms $COMPUTE --rounds $ROUNDS"
 	echo

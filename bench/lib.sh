@@ -1,9 +1,15 @@
-# bench/lib.sh - what the benchmark scripts share, sourced (after
-# tests/lib.sh) by bench/shuffle.sh and bench/suite.sh: the CPU time and
-# peak memory of a daemon, read from /proc while it runs.
+# bench/lib.sh - what the benchmark scripts share, sourced by bench/core.sh,
+# objstore.sh, shuffle.sh and suite.sh: the CPU time and peak memory of a
+# daemon, read from /proc while it runs, and the machine a run was on.
 #   daemon_cpu PID  its utime + stime, in seconds (2 decimals)
 #   daemon_hwm PID  its VmHWM (peak resident set), in MiB
 # Both print nothing once PID is gone.
+#   bench_machine   one line naming the machine for a result's header:
+#                   CPU model, cores, kernel, glibc.  Rows taken on other
+#                   CPUs differ for reasons of their own: glibc's memcpy
+#                   copies a large buffer backwards on some CPUs (AMD with
+#                   a 1 MiB L2, glibc 2.36), which changes the order an mmap
+#                   reader faults its pages in.
 
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -12,4 +18,10 @@ daemon_cpu() {
 }
 daemon_hwm() {
 	awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status" 2>/dev/null
+}
+
+bench_machine() {
+	printf '%s, %s cores, Linux %s, glibc %s' \
+		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
+		"$(nproc)" "$(uname -r)" "$(ldd --version | awk 'NR == 1 { print $NF }')"
 }

@@ -74,6 +74,7 @@ command -v nginx >/dev/null || { echo "bench/objstore.sh: nginx missing: run tes
 # always cleaned up
 . tests/lib.sh
 . tests/servers.sh
+. bench/lib.sh
 set +u
 mkdir -p "$WORK/www" "$OUTD"
 R=$(cd "$OUTD" && pwd)
@@ -254,7 +255,7 @@ for label, f in zip(("scan", "trainer"), sys.argv[1:]):
 PY
 } | tee "$WORK/out.md"
 {
-	echo "# prefetchfs object-store benchmark ($(date -u +%Y-%m-%d), $(nproc) cores)"
+	echo "# prefetchfs object-store benchmark ($(date -u +%Y-%m-%d), $(bench_machine))"
 	echo
 	echo "Command: bench/objstore.sh${ARGS:+ $ARGS} (--size $SIZE --latency-ms $LAT --bw $BW --batch $BATCH --compute-ms $COMPUTE --shard-size $SHARD --runs $RUNS)"
 	echo

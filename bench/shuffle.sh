@@ -592,7 +592,7 @@ trname = {"tree": "shuffled file tree", "records": "shuffled records of one file
           "inorder48": "4 readers in name order, a short epoch ($INORDER_SHORT files each)",
           "twice": "tree twice the disk cache"}
 o = []
-o.append("# prefetchfs shuffled-training benchmark (%s, %s cores)" % ("$(date -u +%Y-%m-%d)", "$(nproc)"))
+o.append("# prefetchfs shuffled-training benchmark (%s, %s)" % ("$(date -u +%Y-%m-%d)", "$(bench_machine)"))
 o.append("")
 o.append("Command: \`$CMD\` ($PRESET preset).")
 o.append("")

@@ -542,7 +542,7 @@ names = {"slowfs": "slow directory", "http": "HTTP", "s3": "S3"}
 wlname = {"seq": "seq batches", "mmap": "mmap batches", "stride": "4 strided ranks",
           "workers": "4 workers, shards", "readers": "4 readers, 160 ms", "scan": "scan", "random": "random 256K"}
 o = []
-o.append("# prefetchfs comparative benchmark (%s, %s cores)" % ("$(date -u +%Y-%m-%d)", "$(nproc)"))
+o.append("# prefetchfs comparative benchmark (%s, %s)" % ("$(date -u +%Y-%m-%d)", "$(bench_machine)"))
 o.append("")
 o.append("Command: \`$CMD\` ($PRESET preset: files of $SIZE, runs of at most $TLIMIT s)")
 o.append("")
