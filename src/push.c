@@ -10,9 +10,15 @@
  * locks held by READs in flight, which other threads answer), then unpins
  * the blocks under the lock.  The queue holds 32 fetches at most
  * (pushq_cap()): its blocks are pinned.  The last page of every fetch
- * ending at a half-batch boundary is held back as a tripwire: its READ
- * shows that the reader consumed the pushed bytes before it (tripwire()),
- * so the stream's windows move on although those bytes produced no READs.
+ * ending at a batch boundary is held back as a tripwire: its READ shows
+ * that the reader consumed the pushed bytes before it (tripwire()), so the
+ * stream's windows move on although those bytes produced no READs.  A
+ * stream that READ a pushed page behind its frontier (a copy out of a
+ * mapping faults its batch's last page first, then backwards; or the
+ * kernel dropped pages) gets one every half batch (trip_interval()).  A
+ * fetch whose first blocks READs have answered by the time the pusher
+ * gets to it (the pusher fell behind) is pushed from the first block they
+ * did not cover on (push_from()).
  *
  * Threads: the pusher thread (pusher_main) and, for push_wanted(),
  * push_enqueue() and tripwire(), the threads that complete fetches and make
@@ -25,11 +31,39 @@
 #include "pf_pool.h"
 #include "engine_int.h"
 
+/*
+ * Tripwires one batch apart: the READ of each comes as the reader ends a
+ * batch, which is where the planner refills the windows (pf_plan_ahead():
+ * a burst of a batch's bytes) and where the pushed bytes behind it can go
+ * back to the pool.  Each costs the reader a round trip through the
+ * daemon, on its critical path: a tripwire every half batch was 124 of
+ * them per 512 MiB reader of issue 14's shape, half of which brought no
+ * refill.  One a batch still shows every burst (each READ comes after a
+ * compute gap and covers one batch), so the batch learned stays the
+ * reader's; fewer would be learned as a longer batch.
+ *
+ * Every half batch for a stream that READ a pushed page behind its
+ * frontier (es->trip_behind, tripwire()): a reader whose faults come in
+ * any order, above all a memcpy() out of a mapping, which glibc makes
+ * backwards (its last page first) when source and destination alias in
+ * a page.  The batch-end tripwire is then READ first, often while a fetch
+ * of that batch is still in flight, so it cannot move the stream on; only
+ * one lower in the batch can, once that fetch is pushed.  With one a batch
+ * such a reader's stream stopped and its read-ahead ran out
+ * (bench/suite.sh, mmap batches over slowfs 50 ms: 93% wait, in 3 runs of
+ * 9).
+ *
+ * Between one and eight fetches apart: a stream's bytes consumed but not
+ * yet seen by the engine stay in memory until the next tripwire.
+ */
 static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 {
 	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
 						     ft->stream);
-	uint64_t n = st ? st->batch / (2 * e->cfg.fetch_size) : 1;
+	const struct engine_stream *es = engine_stream_find(ft->file,
+							    ft->stream);
+	uint64_t per = es && es->trip_behind ? 2 : 1;
+	uint64_t n = st ? st->batch / (per * e->cfg.fetch_size) : 1;
 
 	if (n < 1)
 		n = 1;
@@ -85,11 +119,7 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 /* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
 void push_enqueue(struct pf_engine *e, struct fetch *ft)
 {
-	/*
-	 * Tripwires every half batch (between one and eight fetches apart):
-	 * enough READs for the tracker to follow the stream and see its
-	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
-	 */
+	/* a tripwire a batch (trip_interval()); others are pushed whole */
 	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
 	ft->qnext = NULL;
 	if (e->pushq_tail)
@@ -102,27 +132,65 @@ void push_enqueue(struct pf_engine *e, struct fetch *ft)
 }
 
 /*
- * Push one fetch's bytes but for its tripwire page, the last one (lock not
- * held).  The last: a batch ends at a tripwire boundary, so the READ of the
- * tripwire comes as the reader finishes a batch and its compute starts,
- * and the refill it brings overlaps the compute, not the next batch's reads.
+ * Under the lock: where the push of @ft starts.  Under load the pusher
+ * falls behind, and the reader, finding pages not pushed yet, READs them
+ * into its page cache (the daemon answers them from these blocks).
+ * Pushing those pages again would copy them for nothing, on the CPU the
+ * pusher lacked: the fetch's first pieces that READs covered whole are
+ * skipped, from the first one they did not cover on it is pushed.  What
+ * READs covered, not the stream's frontier: a READ of the kernel's
+ * read-around for a fault in a mapping covers pages ahead of the fault
+ * and moves the frontier past pages nobody read, which must be pushed.
+ */
+static uint64_t push_from(const struct fetch *ft)
+{
+	uint64_t from = ft->off;
+
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		const struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+
+		if (b->rhi == b->rlo || b->rlo > flo || b->rhi < fhi)
+			break;
+		from += fhi - flo;
+	}
+	return from;
+}
+
+/*
+ * Push bytes [from, end) of one fetch but for its tripwire page, the last
+ * one (lock not held).  The last: a batch ends at a tripwire boundary, so
+ * the READ of the tripwire comes as the reader finishes a batch and its
+ * compute starts, and the refill it brings overlaps the compute, not the
+ * next batch's reads.  Returns the bytes pushed.
  */
 static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
-			 struct iovec *iov)
+			 uint64_t from, struct iovec *iov)
 {
 	uint64_t keep = ft->trip ? ft->len - PAGE_BYTES : ft->len;
+	uint64_t skip = from - ft->off;
+	uint64_t pos = 0;
 	uint64_t bytes = 0;
 	int cnt = 0;
 
-	for (unsigned i = 0; i < ft->nblk && bytes < keep; i++) {
-		struct iovec v = ft->iov[i];
+	/* the part of each block's piece [pos, pos + len) in [skip, keep) */
+	for (unsigned i = 0; i < ft->nblk && pos < keep; i++) {
+		uint64_t len = ft->iov[i].iov_len;
+		uint64_t lo = pos > skip ? pos : skip;
+		uint64_t hi = pos + len < keep ? pos + len : keep;
 
-		if (v.iov_len > keep - bytes)
-			v.iov_len = keep - bytes;
-		iov[cnt++] = v;
-		bytes += v.iov_len;
+		if (lo < hi) {
+			iov[cnt].iov_base = (char *)ft->iov[i].iov_base +
+					    (lo - pos);
+			iov[cnt].iov_len = hi - lo;
+			cnt++;
+			bytes += hi - lo;
+		}
+		pos += len;
 	}
-	e->push_fn(e->push_arg, ft->file->tag, ft->off, iov, cnt);
+	if (cnt)
+		e->push_fn(e->push_arg, ft->file->tag, from, iov, cnt);
 	return bytes;
 }
 
@@ -138,6 +206,7 @@ static void *pusher_main(void *arg)
 		struct fetch *ft;
 		struct engine_stream *es;
 		uint64_t bytes = 0;
+		uint64_t from;
 		bool stop;
 
 		while (!e->pushq && !e->push_stop)
@@ -155,11 +224,12 @@ static void *pusher_main(void *arg)
 		 * since has had its page cache dropped, or soon will */
 		stop = e->push_stop || !iov || ft->bfref != ft->file->cur ||
 		       ft->file->stale;
+		from = push_from(ft);
 		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 
 		if (!stop)
-			bytes = push_one(e, ft, iov);
+			bytes = push_one(e, ft, from, iov);
 
 		pthread_mutex_lock(&e->lock);
 		if (e->pushing) {
@@ -225,7 +295,7 @@ void pf_engine_stop_push(struct pf_engine *e)
  * A READ ahead of a sequential stream's frontier, where every byte between
  * the frontier and the READ was pushed to the page cache: the reader read
  * those bytes there, without READs (the tripwire pages make sure it comes
- * back every fetch_size).  Returns the offset the tracker should see the
+ * back every batch).  Returns the offset the tracker should see the
  * READ start at: the frontier of that stream, so the pushed bytes and this
  * READ count as one contiguous READ; else @off unchanged.
  */
@@ -233,6 +303,26 @@ static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 			   uint64_t from, uint64_t to)
 {
 	return resident_run(e, f, from, to, true) == to - from;
+}
+
+/*
+ * A READ of a pushed block of sequential stream @st behind its frontier:
+ * the reader's faults do not come in file order (a tripwire after the one
+ * that moved the frontier, a page the kernel dropped).  Its tripwires go
+ * back to every half batch (trip_interval()).
+ */
+static void behind(struct pf_engine *e, struct pf_efile *f,
+		   const struct pf_stream *st, uint64_t off, uint64_t limit)
+{
+	const struct block *b;
+	struct engine_stream *es;
+
+	if (off >= st->next_off || st->next_off - off > limit)
+		return;
+	b = block_find(e, f, off >> e->bshift);
+	es = engine_stream_find(f, st->id);
+	if (b && b->pushed && b->stream == st->id && es)
+		es->trip_behind = true;
 }
 
 uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
@@ -244,6 +334,8 @@ uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 	for (unsigned i = 0; i < n; i++) {
 		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
 
+		if (st->pattern == PF_PAT_SEQUENTIAL)
+			behind(e, f, st, off, limit);
 		if (st->pattern != PF_PAT_SEQUENTIAL || off <= st->next_off ||
 		    off - st->next_off > limit)
 			continue;

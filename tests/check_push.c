@@ -272,6 +272,104 @@ START_TEST(test_push_hole_after_tripwire)
 END_TEST
 
 /*
+ * One tripwire a batch.  A reader of 8 MiB batches (learned, not given)
+ * with a compute gap after each, through its page cache, the pusher never
+ * behind: once read-ahead is pushed, each batch costs the reader one READ,
+ * the tripwire at its end (before, one every half batch: twice the round
+ * trips, the mid-batch one bringing no refill), and the stream, its batch
+ * and its read-ahead still follow the reader to the end of the file.
+ */
+START_TEST(test_one_tripwire_a_batch)
+{
+	struct pf_engine_totals t;
+	unsigned late_reads = 0;
+	const char *js;
+
+	tb.autocomplete = 1;
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	for (uint64_t b = 0; b < FSIZE; b += 8u << 20) {
+		unsigned n = 0;
+
+		advance_ms(5);
+		for (uint64_t off = b; off < b + (8u << 20); off += 1u << 20) {
+			push_idle();
+			n += pc_read(off, 1u << 20);
+		}
+		if (b >= (16u << 20))
+			late_reads += n;
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	/* the batches after the first two: a READ each */
+	ck_assert_uint_le(late_reads, 6);
+	pf_engine_totals(eng, &t);
+	/* read-ahead followed the reader to the end, pushed, once */
+	ck_assert_uint_ge(t.bytes_pushed, 40u << 20);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	/* the tracker still sees the reader's bursts: its batch is 8 MiB */
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"sequential\""));
+	ck_assert_ptr_null(strstr(js, "\"pattern\": \"strided\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"batch\": 8388608"));
+	free((void *)js);
+}
+END_TEST
+
+/*
+ * A pusher behind its reader: while it is stuck in a push, the reader
+ * reads on through READs (the pages are not in its page cache) to
+ * 16.5 MiB.  Once the pusher goes on, what the reader read is not pushed
+ * again (before, every queued fetch was: a second copy of each page, on
+ * the CPU the pusher lacked), the fetch the reader is in is pushed from
+ * its page on, and the reader goes on without READs but the tripwires.
+ */
+START_TEST(test_push_skips_what_was_read)
+{
+	struct pf_engine_totals t;
+	unsigned reads = 0;
+
+	tb.autocomplete = 1;
+	push_hold = 1;
+	late_lo = 8u << 20;
+	late_hi = (16u << 20) + (512u << 10);
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	for (uint64_t off = 0; off < (8u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	/* the pusher is in its first push, which waits */
+	push_entered();
+	advance_ms(5);
+	for (uint64_t off = 8u << 20; off < (16u << 20); off += 1u << 20)
+		ck_assert_uint_eq(pc_read(off, 1u << 20), 1);
+	ck_assert_uint_eq(pc_read(16u << 20, 512u << 10), 1);
+	push_release();
+	push_idle();
+	pthread_mutex_lock(&push_lock);
+	/* nothing the reader read was pushed after the first push */
+	ck_assert_uint_eq(late_bytes, 0);
+	/* the rest of the fetch it is in was: [16.5 MiB, 17 MiB) */
+	for (uint64_t o = late_hi; o < (17u << 20); o += 4096)
+		ck_assert_int_eq(pc[o / 4096], 1);
+	pthread_mutex_unlock(&push_lock);
+	advance_ms(5);
+	reads += pc_read(late_hi, (24u << 20) - late_hi);
+	for (uint64_t b = 24u << 20; b < (40u << 20); b += 8u << 20) {
+		advance_ms(5);
+		for (uint64_t off = b; off < b + (8u << 20); off += 1u << 20) {
+			push_idle();
+			reads += pc_read(off, 1u << 20);
+		}
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	/* a READ a batch at most from 24 MiB on (and one to the first) */
+	ck_assert_uint_le(reads, 4);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+	ck_assert_int_eq(t.fetch_errors, 0);
+}
+END_TEST
+
+/*
  * A pusher behind a reader of a mapping: a fault at 12.25 MiB makes the
  * kernel's read-around READ [11.75, 12.75) MiB, which moves the stream's
  * frontier to 12.75 MiB.  The pages below 11.75 MiB that nobody read
@@ -507,7 +605,14 @@ static Suite *push_suite(void)
 	tcase_add_test(tc, test_push_and_tripwires);
 	tcase_add_test(tc, test_push_releases_consumed);
 	tcase_add_test(tc, test_push_hole_after_tripwire);
+	tcase_add_test(tc, test_push_skips_what_was_read);
 	tcase_add_test(tc, test_push_after_read_around);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("tripwires");
+	tcase_add_checked_fixture(tc, setup_push_learn, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_one_tripwire_a_batch);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mmap");
