@@ -47,11 +47,11 @@
  * any order, above all a memcpy() out of a mapping, which glibc makes
  * backwards (its last page first) when source and destination alias in
  * a page.  The batch-end tripwire is then READ first, often while a fetch
- * of that batch is still in flight, so it cannot move the stream on; only
- * one lower in the batch can, once that fetch is pushed.  With one a batch
- * such a reader's stream stopped and its read-ahead ran out
- * (bench/suite.sh, mmap batches over slowfs 50 ms: 93% wait, in 3 runs of
- * 9).
+ * of that batch is still in flight (pushed_between() lets it move the
+ * stream on all the same); a lower one is the fallback.  With one a batch
+ * and no such fallback, such a reader's stream stopped and its read-ahead
+ * ran out (bench/suite.sh, mmap batches over slowfs 50 ms: 93% wait, in 4
+ * runs of 15).
  *
  * Between one and eight fetches apart: a stream's bytes consumed but not
  * yet seen by the engine stay in memory until the next tripwire.
