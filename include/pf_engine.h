@@ -108,13 +108,11 @@ void pf_engine_free(struct pf_engine *e);
  * the call only).  The front end gives them to the kernel's page cache, so
  * the reader's read()s and page faults never reach the daemon for them.
  *
- * The last page of every fetch that ends at a batch boundary (a half
- * batch for a stream whose READs came behind its frontier: a copy out of a
- * mapping faults backwards) is held back as a tripwire: the reader's READ
- * of it tells the engine that the stream consumed the pushed bytes before
- * it, so the stream, its batch and its windows move on although those
- * bytes produced no READs.  It comes as the reader finishes a batch, so
- * the refill overlaps the reader's compute.
+ * The last page of every fetch that ends at a half batch is held back as a
+ * tripwire: the reader's READ of it tells the engine that the stream
+ * consumed the pushed bytes before it, so the stream, its batch and its
+ * windows move on although those bytes produced no READs.  It comes as the
+ * reader finishes a batch, so the refill overlaps the reader's compute.
  *
  * @fn may block (on page locks held by READs in flight: those are answered
  * by other threads, never by the pusher).  Call before any read;

@@ -229,8 +229,6 @@ struct engine_stream {
 	struct pf_plan_state plan; /* the planner's, between calls */
 	unsigned depth;		/* windows kept ahead: cfg's, more after
 				 * READs that waited for read-ahead */
-	bool trip_behind;	/* READ a pushed page behind its frontier:
-				 * a tripwire every half batch (push.c) */
 };
 
 /*

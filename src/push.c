@@ -10,13 +10,10 @@
  * locks held by READs in flight, which other threads answer), then unpins
  * the blocks under the lock.  The queue holds 32 fetches at most
  * (pushq_cap()): its blocks are pinned.  The last page of every fetch
- * ending at a batch boundary is held back as a tripwire: its READ shows
- * that the reader consumed the pushed bytes before it (tripwire()), so the
- * stream's windows move on although those bytes produced no READs.  A
- * stream that READ a pushed page behind its frontier (a copy out of a
- * mapping faults its batch's last page first, then backwards; or the
- * kernel dropped pages) gets one every half batch (trip_interval()).  A
- * fetch whose first blocks READs have answered by the time the pusher
+ * ending at a half-batch boundary is held back as a tripwire: its READ
+ * shows that the reader consumed the pushed bytes before it (tripwire()),
+ * so the stream's windows move on although those bytes produced no READs.
+ * A fetch whose first blocks READs have answered by the time the pusher
  * gets to it (the pusher fell behind) is pushed from the first block they
  * did not cover on (push_from()).
  *
@@ -32,38 +29,21 @@
 #include "engine_int.h"
 
 /*
- * Tripwires one batch apart: the READ of each comes as the reader ends a
- * batch, which is where the planner refills the windows (pf_plan_ahead():
- * a burst of a batch's bytes) and where the pushed bytes behind it can go
- * back to the pool.  Each costs the reader a round trip through the
- * daemon, on its critical path: a tripwire every half batch was 124 of
- * them per 512 MiB reader of issue 14's shape, half of which brought no
- * refill.  One a batch still shows every burst (each READ comes after a
- * compute gap and covers one batch), so the batch learned stays the
- * reader's; fewer would be learned as a longer batch.
- *
- * Every half batch for a stream that READ a pushed page behind its
- * frontier (es->trip_behind, tripwire()): a reader whose faults come in
- * any order, above all a memcpy() out of a mapping, which glibc makes
- * backwards (its last page first) when source and destination alias in
- * a page.  The batch-end tripwire is then READ first, often while a fetch
- * of that batch is still in flight (pushed_between() lets it move the
- * stream on all the same); a lower one is the fallback.  With one a batch
- * and no such fallback, such a reader's stream stopped and its read-ahead
- * ran out (bench/suite.sh, mmap batches over slowfs 50 ms: 93% wait, in 4
- * runs of 15).
- *
- * Between one and eight fetches apart: a stream's bytes consumed but not
- * yet seen by the engine stay in memory until the next tripwire.
+ * Tripwires every half batch (between one and eight fetches apart): enough
+ * READs for the tracker to follow the stream and see its bursts.  One a
+ * batch halves the READs (124 -> 62 per 512 MiB reader of issue 14's
+ * shape) but lowered the wait in only 6 of 18 pairs of runs, and a reader
+ * whose faults come in any order (a memcpy() out of a mapping, which glibc
+ * makes backwards on some CPUs: the batch's last page first) then had no
+ * lower tripwire to fall back on when the batch-end one came too early.
+ * A stream's bytes consumed but not yet seen by the engine stay in memory
+ * until its next tripwire.
  */
 static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 {
 	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
 						     ft->stream);
-	const struct engine_stream *es = engine_stream_find(ft->file,
-							    ft->stream);
-	uint64_t per = es && es->trip_behind ? 2 : 1;
-	uint64_t n = st ? st->batch / (per * e->cfg.fetch_size) : 1;
+	uint64_t n = st ? st->batch / (2 * e->cfg.fetch_size) : 1;
 
 	if (n < 1)
 		n = 1;
@@ -119,7 +99,7 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 /* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
 void push_enqueue(struct pf_engine *e, struct fetch *ft)
 {
-	/* a tripwire a batch (trip_interval()); others are pushed whole */
+	/* a tripwire every half batch (trip_interval()); others pushed whole */
 	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
 	ft->qnext = NULL;
 	if (e->pushq_tail)
@@ -295,7 +275,7 @@ void pf_engine_stop_push(struct pf_engine *e)
  * A READ ahead of a sequential stream's frontier, where every byte between
  * the frontier and the READ was pushed to the page cache: the reader read
  * those bytes there, without READs (the tripwire pages make sure it comes
- * back every batch).  Returns the offset the tracker should see the
+ * back every half batch).  Returns the offset the tracker should see the
  * READ start at: the frontier of that stream, so the pushed bytes and this
  * READ count as one contiguous READ; else @off unchanged.
  *
@@ -331,27 +311,6 @@ static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 	return true;
 }
 
-/*
- * A READ of the last page of a fetch (a tripwire's place) behind
- * sequential stream @st's frontier: the reader's faults do not come in
- * file order (a tripwire after the one that moved the frontier, a page
- * the kernel dropped).  Its tripwires go back to every half batch
- * (trip_interval()).  By its place, not its block: the READ that moved
- * the frontier may have given that block back to the pool already.
- */
-static void behind(struct pf_engine *e, struct pf_efile *f,
-		   const struct pf_stream *st, uint64_t off, uint64_t limit)
-{
-	struct engine_stream *es;
-
-	if (off >= st->next_off || st->next_off - off > limit ||
-	    (off + PAGE_BYTES) % e->cfg.fetch_size)
-		return;
-	es = engine_stream_find(f, st->id);
-	if (es)
-		es->trip_behind = true;
-}
-
 uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 		  uint64_t off)
 {
@@ -361,8 +320,6 @@ uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 	for (unsigned i = 0; i < n; i++) {
 		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
 
-		if (st->pattern == PF_PAT_SEQUENTIAL)
-			behind(e, f, st, off, limit);
 		if (st->pattern != PF_PAT_SEQUENTIAL || off <= st->next_off ||
 		    off - st->next_off > limit)
 			continue;
