@@ -13,6 +13,9 @@
  * ending at a half-batch boundary is held back as a tripwire: its READ
  * shows that the reader consumed the pushed bytes before it (tripwire()),
  * so the stream's windows move on although those bytes produced no READs.
+ * A fetch whose first blocks READs have answered by the time the pusher
+ * gets to it (the pusher fell behind) is pushed from the first block they
+ * did not cover on (push_from()).
  *
  * Threads: the pusher thread (pusher_main) and, for push_wanted(),
  * push_enqueue() and tripwire(), the threads that complete fetches and make
@@ -25,6 +28,17 @@
 #include "pf_pool.h"
 #include "engine_int.h"
 
+/*
+ * Tripwires every half batch (between one and eight fetches apart): enough
+ * READs for the tracker to follow the stream and see its bursts.  One a
+ * batch halves the READs (124 -> 62 per 512 MiB reader of issue 14's
+ * shape) but lowered the wait in only 6 of 18 pairs of runs, and a reader
+ * whose faults come in any order (a memcpy() out of a mapping, which glibc
+ * makes backwards on some CPUs: the batch's last page first) then had no
+ * lower tripwire to fall back on when the batch-end one came too early.
+ * A stream's bytes consumed but not yet seen by the engine stay in memory
+ * until its next tripwire.
+ */
 static uint64_t trip_interval(struct pf_engine *e, const struct fetch *ft)
 {
 	const struct pf_stream *st = pf_tracker_find(ft->file->tracker,
@@ -85,11 +99,7 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 /* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
 void push_enqueue(struct pf_engine *e, struct fetch *ft)
 {
-	/*
-	 * Tripwires every half batch (between one and eight fetches apart):
-	 * enough READs for the tracker to follow the stream and see its
-	 * bursts, few enough to cost nothing.  Other fetches are pushed whole.
-	 */
+	/* a tripwire every half batch (trip_interval()); others pushed whole */
 	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
 	ft->qnext = NULL;
 	if (e->pushq_tail)
@@ -102,27 +112,65 @@ void push_enqueue(struct pf_engine *e, struct fetch *ft)
 }
 
 /*
- * Push one fetch's bytes but for its tripwire page, the last one (lock not
- * held).  The last: a batch ends at a tripwire boundary, so the READ of the
- * tripwire comes as the reader finishes a batch and its compute starts,
- * and the refill it brings overlaps the compute, not the next batch's reads.
+ * Under the lock: where the push of @ft starts.  Under load the pusher
+ * falls behind, and the reader, finding pages not pushed yet, READs them
+ * into its page cache (the daemon answers them from these blocks).
+ * Pushing those pages again would copy them for nothing, on the CPU the
+ * pusher lacked: the fetch's first pieces that READs covered whole are
+ * skipped, from the first one they did not cover on it is pushed.  What
+ * READs covered, not the stream's frontier: a READ of the kernel's
+ * read-around for a fault in a mapping covers pages ahead of the fault
+ * and moves the frontier past pages nobody read, which must be pushed.
+ */
+static uint64_t push_from(const struct fetch *ft)
+{
+	uint64_t from = ft->off;
+
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		const struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+
+		if (b->rhi == b->rlo || b->rlo > flo || b->rhi < fhi)
+			break;
+		from += fhi - flo;
+	}
+	return from;
+}
+
+/*
+ * Push bytes [from, end) of one fetch but for its tripwire page, the last
+ * one (lock not held).  The last: a batch ends at a tripwire boundary, so
+ * the READ of the tripwire comes as the reader finishes a batch and its
+ * compute starts, and the refill it brings overlaps the compute, not the
+ * next batch's reads.  Returns the bytes pushed.
  */
 static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
-			 struct iovec *iov)
+			 uint64_t from, struct iovec *iov)
 {
 	uint64_t keep = ft->trip ? ft->len - PAGE_BYTES : ft->len;
+	uint64_t skip = from - ft->off;
+	uint64_t pos = 0;
 	uint64_t bytes = 0;
 	int cnt = 0;
 
-	for (unsigned i = 0; i < ft->nblk && bytes < keep; i++) {
-		struct iovec v = ft->iov[i];
+	/* the part of each block's piece [pos, pos + len) in [skip, keep) */
+	for (unsigned i = 0; i < ft->nblk && pos < keep; i++) {
+		uint64_t len = ft->iov[i].iov_len;
+		uint64_t lo = pos > skip ? pos : skip;
+		uint64_t hi = pos + len < keep ? pos + len : keep;
 
-		if (v.iov_len > keep - bytes)
-			v.iov_len = keep - bytes;
-		iov[cnt++] = v;
-		bytes += v.iov_len;
+		if (lo < hi) {
+			iov[cnt].iov_base = (char *)ft->iov[i].iov_base +
+					    (lo - pos);
+			iov[cnt].iov_len = hi - lo;
+			cnt++;
+			bytes += hi - lo;
+		}
+		pos += len;
 	}
-	e->push_fn(e->push_arg, ft->file->tag, ft->off, iov, cnt);
+	if (cnt)
+		e->push_fn(e->push_arg, ft->file->tag, from, iov, cnt);
 	return bytes;
 }
 
@@ -138,6 +186,7 @@ static void *pusher_main(void *arg)
 		struct fetch *ft;
 		struct engine_stream *es;
 		uint64_t bytes = 0;
+		uint64_t from;
 		bool stop;
 
 		while (!e->pushq && !e->push_stop)
@@ -155,11 +204,12 @@ static void *pusher_main(void *arg)
 		 * since has had its page cache dropped, or soon will */
 		stop = e->push_stop || !iov || ft->bfref != ft->file->cur ||
 		       ft->file->stale;
+		from = push_from(ft);
 		e->pushing = stop ? NULL : ft->file;
 		pthread_mutex_unlock(&e->lock);
 
 		if (!stop)
-			bytes = push_one(e, ft, iov);
+			bytes = push_one(e, ft, from, iov);
 
 		pthread_mutex_lock(&e->lock);
 		if (e->pushing) {
@@ -225,14 +275,40 @@ void pf_engine_stop_push(struct pf_engine *e)
  * A READ ahead of a sequential stream's frontier, where every byte between
  * the frontier and the READ was pushed to the page cache: the reader read
  * those bytes there, without READs (the tripwire pages make sure it comes
- * back every fetch_size).  Returns the offset the tracker should see the
+ * back every half batch).  Returns the offset the tracker should see the
  * READ start at: the frontier of that stream, so the pushed bytes and this
  * READ count as one contiguous READ; else @off unchanged.
+ *
+ * Bytes of the stream's read-ahead still in flight count as pushed: they
+ * will be (push_wanted() took every such fetch of a stream that pushes).
+ * A reader in file order cannot be past them without READs of them, which
+ * move the frontier; a copy out of a mapping, which faults its batch's
+ * last page first, can.  Its batch-end tripwire must still move the
+ * stream on, or the refill comes only when its faults reach the bottom of
+ * the batch, a batch late, and its read-ahead runs out (bench/suite.sh,
+ * mmap batches over slowfs 50 ms, under load: 88-94% wait).
  */
 static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
-			   uint64_t from, uint64_t to)
+			   const struct pf_stream *st, uint64_t from,
+			   uint64_t to)
 {
-	return resident_run(e, f, from, to, true) == to - from;
+	uint64_t off = from;
+
+	while (off < to) {
+		uint64_t idx = off >> e->bshift;
+		uint64_t bstart = idx << e->bshift;
+		uint32_t lo = (uint32_t)(off - bstart);
+		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
+						    e->bs;
+		const struct block *b = block_find(e, f, idx);
+
+		if (!b || !((b->pushed && block_covers(b, lo, hi)) ||
+			    (b->busy && b->prefetched &&
+			     b->stream == st->id)))
+			return false;
+		off = bstart + hi;
+	}
+	return true;
 }
 
 uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
@@ -247,7 +323,7 @@ uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
 		if (st->pattern != PF_PAT_SEQUENTIAL || off <= st->next_off ||
 		    off - st->next_off > limit)
 			continue;
-		if (pushed_between(e, f, st->next_off, off))
+		if (pushed_between(e, f, st, st->next_off, off))
 			return st->next_off;
 	}
 	return off;
