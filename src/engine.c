@@ -49,6 +49,19 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 
 /* ---- engine ---------------------------------------------------------- */
 
+/*
+ * The pool's warm-up: the read-ahead the mount can have in flight at once
+ * (max_inflight fetches of fetch_size), which is what several readers
+ * starting together ask for in their first millisecond, and never more
+ * than half of max_memory.
+ */
+static uint64_t engine_warm_bytes(const struct pf_engine_cfg *cfg)
+{
+	uint64_t w = (uint64_t)cfg->max_inflight * cfg->fetch_size;
+
+	return w < cfg->max_memory / 2 ? w : cfg->max_memory / 2;
+}
+
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out)
 {
@@ -88,6 +101,10 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	ret = pf_pool_new(cfg->block_size, nbufs, &e->pool);
 	if (ret < 0)
 		goto out_hash;
+	/* what the mount's first fetches land in: as much as may be in
+	 * flight, faulted in ahead (a failure leaves the pool cold) */
+	if (cfg->prefetch)
+		pf_pool_warm(e->pool, engine_warm_bytes(cfg));
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->push_cond, NULL);
 	pthread_cond_init(&e->idle_cond, NULL);
