@@ -213,9 +213,9 @@ struct pf_engine_totals {
 				 * and not yet passed by its stream */
 	uint64_t memory_reread;	/* read, not pushed: kept for re-reads */
 	uint64_t memory_max;
-	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak) */
-	uint64_t memory_warmed;	/* faulted in ahead of need at the start
-				 * (in memory_mapped once handed out) */
+	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak),
+				 * with those faulted in ahead */
+	uint64_t memory_warmed;	/* faulted in ahead of need at the start */
 	uint64_t files;		/* files the engine holds (the kernel's
 				 * inodes of regular files, and more) */
 	uint64_t files_state_bytes; /* heap they hold beside their blocks:

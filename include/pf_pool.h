@@ -47,6 +47,9 @@ size_t pf_pool_buf_size(const struct pf_pool *p);
 size_t pf_pool_max(const struct pf_pool *p);
 size_t pf_pool_in_use(const struct pf_pool *p);	/* handed out now */
 size_t pf_pool_allocated(const struct pf_pool *p);	/* ever allocated */
+/* Bytes of buffers ever allocated plus those faulted in ahead and not
+ * handed out yet: the pool's share of the resident set. */
+size_t pf_pool_resident(struct pf_pool *p);
 /* Bytes the warm-up has faulted in so far (any thread may ask). */
 size_t pf_pool_warmed(struct pf_pool *p);
 

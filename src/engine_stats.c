@@ -24,7 +24,7 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
 	cache_memory(e, &t->memory_inflight, &t->memory_ahead,
 		     &t->memory_reread);
-	t->memory_mapped = (uint64_t)pf_pool_allocated(e->pool) * e->bs;
+	t->memory_mapped = pf_pool_resident(e->pool);
 	t->memory_warmed = pf_pool_warmed(e->pool);
 	t->files = 0;
 	t->files_state_bytes = 0;

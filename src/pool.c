@@ -49,12 +49,14 @@ struct pf_pool {
 	struct slab *slabs;
 	char *carve;		/* next uncarved byte in the newest slab */
 	size_t carve_left;	/* buffers left to carve in it */
+	bool carve_warm;	/* that slab came warm: the rest is resident */
 
 	/* the warm-up: the fields below are guarded by wlock */
 	pthread_mutex_t wlock;
 	pthread_cond_t wcond;	/* a warm slab came, or the warm-up ended */
 	struct slab *warm;	/* warm slabs not carved yet, oldest first */
 	struct slab *warm_tail;
+	size_t warm_bufs;	/* buffers in the warm slabs */
 	size_t mapped;		/* buffers in all slabs */
 	size_t warm_left;	/* buffers the warm-up is still to map */
 	size_t warming;		/* buffers of the slab it is faulting in */
@@ -180,6 +182,7 @@ static void *warm_main(void *arg)
 		else
 			p->warm = s;
 		p->warm_tail = s;
+		p->warm_bufs += n;
 		p->warmed += n * p->buf_size;
 		pthread_cond_broadcast(&p->wcond);
 	}
@@ -219,10 +222,12 @@ static int pool_grow(struct pf_pool *p)
 	while (!p->warm && p->warming && p->mapped >= p->max_bufs)
 		pthread_cond_wait(&p->wcond, &p->wlock);
 	s = p->warm;
+	p->carve_warm = s != NULL;
 	if (s) {
 		p->warm = s->next;
 		if (!p->warm)
 			p->warm_tail = NULL;
+		p->warm_bufs -= s->nbufs;
 		pthread_mutex_unlock(&p->wlock);
 		goto out;
 	}
@@ -295,6 +300,16 @@ size_t pf_pool_in_use(const struct pf_pool *p)
 size_t pf_pool_allocated(const struct pf_pool *p)
 {
 	return p->allocated;
+}
+
+size_t pf_pool_resident(struct pf_pool *p)
+{
+	size_t n = p->allocated + (p->carve_warm ? p->carve_left : 0);
+
+	pthread_mutex_lock(&p->wlock);
+	n += p->warm_bufs;
+	pthread_mutex_unlock(&p->wlock);
+	return n * p->buf_size;
 }
 
 size_t pf_pool_warmed(struct pf_pool *p)

@@ -23,6 +23,7 @@ START_TEST(test_bounds_and_reuse)
 	ck_assert_int_eq(pf_pool_new(65536, 100, &p), 0);
 	ck_assert_uint_eq(pf_pool_buf_size(p), 65536);
 	ck_assert_uint_eq(pf_pool_allocated(p), 0); /* lazy */
+	ck_assert_uint_eq(pf_pool_resident(p), 0);
 	for (int i = 0; i < 100; i++) {
 		bufs[i] = pf_pool_get(p);
 		ck_assert_ptr_nonnull(bufs[i]);
@@ -135,13 +136,18 @@ START_TEST(test_warm_ahead)
 	ck_assert_int_eq(pf_pool_warm(p, 8u << 20), -EBUSY);
 	wait_warmed(p, 8u << 20);
 	ck_assert_uint_eq(pf_pool_allocated(p), 0);
+	/* resident although nothing was handed out, and as much while the
+	 * warm buffers are handed out */
+	ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
 	for (int i = 0; i < 128; i++) {
 		bufs[i] = pf_pool_get(p);
 		ck_assert_ptr_nonnull(bufs[i]);
 		ck_assert_msg(resident(bufs[i], 65536), "buffer %d cold", i);
 		memset(bufs[i], i, 65536);
+		ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
 	}
 	cold = pf_pool_get(p);
+	ck_assert_uint_eq(pf_pool_resident(p), 129 * 65536);
 	ck_assert(!resident(cold, 65536));
 	ck_assert_uint_eq(pf_pool_allocated(p), 129);
 	ck_assert_uint_eq(pf_pool_warmed(p), 8u << 20);
