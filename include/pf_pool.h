@@ -30,9 +30,9 @@ int pf_pool_new(size_t buf_size, size_t max_bufs, struct pf_pool **out);
 void pf_pool_free(struct pf_pool *p);
 
 /*
- * Start a thread that maps and faults in about @bytes of buffers (whole
- * slabs, never more than max_bufs with those handed out), which
- * pf_pool_get() hands out before it maps new memory.  Once per pool;
+ * Start a thread that maps and faults in buffers (whole slabs) until the
+ * pool has about @bytes mapped, cold slabs included, and never more than
+ * max_bufs; pf_pool_get() hands them out before it maps new memory.  Once per pool;
  * returns at once.  -EBUSY if already asked, -errno if the thread cannot
  * start (the pool works as before).
  */

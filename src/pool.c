@@ -15,8 +15,10 @@
  * thread's until it is on the FIFO, the owner's once taken from it.
  * p->mapped counts every buffer of every slab, warm, being warmed or
  * carved, so that the two together never map more than max_bufs.  The
- * thread ends when it has mapped what it was asked or the budget is
- * mapped; pf_pool_free() stops and joins it.
+ * thread maps while the pool as a whole (its cold slabs too) has mapped
+ * less than it was asked: when the owner outruns it and maps cold slabs,
+ * those count, and the warm-up adds no memory on top of what the owner
+ * needed.  pf_pool_free() stops and joins it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,7 +60,7 @@ struct pf_pool {
 	struct slab *warm_tail;
 	size_t warm_bufs;	/* buffers in the warm slabs */
 	size_t mapped;		/* buffers in all slabs */
-	size_t warm_left;	/* buffers the warm-up is still to map */
+	size_t warm_upto;	/* the warm-up maps while fewer are mapped */
 	size_t warming;		/* buffers of the slab it is faulting in */
 	size_t warmed;		/* bytes it faulted in */
 	bool stop;
@@ -158,7 +160,7 @@ static void *warm_main(void *arg)
 	struct pf_pool *p = arg;
 
 	pthread_mutex_lock(&p->wlock);
-	while (!p->stop && p->warm_left && p->mapped < p->max_bufs) {
+	while (!p->stop && p->mapped < p->warm_upto) {
 		size_t n = slab_bufs(p);
 		struct slab *s;
 
@@ -166,7 +168,6 @@ static void *warm_main(void *arg)
 			n = p->max_bufs - p->mapped;
 		p->mapped += n;
 		p->warming = n;
-		p->warm_left = p->warm_left > n ? p->warm_left - n : 0;
 		pthread_mutex_unlock(&p->wlock);
 		s = slab_map(p, n);
 		if (s)
@@ -186,7 +187,7 @@ static void *warm_main(void *arg)
 		p->warmed += n * p->buf_size;
 		pthread_cond_broadcast(&p->wcond);
 	}
-	p->warm_left = 0;
+	p->warm_upto = 0;
 	pthread_cond_broadcast(&p->wcond);
 	pthread_mutex_unlock(&p->wlock);
 	return NULL;
@@ -201,11 +202,13 @@ int pf_pool_warm(struct pf_pool *p, size_t bytes)
 	if (bytes == 0)
 		return 0;
 	pthread_mutex_lock(&p->wlock);
-	p->warm_left = (bytes + p->buf_size - 1) / p->buf_size;
+	p->warm_upto = (bytes + p->buf_size - 1) / p->buf_size;
+	if (p->warm_upto > p->max_bufs)
+		p->warm_upto = p->max_bufs;
 	pthread_mutex_unlock(&p->wlock);
 	ret = -pthread_create(&p->thread, NULL, warm_main, p);
 	if (ret < 0) {
-		p->warm_left = 0;
+		p->warm_upto = 0;
 		return ret;
 	}
 	p->started = true;

@@ -204,6 +204,20 @@ START_TEST(test_warm_within_budget)
 		pf_pool_free(p);
 	}
 
+	/* the warm-up fills up to what was asked, the owner's cold slabs
+	 * included: 4 MiB handed out before, 4 MiB warmed, no more */
+	ck_assert_int_eq(pf_pool_new(65536, 256, &p), 0);
+	for (int i = 0; i < 64; i++)
+		bufs[i] = pf_pool_get(p);
+	ck_assert_int_eq(pf_pool_warm(p, 8u << 20), 0);
+	wait_warmed(p, 4u << 20);
+	usleep(100000);
+	ck_assert_uint_eq(pf_pool_warmed(p), 4u << 20);
+	ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
+	for (int i = 0; i < 64; i++)
+		pf_pool_put(p, bufs[i]);
+	pf_pool_free(p);
+
 	/* freed while it warms: stops and gives everything back */
 	ck_assert_int_eq(pf_pool_new(65536, 16384, &p), 0);
 	ck_assert_int_eq(pf_pool_warm(p, 1u << 30), 0);
