@@ -222,6 +222,14 @@ struct pf_engine_totals {
 				     * the files, paths, pattern trackers */
 };
 
+/*
+ * Fault in the pool's first buffers ahead of need (pf_pool_warm()) on a
+ * thread of the pool's own: the read-ahead the mount can have in flight,
+ * at most half of max_memory.  Called once the mount is ready, so that
+ * the mount does not wait for it; nothing without prefetch.  Any thread.
+ */
+void pf_engine_warm(struct pf_engine *e);
+
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
 
 /*

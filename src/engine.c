@@ -62,6 +62,15 @@ static uint64_t engine_warm_bytes(const struct pf_engine_cfg *cfg)
 	return w < cfg->max_memory / 2 ? w : cfg->max_memory / 2;
 }
 
+void pf_engine_warm(struct pf_engine *e)
+{
+	if (!e->cfg.prefetch)
+		return;
+	pthread_mutex_lock(&e->lock);
+	pf_pool_warm(e->pool, engine_warm_bytes(&e->cfg));
+	pthread_mutex_unlock(&e->lock);
+}
+
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out)
 {
@@ -101,10 +110,6 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	ret = pf_pool_new(cfg->block_size, nbufs, &e->pool);
 	if (ret < 0)
 		goto out_hash;
-	/* what the mount's first fetches land in: as much as may be in
-	 * flight, faulted in ahead (a failure leaves the pool cold) */
-	if (cfg->prefetch)
-		pf_pool_warm(e->pool, engine_warm_bytes(cfg));
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->push_cond, NULL);
 	pthread_cond_init(&e->idle_cond, NULL);
