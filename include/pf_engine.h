@@ -213,12 +213,22 @@ struct pf_engine_totals {
 				 * and not yet passed by its stream */
 	uint64_t memory_reread;	/* read, not pushed: kept for re-reads */
 	uint64_t memory_max;
-	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak) */
+	uint64_t memory_mapped;	/* bytes the pool has mapped (its peak),
+				 * with those faulted in ahead */
+	uint64_t memory_warmed;	/* faulted in ahead of need at the start */
 	uint64_t files;		/* files the engine holds (the kernel's
 				 * inodes of regular files, and more) */
 	uint64_t files_state_bytes; /* heap they hold beside their blocks:
 				     * the files, paths, pattern trackers */
 };
+
+/*
+ * Fault in the pool's first buffers ahead of need (pf_pool_warm()) on a
+ * thread of the pool's own: the read-ahead the mount can have in flight,
+ * at most half of max_memory.  Called once the mount is ready, so that
+ * the mount does not wait for it; nothing without prefetch.  Any thread.
+ */
+void pf_engine_warm(struct pf_engine *e);
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
 

@@ -49,6 +49,28 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 
 /* ---- engine ---------------------------------------------------------- */
 
+/*
+ * The pool's warm-up: the read-ahead the mount can have in flight at once
+ * (max_inflight fetches of fetch_size), which is what several readers
+ * starting together ask for in their first millisecond, and never more
+ * than half of max_memory.
+ */
+static uint64_t engine_warm_bytes(const struct pf_engine_cfg *cfg)
+{
+	uint64_t w = (uint64_t)cfg->max_inflight * cfg->fetch_size;
+
+	return w < cfg->max_memory / 2 ? w : cfg->max_memory / 2;
+}
+
+void pf_engine_warm(struct pf_engine *e)
+{
+	if (!e->cfg.prefetch)
+		return;
+	pthread_mutex_lock(&e->lock);
+	pf_pool_warm(e->pool, engine_warm_bytes(&e->cfg));
+	pthread_mutex_unlock(&e->lock);
+}
+
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out)
 {

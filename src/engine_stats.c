@@ -24,7 +24,8 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
 	cache_memory(e, &t->memory_inflight, &t->memory_ahead,
 		     &t->memory_reread);
-	t->memory_mapped = (uint64_t)pf_pool_allocated(e->pool) * e->bs;
+	t->memory_mapped = pf_pool_resident(e->pool);
+	t->memory_warmed = pf_pool_warmed(e->pool);
 	t->files = 0;
 	t->files_state_bytes = 0;
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
@@ -150,6 +151,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"memory_ahead\": %" PRIu64
 		  ", \"memory_reread\": %" PRIu64
 		  ", \"memory_mapped\": %" PRIu64
+		  ", \"memory_warmed\": %" PRIu64
 		  ", \"files\": %" PRIu64
 		  ", \"files_state_bytes\": %" PRIu64
 		  "}",
@@ -162,7 +164,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max,
 		  t.memory_inflight, t.memory_ahead, t.memory_reread,
-		  t.memory_mapped, t.files, t.files_state_bytes);
+		  t.memory_mapped, t.memory_warmed, t.files,
+		  t.files_state_bytes);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	xfile_stats(e, &sb);

@@ -344,6 +344,7 @@ struct ready_ctx {
 	const char *mountpoint;
 	unsigned readahead_kb;
 	int notify_fd;		/* -1 in the foreground */
+	struct pf_engine *engine;
 };
 
 /*
@@ -433,6 +434,8 @@ static void *ready_thread(void *arg)
 		close(rc->notify_fd);
 		rc->notify_fd = -1;
 	}
+	/* after the parent was told: the mount does not wait for it */
+	pf_engine_warm(rc->engine);
 	return NULL;
 }
 
@@ -771,6 +774,7 @@ int main(int argc, char **argv)
 	}
 	rc.fs = &fs;
 	rc.se = se;
+	rc.engine = engine;
 	rc.mountpoint = mnt;
 	rc.readahead_kb = o.readahead_kb;
 	if (pthread_create(&ready_tid, NULL, ready_thread, &rc) != 0) {

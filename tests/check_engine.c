@@ -216,6 +216,39 @@ START_TEST(test_budget_holds)
 END_TEST
 
 /*
+ * The pool's warm-up (the mount asks for it once it is ready): nothing
+ * before, then max_inflight x fetch_size (16 MiB here) but at most half of
+ * the budget, resident before any READ; reads work as before within the
+ * budget.
+ */
+START_TEST(test_warm_when_asked)
+{
+	struct pf_engine_totals t;
+	struct timespec ms = { 0, 1000000 };
+
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.memory_warmed, 0);
+	pf_engine_warm(eng);
+	for (int i = 0; i < 10000 && t.memory_warmed < (8u << 20); i++) {
+		nanosleep(&ms, NULL);
+		pf_engine_totals(eng, &t);
+	}
+	ck_assert_uint_eq(t.memory_warmed, 8u << 20);
+	ck_assert_uint_ge(t.memory_mapped, 8u << 20);
+	ck_assert_uint_le(t.memory_mapped, 16u << 20);
+	tb.autocomplete = 1;
+	for (uint64_t off = 0; off < FSIZE; off += 1u << 20) {
+		read_sync(rq, off, 1u << 20);
+		assert_bytes(rq, off, 1u << 20);
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_le(t.memory_used, 16u << 20);
+	ck_assert_uint_le(t.memory_mapped, 16u << 20);
+	ck_assert_uint_eq(t.memory_warmed, 8u << 20);
+}
+END_TEST
+
+/*
  * Blocks read by READs that no sequential stream passed stay cached for
  * re-read, but at most a quarter of the budget (16 MiB here): 4 KiB reads
  * at random offsets over 64 MiB, without read-ahead, then a re-read of the
@@ -358,6 +391,7 @@ static Suite *engine_suite(void)
 	tcase_add_checked_fixture(tc, setup_budget, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_budget_holds);
+	tcase_add_test(tc, test_warm_when_asked);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("shutdown");

@@ -1,11 +1,15 @@
 /*
- * check_pool.c - the buffer pool: bounded, reused, never given back.
+ * check_pool.c - the buffer pool: bounded, reused, never given back, and
+ * its first buffers faulted in ahead of need.
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pf_pool.h"
@@ -19,6 +23,7 @@ START_TEST(test_bounds_and_reuse)
 	ck_assert_int_eq(pf_pool_new(65536, 100, &p), 0);
 	ck_assert_uint_eq(pf_pool_buf_size(p), 65536);
 	ck_assert_uint_eq(pf_pool_allocated(p), 0); /* lazy */
+	ck_assert_uint_eq(pf_pool_resident(p), 0);
 	for (int i = 0; i < 100; i++) {
 		bufs[i] = pf_pool_get(p);
 		ck_assert_ptr_nonnull(bufs[i]);
@@ -85,6 +90,141 @@ START_TEST(test_rounding_and_args)
 }
 END_TEST
 
+/* Are all the pages of @buf (@len bytes) resident, before any write? */
+static bool resident(void *buf, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[64];
+	size_t n = len / page;
+
+	ck_assert_uint_le(n, sizeof(vec));
+	ck_assert_int_eq(mincore(buf, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!(vec[i] & 1))
+			return false;
+	return true;
+}
+
+/* Wait (10 s at most) until the warm-up faulted in @bytes. */
+static void wait_warmed(struct pf_pool *p, size_t bytes)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (int i = 0; i < 10000 && pf_pool_warmed(p) < bytes; i++)
+		nanosleep(&ms, NULL);
+	ck_assert_uint_eq(pf_pool_warmed(p), bytes);
+}
+
+START_TEST(test_warm_ahead)
+{
+	struct pf_pool *p;
+	void *bufs[256];
+	void *cold;
+
+	/* without the warm-up a new buffer is memory never touched */
+	ck_assert_int_eq(pf_pool_new(65536, 256, &p), 0);
+	cold = pf_pool_get(p);
+	ck_assert(!resident(cold, 65536));
+	pf_pool_put(p, cold);
+	pf_pool_free(p);
+
+	/* 8 MiB (two slabs of 64 buffers) faulted in ahead, handed out
+	 * first, resident before the owner writes them; then cold ones */
+	ck_assert_int_eq(pf_pool_new(65536, 256, &p), 0);
+	ck_assert_uint_eq(pf_pool_warmed(p), 0);
+	ck_assert_int_eq(pf_pool_warm(p, 8u << 20), 0);
+	ck_assert_int_eq(pf_pool_warm(p, 8u << 20), -EBUSY);
+	wait_warmed(p, 8u << 20);
+	ck_assert_uint_eq(pf_pool_allocated(p), 0);
+	/* resident although nothing was handed out, and as much while the
+	 * warm buffers are handed out */
+	ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
+	for (int i = 0; i < 128; i++) {
+		bufs[i] = pf_pool_get(p);
+		ck_assert_ptr_nonnull(bufs[i]);
+		ck_assert_msg(resident(bufs[i], 65536), "buffer %d cold", i);
+		memset(bufs[i], i, 65536);
+		ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
+	}
+	cold = pf_pool_get(p);
+	ck_assert_uint_eq(pf_pool_resident(p), 129 * 65536);
+	ck_assert(!resident(cold, 65536));
+	ck_assert_uint_eq(pf_pool_allocated(p), 129);
+	ck_assert_uint_eq(pf_pool_warmed(p), 8u << 20);
+	for (int i = 0; i < 128; i++) {
+		unsigned char *b = bufs[i];
+
+		ck_assert(b[0] == (unsigned char)i && b[65535] == b[0]);
+		pf_pool_put(p, bufs[i]);
+	}
+	pf_pool_put(p, cold);
+	pf_pool_free(p);
+}
+END_TEST
+
+START_TEST(test_warm_within_budget)
+{
+	struct pf_pool *p;
+	void *bufs[100];
+
+	/* asked for more than max_bufs: warms the budget, no more */
+	ck_assert_int_eq(pf_pool_new(65536, 100, &p), 0);
+	ck_assert_int_eq(pf_pool_warm(p, 1u << 30), 0);
+	wait_warmed(p, 100 * 65536);
+	for (int i = 0; i < 100; i++) {
+		bufs[i] = pf_pool_get(p);
+		ck_assert_ptr_nonnull(bufs[i]);
+		ck_assert(resident(bufs[i], 65536));
+	}
+	ck_assert_ptr_null(pf_pool_get(p));
+	for (int i = 0; i < 100; i++)
+		pf_pool_put(p, bufs[i]);
+	pf_pool_free(p);
+
+	/* the owner takes the whole budget while the warm-up runs: every
+	 * buffer is had once (the owner waits for a slab being warmed when
+	 * the warm-up holds the rest of the budget) */
+	for (int r = 0; r < 20; r++) {
+		ck_assert_int_eq(pf_pool_new(65536, 100, &p), 0);
+		ck_assert_int_eq(pf_pool_warm(p, 100 * 65536), 0);
+		for (int i = 0; i < 100; i++) {
+			bufs[i] = pf_pool_get(p);
+			ck_assert_ptr_nonnull(bufs[i]);
+			memset(bufs[i], i, 65536);
+			for (int j = 0; j < i; j++)
+				ck_assert_ptr_ne(bufs[i], bufs[j]);
+		}
+		ck_assert_ptr_null(pf_pool_get(p));
+		for (int i = 0; i < 100; i++) {
+			unsigned char *b = bufs[i];
+
+			ck_assert(b[0] == (unsigned char)i && b[65535] == b[0]);
+			pf_pool_put(p, bufs[i]);
+		}
+		pf_pool_free(p);
+	}
+
+	/* the warm-up fills up to what was asked, the owner's cold slabs
+	 * included: 4 MiB handed out before, 4 MiB warmed, no more */
+	ck_assert_int_eq(pf_pool_new(65536, 256, &p), 0);
+	for (int i = 0; i < 64; i++)
+		bufs[i] = pf_pool_get(p);
+	ck_assert_int_eq(pf_pool_warm(p, 8u << 20), 0);
+	wait_warmed(p, 4u << 20);
+	usleep(100000);
+	ck_assert_uint_eq(pf_pool_warmed(p), 4u << 20);
+	ck_assert_uint_eq(pf_pool_resident(p), 8u << 20);
+	for (int i = 0; i < 64; i++)
+		pf_pool_put(p, bufs[i]);
+	pf_pool_free(p);
+
+	/* freed while it warms: stops and gives everything back */
+	ck_assert_int_eq(pf_pool_new(65536, 16384, &p), 0);
+	ck_assert_int_eq(pf_pool_warm(p, 1u << 30), 0);
+	pf_pool_free(p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool");
@@ -94,6 +234,9 @@ int main(void)
 
 	tcase_add_test(tc, test_bounds_and_reuse);
 	tcase_add_test(tc, test_rounding_and_args);
+	tcase_add_test(tc, test_warm_ahead);
+	tcase_add_test(tc, test_warm_within_budget);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
