@@ -31,16 +31,19 @@
  * flight.  A READ that waits for read-ahead (not for a demand fetch) may
  * then add a window to its sequential stream, up to MAX_DEPTH and a
  * quarter of the memory, as the kernel's read-ahead grows on hits to pages
- * in flight, but only while the depth is short of what Little's law asks
- * of the store unloaded: the bytes ahead must cover the reader's demand
- * rate x the fastest fetch_size fetch of the stream seen (first byte and
- * transfer, no queueing), plus the batch the refill waits for.  A wait
- * beyond that means the store or the machine cannot deliver the demand
- * (fetches take longer as more are in flight: four readers of 800 MiB/s
- * on two cores saw 4 MiB fetches take 160-190 ms and the depth grow to
- * 14 windows, 670 MiB held, with no fewer waits): another window then
- * only holds more memory.  The demand rate is the stream's bytes over its
- * time not spent waiting, since it passed min_window.
+ * in flight, but only for a fetch issued too late and only while the
+ * depth is short of what Little's law asks of the store unloaded.  Too
+ * late: when the READ came, the fetch it waits for had been in flight less
+ * than the stream's fastest fetch_size fetch so far (first byte and
+ * transfer, no queueing); one in flight longer was queued behind others,
+ * and an earlier start would have queued it longer.  Little's law: the
+ * bytes ahead must cover the reader's demand rate x that fastest fetch,
+ * plus the batch the refill waits for.  Waits beyond these mean the store
+ * or the machine cannot deliver the demand (four readers of 800 MiB/s on
+ * two cores saw 4 MiB fetches take 160-190 ms and the depth grow to 14
+ * windows, 670 MiB held, with no fewer waits): another window then only
+ * holds more memory.  The demand rate is the stream's bytes over its time
+ * not spent waiting, since it passed min_window.
  * stream_plan_cfg() gives the planner a stream's depth.
  */
 struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
@@ -117,7 +120,7 @@ static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
 }
 
 /*
- * A READ of stream @s that arrived at @t0 was answered at @now: the
+ * READ @p of stream @s was answered at @now: the
  * stream's demand rate is measured (from min_window on: the early window
  * waits for the first byte), and a wait for read-ahead in flight may
  * deepen it (grow_depth()).
