@@ -234,7 +234,7 @@ struct engine_stream {
 	unsigned depth;		/* windows kept ahead: cfg's, more after
 				 * READs that waited for read-ahead */
 	/* what grow_depth() weighs (depth_read_done(), fetch_done()) */
-	uint64_t fetch_min_ns;	/* fastest fetch_size read-ahead fetch of
+	uint64_t fetch_min_ns;	/* fastest full read-ahead fetch of
 				 * the stream, issue to completion: the
 				 * store's latency unloaded; 0: none yet */
 	uint64_t rate_t0;	/* when the stream passed min_window */

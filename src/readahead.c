@@ -34,7 +34,7 @@
  * in flight, but only for a fetch issued too late and only while the
  * depth is short of what Little's law asks of the store unloaded.  Too
  * late: when the READ came, the fetch it waits for had been in flight less
- * than the stream's fastest fetch_size fetch so far (first byte and
+ * than the stream's fastest full fetch so far (first byte and
  * transfer, no queueing); one in flight longer was queued behind others,
  * and an earlier start would have queued it longer.  Little's law: the
  * bytes ahead must cover the reader's demand rate x that fastest fetch,
@@ -61,10 +61,15 @@ void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
 		      const struct fetch *ft, uint64_t now)
 {
 	uint64_t d = now > ft->t0 ? now - ft->t0 : 0;
+	uint64_t full = e->cfg.fetch_size;
 
-	/* fetch_size ones only: the early window's pieces are shorter,
-	 * demand fetches may queue behind read-ahead */
-	if (!ft->prefetch || ft->len != e->cfg.fetch_size || !d)
+	/* full ones only: fetch_size, or half the least window when
+	 * fetch_size is larger (its fetches end at the windows); not the
+	 * early window's pieces (an eighth of min_window), nor demand
+	 * fetches, which may queue behind read-ahead */
+	if (full > e->plan.min_window / 2)
+		full = e->plan.min_window / 2;
+	if (!ft->prefetch || ft->len < full || !d)
 		return;
 	if (!s->fetch_min_ns || d < s->fetch_min_ns)
 		s->fetch_min_ns = d;

@@ -363,9 +363,12 @@ static unsigned sim_reader(unsigned compute_us)
 	pthread_mutex_lock(&tb.lock);
 	ck_assert_ptr_null(tb.pending);
 	pthread_mutex_unlock(&tb.lock);
-	for (unsigned i = 0; i < ef->nestreams; i++)
-		if (ef->estreams[i].id && ef->estreams[i].depth > depth)
-			depth = ef->estreams[i].depth;
+	for (unsigned i = 0; i < ef->nestreams; i++) {
+		unsigned w = stream_plan_cfg(eng, &ef->estreams[i]).windows;
+
+		if (ef->estreams[i].id && w > depth)
+			depth = w;
+	}
 	return depth;
 }
 
@@ -377,6 +380,23 @@ static unsigned sim_reader(unsigned compute_us)
  * for: 6 windows), not to MAX_DEPTH.
  */
 START_TEST(test_depth_grows_with_latency)
+{
+	unsigned d;
+
+	sim_lat_ns = 25 * 1000000ull;
+	sim_serve_ns = 0;
+	sim_slow_every = 0;
+	d = sim_reader(5000);
+	ck_assert_uint_ge(d, 5);
+	ck_assert_uint_le(d, 7);
+}
+END_TEST
+
+/*
+ * fetch_size (4 MiB) larger than the windows (1 MiB): the read-ahead
+ * fetches end at the windows, and their durations count all the same.
+ */
+START_TEST(test_depth_grows_big_fetch_size)
 {
 	unsigned d;
 
@@ -424,7 +444,7 @@ START_TEST(test_depth_stays_when_saturated)
 	d = sim_reader(5000);
 	pf_engine_totals(eng, &t);
 	ck_assert_uint_ge(t.inflight_waits, 16);
-	ck_assert_uint_le(d, 2);
+	ck_assert_uint_eq(d, 2);
 }
 END_TEST
 
@@ -522,7 +542,10 @@ static void setup_prefetch_fake(void)
 	fake_clock = 0;
 }
 
-/* 1 MiB batches and windows, fetch_size 256 KiB, on the fake clock */
+static uint64_t setup_fetch_size = 256 << 10;
+
+/* 1 MiB batches and windows, fetch_size 256 KiB (setup_fetch_size), on the
+ * fake clock */
 static void setup_depth(void)
 {
 	struct pf_engine_cfg cfg;
@@ -533,13 +556,20 @@ static void setup_depth(void)
 	tb_add_file("a", FSIZE, pattern_data(FSIZE, 1));
 	harness_cfg(&cfg, 256u << 20, 64);
 	fake_clock = 0;
-	cfg.fetch_size = 256 << 10;
+	cfg.fetch_size = setup_fetch_size;
 	cfg.min_window = 1u << 20;
 	cfg.pattern.batch_override = 1u << 20;
 	engine_start(&cfg);
 	ef = pf_efile_new(eng, "a", 7);
 	ck_assert_ptr_nonnull(ef);
 	ck_assert_int_eq(pf_efile_open(ef, &st), 0);
+}
+
+static void setup_depth_big_fetch(void)
+{
+	setup_fetch_size = 4u << 20;
+	setup_depth();
+	setup_fetch_size = 256 << 10;
 }
 
 static Suite *readahead_suite(void)
@@ -577,6 +607,12 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_depth_grows_with_latency);
 	tcase_add_test(tc, test_depth_capped_by_latency);
 	tcase_add_test(tc, test_depth_stays_when_saturated);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("depth_big_fetch");
+	tcase_add_checked_fixture(tc, setup_depth_big_fetch, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_depth_grows_big_fetch_size);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inflight");
