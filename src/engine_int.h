@@ -144,6 +144,7 @@ struct block {
 				 * tripwire no READ has read yet */
 	size_t *lru_n;		/* while in_lru: e->lru_count[] of its LRU */
 	unsigned stream;	/* stream that prefetched it */
+	uint64_t fetch_t0;	/* while busy: when its fetch was issued */
 	struct parked_read *waiters;
 };
 
@@ -168,6 +169,9 @@ struct parked_read {
 	int err;
 	bool waited;
 	bool missed;
+	bool aged;		/* it parked on a block being fetched, */
+	uint64_t wait_age;	/* whose fetch had been in flight this long
+				 * when the READ came (the first such) */
 	bool heap;
 	unsigned nblk;
 	struct block *blk[];
@@ -231,6 +235,15 @@ struct engine_stream {
 	struct pf_plan_state plan; /* the planner's, between calls */
 	unsigned depth;		/* windows kept ahead: cfg's, more after
 				 * READs that waited for read-ahead */
+	/* what grow_depth() weighs (depth_read_done(), fetch_done()) */
+	uint64_t fetch_min_ns;	/* fastest full read-ahead fetch of
+				 * the stream, issue to completion: the
+				 * store's latency unloaded; 0: none yet */
+	uint64_t rate_t0;	/* when the stream passed min_window */
+	uint64_t rate_off0;	/* its next_off then */
+	uint64_t stall_ns;	/* since rate_t0, time with a READ waiting
+				 * (overlapping waits counted once) */
+	uint64_t stall_end;	/* end of the last wait counted */
 };
 
 /*
@@ -442,8 +455,11 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     struct deferred *later);
 struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s);
-void grow_depth(struct pf_engine *e, const struct pf_efile *f,
-		struct engine_stream *s);
+void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
+		     struct engine_stream *s,
+		     const struct parked_read *p, uint64_t now);
+void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+		      const struct fetch *ft, uint64_t now);
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later);
 void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later);

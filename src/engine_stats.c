@@ -92,7 +92,8 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  ", \"inflight_waits\": %" PRIu64
 		  ", \"wait_ms\": %.3f, \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_served\": %" PRIu64
-		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u}",
+		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u"
+		  ", \"windows\": %u}",
 		  st->id, pf_pattern_name(st->pattern), st->next_off,
 		  st->stride, st->record, st->batch, win,
 		  win ? (double)ready / (double)win : 0.0, st->reads,
@@ -100,7 +101,8 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  s ? s->inflight_waits : 0,
 		  s ? (double)s->wait_ns / 1e6 : 0.0,
 		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
-		  s ? s->bytes_unused : 0, s ? s->inflight : 0);
+		  s ? s->bytes_unused : 0, s ? s->inflight : 0,
+		  stream_plan_cfg(e, s).windows);
 }
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)

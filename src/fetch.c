@@ -147,10 +147,12 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 		fetchq_push(&e->queue, &e->queue_tail, ft);
 		e->queued++;
 	}
-	if (pf_trace_on()) {
-		ft->t0 = engine_now(e);
+	/* always: grow_depth() weighs the fetches' durations */
+	ft->t0 = engine_now(e);
+	for (unsigned i = 0; i < ft->nblk; i++)
+		ft->blk[i]->fetch_t0 = ft->t0;
+	if (pf_trace_on())
 		trace_counters(e, ft->t0);
-	}
 }
 
 /*
@@ -418,8 +420,10 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	s = engine_stream_find(f, ft->stream);
 	if (s) {
 		s->inflight--;
-		if (!err)
+		if (!err) {
 			s->bytes_fetched += ft->len;
+			depth_fetch_done(e, s, ft, engine_now(e));
+		}
 	}
 	if (!err)
 		e->tot.bytes_fetched += ft->len;

@@ -82,6 +82,11 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 		p->missed = true;
 	wait_on = c.wait_on;
 	if (wait_on) {
+		if (!p->aged && wait_on->busy) {
+			p->aged = true;
+			p->wait_age = p->t0 > wait_on->fetch_t0 ?
+					      p->t0 - wait_on->fetch_t0 : 0;
+		}
 		p->waited = true;
 		p->parked = wait_on;
 		p->wait_off = wait_on->idx << e->bshift;
@@ -172,8 +177,6 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 			s->wait_ns += now - p->t0;
 			if (!p->missed)
 				s->inflight_waits++;
-			if (!p->missed && e->cfg.prefetch && f->tracker)
-				grow_depth(e, f, s);
 		}
 	} else {
 		e->tot.hits++;
@@ -187,6 +190,8 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	}
 	if (s)
 		s->bytes_served += served;
+	if (s && e->cfg.prefetch && f->tracker)
+		depth_read_done(e, f, s, p, now);
 	if (f->tracker && p->stream)
 		pf_tracker_done(f->tracker, p->stream, now);
 	if (pf_trace_on())

@@ -9,7 +9,8 @@
  * computes.  Per stream the
  * engine keeps the planner's state (struct pf_plan_state: how far it
  * planned, how far it may refill).  A sequential stream whose READs keep waiting
- * for read-ahead in flight gets deeper windows (grow_depth()).  The walk
+ * for read-ahead in flight gets deeper windows (grow_depth()), as far as
+ * its demand rate and the store's latency ask (Little's law).  The walk
  * over the blocks of a range, cover_range(), is here too: the READ path
  * (read.c), the next file (nextfile.c) and the fill (dirahead.c) use it
  * as well; a stream read at random offsets may start the fill of its file
@@ -27,9 +28,22 @@
  * Depth.  prefetch_batches windows ahead suffice when a fetch takes less
  * than the reader's batch period; against a store with a long first-byte
  * latency it does not, and the reader catches up with read-ahead still in
- * flight.  Each READ that waits for read-ahead (not for a demand fetch)
- * adds a window to its sequential stream, up to MAX_DEPTH and a quarter of the
- * memory, as the kernel's read-ahead grows on hits to pages in flight.
+ * flight.  A READ that waits for read-ahead (not for a demand fetch) may
+ * then add a window to its sequential stream, up to MAX_DEPTH and a
+ * quarter of the memory, as the kernel's read-ahead grows on hits to pages
+ * in flight, but only for a fetch issued too late and only while the
+ * depth is short of what Little's law asks of the store unloaded.  Too
+ * late: when the READ came, the fetch it waits for had been in flight less
+ * than the stream's fastest full fetch so far (first byte and
+ * transfer, no queueing); one in flight longer was queued behind others,
+ * and an earlier start would have queued it longer.  Little's law: the
+ * bytes ahead must cover the reader's demand rate x that fastest fetch,
+ * plus the batch the refill waits for.  Waits beyond these mean the store
+ * or the machine cannot deliver the demand (four readers of 800 MiB/s on
+ * two cores saw 4 MiB fetches take 160-190 ms and the depth grow to 14
+ * windows, 670 MiB held, with no fewer waits): another window then only
+ * holds more memory.  The demand rate is the stream's bytes over its time
+ * not spent waiting, since it passed min_window.
  * stream_plan_cfg() gives the planner a stream's depth.
  */
 struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
@@ -42,10 +56,53 @@ struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
 	return pc;
 }
 
-void grow_depth(struct pf_engine *e, const struct pf_efile *f,
-		struct engine_stream *s)
+/* A read-ahead fetch of stream @s completed whole at @now. */
+void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+		      const struct fetch *ft, uint64_t now)
 {
-	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
+	uint64_t d = now > ft->t0 ? now - ft->t0 : 0;
+	uint64_t full = e->cfg.fetch_size;
+
+	/* full ones only: fetch_size, or half the least window when
+	 * fetch_size is larger (its fetches end at the windows); not the
+	 * early window's pieces (an eighth of min_window), nor demand
+	 * fetches, which may queue behind read-ahead */
+	if (full > e->plan.min_window / 2)
+		full = e->plan.min_window / 2;
+	if (!ft->prefetch || ft->len < full || !d)
+		return;
+	if (!s->fetch_min_ns || d < s->fetch_min_ns)
+		s->fetch_min_ns = d;
+}
+
+/*
+ * Is the depth @d of @s short of Little's law's bytes ahead at @now?
+ * Window @win, demand measured on @st.
+ */
+static bool depth_short(const struct pf_stream *st,
+			const struct engine_stream *s, unsigned d,
+			uint64_t win, uint64_t now)
+{
+	uint64_t busy;
+	uint64_t bytes;
+	double need;
+
+	if (!s->rate_t0 || !s->fetch_min_ns || st->next_off <= s->rate_off0 ||
+	    now <= s->rate_t0)
+		return false;
+	busy = now - s->rate_t0;
+	busy = busy > s->stall_ns ? busy - s->stall_ns : 0;
+	if (busy < 1000000)	/* under 1 ms of the reader: no rate yet */
+		return false;
+	bytes = st->next_off - s->rate_off0;
+	need = (double)bytes / (double)busy * (double)s->fetch_min_ns +
+	       (double)(st->batch ? st->batch : win);
+	return (double)d * (double)win < need;
+}
+
+static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
+		       struct engine_stream *s, uint64_t now)
+{
 	uint64_t win;
 	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
 
@@ -56,13 +113,55 @@ void grow_depth(struct pf_engine *e, const struct pf_efile *f,
 	 * wait for the early window's first bytes whatever the depth: a
 	 * window more for each would stay for the whole stream, held in
 	 * memory to no use */
-	if (!st || st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH ||
+	if (st->pattern != PF_PAT_SEQUENTIAL || d >= MAX_DEPTH ||
 	    st->next_off <= e->plan.min_window)
 		return;
 	win = pf_plan_window(st, &e->plan);
 	if ((uint64_t)(d + 1) * win > e->cfg.max_memory / 4)
 		return;
+	if (!depth_short(st, s, d, win, now))
+		return;
 	s->depth = d + 1;
+}
+
+/*
+ * READ @p of stream @s was answered at @now: the
+ * stream's demand rate is measured (from min_window on: the early window
+ * waits for the first byte), and a wait for read-ahead in flight may
+ * deepen it (grow_depth()).
+ */
+void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
+		     struct engine_stream *s, const struct parked_read *p,
+		     uint64_t now)
+{
+	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
+
+	if (!st)
+		return;
+	if (!s->rate_t0) {
+		if (st->pattern != PF_PAT_SEQUENTIAL ||
+		    st->next_off <= e->plan.min_window)
+			return;
+		s->rate_t0 = now;
+		s->rate_off0 = st->next_off;
+		s->stall_end = now;
+		return;
+	}
+	if (p->waited) {
+		uint64_t from = p->t0 > s->stall_end ? p->t0 : s->stall_end;
+
+		if (now > from)
+			s->stall_ns += now - from;
+		if (now > s->stall_end)
+			s->stall_end = now;
+	}
+	/* fetched too late: when the reader came, the fetch it waited for
+	 * had been in flight less than the store's fastest; one in flight
+	 * longer was queued (the store or the machine is saturated), and
+	 * starting it earlier would only have queued it longer */
+	if (p->waited && !p->missed && p->aged &&
+	    p->wait_age < s->fetch_min_ns)
+		grow_depth(e, st, s, now);
 }
 
 /*

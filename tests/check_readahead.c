@@ -2,11 +2,14 @@
  * check_readahead.c - read-ahead planned by the engine (readahead.c):
  * sequential windows, the early window of a reader from offset zero (its
  * first half in pieces, most of the rest once they landed) and none
- * elsewhere, waits in it that leave the depth alone, many fetches in
- * flight (max_inflight of fetch_size, and shorter ones within the same
- * bytes), the stats file's streams.
+ * elsewhere, waits in it that leave the depth alone, the depth against
+ * a simulated store on the fake clock (grown to what Little's law asks of
+ * a slow first byte, not grown when the store cannot keep up), many
+ * fetches in flight (max_inflight of fetch_size, and shorter ones within
+ * the same bytes), the stats file's streams.
  */
 #include "engine_harness.h"
+#include "../src/engine_int.h"
 
 START_TEST(test_sequential_prefetch)
 {
@@ -254,6 +257,197 @@ START_TEST(test_early_waits_keep_depth)
 }
 END_TEST
 
+/*
+ * A store simulated on the fake clock: every fetch the engine submits is
+ * completed sim_lat_ns after it was submitted (latency: all in parallel),
+ * or, with sim_serve_ns, one at a time in submission order, sim_serve_ns
+ * each (a store that delivers a fixed rate, however many wait).
+ */
+#define SIM_MAX 512
+static struct {
+	struct pf_bio *bio;
+	uint64_t due;
+} sim[SIM_MAX];
+static unsigned nsim;
+static uint64_t sim_lat_ns;
+static uint64_t sim_serve_ns;
+static uint64_t sim_busy_until;
+static unsigned sim_slow_every;	/* every Nth fetch takes 4 x sim_lat_ns */
+static unsigned sim_count;
+
+static bool sim_known(const struct pf_bio *b)
+{
+	for (unsigned i = 0; i < nsim; i++)
+		if (sim[i].bio == b)
+			return true;
+	return false;
+}
+
+/* @ns pass; the fetches that are due complete. */
+static void sim_step(uint64_t ns)
+{
+	struct pf_bio *fresh[SIM_MAX];
+	unsigned nfresh = 0;
+	uint64_t now;
+
+	__atomic_add_fetch(&fake_ns, ns, __ATOMIC_RELEASE);
+	now = t_now(NULL);
+	pthread_mutex_lock(&tb.lock);
+	/* tb.pending is newest first */
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext)
+		if (!sim_known(b)) {
+			ck_assert_uint_lt(nfresh, SIM_MAX);
+			fresh[nfresh++] = b;
+		}
+	pthread_mutex_unlock(&tb.lock);
+	while (nfresh) {
+		uint64_t due = now + sim_lat_ns;
+
+		if (sim_slow_every && ++sim_count % sim_slow_every == 0)
+			due = now + 4 * sim_lat_ns;
+		if (sim_serve_ns) {
+			due = (sim_busy_until > now ? sim_busy_until : now) +
+			      sim_serve_ns;
+			sim_busy_until = due;
+		}
+		ck_assert_uint_lt(nsim, SIM_MAX);
+		sim[nsim].bio = fresh[--nfresh];
+		sim[nsim++].due = due;
+	}
+	for (unsigned i = 0; i < nsim;) {
+		struct pf_bio *b = sim[i].bio;
+		struct pf_bio **pp;
+
+		if (sim[i].due > now) {
+			i++;
+			continue;
+		}
+		sim[i] = sim[--nsim];
+		pthread_mutex_lock(&tb.lock);
+		for (pp = &tb.pending; *pp != b; pp = &(*pp)->bnext)
+			;
+		*pp = b->bnext;
+		tb.npending--;
+		pthread_mutex_unlock(&tb.lock);
+		complete(b);
+		/* completions submit more: look again from the start */
+		i = 0;
+	}
+}
+
+/*
+ * A reader of file "a" on the simulated store: READs of 128 KiB, and
+ * @compute_us after each MiB (its batch).  Returns the depth of its
+ * stream at the end.
+ */
+static unsigned sim_reader(unsigned compute_us)
+{
+	const uint64_t step = 100000;	/* 0.1 ms */
+	unsigned depth = 0;
+
+	nsim = 0;
+	sim_busy_until = 0;
+	sim_count = 0;
+	for (uint64_t off = 0; off < FSIZE; off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		while (!rq->done)
+			sim_step(step);
+		assert_bytes(rq, off, 128 << 10);
+		if ((off + (128 << 10)) % (1u << 20) == 0)
+			for (unsigned t = 0; t < compute_us * 1000u; t += step)
+				sim_step(step);
+	}
+	while (nsim)
+		sim_step(step);
+	pthread_mutex_lock(&tb.lock);
+	ck_assert_ptr_null(tb.pending);
+	pthread_mutex_unlock(&tb.lock);
+	for (unsigned i = 0; i < ef->nestreams; i++) {
+		unsigned w = stream_plan_cfg(eng, &ef->estreams[i]).windows;
+
+		if (ef->estreams[i].id && w > depth)
+			depth = w;
+	}
+	return depth;
+}
+
+/*
+ * A store with a 25 ms latency and no limit on parallel fetches, a
+ * reader of 200 MiB/s (1 MiB batches, 5 ms compute): two windows of 1 MiB
+ * are fetched too late, and its waits deepen the stream, to what Little's
+ * law asks (200 MiB/s x 25 ms = 5 MiB, plus the batch the refill waits
+ * for: 6 windows), not to MAX_DEPTH.
+ */
+START_TEST(test_depth_grows_with_latency)
+{
+	unsigned d;
+
+	sim_lat_ns = 25 * 1000000ull;
+	sim_serve_ns = 0;
+	sim_slow_every = 0;
+	d = sim_reader(5000);
+	ck_assert_uint_ge(d, 5);
+	ck_assert_uint_le(d, 7);
+}
+END_TEST
+
+/*
+ * fetch_size (4 MiB) larger than the windows (1 MiB): the read-ahead
+ * fetches end at the windows, and their durations count all the same.
+ */
+START_TEST(test_depth_grows_big_fetch_size)
+{
+	unsigned d;
+
+	sim_lat_ns = 25 * 1000000ull;
+	sim_serve_ns = 0;
+	sim_slow_every = 0;
+	d = sim_reader(5000);
+	ck_assert_uint_ge(d, 5);
+	ck_assert_uint_le(d, 7);
+}
+END_TEST
+
+/*
+ * The same store, but one fetch in 16 takes 100 ms: the READs that wait
+ * for those deepen the stream no further than the 25 ms fetches ask
+ * (each such wait used to add a window, up to MAX_DEPTH).
+ */
+START_TEST(test_depth_capped_by_latency)
+{
+	unsigned d;
+
+	sim_lat_ns = 25 * 1000000ull;
+	sim_serve_ns = 0;
+	sim_slow_every = 16;
+	d = sim_reader(5000);
+	ck_assert_uint_ge(d, 5);
+	ck_assert_uint_le(d, 7);
+}
+END_TEST
+
+/*
+ * The same reader on a store that delivers 100 MiB/s (256 KiB fetches one
+ * at a time, 2.5 ms each): its READs wait whatever the depth, and the
+ * fetches only take longer the more are queued.  The two windows cover
+ * the store's latency unloaded (one fetch, 2.5 ms): no window more.
+ */
+START_TEST(test_depth_stays_when_saturated)
+{
+	struct pf_engine_totals t;
+	unsigned d;
+
+	sim_lat_ns = 0;
+	sim_serve_ns = 2500000;
+	sim_slow_every = 0;
+	d = sim_reader(5000);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_ge(t.inflight_waits, 16);
+	ck_assert_uint_eq(d, 2);
+}
+END_TEST
+
 START_TEST(test_no_early_start_elsewhere)
 {
 	struct pf_engine_totals t;
@@ -348,6 +542,36 @@ static void setup_prefetch_fake(void)
 	fake_clock = 0;
 }
 
+static uint64_t setup_fetch_size = 256 << 10;
+
+/* 1 MiB batches and windows, fetch_size 256 KiB (setup_fetch_size), on the
+ * fake clock */
+static void setup_depth(void)
+{
+	struct pf_engine_cfg cfg;
+	struct stat st;
+
+	fake_clock = 1;
+	tb_reset(&t_ops);
+	tb_add_file("a", FSIZE, pattern_data(FSIZE, 1));
+	harness_cfg(&cfg, 256u << 20, 64);
+	fake_clock = 0;
+	cfg.fetch_size = setup_fetch_size;
+	cfg.min_window = 1u << 20;
+	cfg.pattern.batch_override = 1u << 20;
+	engine_start(&cfg);
+	ef = pf_efile_new(eng, "a", 7);
+	ck_assert_ptr_nonnull(ef);
+	ck_assert_int_eq(pf_efile_open(ef, &st), 0);
+}
+
+static void setup_depth_big_fetch(void)
+{
+	setup_fetch_size = 4u << 20;
+	setup_depth();
+	setup_fetch_size = 256 << 10;
+}
+
 static Suite *readahead_suite(void)
 {
 	Suite *s = suite_create("readahead");
@@ -375,6 +599,20 @@ static Suite *readahead_suite(void)
 	tcase_add_checked_fixture(tc, setup_prefetch_fake, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_early_waits_keep_depth);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("depth_sim");
+	tcase_add_checked_fixture(tc, setup_depth, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_depth_grows_with_latency);
+	tcase_add_test(tc, test_depth_capped_by_latency);
+	tcase_add_test(tc, test_depth_stays_when_saturated);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("depth_big_fetch");
+	tcase_add_checked_fixture(tc, setup_depth_big_fetch, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_depth_grows_big_fetch_size);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("inflight");
