@@ -128,6 +128,8 @@ struct stream {
 	uint64_t first_ns;
 	uint64_t last_seq;		/* for LRU */
 	uint64_t u_seen;		/* t->unmatched at its last READ */
+	uint64_t late_reads;		/* pub.reads at its last READ behind
+					 * its frontier while SEQUENTIAL */
 	uint64_t arrivals;		/* READs counted, for completions: */
 	uint64_t dones;			/* the n-th answers the n-th READ */
 };

@@ -22,6 +22,13 @@
  * one stream that plans nothing and evicts no one.  A full table recycles
  * the least recently used unpatterned stream, a patterned one last.
  *
+ * Late pages.  A sequential stream is not made STRIDED while it takes
+ * READs far behind its frontier (late_recent()), nor from records far
+ * smaller than its READs, and READs just behind a sequential stream's
+ * frontier start no strided stream (behind_sequential()): a reader that
+ * copies each batch from its end down sends only the pushed batches'
+ * tripwire pages, a batch apart, which line up as 4 KiB records.
+ *
  * Threads: none of its own; the caller serialises all calls on a tracker
  * (the engine holds e->lock).  No locks, no clock: times come in as
  * arguments.
@@ -552,12 +559,45 @@ static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
 	return s;
 }
 
+/*
+ * Did stream @s take a READ far behind its frontier among its last
+ * REORDER_READS?  Then it is no strided reader: those READs are its late
+ * pages, not records.  A reader copying each batch from its end down (a
+ * backward memcpy() out of a mapping, the engine pushing the bytes) sends
+ * only the pushed batches' tripwires: the one at the batch's end, 4 KiB
+ * ahead of the frontier or moving it there, then the one in its middle,
+ * behind it.  8 MiB apart each, they line up as records of 4 KiB (or, with
+ * the batches between, of 8 MiB and 4 KiB), and a STRIDED stream would
+ * then fetch only those pages.  A strided reader grows ahead of its
+ * frontier, and its records chain as before.
+ */
+static bool late_recent(const struct stream *s)
+{
+	return s->late_reads &&
+	       sat_sub(s->pub.reads, s->late_reads) <= REORDER_READS;
+}
+
+/* The longest of records @rec and @c. */
+static uint64_t chain_record(struct cluster **rec, const struct cluster *c)
+{
+	uint64_t r = c->end - c->start;
+
+	for (unsigned i = 0; i < 3; i++)
+		if (rec[i])
+			r = u64_max(r, rec[i]->end - rec[i]->start);
+	return r;
+}
+
 static void try_chain(struct pf_tracker *t, struct stream *s,
 		      const struct cluster *c)
 {
 	struct cluster *rec[3];
 
 	if (!chain_find(t, c, scatter_wary(t), rec))
+		return;
+	/* a sequential reader's stray pages are no records (late_recent()) */
+	if (s->pub.pattern == PF_PAT_SEQUENTIAL &&
+	    sat_mul(REORDER_READS, chain_record(rec, c)) < s->max_len)
 		return;
 	make_strided(t, s, c, rec, c->start - rec[1]->start);
 }
@@ -580,6 +620,7 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	bool exact = s->nseg && off == seg_hi(s);
 	bool strict = !patterned(s) && !s->scatter && scatter_wary(t);
 	bool hole_fill;
+	bool late;
 	bool bridge;
 
 	burst_arrival(t, s, now);
@@ -602,6 +643,9 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	if (strided)
 		stride_fit(s, off, end, &q, &pos);
 	hole_fill = s->nseg && off < seg_hi(s);
+	/* far behind for its size: no reordered read-ahead (late_recent()) */
+	late = hole_fill && !strided &&
+	       seg_hi(s) - u64_min(end, seg_hi(s)) > REORDER_READS * len;
 	k = assess(s, off, end, &bridge);
 	/*
 	 * Contiguity is evidence only while it keeps coming.  After a silence
@@ -631,9 +675,11 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	fresh = s->seg[idx].start == off && s->seg[idx].end == end;
 	c = cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
 		    &moved);
+	if (late)
+		s->late_reads = s->pub.reads;
 	if (strided) {
 		stride_update(s, off, q, pos, idx);
-	} else if (fresh || moved) {
+	} else if ((fresh || moved) && !late_recent(s)) {
 		try_chain(t, s, c);
 	}
 	scatter_absorb(t, s);
@@ -642,6 +688,31 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	set_next_off(s);
 	batch_update(t, s);
 	return merge_touching(t, s, off, hole_fill);
+}
+
+/*
+ * Is [off, end) bytes a sequential stream read, just behind its frontier
+ * (within its reach)?  A reader copying each batch from its end down sends
+ * the pushed batch's tripwire in its middle after the one at its end moved
+ * the frontier past it: such READs, a batch apart, are no strided reader's
+ * records (a stream of them fetches 4 KiB pages and takes the sequential
+ * stream's READs).
+ */
+static bool behind_sequential(const struct pf_tracker *t, uint64_t off,
+			      uint64_t end)
+{
+	for (unsigned i = 0; i < t->nlive; i++) {
+		const struct stream *s = live_at(t, i);
+		int gi;
+
+		if (s->scatter || s->pub.pattern != PF_PAT_SEQUENTIAL)
+			continue;
+		gi = seg_find(s, off);
+		if (gi >= 0 && s->seg[gi].end >= end &&
+		    seg_hi(s) - end <= ahead_tol(t, s))
+			return true;
+	}
+	return false;
 }
 
 /* Where the READ [off, end) goes; see the DESIGN note at the top. */
@@ -687,7 +758,8 @@ struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
 	probe.last_ns = now;
 	probe.u_first = t->unmatched;
 	probe.u_last = t->unmatched;
-	if (chain_find(t, &probe, scatter_wary(t), rec)) {
+	if (!behind_sequential(t, off, end) &&
+	    chain_find(t, &probe, scatter_wary(t), rec)) {
 		s = stream_alloc(t, x ? x->pub.id : 0, true);
 		if (s)
 			return stream_add(t, s, off, end, len, now);

@@ -92,6 +92,42 @@ START_TEST(test_backward_batch_tripwires)
 }
 END_TEST
 
+/*
+ * The same reader, seen by the tracker: its READs are the tripwires only,
+ * the end of each batch, then its middle, 8 MiB apart each.  They are one
+ * sequential stream's, which keeps pushing whole batches: they must not
+ * make a strided stream of 4 KiB records (which fetches those pages only,
+ * and leaves the reader's next batches to demand fetches).
+ */
+START_TEST(test_backward_stays_sequential)
+{
+	struct pf_engine_totals t0, t;
+	const char *js;
+
+	tb.autocomplete = 1;
+	ck_assert_int_eq(pf_engine_start_push(eng, t_push, NULL), 0);
+	for (uint64_t off = 0; off < (8u << 20); off += 1u << 20)
+		read_sync(rq, off, 1u << 20);
+	wait_pushed(16u << 20);
+	pf_engine_totals(eng, &t0);
+	for (uint64_t b = 8u << 20; b < (56u << 20); b += 8u << 20) {
+		wait_pushed(b + (8u << 20) - 4096);
+		advance_ms(40);
+		read_sync(rq, b + (8u << 20) - 4096, 4096);
+		read_sync(rq, b + (4u << 20) - 4096, 4096);
+	}
+	pf_engine_stop_push(eng);
+	ck_assert_int_eq(push_bad, 0);
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_msg(strstr(js, "\"pattern\": \"strided\"") == NULL,
+		      "a strided stream: %s", js);
+	free((void *)js);
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.misses, t0.misses);
+	ck_assert_uint_le(t.bytes_fetched, FSIZE);
+}
+END_TEST
+
 static void setup_push(void)
 {
 	fake_clock = 1;
@@ -108,6 +144,7 @@ static Suite *backward_suite(void)
 	tcase_add_checked_fixture(tc, setup_push, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_backward_batch_tripwires);
+	tcase_add_test(tc, test_backward_stays_sequential);
 	suite_add_tcase(s, tc);
 	return s;
 }

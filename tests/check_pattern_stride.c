@@ -157,6 +157,47 @@ START_TEST(test_strided_needs_finished_records)
 }
 END_TEST
 
+/*
+ * A sequential reader that copies each 8 MiB batch from its end down (a
+ * backward memcpy() out of a mapping, with the engine pushing the bytes):
+ * the tracker sees the batch's last tripwire page, which moves the frontier
+ * to the batch's end (as one READ from the frontier when the engine knows
+ * the bytes before it were pushed, as a 4 KiB READ ahead when it does not),
+ * then the tripwire page in its middle, 4 MiB behind.  Those 4 KiB READs lie
+ * 8 MiB apart; they are late READs of the sequential stream, not the
+ * records of a strided one: the stream never turns STRIDED (which would
+ * fetch those pages only).  Case @_i: bit k says whether batch k (mod 8)
+ * came from the frontier.
+ */
+static const unsigned backward_cases[] = { 0x00, 0xff, 0xaa, 0x55, 0x01,
+					   0xfe, 0x0f, 0xf0 };
+
+START_TEST(test_backward_tripwires_stay_sequential)
+{
+	unsigned mode = backward_cases[_i];
+	unsigned id = 0;
+
+	for (uint64_t off = 0; off < 8 * MiB; off += MiB)
+		id = rd(off, MiB);
+	ck_assert_int_eq(S(id)->pattern, PF_PAT_SEQUENTIAL);
+	for (unsigned i = 0; i < 24; i++) {
+		uint64_t b = (8 + 8ull * i) * MiB;
+
+		clk += 40 * MS;
+		if ((mode >> (i % 8)) & 1)
+			rd(b, 8 * MiB);
+		else
+			rd(b + 8 * MiB - 4 * KiB, 4 * KiB);
+		rd(b + 4 * MiB - 4 * KiB, 4 * KiB);
+		/* the sequential stream never fetches pages for records */
+		ck_assert_msg(S(id)->pattern != PF_PAT_STRIDED,
+			      "batch %u: stride %llu, record %llu", i,
+			      (unsigned long long)S(id)->stride,
+			      (unsigned long long)S(id)->record);
+	}
+}
+END_TEST
+
 static Suite *pattern_stride_suite(void)
 {
 	Suite *s = suite_create("pattern_stride");
@@ -168,6 +209,9 @@ static Suite *pattern_stride_suite(void)
 			    sizeof(stride_cases) / sizeof(stride_cases[0]));
 	tcase_add_test(tc, test_strided_plan_after_detection);
 	tcase_add_test(tc, test_strided_needs_finished_records);
+	tcase_add_loop_test(tc, test_backward_tripwires_stay_sequential, 0,
+			    sizeof(backward_cases) /
+				    sizeof(backward_cases[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
