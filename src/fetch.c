@@ -375,7 +375,10 @@ void fetch_free(struct pf_engine *e, struct fetch *ft)
 void deferred_run(struct pf_engine *e, struct deferred *later)
 {
 	while (later->submit || later->reply) {
-		if (later->submit) {
+		/* READs that can be answered first: a reader blocked on a
+		 * tripwire page waits for nothing the fetches bring, and a
+		 * fetch gains nothing from going out a copy earlier */
+		if (later->submit && !later->reply) {
 			struct fetch *ft = fetchq_pop(&later->submit,
 						      &later->submit_tail);
 			int ret;
