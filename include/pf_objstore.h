@@ -45,6 +45,8 @@ struct pf_obj_cfg {
 	const char *manifest;		/* HTTP: manifest URL or name */
 	struct pf_s3_opts s3;		/* S3: what -o gave */
 	pf_env_fn env;			/* S3: NULL for getenv */
+	unsigned list_ahead;		/* directories of the root listed
+					 * at mount (objstore_ahead.c) */
 	const char *listings;		/* NULL, or a file that keeps the
 					 * listings across mounts (in
 					 * -o cache_dir; objstore.c, DESIGN) */

@@ -52,6 +52,7 @@ struct pf_opts {
 	unsigned retries;
 	unsigned request_timeout; /* seconds in all; 0 = auto */
 	unsigned revalidate;	/* seconds a listed version is trusted */
+	unsigned list_ahead;	/* root directories listed at mount */
 	char trace[1024];	/* -o trace=FILE: Chrome trace JSON; "" none */
 	double trace_seconds;	/* trace the first this many seconds */
 	char log_file[1024];	/* -o log_file=FILE; "" syslog */

@@ -267,6 +267,7 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.retries = o->retries;
 	ocfg.request_timeout_s = o->request_timeout;
 	ocfg.revalidate_s = o->revalidate;
+	ocfg.list_ahead = o->list_ahead;
 	ocfg.list_max = o->engine.max_memory / 4;
 	ocfg.backoff_ms = 100;
 	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;

@@ -583,6 +583,7 @@ static void obj_destroy(struct pf_backend *be)
 {
 	struct obj *o = (struct obj *)be;
 
+	ahead_stop(o);
 	listings_stop(o);
 	pf_curl_free(o->curl);
 	pf_creds_free(o->creds);
@@ -620,10 +621,11 @@ static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"whole_bodies\": %" PRIu64 ", \"connects\": %" PRIu64
 		 ", \"range_gets\": %" PRIu64 ", \"range_bytes\": %" PRIu64
 		 ", \"range_ms\": %.1f, \"range_ttfb_ms\": %.1f"
-		 ", \"active\": %u}",
+		 ", \"active\": %u, \"dirs_listed_ahead\": %u}",
 		 t.requests, t.retries, t.errors, t.resumed, t.full_bodies,
 		 t.connects, t.range_gets, t.range_bytes, t.range_us / 1e3,
-		 t.range_ttfb_us / 1e3, t.active);
+		 t.range_ttfb_us / 1e3, t.active,
+		 ahead_listed((struct obj *)be));
 }
 
 /* The two backends differ only in how they list and sign, not in ops. */
@@ -910,8 +912,10 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	}
 	if (ret < 0)
 		goto out;
-	if (!o->manifest)
+	if (!o->manifest) {
 		listings_start(o, source, cfg->listings);
+		ahead_start(o, cfg->list_ahead);
+	}
 	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
 		 o->manifest ? "manifest" : "directory index");
 	*out = &o->be;
@@ -971,6 +975,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	listings_start(o, source, cfg->listings);
+	ahead_start(o, cfg->list_ahead);
 	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
 	*out = &o->be;
 	return 0;

@@ -116,6 +116,9 @@ struct obj {
 	pthread_t refresher;
 	bool refresher_on;
 	pthread_mutex_t save_lock;
+
+	struct ahead *ahead;	/* the root's directories listed at mount
+				 * (objstore_ahead.c), or NULL */
 };
 
 /*
@@ -165,5 +168,14 @@ void fill_stat(struct stat *st, const struct ent *e, int64_t now);
 void listings_start(struct obj *o, const char *source,
 		    const char *path);
 void listings_stop(struct obj *o);
+
+/* ---- objstore_ahead.c: the root's directories listed at mount ---------- */
+
+/* Lists up to @max directories of the root (loaded: not again), waiting
+ * a second at most; the rest go on in the background. */
+void ahead_start(struct obj *o, unsigned max);
+/* Before the curl loop is freed: stops and joins. */
+void ahead_stop(struct obj *o);
+unsigned ahead_listed(struct obj *o);
 
 #endif

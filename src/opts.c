@@ -41,6 +41,7 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->timeout = 30;
 	o->retries = 5;
 	o->revalidate = 60;
+	o->list_ahead = 1024;
 	o->trace_seconds = 30;
 }
 
@@ -425,6 +426,12 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_OBJECT, F(revalidate), .lo = 0, .hi = 86400,
 	  .help = "seconds a version the listing gave is pinned at open "
 		  "without a HEAD; 0: a HEAD at every open" },
+	{ .name = "list_ahead", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_OBJECT, F(list_ahead), .lo = 0, .hi = 1000000,
+	  .help = "list up to N directories of the source's root at mount, "
+		  "8 at a time (the mount waits 1 s at most, the rest go on "
+		  "in the background), so that their first opens and "
+		  "listings make no request; 0: each when first used" },
 	{ .name = "url", .arg = "URL", .type = PF_OT_STR,
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
 	  .help = "s3fs's name for endpoint: the same option, the same "

@@ -1,0 +1,205 @@
+/*
+ * objstore_ahead.c - the root's directories listed at mount
+ * (-o list_ahead=N): a trainer's first open in a directory of the root
+ * (shards/, an ImageFolder's class directories) then costs no round trip,
+ * and a loader that lists every class directory at start finds them
+ * listed several at a time instead of one after another.
+ *
+ * DESIGN
+ * ahead_start() runs on the mounting thread once the root is listed: it
+ * takes the paths of the first N directories of the root's listing that
+ * are not loaded yet (the listings file of a cache_dir may hold them) and
+ * starts AHEAD_THREADS threads that list them with dir_get(), so that a
+ * directory a READ or lookup asks for meanwhile is listed once (dir_get()
+ * makes later callers wait for the listing in progress).  The mounting
+ * thread then waits for them AHEAD_WAIT_MS at most, so that the mount
+ * returns with them listed on a store that answers; the rest go on in
+ * the background.  A directory that cannot be listed (an error, the
+ * listings' memory budget) is left for its first use to try again, and
+ * the budget stops the rest.  ahead_stop() runs in the destroy before
+ * the curl loop is freed: it drops the paths not started, stops the curl
+ * loop if a listing is still in progress (it then ends with ECANCELED)
+ * and joins.  o->lock guards struct ahead's queue and counts, as it
+ * guards the directory table; its cond signals an ended listing.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pf_log.h"
+#include "objstore_int.h"
+
+#define AHEAD_THREADS 8
+#define AHEAD_WAIT_MS 1000
+
+struct ahead {
+	char **paths;
+	size_t n;
+	size_t next;		/* the next path to list */
+	unsigned active;	/* threads listing one now */
+	unsigned listed;
+	unsigned failed;
+	bool stop;
+	pthread_cond_t cond;	/* CLOCK_MONOTONIC: a listing ended */
+	pthread_t th[AHEAD_THREADS];
+	unsigned nth;
+};
+
+static void *ahead_main(void *arg)
+{
+	struct obj *o = arg;
+	struct ahead *a = o->ahead;
+
+	pthread_mutex_lock(&o->lock);
+	while (!a->stop && a->next < a->n) {
+		const char *path = a->paths[a->next++];
+		struct dir *d;
+		int ret;
+
+		a->active++;
+		pthread_mutex_unlock(&o->lock);
+		ret = dir_get(o, path, &d);	/* with the lock when 0 */
+		if (ret < 0)
+			pthread_mutex_lock(&o->lock);
+		a->active--;
+		if (ret == 0) {
+			a->listed++;
+		} else {
+			a->failed++;
+			if (ret == -ENOMEM)	/* the budget: no more */
+				a->next = a->n;
+		}
+		pthread_cond_broadcast(&a->cond);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+static void ahead_free(struct ahead *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->paths[i]);
+	free(a->paths);
+	pthread_cond_destroy(&a->cond);
+	free(a);
+}
+
+/* The directories of the root's listing not loaded yet, @max at most. */
+static int ahead_paths(struct obj *o, struct ahead *a, unsigned max)
+{
+	struct dir *root;
+	int ret = 0;
+
+	pthread_mutex_lock(&o->lock);
+	root = dir_find(o, "");
+	if (!root || root->state != D_LOADED)
+		goto out;
+	a->paths = calloc(root->n < max ? root->n : max, sizeof(*a->paths));
+	if (!a->paths && root->n && max) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < root->n && a->n < max; i++) {
+		const struct ent *e = &root->ents[i];
+		const struct dir *d;
+
+		if (!e->is_dir)
+			continue;
+		d = dir_find(o, e->name);
+		if (d && d->state == D_LOADED)
+			continue;
+		a->paths[a->n] = strdup(e->name);
+		if (!a->paths[a->n]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		a->n++;
+	}
+out:
+	pthread_mutex_unlock(&o->lock);
+	return ret;
+}
+
+void ahead_start(struct obj *o, unsigned max)
+{
+	pthread_condattr_t ca;
+	struct timespec until;
+	struct ahead *a;
+	unsigned nth;
+
+	if (!max)
+		return;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (ahead_paths(o, a, max) < 0 || !a->n) {
+		ahead_free(a);
+		return;
+	}
+	o->ahead = a;
+	nth = a->n < AHEAD_THREADS ? (unsigned)a->n : AHEAD_THREADS;
+	for (unsigned i = 0; i < nth; i++) {
+		if (pthread_create(&a->th[i], NULL, ahead_main, o) != 0)
+			break;
+		a->nth++;
+	}
+	if (!a->nth) {
+		pf_warn("cannot start a thread to list directories ahead: "
+			"each is listed at its first use");
+		o->ahead = NULL;
+		ahead_free(a);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += AHEAD_WAIT_MS / 1000;
+	until.tv_nsec += (long)(AHEAD_WAIT_MS % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&o->lock);
+	while ((a->next < a->n || a->active) &&
+	       pthread_cond_timedwait(&a->cond, &o->lock, &until) !=
+		       ETIMEDOUT)
+		;
+	pf_debug("listed ahead at mount: %u of %zu directories (%u failed)",
+		 a->listed, a->n, a->failed);
+	pthread_mutex_unlock(&o->lock);
+}
+
+void ahead_stop(struct obj *o)
+{
+	struct ahead *a = o->ahead;
+	bool busy;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&o->lock);
+	a->stop = true;
+	busy = a->active || a->next < a->n;
+	pthread_mutex_unlock(&o->lock);
+	if (busy)
+		pf_curl_stop(o->curl);	/* a listing in progress ends */
+	for (unsigned i = 0; i < a->nth; i++)
+		pthread_join(a->th[i], NULL);
+	pthread_mutex_lock(&o->lock);
+	o->ahead = NULL;
+	pthread_mutex_unlock(&o->lock);
+	ahead_free(a);
+}
+
+unsigned ahead_listed(struct obj *o)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&o->lock);
+	n = o->ahead ? o->ahead->listed : 0;
+	pthread_mutex_unlock(&o->lock);
+	return n;
+}
