@@ -145,8 +145,10 @@ secs_since() { python3 -c "import sys; print('%.2f' % ($(now_s) - $1))"; }
 faultd_start "$SRC" >/dev/null || { fail "faultd start"; finish; }
 U=$FAULTD_URL
 ok "faultd serves $SRC on $U"
-# every mount: small fetches, no prefetch (one pread of 64 KiB, one GET)
-BASE_OPTS=prefetch=off,fetch_size=64K,block_size=64K,connect_timeout=2
+# every mount: small fetches, no prefetch (one pread of 64 KiB, one GET);
+# directories listed at their first use (list_ahead=0), where the faults
+# set after the mount find them
+BASE_OPTS=prefetch=off,fetch_size=64K,block_size=64K,connect_timeout=2,list_ahead=0
 OPTS=$BASE_OPTS,retries=3,timeout=2,revalidate=0
 pf_mount_ready "$U/" "$MA" -o "$OPTS" || { fail "mount of $U/ on $MA"; finish; }
 ok "mounted $U/ on $MA (-o $OPTS)"

@@ -64,7 +64,8 @@ check "[revalidate] (that reopen came ${el} s after the listing, within 12 s)" \
 # (while mnt-json's revalidate=12 runs out; its own faultd, so that 6's
 # request log sees none of these requests)
 M=$WORK/mnt-deadline
-pf_mount_ready "$UD/" "$M" -o "$SMALL,timeout=3,retries=1,request_timeout=4" || exit 1
+# (list_ahead=0: the trickled directory is listed at its use, not at mount)
+pf_mount_ready "$UD/" "$M" -o "$SMALL,timeout=3,retries=1,request_timeout=4,list_ahead=0" || exit 1
 fault "$UD" 'path=/t1.bin&method=GET&mode=trickle:2&count=inf'
 fault "$UD" 'path=/t2.bin&method=GET&mode=endless:500&count=inf'
 r=$(rd1 "$M" "$M/t1.bin" 0 $K64 "$J/t1.bin")
