@@ -86,6 +86,7 @@ struct sf_opts {
 	double latency_ms;
 	double bw_mib;
 	double timeout;
+	int direct_io;
 	int show_help;
 	char *source;
 };
@@ -425,7 +426,7 @@ static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)fd;
 	fi->keep_cache = 0;
-	fi->direct_io = 0;
+	fi->direct_io = sf.o.direct_io;
 	fi->noflush = 1;
 	if (fuse_reply_open(req, fi) != 0)
 		close(fd);
@@ -544,6 +545,7 @@ static const struct fuse_opt sf_opt_spec[] = {
 	SF_OPT("latency_ms=%lf", latency_ms),
 	SF_OPT("bw_mib=%lf", bw_mib),
 	SF_OPT("timeout=%lf", timeout),
+	SF_OPT("direct_io", direct_io),
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_END
@@ -583,6 +585,8 @@ static void usage(FILE *f, const char *prog)
 "    -o bw_mib=M            per-READ bandwidth in MiB/s (default 100,\n"
 "                           0 = unlimited)\n"
 "    -o timeout=S           entry/attr cache timeout in s (default 86400)\n"
+"    -o direct_io           files bypass the page cache: each read() is\n"
+"                           one synchronous READ (no kernel read-ahead)\n"
 "    -f                     foreground; print statistics on unmount\n"
 "    -h, --help             this help\n"
 "\n"

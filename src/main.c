@@ -30,6 +30,7 @@
 
 #include "pf_diskcache.h"
 #include "pf_fuse.h"
+#include "pf_guard.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
 #include "pf_trace.h"
@@ -790,6 +791,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "prefetchfs: the log goes to %s\n", o.log_file);
 		dup2(logfd, 2);
 	}
+	/* from the main thread, which lives as long as the daemon */
+	ret = pf_guard_start(mnt, argv, argc);
+	if (ret < 0)
+		pf_warn("no guard for the connection of %s: %s", mnt,
+			strerror(-ret));
 	pf_info("mounted %s on %s (max_memory %" PRIu64 "M, prefetch %s, "
 		"fetch_size %" PRIu64 "K)",
 		desc, mnt, o.engine.max_memory >> 20,

@@ -17,9 +17,11 @@
 #   wait_gone PID TENTHS / exited PID  PID has exited (a zombie has)
 #   past_mtime FILE...             wait for a second later than their mtimes
 #   quiet CMD...                   CMD with its output discarded
+# PF_BIN=PATH in the environment runs the tests against another build of
+# prefetchfs (a test that fails before a change, checked by hand).
 set -u
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PF="$TOP/prefetchfs"
+PF="${PF_BIN:-$TOP/prefetchfs}"
 HELPERS="$TOP/tests/helpers"
 WORK=$(mktemp -d /tmp/pftest.XXXXXX)
 MOUNTS=()
