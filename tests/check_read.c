@@ -140,6 +140,47 @@ START_TEST(test_reread_of_dropped_page)
 }
 END_TEST
 
+/* The backend's submits when the last READ was answered. */
+static unsigned submits_at_reply;
+
+static void t_reply_counted(void *req, const struct iovec *iov, int iovcnt,
+			    int err)
+{
+	submits_at_reply = tb.submits;
+	t_reply(req, iov, iovcnt, err);
+}
+
+/*
+ * A READ whose bytes are in memory is answered before the fetches it
+ * plans go to the backend: its reader waits for nothing they bring (a
+ * tripwire READ that refills the windows waited for their submits).
+ */
+START_TEST(test_ready_read_answered_before_its_fetches)
+{
+	const size_t size = 128 << 10;
+	unsigned planned = 0, first = 0;
+
+	for (uint64_t off = 0; off < (32u << 20); off += size) {
+		unsigned s0 = tb.submits;
+
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, size, t_reply_counted, rq);
+		if (rq->done && tb.submits > s0) {
+			/* answered at once, and it planned fetches */
+			planned++;
+			if (submits_at_reply == s0)
+				first++;
+		}
+		while (!rq->done)
+			ck_assert_uint_gt(complete_pending(), 0);
+		assert_bytes(rq, off, size);
+		complete_pending();	/* read-ahead lands: the next READ hits */
+	}
+	ck_assert_uint_gt(planned, 0);
+	ck_assert_uint_eq(first, planned);
+}
+END_TEST
+
 static Suite *read_suite(void)
 {
 	Suite *s = suite_create("read");
@@ -151,6 +192,7 @@ static Suite *read_suite(void)
 	tcase_add_test(tc, test_unaligned_first_read_reads_ahead_at_once);
 	tcase_add_test(tc, test_demand_fetch_takes_the_last_block_whole);
 	tcase_add_test(tc, test_random_read_fetches_its_pages_only);
+	tcase_add_test(tc, test_ready_read_answered_before_its_fetches);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dropped");
