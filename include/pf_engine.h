@@ -118,8 +118,8 @@ void pf_engine_free(struct pf_engine *e);
  * by other threads, never by the pusher).  Call before any read;
  * pf_engine_stop_push() joins the thread.
  */
-typedef void (*pf_push_fn)(void *arg, uint64_t tag, uint64_t off,
-			   const struct iovec *iov, int iovcnt);
+typedef void (*pf_push_fn)(void *arg, uint64_t tag, const char *path,
+			   uint64_t off, const struct iovec *iov, int iovcnt);
 int pf_engine_start_push(struct pf_engine *e, pf_push_fn fn, void *arg);
 void pf_engine_stop_push(struct pf_engine *e);
 
@@ -163,6 +163,16 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		    pf_reply_fn reply, void *req);
 
 /*
+ * A READ the pusher's own read-ahead caused (push by read-ahead): answered
+ * from the blocks in memory, unseen by the pattern tracker, the planner
+ * and the blocks' read marks; EIO at once if any byte is not in memory
+ * (the kernel then leaves those pages out, and the reader's own READ
+ * fetches them).
+ */
+void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
+			 pf_reply_fn reply, void *req);
+
+/*
  * Read-ahead across files (dirahead.c): the files to keep opened and read
  * ahead of one reader that opens a directory's files at @stride, one
  * every @gap_ns (the directory's interval), when an open of the store
@@ -199,6 +209,8 @@ struct pf_engine_totals {
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
 	uint64_t bytes_pushed;	/* handed to the push function */
+	uint64_t self_reads;	/* READs of the pusher's read-ahead */
+	uint64_t self_misses;	/* ... not in memory: EIO */
 	uint64_t next_files;	/* files opened ahead of their reader */
 	uint64_t next_asks;	/* next files asked of the next-file thread */
 	uint64_t next_taken;	/* files opened ahead whose open went to

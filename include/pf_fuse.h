@@ -20,15 +20,22 @@ struct pf_fs {
 	struct pf_itable *itable;
 	const char *backend_desc;	/* for the stats file */
 	struct fuse_session *se;	/* set before the loop runs */
+	const char *mountpoint;		/* absolute: the pusher opens files
+					 * through it (push by read-ahead) */
 	/* set by the init callback; the read-ahead thread waits for it */
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int initialized;
 };
 
-/* The engine's push function: @arg is the struct fuse_session; stores the
- * bytes in the kernel's page cache of inode @ino (notify_store). */
-void pf_fuse_push(void *arg, uint64_t ino, uint64_t off,
+/*
+ * The engine's push function: @arg is the struct pf_fs; puts the bytes in
+ * the kernel's page cache of inode @ino (file @path): by the kernel's
+ * read-ahead of the file opened through a clone of the mount, whose READs
+ * are answered from the blocks (-o push_by=readahead, where the daemon may
+ * clone a mount), else by notify_store.
+ */
+void pf_fuse_push(void *arg, uint64_t ino, const char *path, uint64_t off,
 		  const struct iovec *iov, int iovcnt);
 
 /*

@@ -30,6 +30,7 @@ struct pf_opts {
 	unsigned readahead_kb;	/* mount's read-ahead; 0 = kernel default */
 	unsigned max_threads;	/* FUSE worker threads */
 	int io_engine;		/* 0 auto (io_uring, else pread), 1 pread */
+	int push_store;		/* 1: push by notify_store only */
 	int keep_cache;		/* keep a file's page cache across opens */
 	int direct_io;		/* dataset files opened with direct_io */
 	int nonempty;		/* -o nonempty: a mountpoint with files */

@@ -754,7 +754,8 @@ int main(int argc, char **argv)
 	if (mount_session(se, mnt, o.mountpoint) < 0)
 		goto out_signals;
 
-	ret = pf_engine_start_push(engine, pf_fuse_push, se);
+	fs.mountpoint = mnt;
+	ret = pf_engine_start_push(engine, pf_fuse_push, &fs);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot start a thread: %s\n",
 			strerror(-ret));

@@ -179,6 +179,22 @@ static void get_io(const struct pf_opts *o, char *buf, size_t len)
 	snprintf(buf, len, "%s", o->io_engine ? "pread" : "io_uring");
 }
 
+static int set_push_by(struct pf_opts *o, const char *val)
+{
+	if (strcmp(val, "readahead") == 0)
+		o->push_store = 0;
+	else if (strcmp(val, "store") == 0)
+		o->push_store = 1;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static void get_push_by(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->push_store ? "store" : "readahead");
+}
+
 static int set_log_level(struct pf_opts *o, const char *val)
 {
 	return pf_log_parse_level(val, &o->log_level);
@@ -268,6 +284,14 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_PREFETCH, F(engine.push),
 	  .help = "hand the read-ahead of sequential readers to the kernel's "
 		  "page cache, so their reads never wait" },
+	{ .name = "push_by", .arg = "readahead|store", .type = PF_OT_FN,
+	  .group = PF_OG_PREFETCH, NOFIELD, .set = set_push_by,
+	  .get = get_push_by, .choices = "readahead or store",
+	  .help = "how pushed bytes reach the page cache: readahead has the "
+		  "kernel read them ahead through a clone of the mount, "
+		  "answered from memory (root only; pages a reader then "
+		  "reads at the local page cache's speed); store writes "
+		  "them in with notify_store" },
 	{ .name = "next_file", .arg = "on|off", .type = PF_OT_BOOL,
 	  .group = PF_OG_PREFETCH, F(engine.next_file),
 	  .help = "read ahead across files: into the next file of its "

@@ -170,7 +170,8 @@ static uint64_t push_one(struct pf_engine *e, struct fetch *ft,
 		pos += len;
 	}
 	if (cnt)
-		e->push_fn(e->push_arg, ft->file->tag, from, iov, cnt);
+		e->push_fn(e->push_arg, ft->file->tag, ft->file->path, from,
+			   iov, cnt);
 	return bytes;
 }
 

@@ -316,3 +316,65 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 	}
 	deferred_run(e, &later);
 }
+
+void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
+			 pf_reply_fn reply, void *req)
+{
+	struct pf_engine *e = f->e;
+	struct block *blk[MAX_READ_BLOCKS];
+	struct iovec iov[MAX_READ_BLOCKS];
+	struct deferred later = { 0 };
+	uint64_t end;
+	unsigned n = 0;
+	bool ok = true;
+
+	pthread_mutex_lock(&e->lock);
+	end = off + size < f->size ? off + size : f->size;
+	if (f->stale || off >= end ||
+	    ((end - 1) >> e->bshift) - (off >> e->bshift) + 1 > MAX_READ_BLOCKS)
+		ok = false;
+	for (uint64_t i = off >> e->bshift; ok && i <= (end - 1) >> e->bshift;
+	     i++) {
+		struct block *b = block_find(e, f, i);
+		uint64_t bstart = i << e->bshift;
+		uint64_t lo = off > bstart ? off - bstart : 0;
+		uint64_t hi = end - bstart < e->bs ? end - bstart : e->bs;
+
+		if (!b || b->busy || b->vlo > lo || b->vhi < hi) {
+			ok = false;
+			break;
+		}
+		blk[n] = b;
+		iov[n].iov_base = b->buf + lo;
+		iov[n].iov_len = hi - lo;
+		n++;
+	}
+	if (ok)
+		for (unsigned i = 0; i < n; i++) {
+			lru_remove(blk[i]);
+			blk[i]->refs++;
+		}
+	e->tot.self_reads++;
+	if (!ok)
+		e->tot.self_misses++;
+	pthread_mutex_unlock(&e->lock);
+	if (!ok) {
+		reply(req, NULL, 0, EIO);
+		return;
+	}
+	reply(req, iov, (int)n, 0);
+	pthread_mutex_lock(&e->lock);
+	for (unsigned i = 0; i < n; i++) {
+		struct block *b = blk[i];
+
+		if (--b->refs == 0) {
+			struct parked_read *w = b->waiters;
+
+			b->waiters = NULL;
+			block_idle(e, b);
+			retry_reads(e, w, &later);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	deferred_run(e, &later);
+}

@@ -25,10 +25,11 @@ static int push_calls;
 /* bytes pushed in [late_lo, late_hi) by all but the first push call */
 static uint64_t late_lo, late_hi, late_bytes;
 
-static void t_push(void *arg, uint64_t tag, uint64_t off,
+static void t_push(void *arg, uint64_t tag, const char *path, uint64_t off,
 		   const struct iovec *iov, int iovcnt)
 {
 	(void)arg;
+	(void)path;
 	pthread_mutex_lock(&push_lock);
 	push_calls++;
 	pthread_cond_broadcast(&push_cond);
