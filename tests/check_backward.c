@@ -20,10 +20,11 @@ static uint64_t pushed_bytes;
 static uint64_t pushed_end;	/* the end of the last push */
 static int push_bad;
 
-static void t_push(void *arg, uint64_t tag, uint64_t off,
+static void t_push(void *arg, uint64_t tag, const char *path, uint64_t off,
 		   const struct iovec *iov, int iovcnt)
 {
 	(void)arg;
+	(void)path;
 	pthread_mutex_lock(&push_lock);
 	if (tag != 7)
 		push_bad = 1;
