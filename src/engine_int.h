@@ -448,6 +448,8 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 		 struct deferred *later);
 void retry_reads(struct pf_engine *e, struct parked_read *list,
 		 struct deferred *later);
+void block_unpin(struct pf_engine *e, struct block *b,
+		 struct deferred *later);
 
 /* readahead.c */
 uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,

@@ -223,17 +223,8 @@ static void *pusher_main(void *arg)
 		es = engine_stream_find(ft->file, ft->stream);
 		if (es)
 			es->bytes_served += bytes;
-		for (unsigned i = 0; i < ft->nblk; i++) {
-			struct block *b = ft->blk[i];
-
-			if (--b->refs == 0) {
-				struct parked_read *w = b->waiters;
-
-				b->waiters = NULL;
-				block_idle(e, b);
-				retry_reads(e, w, &later);
-			}
-		}
+		for (unsigned i = 0; i < ft->nblk; i++)
+			block_unpin(e, ft->blk[i], &later);
 		fetch_free(e, ft);
 		pthread_mutex_unlock(&e->lock);
 		deferred_run(e, &later);

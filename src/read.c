@@ -204,13 +204,7 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 		if (b->prefetched && !b->stream)
 			b->stream = p->stream;
 		block_read(e, b, p->off, read_end(p));
-		if (--b->refs == 0) {
-			struct parked_read *w = b->waiters;
-
-			b->waiters = NULL;
-			block_idle(e, b);
-			retry_reads(e, w, later);
-		}
+		block_unpin(e, b, later);
 	}
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
@@ -238,6 +232,21 @@ void retry_reads(struct pf_engine *e, struct parked_read *list,
 			later->reply = p;
 		}
 	}
+}
+
+/* Drop a pin of @b (a READ's or the pusher's); when it was the last, the
+ * block goes idle and the READs parked on it are tried again. */
+void block_unpin(struct pf_engine *e, struct block *b,
+		 struct deferred *later)
+{
+	struct parked_read *w;
+
+	if (--b->refs != 0)
+		return;
+	w = b->waiters;
+	b->waiters = NULL;
+	block_idle(e, b);
+	retry_reads(e, w, later);
 }
 
 /* Submit and answer what was collected under the lock, until nothing is
@@ -364,17 +373,8 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
 	}
 	reply(req, iov, (int)n, 0);
 	pthread_mutex_lock(&e->lock);
-	for (unsigned i = 0; i < n; i++) {
-		struct block *b = blk[i];
-
-		if (--b->refs == 0) {
-			struct parked_read *w = b->waiters;
-
-			b->waiters = NULL;
-			block_idle(e, b);
-			retry_reads(e, w, &later);
-		}
-	}
+	for (unsigned i = 0; i < n; i++)
+		block_unpin(e, blk[i], &later);
 	pthread_mutex_unlock(&e->lock);
 	deferred_run(e, &later);
 }
