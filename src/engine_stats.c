@@ -145,7 +145,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
 		  ", \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_prefetched\": %" PRIu64
-		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64 ", \"self_reads\": %" PRIu64 ", \"self_misses\": %" PRIu64
+		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
+		  ", \"self_reads\": %" PRIu64 ", \"self_misses\": %" PRIu64
 		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
 		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
@@ -162,7 +163,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  e->cfg.fetch_size, e->cfg.max_inflight,
 		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
 		  t.inflight_waits, (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
-		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed, t.self_reads, t.self_misses,
+		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
+		  t.self_reads, t.self_misses,
 		  t.next_files, t.fetches,
 		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max,
 		  t.memory_inflight, t.memory_ahead, t.memory_reread,

@@ -44,8 +44,7 @@ static struct pf_fs *fs_of(fuse_req_t req)
 }
 
 /* The pusher's thread: its opens and READs are its own read-ahead
- * (pf_fuse_push()). */
-#define RA_CHUNK ((uint64_t)1 << 20)	/* a READ at most (max_pages) */
+ * (pf_fuse_push()); such an open's handle is SELF_FH. */
 static _Atomic pid_t self_tid;
 #define SELF_FH ((uint64_t)1)
 
@@ -993,6 +992,7 @@ void pf_fuse_signals_stop(void)
  * first failure is logged.
  */
 static _Atomic int ra_off;	/* push_by=readahead found not to work */
+#define RA_CHUNK ((uint64_t)1 << 20)	/* a READ at most (max_pages) */
 
 static int push_readahead(struct pf_fs *fs, const char *path, uint64_t off,
 			  uint64_t len)
