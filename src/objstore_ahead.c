@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pf_clock.h"
 #include "pf_log.h"
 #include "objstore_int.h"
 
@@ -156,13 +157,7 @@ void ahead_start(struct obj *o, unsigned max)
 		ahead_free(a);
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += AHEAD_WAIT_MS / 1000;
-	until.tv_nsec += (long)(AHEAD_WAIT_MS % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	until = pf_deadline_ms(AHEAD_WAIT_MS);
 	pthread_mutex_lock(&o->lock);
 	while ((a->next < a->n || a->active) &&
 	       pthread_cond_timedwait(&a->cond, &o->lock, &until) !=

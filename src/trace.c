@@ -949,15 +949,9 @@ static void *writer_main(void *arg)
 	(void)arg;
 	tr.stopped_by = "unmount";
 	while (!stop) {
-		struct timespec ts;
+		struct timespec ts = pf_deadline_ms(TICK_MS);
 		uint64_t now;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
 		pthread_mutex_lock(&tr.lock);
 		if (!tr.stop && !atomic_load(&tr.kick))
 			pthread_cond_timedwait(&tr.cond, &tr.lock, &ts);
