@@ -237,10 +237,11 @@ struct pf_engine_totals {
 /*
  * Fault in the pool's first buffers ahead of need (pf_pool_warm()) on a
  * thread of the pool's own: the read-ahead the mount can have in flight,
- * at most half of max_memory.  Called once the mount is ready, so that
- * the mount does not wait for it; nothing without prefetch.  Any thread.
+ * at most half of max_memory; nothing without prefetch.  Any thread.
+ * pf_engine_warm_wait() waits up to @ms for it to end (true if it has).
  */
 void pf_engine_warm(struct pf_engine *e);
+bool pf_engine_warm_wait(struct pf_engine *e, unsigned ms);
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
 

@@ -20,6 +20,7 @@
 #ifndef PF_POOL_H
 #define PF_POOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct pf_pool;
@@ -37,6 +38,8 @@ void pf_pool_free(struct pf_pool *p);
  * start (the pool works as before).
  */
 int pf_pool_warm(struct pf_pool *p, size_t bytes);
+/* Wait up to @ms for the warm-up to end; true if it has (or never ran). */
+bool pf_pool_warm_wait(struct pf_pool *p, unsigned ms);
 
 /* A buffer of buf_size bytes, or NULL when max_bufs are out already or the
  * system has no memory.  Contents are undefined. */

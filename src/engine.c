@@ -71,6 +71,11 @@ void pf_engine_warm(struct pf_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
+bool pf_engine_warm_wait(struct pf_engine *e, unsigned ms)
+{
+	return pf_pool_warm_wait(e->pool, ms);
+}
+
 int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		  struct pf_engine **out)
 {

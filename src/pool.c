@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "pf_clock.h"
 #include "pf_pool.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -71,6 +72,7 @@ struct pf_pool {
 int pf_pool_new(size_t buf_size, size_t max_bufs, struct pf_pool **out)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	pthread_condattr_t ca;
 	struct pf_pool *p;
 
 	if (buf_size == 0 || max_bufs == 0)
@@ -80,8 +82,11 @@ int pf_pool_new(size_t buf_size, size_t max_bufs, struct pf_pool **out)
 		return -ENOMEM;
 	p->buf_size = (buf_size + page - 1) / page * page;
 	p->max_bufs = max_bufs;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&p->wlock, NULL);
-	pthread_cond_init(&p->wcond, NULL);
+	pthread_cond_init(&p->wcond, &ca);
+	pthread_condattr_destroy(&ca);
 	*out = p;
 	return 0;
 }
@@ -213,6 +218,20 @@ int pf_pool_warm(struct pf_pool *p, size_t bytes)
 	}
 	p->started = true;
 	return 0;
+}
+
+bool pf_pool_warm_wait(struct pf_pool *p, unsigned ms)
+{
+	struct timespec dl = pf_deadline_ms(ms);
+	bool done;
+
+	pthread_mutex_lock(&p->wlock);
+	while (p->warm_upto &&
+	       pthread_cond_timedwait(&p->wcond, &p->wlock, &dl) == 0)
+		;
+	done = !p->warm_upto;
+	pthread_mutex_unlock(&p->wlock);
+	return done;
 }
 
 static int pool_grow(struct pf_pool *p)

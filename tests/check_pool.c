@@ -162,6 +162,22 @@ START_TEST(test_warm_ahead)
 }
 END_TEST
 
+/* The mount waits for the warm-up (main.c): pf_pool_warm_wait() returns
+ * once every slab asked for is warm, at once if none was asked for. */
+START_TEST(test_warm_wait)
+{
+	struct pf_pool *p;
+
+	ck_assert_int_eq(pf_pool_new(65536, 1024, &p), 0);
+	ck_assert(pf_pool_warm_wait(p, 0));
+	ck_assert_int_eq(pf_pool_warm(p, 32u << 20), 0);
+	ck_assert(pf_pool_warm_wait(p, 10000));
+	ck_assert_uint_eq(pf_pool_warmed(p), 32u << 20);
+	ck_assert_uint_eq(pf_pool_resident(p), 32u << 20);
+	pf_pool_free(p);
+}
+END_TEST
+
 START_TEST(test_warm_within_budget)
 {
 	struct pf_pool *p;
@@ -235,6 +251,7 @@ int main(void)
 	tcase_add_test(tc, test_bounds_and_reuse);
 	tcase_add_test(tc, test_rounding_and_args);
 	tcase_add_test(tc, test_warm_ahead);
+	tcase_add_test(tc, test_warm_wait);
 	tcase_add_test(tc, test_warm_within_budget);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
