@@ -45,91 +45,19 @@
 
 #include "pf_guard.h"
 #include "pf_log.h"
+#include "pf_mountinfo.h"
 
 #define GUARD_GRACE_MS 3000
 #define GUARD_NAME "[prefetchfs guard]"
 
-/* mountinfo's escapes: space, tab, newline and backslash as \ooo */
-static void mi_escape(const char *in, char *out, size_t len)
+/* Is the FUSE mount on top of @mnt device @maj:@min? */
+static bool same_mount(const char *mnt, unsigned maj, unsigned min)
 {
-	size_t o = 0;
+	struct pf_mountinfo mi;
 
-	for (; *in && o + 5 < len; in++) {
-		unsigned char c = (unsigned char)*in;
-
-		if (c == ' ' || c == '\t' || c == '\n' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)('0' + (c >> 6));
-			out[o++] = (char)('0' + ((c >> 3) & 7));
-			out[o++] = (char)('0' + (c & 7));
-		} else {
-			out[o++] = (char)c;
-		}
-	}
-	out[o] = '\0';
-}
-
-/* Field @n (0-based, space-separated) of @line, its length in *len. */
-static const char *field(const char *line, int n, size_t *len)
-{
-	const char *p = line;
-
-	for (int i = 0; i < n; i++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return NULL;
-		p++;
-	}
-	*len = strcspn(p, " ");
-	return p;
-}
-
-/*
- * The "major:minor" of the last FUSE mount on @esc (escaped) in
- * /proc/self/mountinfo, into @dev (NUL-terminated); false if none.
- * Async-signal-safe: read() into a static buffer, lines up to 4 KiB.
- */
-static bool find_mount(const char *esc, char *dev, size_t devlen)
-{
-	static char buf[8192];
-	size_t have = 0;
-	bool found = false;
-	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	for (;;) {
-		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *line = buf;
-		char *nl;
-
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		buf[have] = '\0';
-		while ((nl = strchr(line, '\n'))) {
-			size_t mlen = 0, dlen = 0;
-			const char *mp, *dv, *sep;
-
-			*nl = '\0';
-			mp = field(line, 4, &mlen);
-			dv = field(line, 2, &dlen);
-			sep = strstr(line, " - fuse");
-			if (mp && dv && sep && mlen == strlen(esc) &&
-			    memcmp(mp, esc, mlen) == 0 && dlen < devlen) {
-				memcpy(dev, dv, dlen);
-				dev[dlen] = '\0';
-				found = true;
-			}
-			line = nl + 1;
-		}
-		have -= (size_t)(line - buf);
-		memmove(buf, line, have);
-		if (have >= sizeof(buf) / 2)
-			have = 0;	/* a line too long for us: skip it */
-	}
-	close(fd);
-	return found;
+	return pf_mountinfo_find(mnt, &mi) == 0 &&
+	       strncmp(mi.type, "fuse", 4) == 0 && mi.maj == maj &&
+	       mi.min == min;
 }
 
 static void sleep_ms(long ms)
@@ -140,11 +68,10 @@ static void sleep_ms(long ms)
 		;
 }
 
-static void guard_main(const char *mnt, const char *esc, const char *dev,
+static void guard_main(const char *mnt, unsigned maj, unsigned min,
 		       pid_t daemon, char *args, size_t argslen)
 {
 	sigset_t set;
-	char now[64];
 
 	/* not the daemon's command line: pgrep -f of it finds only it */
 	if (args) {
@@ -167,8 +94,7 @@ static void guard_main(const char *mnt, const char *esc, const char *dev,
 			_exit(0);
 		sleep_ms(100);
 	}
-	if (getppid() != daemon || !find_mount(esc, now, sizeof(now)) ||
-	    strcmp(now, dev) != 0)
+	if (getppid() != daemon || !same_mount(mnt, maj, min))
 		_exit(0);
 	/* a thread of the daemon is stuck: abort its connection */
 	umount2(mnt, MNT_FORCE);
@@ -177,8 +103,7 @@ static void guard_main(const char *mnt, const char *esc, const char *dev,
 
 int pf_guard_start(const char *mnt, char **argv, int argc)
 {
-	static char esc[4 * 4096 + 1];
-	static char dev[64];
+	struct pf_mountinfo mi;
 	pid_t daemon = getpid();
 	char *args = NULL, *end = NULL;
 	pid_t pid;
@@ -192,8 +117,8 @@ int pf_guard_start(const char *mnt, char **argv, int argc)
 		if (!end || e > end)
 			end = e;
 	}
-	mi_escape(mnt, esc, sizeof(esc));
-	if (!find_mount(esc, dev, sizeof(dev))) {
+	if (pf_mountinfo_find(mnt, &mi) < 0 ||
+	    strncmp(mi.type, "fuse", 4) != 0) {
 		pf_debug("guard: %s not found in /proc/self/mountinfo", mnt);
 		return -ENOENT;
 	}
@@ -201,9 +126,9 @@ int pf_guard_start(const char *mnt, char **argv, int argc)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		guard_main(mnt, esc, dev, daemon, args,
+		guard_main(mnt, mi.maj, mi.min, daemon, args,
 			   args ? (size_t)(end - args) : 0);
-	pf_debug("guard: pid %d watches the connection of %s (%s)", (int)pid,
-		 mnt, dev);
+	pf_debug("guard: pid %d watches the connection of %s (%u:%u)",
+		 (int)pid, mnt, mi.maj, mi.min);
 	return 0;
 }

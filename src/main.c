@@ -31,6 +31,7 @@
 #include "pf_diskcache.h"
 #include "pf_fuse.h"
 #include "pf_guard.h"
+#include "pf_mountinfo.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
 #include "pf_trace.h"
@@ -122,57 +123,6 @@ static int check_mountpoint(const char *mnt)
 }
 
 /*
- * Reads /proc/self/mountinfo for the mount on top of @mnt (an absolute,
- * resolved path): its device number and file system type.  Mount points
- * are octal-escaped there.  -ENOENT if nothing is mounted on @mnt.
- */
-static int find_mount(const char *mnt, unsigned *maj, unsigned *min,
-		      char *type, size_t typelen)
-{
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
-	char line[2 * PATH_MAX + 512];
-	int found = -ENOENT;
-
-	if (!fp)
-		return -errno;
-	while (fgets(line, sizeof(line), fp)) {
-		char point[PATH_MAX + 1];
-		char unesc[PATH_MAX + 1];
-		const char *sep;
-		unsigned a;
-		unsigned b;
-		size_t o = 0;
-
-		if (sscanf(line, "%*u %*u %u:%u %*s %4096s", &a, &b, point) != 3)
-			continue;
-		for (char *p = point; *p && o < PATH_MAX; p++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
-			    p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
-			    p[3] <= '7') {
-				unesc[o++] = (char)((p[1] - '0') * 64 +
-						    (p[2] - '0') * 8 + (p[3] - '0'));
-				p += 3;
-			} else {
-				unesc[o++] = *p;
-			}
-		}
-		unesc[o] = '\0';
-		sep = strstr(line, " - ");
-		if (strcmp(unesc, mnt) != 0 || !sep)
-			continue;
-		/* the last one listed is the one on top */
-		*maj = a;
-		*min = b;
-		if (type)
-			snprintf(type, typelen, "%.*s",
-				 (int)strcspn(sep + 3, " "), sep + 3);
-		found = 0;
-	}
-	fclose(fp);
-	return found;
-}
-
-/*
  * Refuse what would hide or stack: a FUSE mount already on @mnt (a second
  * daemon on top of the first, or one whose daemon died) and, unless
  * @nonempty, a directory with files (they would be hidden).
@@ -180,16 +130,14 @@ static int find_mount(const char *mnt, unsigned *maj, unsigned *min,
 static int check_mountpoint_free(const char *mnt, const char *shown,
 				 int nonempty)
 {
-	char type[64] = "";
+	struct pf_mountinfo mi;
 	struct statfs sfs;
-	unsigned maj;
-	unsigned min;
 	DIR *d;
 	struct dirent *de;
 	unsigned n = 0;
 
-	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
-	    strncmp(type, "fuse", 4) == 0 && statfs(mnt, &sfs) < 0 &&
+	if (pf_mountinfo_find(mnt, &mi) == 0 &&
+	    strncmp(mi.type, "fuse", 4) == 0 && statfs(mnt, &sfs) < 0 &&
 	    errno == ENOTCONN) {
 		/* the kernel answers stat() from its cache, statfs() asks */
 		fprintf(stderr, "prefetchfs: mountpoint '%s': the daemon of "
@@ -197,11 +145,11 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 			"mount with -o auto_unmount)\n", shown, shown);
 		return -1;
 	}
-	if (find_mount(mnt, &maj, &min, type, sizeof(type)) == 0 &&
-	    strncmp(type, "fuse", 4) == 0) {
+	if (pf_mountinfo_find(mnt, &mi) == 0 &&
+	    strncmp(mi.type, "fuse", 4) == 0) {
 		fprintf(stderr, "prefetchfs: mountpoint '%s' is already a "
 			"mount point (%s): unmount it first (fusermount3 -u "
-			"%s)\n", shown, type, shown);
+			"%s)\n", shown, mi.type, shown);
 		return -1;
 	}
 	if (nonempty)
@@ -359,12 +307,16 @@ struct ready_ctx {
  */
 static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
 {
-	char type[64];
-	int ret = find_mount(mnt, maj, min, type, sizeof(type));
+	struct pf_mountinfo mi;
+	int ret = pf_mountinfo_find(mnt, &mi);
 
-	if (ret == 0 && strncmp(type, "fuse", 4) != 0)
-		ret = -ENOENT;
-	return ret;
+	if (ret < 0)
+		return ret;
+	if (strncmp(mi.type, "fuse", 4) != 0)
+		return -ENOENT;
+	*maj = mi.maj;
+	*min = mi.min;
+	return 0;
 }
 
 /*
