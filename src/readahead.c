@@ -306,18 +306,20 @@ static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
 /*
  * cover_range() for read-ahead, closing the fetch being built at the ends
  * of the pieces pf_plan_piece_end() asks for (a file's first window).
- * Nothing past the pieces goes out until they have landed (the rest of
+ * While other streams fetch too (several readers starting at once),
+ * nothing past the pieces goes out until they have landed (the rest of
  * the window is the second batch, not needed before the reader's first
- * compute): sent with them it takes bandwidth from the first batch of
- * every reader starting at once.  Whether a reader is alone cannot be
- * told at its first READ: four readers started together open within a
- * few ms, the first one found nothing else in flight and took 10 MiB
- * past its pieces, the others 4 MiB each.  Issue 14's four readers, three
- * rounds alternated: first batch 99-149 -> 93-122 ms.  A lone reader (a
- * scan) pays one round trip more, once per file it starts cold.
+ * compute): sent with them it takes bandwidth from every reader's first
+ * batch.  Issue 14's four readers, alternated: first batch 99-149 ->
+ * 93-122 ms.  A lone reader (a scan, one trainer) gets the whole window
+ * at once: held back, one reader over a 50 ms store waited 20-28 ms in a
+ * tenth of its later batches (p90 3-4.5 ms before; bench/suite.sh's seq
+ * row).  The first of readers started together may look alone for the
+ * few ms before the others open; it then takes its window whole.
  */
 static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			     const struct pf_stream *st,
+			     const struct engine_stream *s,
 			     const struct pf_plan_cfg *pc, uint64_t off,
 			     uint64_t end, struct cover *c,
 			     struct fetch_builder *fb, struct deferred *later)
@@ -334,7 +336,8 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 		off = pend;
 		pend = pf_plan_piece_end(st, pc, e->bs, off);
 	}
-	if (!pend && z && off >= z && fetching_below(e, f, z))
+	if (!pend && z && off >= z && e->inflight + e->queued > s->inflight &&
+	    fetching_below(e, f, z))
 		return off;
 	return cover_range(e, f, off, end, c, fb, later);
 }
@@ -377,7 +380,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			continue;
 		if (off < s->plan.planned_upto)
 			off = s->plan.planned_upto;
-		reached = cover_pieces(e, f, st, &pc, off, end, &c, &fb, later);
+		reached = cover_pieces(e, f, st, s, &pc, off, end, &c, &fb,
+				       later);
 		if (reached > off)
 			s->plan.planned_upto = reached;
 		if (reached < end)

@@ -125,7 +125,8 @@ static unsigned complete_one_below(uint64_t to)
  * The first half of the early window goes out in pieces of an eighth of
  * min_window (1 MiB here), all at once: the READs that follow the first
  * one are answered as their own piece lands, not when a fetch_size fetch
- * holding them does.  The rest of the window goes once they have landed.
+ * holding them does.  With fetch_size as large as min_window, the rest of
+ * the window goes with them.
  */
 START_TEST(test_early_window_in_pieces)
 {
@@ -149,7 +150,8 @@ START_TEST(test_early_window_in_pieces)
 	}
 	/* the READ itself, then three pieces up to half the window */
 	ck_assert_uint_eq(small, 4);
-	ck_assert_uint_eq(covered, 512 << 10);
+	/* the whole early window was asked for at once */
+	ck_assert_uint_eq(covered, (1u << 20) + (128 << 10));
 	while (!rq->done)
 		ck_assert_uint_gt(complete_pending(), 0);
 	assert_bytes(rq, 0, 128 << 10);
@@ -157,27 +159,23 @@ START_TEST(test_early_window_in_pieces)
 END_TEST
 
 /*
- * min_window 4 MiB, fetch_size 1 MiB: the READ and the pieces (up to
- * 2 MiB) go out, the rest of the window once the last piece has landed,
- * so that it does not take bandwidth from them while other readers start
- * too.  @other: another file's READ is in flight meanwhile; without it
- * the reader looks alone, which it may be only for the few ms before the
- * others open (readahead.c, cover_pieces()).
+ * min_window 4 MiB, fetch_size 1 MiB, another file being read: the READ
+ * and the pieces (up to 2 MiB) go out, the rest of the window once the
+ * last piece has landed, so that it does not take bandwidth from them
+ * while other readers start too.
  */
-static void early_rest_after_pieces(bool other)
+START_TEST(test_early_second_half_waits_for_pieces)
 {
 	const uint64_t z = 2u << 20;
 	struct pf_efile *bf = pf_efile_new(eng, "b", 9);
 	struct stat st;
 	unsigned n;
 
+	/* the other reader: a READ in the middle of "b", still in flight */
 	ck_assert_ptr_nonnull(bf);
 	ck_assert_int_eq(pf_efile_open(bf, &st), 0);
-	if (other) {
-		/* the other reader: a READ in the middle of "b" */
-		memset(rq2, 0, offsetof(struct treq, buf));
-		pf_engine_read(bf, 5u << 20, 128 << 10, t_reply, rq2);
-	}
+	memset(rq2, 0, offsetof(struct treq, buf));
+	pf_engine_read(bf, 5u << 20, 128 << 10, t_reply, rq2);
 	memset(rq, 0, offsetof(struct treq, buf));
 	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
 	/* the READ and the pieces: 2 MiB in 512 KiB pieces, nothing past */
@@ -196,24 +194,26 @@ static void early_rest_after_pieces(bool other)
 		ck_assert_uint_gt(complete_pending(), 0);
 	assert_bytes(rq, 0, 128 << 10);
 	complete_until_idle();
-	if (other) {
-		ck_assert(rq2->done);
-		ck_assert_int_eq(memcmp(rq2->buf, tb.files[2].data +
-					(5u << 20), 128 << 10), 0);
-	}
+	ck_assert(rq2->done);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[2].data + (5u << 20),
+				128 << 10), 0);
 	pf_efile_close(bf);
 	pf_efile_put(bf);
 }
-
-START_TEST(test_early_second_half_waits_for_pieces)
-{
-	early_rest_after_pieces(true);
-}
 END_TEST
 
+/* A lone reader (a scan: nothing else in flight) gets its whole early
+ * window at once. */
 START_TEST(test_early_window_lone_reader)
 {
-	early_rest_after_pieces(false);
+	unsigned n;
+
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	ck_assert_uint_eq(pending_in(0, FSIZE, &n), (4u << 20) + (128 << 10));
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
 }
 END_TEST
 
