@@ -349,7 +349,7 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
 		uint64_t lo = off > bstart ? off - bstart : 0;
 		uint64_t hi = end - bstart < e->bs ? end - bstart : e->bs;
 
-		if (!b || b->busy || b->vlo > lo || b->vhi < hi) {
+		if (!b || !block_covers(b, (uint32_t)lo, (uint32_t)hi)) {
 			ok = false;
 			break;
 		}
