@@ -8,6 +8,8 @@
 #ifndef PF_MOUNTINFO_H
 #define PF_MOUNTINFO_H
 
+#include <stdbool.h>
+
 struct pf_mountinfo {
 	unsigned maj;		/* the mount's device number */
 	unsigned min;
@@ -24,5 +26,12 @@ struct pf_mountinfo {
 int pf_mountinfo_find(const char *mnt, struct pf_mountinfo *mi);
 /* The same from an open mountinfo file @fd, read from where it is. */
 int pf_mountinfo_find_fd(int fd, const char *mnt, struct pf_mountinfo *mi);
+/* Is @mi a FUSE mount ("fuse", "fuse.prefetchfs", "fuseblk")? */
+bool pf_mountinfo_is_fuse(const struct pf_mountinfo *mi);
+/*
+ * The device of the FUSE mount on top of @mnt into *@maj, *@min: 0,
+ * -ENOENT if what is on top is not FUSE (or nothing is), or -errno.
+ */
+int pf_mountinfo_fuse_dev(const char *mnt, unsigned *maj, unsigned *min);
 
 #endif

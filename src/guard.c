@@ -53,11 +53,11 @@
 /* Is the FUSE mount on top of @mnt device @maj:@min? */
 static bool same_mount(const char *mnt, unsigned maj, unsigned min)
 {
-	struct pf_mountinfo mi;
+	unsigned a;
+	unsigned b;
 
-	return pf_mountinfo_find(mnt, &mi) == 0 &&
-	       strncmp(mi.type, "fuse", 4) == 0 && mi.maj == maj &&
-	       mi.min == min;
+	return pf_mountinfo_fuse_dev(mnt, &a, &b) == 0 && a == maj &&
+	       b == min;
 }
 
 static void sleep_ms(long ms)
@@ -103,8 +103,9 @@ static void guard_main(const char *mnt, unsigned maj, unsigned min,
 
 int pf_guard_start(const char *mnt, char **argv, int argc)
 {
-	struct pf_mountinfo mi;
 	pid_t daemon = getpid();
+	unsigned maj;
+	unsigned min;
 	char *args = NULL, *end = NULL;
 	pid_t pid;
 
@@ -117,8 +118,7 @@ int pf_guard_start(const char *mnt, char **argv, int argc)
 		if (!end || e > end)
 			end = e;
 	}
-	if (pf_mountinfo_find(mnt, &mi) < 0 ||
-	    strncmp(mi.type, "fuse", 4) != 0) {
+	if (pf_mountinfo_fuse_dev(mnt, &maj, &min) < 0) {
 		pf_debug("guard: %s not found in /proc/self/mountinfo", mnt);
 		return -ENOENT;
 	}
@@ -126,9 +126,9 @@ int pf_guard_start(const char *mnt, char **argv, int argc)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0)
-		guard_main(mnt, mi.maj, mi.min, daemon, args,
+		guard_main(mnt, maj, min, daemon, args,
 			   args ? (size_t)(end - args) : 0);
 	pf_debug("guard: pid %d watches the connection of %s (%u:%u)",
-		 (int)pid, mnt, mi.maj, mi.min);
+		 (int)pid, mnt, maj, min);
 	return 0;
 }

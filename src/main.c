@@ -136,20 +136,18 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 	struct dirent *de;
 	unsigned n = 0;
 
-	if (pf_mountinfo_find(mnt, &mi) == 0 &&
-	    strncmp(mi.type, "fuse", 4) == 0 && statfs(mnt, &sfs) < 0 &&
-	    errno == ENOTCONN) {
+	if (pf_mountinfo_find(mnt, &mi) == 0 && pf_mountinfo_is_fuse(&mi)) {
 		/* the kernel answers stat() from its cache, statfs() asks */
-		fprintf(stderr, "prefetchfs: mountpoint '%s': the daemon of "
-			"the mount there is gone: run fusermount3 -u %s (or "
-			"mount with -o auto_unmount)\n", shown, shown);
-		return -1;
-	}
-	if (pf_mountinfo_find(mnt, &mi) == 0 &&
-	    strncmp(mi.type, "fuse", 4) == 0) {
-		fprintf(stderr, "prefetchfs: mountpoint '%s' is already a "
-			"mount point (%s): unmount it first (fusermount3 -u "
-			"%s)\n", shown, mi.type, shown);
+		if (statfs(mnt, &sfs) < 0 && errno == ENOTCONN)
+			fprintf(stderr, "prefetchfs: mountpoint '%s': the "
+				"daemon of the mount there is gone: run "
+				"fusermount3 -u %s (or mount with -o "
+				"auto_unmount)\n", shown, shown);
+		else
+			fprintf(stderr, "prefetchfs: mountpoint '%s' is "
+				"already a mount point (%s): unmount it first "
+				"(fusermount3 -u %s)\n", shown, mi.type,
+				shown);
 		return -1;
 	}
 	if (nonempty)
@@ -300,26 +298,6 @@ struct ready_ctx {
 };
 
 /*
- * The mount's device number from /proc/self/mountinfo, not from stat():
- * a stat of our own mount would be a request to ourselves, and under
- * valgrind (which does not let other threads run during a stat) one that
- * is never answered.
- */
-static int mount_dev(const char *mnt, unsigned *maj, unsigned *min)
-{
-	struct pf_mountinfo mi;
-	int ret = pf_mountinfo_find(mnt, &mi);
-
-	if (ret < 0)
-		return ret;
-	if (strncmp(mi.type, "fuse", 4) != 0)
-		return -ENOENT;
-	*maj = mi.maj;
-	*min = mi.min;
-	return 0;
-}
-
-/*
  * The kernel's READ size is its read-ahead window for the mount, 128 KiB
  * unless raised; INIT can only lower it, so it is raised through the
  * mount's bdi once INIT has been answered.
@@ -332,7 +310,10 @@ static void set_readahead(const char *mnt, unsigned kb)
 	unsigned min;
 	int fd;
 	int len;
-	int ret = mount_dev(mnt, &maj, &min);
+	/* from mountinfo, not from stat(): a stat of our own mount would be
+	 * a request to ourselves, and under valgrind (which does not let
+	 * other threads run during a stat) one that is never answered */
+	int ret = pf_mountinfo_fuse_dev(mnt, &maj, &min);
 
 	if (ret < 0) {
 		pf_warn("cannot find %s in /proc/self/mountinfo to set its "

@@ -157,3 +157,22 @@ int pf_mountinfo_find(const char *mnt, struct pf_mountinfo *mi)
 	close(fd);
 	return ret;
 }
+
+bool pf_mountinfo_is_fuse(const struct pf_mountinfo *mi)
+{
+	return strncmp(mi->type, "fuse", 4) == 0;
+}
+
+int pf_mountinfo_fuse_dev(const char *mnt, unsigned *maj, unsigned *min)
+{
+	struct pf_mountinfo mi;
+	int ret = pf_mountinfo_find(mnt, &mi);
+
+	if (ret < 0)
+		return ret;
+	if (!pf_mountinfo_is_fuse(&mi))
+		return -ENOENT;
+	*maj = mi.maj;
+	*min = mi.min;
+	return 0;
+}

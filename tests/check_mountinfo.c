@@ -53,10 +53,12 @@ START_TEST(test_escapes_and_stacking)
 	/* two FUSE mounts on one point: the last listed */
 	ck_assert_int_eq(find_in(TABLE, "/mnt/c", &mi), 0);
 	ck_assert_uint_eq(mi.min, 62);
+	ck_assert(pf_mountinfo_is_fuse(&mi));
 	ck_assert_int_eq(find_in(TABLE, "/", &mi), 0);
 	ck_assert_uint_eq(mi.maj, 254);
 	ck_assert_uint_eq(mi.min, 1);
 	ck_assert_str_eq(mi.type, "ext4");
+	ck_assert(!pf_mountinfo_is_fuse(&mi));
 	/* not the escaped text, nor a prefix or an extension of a point */
 	ck_assert_int_eq(find_in(TABLE, "/mnt/a\\040b", &mi), -ENOENT);
 	ck_assert_int_eq(find_in(TABLE, "/mnt/a", &mi), -ENOENT);
@@ -103,12 +105,15 @@ START_TEST(test_self)
 {
 	struct pf_mountinfo mi;
 	char tmpl[] = "/tmp/check_mountinfo.XXXXXX";
+	unsigned maj;
+	unsigned min;
 	int fd = mkstemp(tmpl);
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pf_mountinfo_find("/", &mi), 0);
 	ck_assert(mi.type[0] != '\0');
 	ck_assert_int_eq(pf_mountinfo_find(tmpl, &mi), -ENOENT);
+	ck_assert_int_eq(pf_mountinfo_fuse_dev(tmpl, &maj, &min), -ENOENT);
 	close(fd);
 	unlink(tmpl);
 }
