@@ -764,6 +764,7 @@ fetched:
 			       "refresh thread: %s", strerror(-ret));
 			goto fail;
 		}
+		pthread_setname_np(c->thread, "pf-creds");
 		c->started = true;
 	} else {
 		pf_debug("AWS credentials from %s", c->desc);

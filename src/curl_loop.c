@@ -786,6 +786,7 @@ int pf_curl_new(const struct pf_curl_cfg *cfg, struct pf_curl **out)
 	ret = -pthread_create(&c->thread, NULL, loop_main, c);
 	if (ret < 0)
 		goto out_multi;
+	pthread_setname_np(c->thread, "pf-http");
 	c->started = true;
 	*out = c;
 	return 0;

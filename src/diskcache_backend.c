@@ -388,6 +388,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&d->thread, NULL, ring_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret == 0)
+		pthread_setname_np(d->thread, "pf-diskcache");
 	if (ret < 0) {
 		snprintf(err, errlen, "disk cache: thread: %s",
 			 strerror(-ret));

@@ -955,8 +955,10 @@ int pf_fuse_signals_start(struct pf_fs *fs)
 	sigctl.loop_tid = pthread_self();
 	atomic_store(&sigctl.done, false);
 	ret = -pthread_create(&sigctl.tid, NULL, signal_thread, NULL);
-	if (ret == 0)
+	if (ret == 0) {
+		pthread_setname_np(sigctl.tid, "pf-signals");
 		sigctl.started = true;
+	}
 	return ret;
 }
 

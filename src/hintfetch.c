@@ -720,8 +720,10 @@ int hint_start(struct pf_engine *e)
 		return -ENOMEM;
 	}
 	e->hf = h;
-	if (pthread_create(&h->thread, NULL, hint_main, e) == 0)
+	if (pthread_create(&h->thread, NULL, hint_main, e) == 0) {
+		pthread_setname_np(h->thread, "pf-hints");
 		h->running = true;
+	}
 	return 0;
 }
 

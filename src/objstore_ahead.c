@@ -148,6 +148,7 @@ void ahead_start(struct obj *o, unsigned max)
 	for (unsigned i = 0; i < nth; i++) {
 		if (pthread_create(&a->th[i], NULL, ahead_main, o) != 0)
 			break;
+		pthread_setname_np(a->th[i], "pf-dirahead");
 		a->nth++;
 	}
 	if (!a->nth) {

@@ -491,6 +491,7 @@ void listings_start(struct obj *o, const char *source,
 			"kept in '%s'", path);
 		return;
 	}
+	pthread_setname_np(o->refresher, "pf-listings");
 	o->refresher_on = true;
 }
 

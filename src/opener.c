@@ -130,6 +130,7 @@ int opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e))
 	for (unsigned i = 0; i < OPENER_THREADS; i++) {
 		if (pthread_create(&op->threads[i], NULL, opener_main, e))
 			break;
+		pthread_setname_np(op->threads[i], "pf-open");
 		op->nthreads++;
 	}
 	return 0;

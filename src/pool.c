@@ -216,6 +216,7 @@ int pf_pool_warm(struct pf_pool *p, size_t bytes)
 		p->warm_upto = 0;
 		return ret;
 	}
+	pthread_setname_np(p->thread, "pf-poolwarm");
 	p->started = true;
 	return 0;
 }

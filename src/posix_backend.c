@@ -619,7 +619,7 @@ void cancel_chain(struct pf_bio *b)
  * Engine threads must not take the daemon's signals: they are created with
  * every signal blocked.
  */
-int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+int spawn(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	sigset_t all;
 	sigset_t old;
@@ -629,6 +629,8 @@ int spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret == 0)
+		pthread_setname_np(*t, name);
 	return ret;
 }
 

@@ -114,7 +114,7 @@ int64_t pin_check(const struct pf_bio *bio, uint64_t total,
 		  int64_t res);
 struct pf_bio *queue_take(struct posix_backend *pb, unsigned max);
 void cancel_chain(struct pf_bio *b);
-int spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+int spawn(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
 
 /* ---- posix_uring.c: the io_uring engine ---- */
 

@@ -115,7 +115,7 @@ int pr_init(struct posix_backend *pb, unsigned nthreads)
 		struct pr_worker *w = &pb->workers[i];
 
 		w->pb = pb;
-		ret = spawn(&w->thread, pr_main, w);
+		ret = spawn(&w->thread, "pf-pread", pr_main, w);
 		if (ret < 0)
 			break;
 		pb->nworkers++;

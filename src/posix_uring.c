@@ -307,7 +307,7 @@ int ur_init(struct posix_backend *pb, int *setup_err)
 		ur->free = &ur->slots[i];
 	}
 	ur->nfree = pb->depth;
-	ret = spawn(&ur->thread, ur_main, pb);
+	ret = spawn(&ur->thread, "pf-uring", ur_main, pb);
 	if (ret < 0)
 		goto out;
 	ur->thread_started = true;

@@ -248,6 +248,7 @@ int pf_engine_start_push(struct pf_engine *e, pf_push_fn fn, void *arg)
 		e->push_fn = NULL;
 		return -ret;
 	}
+	pthread_setname_np(e->push_thread, "pf-push");
 	return 0;
 }
 

@@ -1100,6 +1100,7 @@ int pf_trace_start(const char *title)
 		pthread_cond_destroy(&tr.cond);
 		return ret;
 	}
+	pthread_setname_np(tr.thread, "pf-trace");
 	tr.started = true;
 	return 0;
 }
