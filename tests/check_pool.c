@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -178,6 +179,77 @@ START_TEST(test_warm_wait)
 }
 END_TEST
 
+/* THPeligible of the mapping holding @addr in /proc/self/smaps; -1: none. */
+static int vma_thp(const void *addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	uintptr_t a = (uintptr_t)addr;
+	bool in = false;
+	int thp = -1;
+	char line[512];
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int v;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+			in = lo <= a && a < hi;
+		else if (in && sscanf(line, "THPeligible: %d", &v) == 1) {
+			thp = v;
+			break;
+		}
+	}
+	fclose(f);
+	return thp;
+}
+
+/* The system's transparent huge page mode: "always", "madvise", "never". */
+static const char *thp_mode(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	char *lb, *rb;
+
+	snprintf(buf, len, "never");
+	if (!f)
+		return buf;
+	if (fgets(buf, (int)len, f) && (lb = strchr(buf, '[')) &&
+	    (rb = strchr(lb, ']'))) {
+		*rb = '\0';
+		memmove(buf, lb + 1, (size_t)(rb - lb));
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Warm slabs are asked for huge pages, cold ones (faulted in by a fetch
+ * carving them: a compaction there is a stall) are not. */
+START_TEST(test_warm_slabs_huge)
+{
+	struct pf_pool *warm, *cold;
+	char mode[128];
+	void *w, *c;
+
+	thp_mode(mode, sizeof(mode));
+	ck_assert_int_eq(pf_pool_new(65536, 256, &warm), 0);
+	ck_assert_int_eq(pf_pool_warm(warm, 8u << 20), 0);
+	ck_assert(pf_pool_warm_wait(warm, 10000));
+	ck_assert_int_eq(pf_pool_new(65536, 256, &cold), 0);
+	w = pf_pool_get(warm);
+	c = pf_pool_get(cold);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(c);
+	if (strcmp(mode, "never") != 0)
+		ck_assert_int_eq(vma_thp(w), 1);
+	if (strcmp(mode, "madvise") == 0)
+		ck_assert_int_eq(vma_thp(c), 0);
+	pf_pool_put(warm, w);
+	pf_pool_put(cold, c);
+	pf_pool_free(warm);
+	pf_pool_free(cold);
+}
+END_TEST
+
 START_TEST(test_warm_within_budget)
 {
 	struct pf_pool *p;
@@ -253,6 +325,7 @@ int main(void)
 	tcase_add_test(tc, test_warm_ahead);
 	tcase_add_test(tc, test_warm_wait);
 	tcase_add_test(tc, test_warm_within_budget);
+	tcase_add_test(tc, test_warm_slabs_huge);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
