@@ -168,10 +168,9 @@ static bool block_consumed(struct pf_engine *e, const struct block *b)
 void block_read(struct pf_engine *e, struct block *b, uint64_t off,
 		uint64_t end)
 {
-	uint64_t start = b->idx << e->bshift;
-	uint32_t lo = off > start ? (uint32_t)(off - start) : 0;
-	uint32_t hi = end - start < e->bs ? (uint32_t)(end - start) : e->bs;
+	uint32_t lo, hi;
 
+	block_part(e, b->idx, off, end, &lo, &hi);
 	if (b->rhi == b->rlo || hi < b->rlo || lo > b->rhi) {
 		b->rlo = lo;
 		b->rhi = hi;
@@ -351,15 +350,13 @@ uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
 
 	while (off < to) {
 		uint64_t idx = off >> e->bshift;
-		uint64_t bstart = idx << e->bshift;
-		uint32_t lo = (uint32_t)(off - bstart);
-		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
-						    e->bs;
 		struct block *b = block_find(e, f, idx);
+		uint32_t lo, hi;
 
+		block_part(e, idx, off, to, &lo, &hi);
 		if (!b || (pushed && !b->pushed) || !block_covers(b, lo, hi))
 			break;
-		off = bstart + hi;
+		off = (idx << e->bshift) + hi;
 	}
 	return off - from;
 }

@@ -620,6 +620,20 @@ static inline uint32_t block_len(const struct pf_engine *e,
 	return f->size - start < e->bs ? (uint32_t)(f->size - start) : e->bs;
 }
 
+/*
+ * The part of block @idx that the file's bytes [off, end) cover, as
+ * offsets in the block [*lo, *hi); the range must meet the block.
+ */
+static inline void block_part(const struct pf_engine *e, uint64_t idx,
+			      uint64_t off, uint64_t end, uint32_t *lo,
+			      uint32_t *hi)
+{
+	uint64_t bstart = idx << e->bshift;
+
+	*lo = off > bstart ? (uint32_t)(off - bstart) : 0;
+	*hi = end - bstart < e->bs ? (uint32_t)(end - bstart) : e->bs;
+}
+
 static inline bool block_covers(const struct block *b, uint32_t lo,
 				uint32_t hi)
 {

@@ -289,17 +289,15 @@ static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 
 	while (off < to) {
 		uint64_t idx = off >> e->bshift;
-		uint64_t bstart = idx << e->bshift;
-		uint32_t lo = (uint32_t)(off - bstart);
-		uint32_t hi = to - bstart < e->bs ? (uint32_t)(to - bstart) :
-						    e->bs;
 		const struct block *b = block_find(e, f, idx);
+		uint32_t lo, hi;
 
+		block_part(e, idx, off, to, &lo, &hi);
 		if (!b || !((b->pushed && block_covers(b, lo, hi)) ||
 			    (b->busy && b->prefetched &&
 			     b->stream == st->id)))
 			return false;
-		off = bstart + hi;
+		off = (idx << e->bshift) + hi;
 	}
 	return true;
 }

@@ -147,11 +147,9 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	if (!p->err) {
 		for (unsigned i = 0; i < p->nblk; i++) {
 			struct block *b = p->blk[i];
-			uint64_t bstart = b->idx << e->bshift;
-			uint64_t lo = p->off > bstart ? p->off - bstart : 0;
-			uint64_t hi = end - bstart < e->bs ? end - bstart :
-							      e->bs;
+			uint32_t lo, hi;
 
+			block_part(e, b->idx, p->off, end, &lo, &hi);
 			iov[cnt].iov_base = b->buf + lo;
 			iov[cnt].iov_len = hi - lo;
 			served += hi - lo;
@@ -345,11 +343,10 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
 	for (uint64_t i = off >> e->bshift; ok && i <= (end - 1) >> e->bshift;
 	     i++) {
 		struct block *b = block_find(e, f, i);
-		uint64_t bstart = i << e->bshift;
-		uint64_t lo = off > bstart ? off - bstart : 0;
-		uint64_t hi = end - bstart < e->bs ? end - bstart : e->bs;
+		uint32_t lo, hi;
 
-		if (!b || !block_covers(b, (uint32_t)lo, (uint32_t)hi)) {
+		block_part(e, i, off, end, &lo, &hi);
+		if (!b || !block_covers(b, lo, hi)) {
 			ok = false;
 			break;
 		}

@@ -187,12 +187,12 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		uint64_t idx = off >> e->bshift;
 		uint64_t bstart = idx << e->bshift;
 		uint32_t blen = block_len(e, f, idx);
-		uint32_t lo = (uint32_t)(off - bstart);
-		uint32_t hi = end - bstart < e->bs ? (uint32_t)(end - bstart) :
-						     e->bs;
 		struct block *b;
+		uint32_t lo, hi;
 		uint32_t flo;
 		uint32_t fhi;
+
+		block_part(e, idx, off, end, &lo, &hi);
 
 		/*
 		 * Every new read-ahead fetch asks for room, also the next
