@@ -58,6 +58,7 @@
 #ifndef PF_CURL_H
 #define PF_CURL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -145,6 +146,8 @@ struct pf_creq {
 	int iov_i;			/* got is at iov[iov_i] + iov_pos */
 	size_t iov_pos;
 	uint64_t got_start;		/* got when this try started */
+	int sock;			/* the socket curl watches for it */
+	bool lowat;			/* SO_RCVLOWAT raised on it */
 	unsigned tries;
 	int64_t due_ns;			/* retry time */
 	int hstate;			/* header parsing of this response */
@@ -189,6 +192,7 @@ struct pf_curl_totals {
 	uint64_t resumed;	/* bodies cut short and resumed */
 	uint64_t full_bodies;	/* 200s to ranged GETs */
 	uint64_t connects;	/* connections opened (the rest reused one) */
+	uint64_t lowat_bodies;	/* bodies read with SO_RCVLOWAT raised */
 	/*
 	 * Ranged GETs that completed, their bytes, and the sums of their
 	 * times in microseconds: from submit to done (queueing, retries

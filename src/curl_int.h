@@ -71,5 +71,6 @@ void pf_creq_validators(const struct pf_creq *r, const char **if_match,
 			int64_t *pin_mtime);
 size_t on_header(char *line, size_t size, size_t n, void *arg);
 size_t on_body(char *p, size_t size, size_t n, void *arg);
+void body_lowat_end(struct pf_creq *r);
 
 #endif

@@ -189,6 +189,8 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 	r->easy = e;
 	r->loop = c;
 	r->got_start = r->got;
+	r->sock = -1;
+	r->lowat = false;
 	r->hstate = H_STATUS;
 	r->status = 0;
 	r->final_err = 0;
@@ -508,6 +510,7 @@ static void drain(struct pf_curl *c, struct pf_creq **active)
 			continue;
 		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
 		transfer_info(c, r, e);
+		body_lowat_end(r);
 		curl_multi_remove_handle(c->multi, e);
 		active_del(active, r);
 		c->active--;
@@ -524,6 +527,7 @@ static void cancel_all(struct pf_curl *c, struct pf_creq **active)
 
 	while ((r = *active)) {
 		active_del(active, r);
+		body_lowat_end(r);
 		curl_multi_remove_handle(c->multi, r->easy);
 		easy_put(c, r->easy);
 		r->easy = NULL;
@@ -590,9 +594,12 @@ static int on_socket(CURL *e, curl_socket_t s, int what, void *arg,
 {
 	struct pf_curl *c = arg;
 	struct epoll_event ev = { .data.fd = s };
+	struct pf_creq *r = NULL;
 
-	(void)e;
 	(void)sockp;
+	if (e && curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r) ==
+		 CURLE_OK && r)
+		r->sock = what == CURL_POLL_REMOVE ? -1 : (int)s;
 	if (what == CURL_POLL_REMOVE) {
 		epoll_ctl(c->epfd, EPOLL_CTL_DEL, s, NULL);
 		return 0;

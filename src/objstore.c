@@ -619,11 +619,12 @@ static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 "{\"requests\": %" PRIu64 ", \"retries\": %" PRIu64
 		 ", \"errors\": %" PRIu64 ", \"resumed\": %" PRIu64
 		 ", \"whole_bodies\": %" PRIu64 ", \"connects\": %" PRIu64
+		 ", \"lowat_bodies\": %" PRIu64
 		 ", \"range_gets\": %" PRIu64 ", \"range_bytes\": %" PRIu64
 		 ", \"range_ms\": %.1f, \"range_ttfb_ms\": %.1f"
 		 ", \"active\": %u, \"dirs_listed_ahead\": %u}",
 		 t.requests, t.retries, t.errors, t.resumed, t.full_bodies,
-		 t.connects, t.range_gets, t.range_bytes, t.range_us / 1e3,
+		 t.connects, t.lowat_bodies, t.range_gets, t.range_bytes, t.range_us / 1e3,
 		 t.range_ttfb_us / 1e3, t.active,
 		 ahead_listed((struct obj *)be));
 }

@@ -5,14 +5,15 @@
 # the CLEANUP_HOOKS); a server also stops by itself within a second or two
 # when the test shell is killed with SIGKILL.
 #
-#   nginx_start ROOT [--json] [--tls]
+#   nginx_start ROOT [--json] [--tls|--tls-http1]
 #       nginx serving the directory ROOT: autoindex (HTML with exact sizes,
 #       or JSON with --json), ETag, ranges, If-Match (412), keep-alive for
 #       100000 requests.  --tls: HTTPS with HTTP/2, certificate of a
-#       private CA for IP:127.0.0.1 and DNS:localhost.  Sets NGINX_URL
+#       private CA for IP:127.0.0.1 and DNS:localhost; --tls-http1: the
+#       same without HTTP/2 (S3 speaks HTTP/1.1 over TLS).  Sets NGINX_URL
 #       (http://127.0.0.1:PORT/ or https://...), NGINX_PORT, NGINX_PID,
 #       NGINX_DIR (config, access.log, error.log), NGINX_CACERT (the CA's
-#       certificate, PEM; with --tls only, else empty); prints NGINX_URL.
+#       certificate, PEM; with TLS only, else empty); prints NGINX_URL.
 #   s3_start [BUCKET...]
 #       S3-compatible server (@20minutes/s3rver: checks SigV4 signatures)
 #       with the BUCKETs made (default: one, "bkt").  Sets S3_ENDPOINT
@@ -248,6 +249,7 @@ _nginx_conf() {
 	local dir=$1 root=$2 port=$3 format=$4 tls=$5 listen user=""
 	listen="127.0.0.1:$port"
 	[ "$tls" = 1 ] && listen="$listen ssl http2"
+	[ "$tls" = h1 ] && listen="$listen ssl"
 	# as root, workers would run as nobody, who cannot read $WORK (700)
 	[ "$(id -u)" -eq 0 ] && user="user root;"
 	cat >"$dir/nginx.conf" <<EOF
@@ -273,7 +275,7 @@ http {
 	server {
 		listen $listen;
 		server_name localhost 127.0.0.1;
-$([ "$tls" = 1 ] && printf '\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n' "$dir/server.pem" "$dir/server.key")
+$([ "$tls" != 0 ] && printf '\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n' "$dir/server.pem" "$dir/server.key")
 		root $root;
 		location / {
 			autoindex on;
@@ -293,17 +295,18 @@ nginx_start() {
 		case $a in
 		--json) format=json ;;
 		--tls) tls=1 ;;
+		--tls-http1) tls=h1 ;;	# https without HTTP/2, as S3 serves
 		-*) echo "nginx_start: unknown option $a" >&2; return 2 ;;
 		*) root=$(cd "$a" && pwd) || return 1 ;;
 		esac
 	done
-	[ -n "$root" ] || { echo "usage: nginx_start ROOT [--json] [--tls]" >&2; return 2; }
+	[ -n "$root" ] || { echo "usage: nginx_start ROOT [--json] [--tls|--tls-http1]" >&2; return 2; }
 	[ -x "$NGINX_BIN" ] || { echo "nginx_start: $NGINX_BIN missing (tests/deps.sh installs nginx)"; return 1; }
 	dir=$(_srv_dir nginx)
 	mkdir -p "$dir/tmp"
 	NGINX_CACERT=""
 	scheme=http
-	if [ "$tls" = 1 ]; then
+	if [ "$tls" != 0 ]; then
 		_nginx_ca "$dir" || return 1
 		NGINX_CACERT=$SERVERS_DIR/ca/ca.pem
 		scheme=https
