@@ -624,8 +624,8 @@ static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"range_ms\": %.1f, \"range_ttfb_ms\": %.1f"
 		 ", \"active\": %u, \"dirs_listed_ahead\": %u}",
 		 t.requests, t.retries, t.errors, t.resumed, t.full_bodies,
-		 t.connects, t.lowat_bodies, t.range_gets, t.range_bytes, t.range_us / 1e3,
-		 t.range_ttfb_us / 1e3, t.active,
+		 t.connects, t.lowat_bodies, t.range_gets, t.range_bytes,
+		 t.range_us / 1e3, t.range_ttfb_us / 1e3, t.active,
 		 ahead_listed((struct obj *)be));
 }
 

@@ -9,9 +9,9 @@
  *
  * The warm-up (pf_pool_warm()) is one thread that maps slabs, faults their
  * pages in (MADV_POPULATE_WRITE, which writes nothing; huge pages where the
- * kernel has them, slab_populate()) and appends them to
- * a FIFO of warm slabs; pool_grow(), on the owner's side, takes the oldest
- * warm slab before it maps a cold one.  The slab count and the warm FIFO
+ * kernel has them, slab_populate()) and appends them to a FIFO of warm
+ * slabs; pool_grow(), on the owner's side, takes the oldest warm slab
+ * before it maps a cold one.  The slab count and the warm FIFO
  * are under p->wlock, the only state both sides touch: a slab is the
  * thread's until it is on the FIFO, the owner's once taken from it.
  * p->mapped counts every buffer of every slab, warm, being warmed or
