@@ -9,7 +9,13 @@
 #                   CPUs differ for reasons of their own: glibc's memcpy
 #                   copies a large buffer backwards on some CPUs (AMD with
 #                   a 1 MiB L2, glibc 2.36), which changes the order an mmap
-#                   reader faults its pages in.
+#                   reader faults its pages in.  And whether the guest
+#                   hands free memory back to its host (virtio-balloon's
+#                   free page reporting, on the Firecracker VMs this was
+#                   measured on): then every page-cache page the mount
+#                   fills is fresh to the host, and its first write (the
+#                   kernel's copy of a READ's reply, on the daemon's
+#                   thread) costs a host fault, charged to the daemon's CPU.
 
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -21,7 +27,25 @@ daemon_hwm() {
 }
 
 bench_machine() {
-	printf '%s, %s cores, Linux %s, glibc %s' \
+	printf '%s, %s cores, Linux %s, glibc %s%s' \
 		"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
-		"$(nproc)" "$(uname -r)" "$(ldd --version | awk 'NR == 1 { print $NF }')"
+		"$(nproc)" "$(uname -r)" "$(ldd --version | awk 'NR == 1 { print $NF }')" \
+		"$(free_page_reporting)"
+}
+
+# ", free page reporting on (order N)" where a virtio balloon negotiated
+# VIRTIO_BALLOON_F_REPORTING (feature bit 5) and the guest reports free
+# blocks of order N (at most the kernel's largest, 10); nothing elsewhere.
+free_page_reporting() {
+	local f=/sys/module/page_reporting/parameters/page_reporting_order
+	local d o
+
+	[ -r "$f" ] || return 0
+	o=$(cat "$f" 2>/dev/null)
+	[ -n "$o" ] && [ "$o" -le 10 ] 2>/dev/null || return 0
+	for d in /sys/bus/virtio/drivers/virtio_balloon/virtio*/features; do
+		[ -r "$d" ] && [ "$(cut -c6 "$d")" = 1 ] || continue
+		printf ', free page reporting on (order %s)' "$o"
+		return 0
+	done
 }
