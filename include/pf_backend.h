@@ -50,6 +50,13 @@ struct pf_bio {
 	const struct iovec *iov;
 	int iovcnt;
 	void (*done)(struct pf_bio *bio, int64_t res);
+	/*
+	 * Optional (NULL: not wanted): called at most once, before done(), on
+	 * the backend's thread, when the read's first bytes arrive, by the
+	 * backends whose reads wait for a first byte (http, s3).  Others
+	 * never call it.
+	 */
+	void (*started)(struct pf_bio *bio);
 	void *priv;		/* the submitter's */
 	/* backend scratch: progress of a resubmitted short read */
 	uint64_t bdone;

@@ -122,6 +122,9 @@ struct pf_creq {
 					 * a lazy pin, or NULL */
 	size_t doc_max;			/* DOC: largest body accepted */
 	void (*done)(struct pf_creq *r, int err);	/* err 0 or -errno */
+	/* RANGE, optional: called once, on the loop thread, when the
+	 * first body bytes are in iov (before done()) */
+	void (*started)(struct pf_creq *r);
 	void *priv;
 
 	/* results, valid in done() */
@@ -148,6 +151,7 @@ struct pf_creq {
 	uint64_t got_start;		/* got when this try started */
 	int sock;			/* the socket curl watches for it */
 	bool lowat;			/* SO_RCVLOWAT raised on it */
+	bool started_told;		/* started() was called */
 	unsigned tries;
 	int64_t due_ns;			/* retry time */
 	int hstate;			/* header parsing of this response */

@@ -217,6 +217,8 @@ struct pf_engine_totals {
 				 * their reader (no round trip) */
 	uint64_t fetches;
 	uint64_t fetch_errors;
+	uint64_t fetches_started; /* whose first bytes the backend said
+				   * arrived (pf_bio.started: http, s3) */
 	unsigned inflight;
 	uint64_t memory_used;	/* bytes of block buffers in use: */
 	uint64_t memory_inflight; /* being fetched, or pinned by a reply or

@@ -420,6 +420,10 @@ size_t on_body(char *p, size_t size, size_t n, void *arg)
 	take = r->len - r->got < len ? (size_t)(r->len - r->got) : len;
 	iov_put(r, p, take);
 	body_lowat(r);
+	if (r->started && !r->started_told && take) {
+		r->started_told = true;
+		r->started(r);
+	}
 	if (r->got == r->len)
 		return take == len ? size * n : 0; /* all there: stop a 200 */
 	return size * n;

@@ -867,6 +867,7 @@ int pf_curl_submit(struct pf_curl *c, struct pf_creq *r)
 	r->next = NULL;
 	r->prev = NULL;
 	r->got = 0;
+	r->started_told = false;
 	r->iov_i = 0;
 	r->iov_pos = 0;
 	r->tries = 0;

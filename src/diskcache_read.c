@@ -110,6 +110,14 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 		op_free(op);
 }
 
+/* The inner backend's first bytes of a miss are the reader's too. */
+static void miss_started(struct pf_bio *ibio)
+{
+	struct op *op = ibio->priv;
+
+	op->ubio->started(op->ubio);
+}
+
 /*
  * Sends @ubio to the inner backend: widened to whole cache blocks through a
  * staging buffer when there is room (then cached), else as it is.
@@ -138,6 +146,7 @@ int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->want = end - ubio->off;
 	op->ibio.file = f->inner;
 	op->ibio.done = miss_done;
+	op->ibio.started = ubio->started ? miss_started : NULL;
 	op->ibio.priv = op;
 	for (unsigned i = 0; i < nblk; i++) {
 		uint64_t bo = (b0 + i) * d->bs;

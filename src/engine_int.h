@@ -133,6 +133,8 @@ struct block {
 	uint32_t rhi;
 	uint32_t refs;
 	bool busy;		/* a fetch is filling it */
+	bool rx;		/* while busy: its fetch's first bytes
+				 * arrived (pf_bio.started) */
 	uint32_t flo;		/* while busy: the bytes it fills, [flo, fhi) */
 	uint32_t fhi;
 	bool read_seen;		/* a READ was answered from it since its
@@ -244,6 +246,9 @@ struct engine_stream {
 	uint64_t stall_ns;	/* since rate_t0, time with a READ waiting
 				 * (overlapping waits counted once) */
 	uint64_t stall_end;	/* end of the last wait counted */
+	bool held;		/* its plan stopped after the pieces of its
+				 * first window until they arrive
+				 * (cover_pieces(), fetch_started()) */
 };
 
 /*
@@ -396,6 +401,8 @@ struct cover {
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
 	bool gated;		/* read-ahead: stopped at fetch_room() */
+	bool held;		/* read-ahead: stopped after the first
+				 * window's pieces (cover_pieces()) */
 	bool whole_tail;	/* demand: fetch the last block to its end */
 };
 
@@ -442,6 +449,7 @@ void fetch_free(struct pf_engine *e, struct fetch *ft);
 void fetch_done(struct pf_bio *bio, int64_t res);
 /* lock not held */
 void deferred_run(struct pf_engine *e, struct deferred *later);
+void fetch_started(struct pf_bio *bio);
 
 /* read.c */
 void read_answer(struct pf_engine *e, struct parked_read *p,

@@ -148,7 +148,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
 		  ", \"self_reads\": %" PRIu64 ", \"self_misses\": %" PRIu64
 		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
-		  ", \"fetch_errors\": %" PRIu64 ", \"inflight\": %u"
+		  ", \"fetch_errors\": %" PRIu64
+		  ", \"fetches_started\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
 		  ", \"memory_inflight\": %" PRIu64
 		  ", \"memory_ahead\": %" PRIu64
@@ -166,7 +167,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
 		  t.self_reads, t.self_misses,
 		  t.next_files, t.fetches,
-		  t.fetch_errors, t.inflight, t.memory_used, t.memory_max,
+		  t.fetch_errors, t.fetches_started, t.inflight,
+		  t.memory_used, t.memory_max,
 		  t.memory_inflight, t.memory_ahead, t.memory_reread,
 		  t.memory_mapped, t.memory_warmed, t.files,
 		  t.files_state_bytes);

@@ -126,6 +126,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	ft->bio.iov = ft->iov;
 	ft->bio.iovcnt = (int)ft->nblk;
 	ft->bio.done = fetch_done;
+	ft->bio.started = fetch_started;
 	ft->bio.priv = ft;
 	ft->file->fetches++;
 	ft->bfref->refs++;
@@ -321,6 +322,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	ft->len += fhi - flo;
 	lru_remove(b);
 	b->busy = true;
+	b->rx = false;
 	b->flo = flo;
 	b->fhi = fhi;
 	if (prefetch && b->vhi == b->vlo) {
@@ -395,6 +397,37 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 	}
 }
 
+/*
+ * The backend says the first bytes of @bio arrived.  Its blocks are
+ * marked (block.rx), and a stream whose plan stopped after its first
+ * window's pieces until they arrive (cover_pieces()) is planned again: the
+ * rest of the window goes out one first-byte latency before the pieces
+ * have landed, when their bytes are already taking the bandwidth.
+ */
+void fetch_started(struct pf_bio *bio)
+{
+	struct fetch *ft = bio->priv;
+	struct pf_engine *e = ft->e;
+	struct pf_efile *f = ft->file;
+	struct deferred later = { 0 };
+	const struct pf_stream *st;
+	struct engine_stream *s;
+
+	pthread_mutex_lock(&e->lock);
+	e->tot.fetches_started++;
+	for (unsigned i = 0; i < ft->nblk; i++)
+		ft->blk[i]->rx = true;
+	s = engine_stream_find(f, ft->stream);
+	if (s && s->held && f->opens && f->cur && !f->stale &&
+	    !e->stopping && e->cfg.prefetch) {
+		st = f->tracker ? pf_tracker_find(f->tracker, s->id) : NULL;
+		if (st)
+			plan_stream(e, f, st, &later);
+	}
+	pthread_mutex_unlock(&e->lock);
+	deferred_run(e, &later);
+}
+
 void fetch_done(struct pf_bio *bio, int64_t res)
 {
 	struct fetch *ft = bio->priv;
@@ -439,6 +472,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		struct parked_read *w = b->waiters;
 
 		b->busy = false;
+		b->rx = false;
 		b->waiters = NULL;
 		if (!err) {
 			if (b->vhi == b->vlo) {

@@ -523,6 +523,13 @@ static void oio_done(struct pf_creq *r, int err)
 	bio->done(bio, res);
 }
 
+static void oio_started(struct pf_creq *r)
+{
+	struct pf_bio *bio = ((struct oio *)r)->bio;
+
+	bio->started(bio);
+}
+
 static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	struct obj *o = (struct obj *)be;
@@ -557,6 +564,7 @@ static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
 	io->r.pin_mtime = f->etag[0] ? -1 : f->mtime;
 	io->r.pin = f->lazy ? &f->lazy->cpin : NULL;
 	io->r.done = oio_done;
+	io->r.started = bio->started ? oio_started : NULL;
 	ret = pf_curl_submit(o->curl, &io->r);
 	if (ret < 0)
 		free(io);

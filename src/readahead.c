@@ -290,32 +290,39 @@ static uint64_t pieces_end(const struct pf_engine *e,
 	return z;
 }
 
-/* Is a fetch filling some block of @f below @z? */
+/* Is a fetch filling some block of @f below @z still waiting for its
+ * first bytes? */
 static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
 			   uint64_t z)
 {
 	for (uint64_t idx = 0; idx < (z + e->bs - 1) >> e->bshift; idx++) {
 		const struct block *b = block_find(e, f, idx);
 
-		if (b && b->busy)
+		if (b && b->busy && !b->rx)
 			return true;
 	}
 	return false;
 }
 
 /*
- * cover_range() for read-ahead, closing the fetch being built at the ends
- * of the pieces pf_plan_piece_end() asks for (a file's first window).
- * While other streams fetch too (several readers starting at once),
- * nothing past the pieces goes out until they have landed (the rest of
- * the window is the second batch, not needed before the reader's first
- * compute): sent with them it takes bandwidth from every reader's first
- * batch.  Issue 14's four readers, alternated: first batch 99-149 ->
- * 93-122 ms.  A lone reader (a scan, one trainer) gets the whole window
- * at once: held back, one reader over a 50 ms store waited 20-28 ms in a
- * tenth of its later batches (p90 3-4.5 ms before; bench/suite.sh's seq
- * row).  The first of readers started together may look alone for the
- * few ms before the others open; it then takes its window whole.
+ * cover_range() for read-ahead, closing the fetch being built at the ends of
+ * the pieces pf_plan_piece_end() asks for (a file's first window).  While
+ * other streams fetch too (several readers starting at once), nothing past
+ * the pieces goes out until they are under way (the rest of the window is the
+ * second batch, not needed before the reader's first compute): sent with them
+ * it takes bandwidth from every reader's first batch.  Issue 14's four
+ * readers, alternated: first batch 99-149 -> 93-122 ms.  Under way: their
+ * first bytes arrived, where the backend says so (pf_bio.started, http and
+ * s3: fetch_started() then plans the stream again, s->held), else landed.  A
+ * request sent when the pieces' first bytes come has its own first byte one
+ * latency later, when their bytes are mostly in, not one latency after they
+ * landed: the same readers at 40 ms of compute, whose second batch waited
+ * 113-150 ms in a trace, waited 17.4-19.3% against 18.4-20.6% (five rounds
+ * alternated).  A lone reader (a scan, one trainer) gets the whole window at
+ * once: held back, one reader over a 50 ms store waited 20-28 ms in a tenth
+ * of its later batches (p90 3-4.5 ms before; bench/suite.sh's seq row).  The
+ * first of readers started together may look alone for the few ms before the
+ * others open; it then takes its window whole.
  */
 static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			     const struct pf_stream *st,
@@ -337,8 +344,10 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 		pend = pf_plan_piece_end(st, pc, e->bs, off);
 	}
 	if (!pend && z && off >= z && e->inflight + e->queued > s->inflight &&
-	    fetching_below(e, f, z))
+	    fetching_below(e, f, z)) {
+		c->held = true;
 		return off;
+	}
 	return cover_range(e, f, off, end, c, fb, later);
 }
 
@@ -359,6 +368,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 
 	if (!s)
 		return;
+	s->held = false;
 	pc = stream_plan_cfg(e, s);
 	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
 			  &horizon, &next_want);
@@ -388,6 +398,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 			break;
 	}
 	fetch_builder_flush(e, &fb, later);
+	s->held = c.held;
 	if (c.gated)
 		fetch_want(e, f);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)

@@ -1,7 +1,7 @@
 /*
  * check_readahead.c - read-ahead planned by the engine (readahead.c):
  * sequential windows, the early window of a reader from offset zero (its
- * first half in pieces, most of the rest once they landed) and none
+ * first half in pieces, most of the rest once they arrive) and none
  * elsewhere, waits in it that leave the depth alone, the depth against
  * a simulated store on the fake clock (grown to what Little's law asks of
  * a slow first byte, not grown when the store cannot keep up), many
@@ -122,6 +122,38 @@ static unsigned complete_one_below(uint64_t to)
 }
 
 /*
+ * The backend says the first bytes of one pending read of file 0 below @to
+ * arrived (pf_bio.started), as the http backend does; each bio once.
+ * Returns 1, or 0 if none was left to start.
+ */
+static struct pf_bio *started_bios[64];
+static unsigned nstarted;
+
+static unsigned start_one_below(uint64_t to)
+{
+	struct pf_bio *b = NULL;
+
+	pthread_mutex_lock(&tb.lock);
+	for (struct pf_bio *p = tb.pending; p && !b; p = p->bnext) {
+		bool seen = false;
+
+		for (unsigned i = 0; i < nstarted; i++)
+			seen |= started_bios[i] == p;
+		if (!seen && p->off < to &&
+		    (struct tfile *)p->file == &tb.files[0])
+			b = p;
+	}
+	pthread_mutex_unlock(&tb.lock);
+	if (!b)
+		return 0;
+	ck_assert_ptr_nonnull(b->started);
+	ck_assert_uint_lt(nstarted, 64);
+	started_bios[nstarted++] = b;
+	b->started(b);
+	return 1;
+}
+
+/*
  * The first half of the early window goes out in pieces of an eighth of
  * min_window (1 MiB here), all at once: the READs that follow the first
  * one are answered as their own piece lands, not when a fetch_size fetch
@@ -197,6 +229,57 @@ START_TEST(test_early_second_half_waits_for_pieces)
 	ck_assert(rq2->done);
 	ck_assert_int_eq(memcmp(rq2->buf, tb.files[2].data + (5u << 20),
 				128 << 10), 0);
+	pf_efile_close(bf);
+	pf_efile_put(bf);
+}
+END_TEST
+
+/*
+ * ... or once the first bytes of every piece arrived (the backend says so:
+ * pf_bio.started), one first-byte latency before they land: then their
+ * bytes already take the bandwidth, and the rest of the window comes
+ * behind them instead of one latency after.
+ */
+START_TEST(test_early_second_half_when_pieces_arrive)
+{
+	const uint64_t z = 2u << 20;
+	struct pf_efile *bf = pf_efile_new(eng, "b", 9);
+	struct stat st;
+	unsigned n;
+
+	ck_assert_ptr_nonnull(bf);
+	ck_assert_int_eq(pf_efile_open(bf, &st), 0);
+	memset(rq2, 0, offsetof(struct treq, buf));
+	pf_engine_read(bf, 5u << 20, 128 << 10, t_reply, rq2);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	ck_assert_uint_eq(pending_in(0, z, &n), z);
+	ck_assert_uint_eq(n, 5);
+	/* all but one piece are arriving: still nothing past them */
+	nstarted = 0;
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(start_one_below(z), 1);
+	ck_assert_uint_eq(pending_in(z, FSIZE, &n), 0);
+	/* the last one too: the rest of the window, none landed yet */
+	ck_assert_uint_eq(start_one_below(z), 1);
+	ck_assert_uint_eq(pending_in(0, z, &n), z);
+	ck_assert_uint_eq(pending_in(z, FSIZE, &n),
+			  (4u << 20) + (128 << 10) - z);
+	/* bytes arrive in every one, then all of them land */
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, 0, 128 << 10);
+	complete_until_idle();
+	ck_assert(rq2->done);
+	ck_assert_int_eq(memcmp(rq2->buf, tb.files[2].data + (5u << 20),
+				128 << 10), 0);
+	for (uint64_t off = 0; off < (4u << 20); off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		while (!rq->done)
+			ck_assert_uint_gt(complete_pending(), 0);
+		assert_bytes(rq, off, 128 << 10);
+	}
 	pf_efile_close(bf);
 	pf_efile_put(bf);
 }
@@ -589,6 +672,7 @@ static Suite *readahead_suite(void)
 	tcase_add_checked_fixture(tc, setup_early4, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_early_second_half_waits_for_pieces);
+	tcase_add_test(tc, test_early_second_half_when_pieces_arrive);
 	tcase_add_test(tc, test_early_window_lone_reader);
 	suite_add_tcase(s, tc);
 

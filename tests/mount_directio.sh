@@ -196,6 +196,8 @@ stats_check "[mem] nothing in flight or ahead once the readers are done" "$M" \
 	't["memory_inflight"] == 0 and t["memory_ahead"] == 0'
 stats_check "[mem] what stays for re-read is an eighth of the 128 MiB read at most" "$M" \
 	't["memory_used"] <= 16 << 20'
+stats_check "[mem] a POSIX source says nothing of first bytes" "$M" \
+	't["fetches"] > 0 and t["fetches_started"] == 0'
 hwm=$(awk '/^VmHWM:/ { print int($2 / 1024) }' "/proc/$(cat "$WORK/pid.mnt-mem")/status")
 if sanitized; then
 	echo "peak RSS ${hwm} MiB (sanitizer build: not checked)"
@@ -224,6 +226,8 @@ all_reads http
 no_push http
 mmaps http
 stats_check "[http] stats: no fetch errors" "$M" 't["fetch_errors"] == 0'
+stats_check "[http] the store's first bytes reach the engine through the disk cache" "$M" \
+	't["fetches_started"] > 0 and t["fetches_started"] <= t["fetches"]'
 # the disk cache: written while reading (every file was read whole); a
 # remount reads from it alone
 for ((i = 0; i < 100; i++)); do

@@ -47,6 +47,9 @@ run_part() {
 	stats_check "$part. no transport error or retry" "$STATS" \
 		'tr["errors"] == 0 and tr["retries"] == 0 and tr["resumed"] == 0'
 	stats_check "$part. connections reused" "$STATS" 'tr["connects"] < tr["requests"]'
+	# fetches served from memory at once never reach the store
+	stats_check "$part. the store said when fetches' first bytes came" "$STATS" \
+		't["fetches_started"] > 0 and t["fetches_started"] <= t["fetches"]'
 	pf_umount "$m"
 }
 
