@@ -204,6 +204,7 @@ struct fetch {
 	bool prefetch;
 	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
 	bool trip;		/* its last page is a tripwire, not pushed */
+	bool unstarted;		/* counted in its stream's unstarted */
 	unsigned stream;
 	unsigned nblk;
 	uint64_t t0;		/* issued (only while tracing) */
@@ -246,6 +247,8 @@ struct engine_stream {
 	uint64_t stall_ns;	/* since rate_t0, time with a READ waiting
 				 * (overlapping waits counted once) */
 	uint64_t stall_end;	/* end of the last wait counted */
+	uint64_t unstarted;	/* bytes of its read-ahead fetches whose
+				 * first bytes have not come yet */
 	bool held;		/* its plan stopped after the pieces of its
 				 * first window until they arrive
 				 * (cover_pieces(), fetch_started()) */
@@ -403,6 +406,9 @@ struct cover {
 	bool gated;		/* read-ahead: stopped at fetch_room() */
 	bool held;		/* read-ahead: stopped after the first
 				 * window's pieces (cover_pieces()) */
+	struct engine_stream *es; /* read-ahead with a ramp cap: its stream */
+	uint64_t ramp_cap;	/* read-ahead: stop when es->unstarted
+				 * reaches it (0: no cap) */
 	bool whole_tail;	/* demand: fetch the last block to its end */
 };
 

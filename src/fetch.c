@@ -133,6 +133,10 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	es = engine_stream_find(ft->file, ft->stream);
 	if (es)
 		es->inflight++;
+	if (es && ft->prefetch) {
+		es->unstarted += ft->len;
+		ft->unstarted = true;
+	}
 	e->tot.fetches++;
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
@@ -397,6 +401,17 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 	}
 }
 
+/* @ft's bytes leave its stream's unstarted (first bytes, or done). */
+static void fetch_uncount(struct engine_stream *s, struct fetch *ft)
+{
+	if (!ft->unstarted)
+		return;
+	ft->unstarted = false;
+	if (s)
+		s->unstarted = s->unstarted > ft->len ? s->unstarted - ft->len
+						      : 0;
+}
+
 /*
  * The backend says the first bytes of @bio arrived.  Its blocks are
  * marked (block.rx), and a stream whose plan stopped after its first
@@ -418,6 +433,7 @@ void fetch_started(struct pf_bio *bio)
 	for (unsigned i = 0; i < ft->nblk; i++)
 		ft->blk[i]->rx = true;
 	s = engine_stream_find(f, ft->stream);
+	fetch_uncount(s, ft);
 	if (s && s->held && f->opens && f->cur && !f->stale &&
 	    !e->stopping && e->cfg.prefetch) {
 		st = f->tracker ? pf_tracker_find(f->tracker, s->id) : NULL;
@@ -454,6 +470,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			 f->path, ft->off, ft->len, strerror(err));
 	}
 	s = engine_stream_find(f, ft->stream);
+	fetch_uncount(s, ft);
 	if (s) {
 		s->inflight--;
 		if (!err) {

@@ -285,6 +285,67 @@ START_TEST(test_early_second_half_when_pieces_arrive)
 }
 END_TEST
 
+/* Bytes of file 0's pending reads whose first bytes have not come. */
+static uint64_t pending_unstarted(void)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&tb.lock);
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
+		bool seen = false;
+
+		for (unsigned i = 0; i < nstarted; i++)
+			seen |= started_bios[i] == b;
+		if (!seen && (struct tfile *)b->file == &tb.files[0])
+			for (int i = 0; i < b->iovcnt; i++)
+				n += b->iov[i].iov_len;
+	}
+	pthread_mutex_unlock(&tb.lock);
+	return n;
+}
+
+/*
+ * A reader found sequential in its ramp (no full read-ahead fetch of its
+ * own has landed) while another reader fetches: of the two windows it
+ * plans, what waits for a first byte stays within one window (4 MiB here)
+ * and the fetch that reached it; the rest goes out as first bytes come.
+ */
+START_TEST(test_ramp_holds_past_a_window_unstarted)
+{
+	const uint64_t z = 2u << 20;
+	struct pf_efile *bf = early_two_readers(z);
+	uint64_t held;
+	unsigned n;
+
+	nstarted = 0;
+	while (start_one_below(z))
+		;
+	/* the pieces land (shorter than a full fetch: still the ramp) */
+	while (complete_one_below(z))
+		;
+	ck_assert(rq->done);
+	assert_bytes(rq, 0, 128 << 10);
+	/* the reader goes on through its pieces, in order */
+	for (uint64_t off = 128 << 10; off < z; off += 128 << 10) {
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		ck_assert(rq->done);
+		assert_bytes(rq, off, 128 << 10);
+	}
+	held = pending_unstarted();
+	ck_assert_uint_gt(held, 0);
+	ck_assert_uint_le(held, (4u << 20) + (1u << 20));
+	/* their first bytes come: what was held back goes out */
+	pending_in(0, FSIZE, &n);
+	while (n--)
+		start_one_below(FSIZE);
+	ck_assert_uint_gt(pending_unstarted(), 0);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	early_two_readers_end(bf);
+}
+END_TEST
+
 /* A lone reader (a scan: nothing else in flight) gets its whole early
  * window at once. */
 START_TEST(test_early_window_lone_reader)
@@ -673,6 +734,7 @@ static Suite *readahead_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_early_second_half_waits_for_pieces);
 	tcase_add_test(tc, test_early_second_half_when_pieces_arrive);
+	tcase_add_test(tc, test_ramp_holds_past_a_window_unstarted);
 	tcase_add_test(tc, test_early_window_lone_reader);
 	suite_add_tcase(s, tc);
 
