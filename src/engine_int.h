@@ -249,9 +249,11 @@ struct engine_stream {
 	uint64_t stall_end;	/* end of the last wait counted */
 	uint64_t unstarted;	/* bytes of its read-ahead fetches whose
 				 * first bytes have not come yet */
-	bool held;		/* its plan stopped after the pieces of its
-				 * first window until they arrive
-				 * (cover_pieces(), fetch_started()) */
+	bool held;		/* its plan stopped for first bytes to come:
+				 * after its first window's pieces
+				 * (cover_pieces()) or at its ramp cap
+				 * (plan_stream()); fetch_started() plans
+				 * it again */
 };
 
 /*
@@ -404,8 +406,9 @@ struct cover {
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
 	bool gated;		/* read-ahead: stopped at fetch_room() */
-	bool held;		/* read-ahead: stopped after the first
-				 * window's pieces (cover_pieces()) */
+	bool held;		/* read-ahead: stopped for first bytes to
+				 * come (the first window's pieces, or
+				 * ramp_cap) */
 	struct engine_stream *es; /* read-ahead with a ramp cap: its stream */
 	uint64_t ramp_cap;	/* read-ahead: stop when es->unstarted
 				 * reaches it (0: no cap) */

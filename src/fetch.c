@@ -414,10 +414,12 @@ static void fetch_uncount(struct engine_stream *s, struct fetch *ft)
 
 /*
  * The backend says the first bytes of @bio arrived.  Its blocks are
- * marked (block.rx), and a stream whose plan stopped after its first
- * window's pieces until they arrive (cover_pieces()) is planned again: the
- * rest of the window goes out one first-byte latency before the pieces
- * have landed, when their bytes are already taking the bandwidth.
+ * marked (block.rx), its bytes leave its stream's unstarted, and a stream
+ * whose plan stopped for first bytes to come (engine_stream.held: after
+ * its first window's pieces, or at its ramp cap; readahead.c) is planned
+ * again: what it held back goes out one first-byte latency before the
+ * fetches it waited for have landed, when their bytes are already taking
+ * the bandwidth.
  */
 void fetch_started(struct pf_bio *bio)
 {
