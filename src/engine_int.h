@@ -479,6 +479,8 @@ void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
 		     const struct parked_read *p, uint64_t now);
 void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
 		      const struct fetch *ft, uint64_t now);
+void plan_stream_again(struct pf_engine *e, struct pf_efile *f, unsigned id,
+		       struct deferred *later);
 void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later);
 void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later);

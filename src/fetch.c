@@ -427,7 +427,6 @@ void fetch_started(struct pf_bio *bio)
 	struct pf_engine *e = ft->e;
 	struct pf_efile *f = ft->file;
 	struct deferred later = { 0 };
-	const struct pf_stream *st;
 	struct engine_stream *s;
 
 	pthread_mutex_lock(&e->lock);
@@ -436,12 +435,8 @@ void fetch_started(struct pf_bio *bio)
 		ft->blk[i]->rx = true;
 	s = engine_stream_find(f, ft->stream);
 	fetch_uncount(s, ft);
-	if (s && s->held && f->opens && f->cur && !f->stale &&
-	    !e->stopping && e->cfg.prefetch) {
-		st = f->tracker ? pf_tracker_find(f->tracker, s->id) : NULL;
-		if (st)
-			plan_stream(e, f, st, &later);
-	}
+	if (s && s->held)
+		plan_stream_again(e, f, s->id, &later);
 	pthread_mutex_unlock(&e->lock);
 	deferred_run(e, &later);
 }

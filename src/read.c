@@ -252,21 +252,16 @@ void block_unpin(struct pf_engine *e, struct block *b,
  * planned: planning takes 0.1-0.2 ms when a tripwire moves the window on
  * (strace of issue 14's readers: the batch's tripwire READs took that much
  * longer than the others), and the reader waits for nothing it plans.  The
- * stream is looked up again by @id: the tracker may have recycled it while
- * the lock was dropped.  @f is held by a reference taken under the lock
- * (the reader may close it and the kernel forget it once answered); a
- * file closed by then is not read ahead.
+ * stream is looked up again by @id (plan_stream_again()).  @f is held by a
+ * reference taken under the lock (the reader may close it and the kernel
+ * forget it once answered).
  */
 static void plan_after_reply(struct pf_engine *e, struct pf_efile *f,
 			     unsigned id, struct deferred *later)
 {
-	const struct pf_stream *st;
-
 	deferred_run(e, later);
 	pthread_mutex_lock(&e->lock);
-	st = f->tracker ? pf_tracker_find(f->tracker, id) : NULL;
-	if (st && f->opens && !f->stale && !e->stopping)
-		plan_stream(e, f, st, later);
+	plan_stream_again(e, f, id, later);
 	f->refs--;
 	efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);

@@ -295,6 +295,13 @@ static uint64_t pieces_end(const struct pf_engine *e,
 	return z;
 }
 
+/* Do streams other than @s have fetches in flight or queued? */
+static bool others_fetching(const struct pf_engine *e,
+			    const struct engine_stream *s)
+{
+	return e->inflight + e->queued > s->inflight;
+}
+
 /* Is a fetch filling some block of @f below @z still waiting for its
  * first bytes? */
 static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
@@ -348,7 +355,7 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 		off = pend;
 		pend = pf_plan_piece_end(st, pc, e->bs, off);
 	}
-	if (!pend && z && off >= z && e->inflight + e->queued > s->inflight &&
+	if (!pend && z && off >= z && others_fetching(e, s) &&
 	    fetching_below(e, f, z)) {
 		c->held = true;
 		return off;
@@ -400,7 +407,7 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	 * full fetch has landed: no cap.
 	 */
 	if (e->tot.fetches_started && !s->fetch_min_ns &&
-	    e->inflight + e->queued > s->inflight) {
+	    others_fetching(e, s)) {
 		c.es = s;
 		c.ramp_cap = pf_plan_window(st, &e->plan);
 	}
@@ -427,6 +434,26 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		fetch_want(e, f);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
 		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
+}
+
+/*
+ * Plan stream @id of @f again, from a thread that saw the stream before it
+ * dropped the lock (a READ answered first, a fetch's first bytes): the
+ * tracker may have recycled the stream, the file may have been closed or
+ * retired, the engine may be stopping; then nothing is planned.  An open
+ * file has its backend handle (f->cur), a tracker exists only with
+ * prefetch.
+ */
+void plan_stream_again(struct pf_engine *e, struct pf_efile *f, unsigned id,
+		       struct deferred *later)
+{
+	const struct pf_stream *st;
+
+	if (!f->tracker || !f->opens || f->stale || e->stopping)
+		return;
+	st = pf_tracker_find(f->tracker, id);
+	if (st)
+		plan_stream(e, f, st, later);
 }
 
 void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
