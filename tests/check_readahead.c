@@ -129,20 +129,24 @@ static unsigned complete_one_below(uint64_t to)
 static struct pf_bio *started_bios[64];
 static unsigned nstarted;
 
+/* Was @b started (start_one_below())? */
+static bool bio_started(const struct pf_bio *b)
+{
+	for (unsigned i = 0; i < nstarted; i++)
+		if (started_bios[i] == b)
+			return true;
+	return false;
+}
+
 static unsigned start_one_below(uint64_t to)
 {
 	struct pf_bio *b = NULL;
 
 	pthread_mutex_lock(&tb.lock);
-	for (struct pf_bio *p = tb.pending; p && !b; p = p->bnext) {
-		bool seen = false;
-
-		for (unsigned i = 0; i < nstarted; i++)
-			seen |= started_bios[i] == p;
-		if (!seen && p->off < to &&
+	for (struct pf_bio *p = tb.pending; p && !b; p = p->bnext)
+		if (!bio_started(p) && p->off < to &&
 		    (struct tfile *)p->file == &tb.files[0])
 			b = p;
-	}
 	pthread_mutex_unlock(&tb.lock);
 	if (!b)
 		return 0;
@@ -291,15 +295,9 @@ static uint64_t pending_unstarted(void)
 	uint64_t n = 0;
 
 	pthread_mutex_lock(&tb.lock);
-	for (struct pf_bio *b = tb.pending; b; b = b->bnext) {
-		bool seen = false;
-
-		for (unsigned i = 0; i < nstarted; i++)
-			seen |= started_bios[i] == b;
-		if (!seen && (struct tfile *)b->file == &tb.files[0])
-			for (int i = 0; i < b->iovcnt; i++)
-				n += b->iov[i].iov_len;
-	}
+	for (struct pf_bio *b = tb.pending; b; b = b->bnext)
+		if (!bio_started(b) && (struct tfile *)b->file == &tb.files[0])
+			n += bio_len(b);
 	pthread_mutex_unlock(&tb.lock);
 	return n;
 }
