@@ -12,10 +12,12 @@
 #                   reader faults its pages in.  And whether the guest
 #                   hands free memory back to its host (virtio-balloon's
 #                   free page reporting, on the Firecracker VMs this was
-#                   measured on): then every page-cache page the mount
-#                   fills is fresh to the host, and its first write (the
-#                   kernel's copy of a READ's reply, on the daemon's
-#                   thread) costs a host fault, charged to the daemon's CPU.
+#                   measured on): memory written for the first time since
+#                   the host took it back costs a host fault (8 GiB
+#                   written to /dev/shm: 8.5 s, at once again 4.8-5.6 s).
+#                   Issue 14's four readers did not measurably pay it
+#                   (alternated with reporting off, README "Cost per
+#                   byte"), but other loads may.
 
 CLK_TCK=$(getconf CLK_TCK)
 
