@@ -13,6 +13,8 @@
 #include "pf_inode.h"
 #include "pf_opts.h"
 
+struct pf_fh;
+
 struct pf_fs {
 	const struct pf_opts *opts;
 	struct pf_backend *be;
@@ -26,7 +28,19 @@ struct pf_fs {
 	pthread_mutex_t init_lock;
 	pthread_cond_t init_cond;
 	int initialized;
+	/* open handles of directories and of the stats file (fuse_ll.c),
+	 * so that those still open when the session ends are freed too */
+	pthread_mutex_t handles_lock;
+	struct pf_fh *handles;
 };
+
+/*
+ * Free what the handles the kernel never released hold (a reader that had
+ * a directory or the stats file open when the daemon was told to stop;
+ * the engine frees the rest): call once the session is destroyed, when no
+ * request can come.
+ */
+void pf_fuse_free_handles(struct pf_fs *fs);
 
 /*
  * The engine's push function: @arg is the struct pf_fs; puts the bytes in

@@ -43,6 +43,49 @@ static struct pf_fs *fs_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/*
+ * The first member of a directory's or the stats file's handle: on
+ * fs->handles from its open until its release.  A handle the kernel never
+ * releases (its holder still had it open when the daemon was told to
+ * stop) is freed by pf_fuse_free_handles().
+ */
+struct pf_fh {
+	struct pf_fh *prev, *next;
+	void (*free)(struct pf_fh *fh);
+};
+
+static void fh_track(struct pf_fs *fs, struct pf_fh *fh,
+		     void (*free_fn)(struct pf_fh *))
+{
+	fh->free = free_fn;
+	fh->prev = NULL;
+	pthread_mutex_lock(&fs->handles_lock);
+	fh->next = fs->handles;
+	if (fh->next)
+		fh->next->prev = fh;
+	fs->handles = fh;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void fh_release(struct pf_fs *fs, struct pf_fh *fh)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (fh->prev)
+		fh->prev->next = fh->next;
+	else
+		fs->handles = fh->next;
+	if (fh->next)
+		fh->next->prev = fh->prev;
+	pthread_mutex_unlock(&fs->handles_lock);
+	fh->free(fh);
+}
+
+void pf_fuse_free_handles(struct pf_fs *fs)
+{
+	while (fs->handles)
+		fh_release(fs, fs->handles);
+}
+
 /* The pusher's thread: its opens and READs are its own read-ahead
  * (pf_fuse_push()); such an open's handle is SELF_FH. */
 static _Atomic pid_t self_tid;
@@ -108,10 +151,20 @@ static bool is_meta(fuse_ino_t ino)
 	       ino == PF_META_PLAN_INO;
 }
 
+/* An open of the stats file: the snapshot its reads return. */
 struct stats_fh {
+	struct pf_fh fh;
 	char *buf;
 	size_t len;
 };
+
+static void stats_fh_free(struct pf_fh *fh)
+{
+	struct stats_fh *sf = (struct stats_fh *)fh;
+
+	free(sf->buf);
+	free(sf);
+}
 
 /* ---- metadata ---------------------------------------------------------- */
 
@@ -280,6 +333,7 @@ struct dent {
 };
 
 struct dir_fh {
+	struct pf_fh fh;
 	struct dent *ents;
 	size_t n;
 	size_t cap;
@@ -314,6 +368,11 @@ static void dir_free(struct dir_fh *d)
 		free(d->ents[i].name);
 	free(d->ents);
 	free(d);
+}
+
+static void dir_fh_free(struct pf_fh *fh)
+{
+	dir_free((struct dir_fh *)fh);
 }
 
 /*
@@ -362,6 +421,7 @@ static void lo_opendir(fuse_req_t req, fuse_ino_t ino,
 		ret = dir_collect(d, PF_META_STATS_NAME, &st);
 		if (ret < 0)
 			goto err;
+		fh_track(fs, &d->fh, dir_fh_free);
 		fi->fh = (uintptr_t)d;
 		fuse_reply_open(req, fi);
 		return;
@@ -379,6 +439,7 @@ static void lo_opendir(fuse_req_t req, fuse_ino_t ino,
 	/* the listing is read once: the kernel may keep it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
+	fh_track(fs, &d->fh, dir_fh_free);
 	fi->fh = (uintptr_t)d;
 	fuse_reply_open(req, fi);
 	return;
@@ -470,7 +531,7 @@ static void lo_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	(void)ino;
-	dir_free((struct dir_fh *)(uintptr_t)fi->fh);
+	fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -626,6 +687,7 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 		sf->len = strlen(sf->buf);
+		fh_track(fs, &sf->fh, stats_fh_free);
 		fi->fh = (uintptr_t)sf;
 		fi->direct_io = 1;
 		fuse_reply_open(req, fi);
@@ -746,10 +808,7 @@ static void lo_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	if (ino == PF_META_STATS_INO) {
-		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
-
-		free(sf->buf);
-		free(sf);
+		fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
 	} else if (ino == PF_META_PLAN_INO) {
 		pf_engine_hint_close(fs_of(req)->engine,
 				     (struct pf_engine_hint *)(uintptr_t)fi->fh);

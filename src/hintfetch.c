@@ -86,6 +86,9 @@ struct hintfetch {
 	struct pf_hintset *set;
 	struct pf_hint_cfg cfg;
 	unsigned nplans;
+	/* the open handles, so that hint_free() frees those the kernel never
+	 * released (a writer that held the file when the daemon stopped) */
+	struct pf_engine_hint *handles;
 	unsigned following;
 	bool kick;
 	bool stop;
@@ -107,7 +110,27 @@ struct pf_engine_hint {
 	struct pf_hint_text *text;
 	struct pf_hint_batch batch;
 	struct pf_hint *plan;	/* e->lock */
+	struct pf_engine_hint *prev, *next;	/* h->handles, e->lock */
 };
+
+/* Under e->lock. */
+static void handle_unlink(struct hintfetch *h, struct pf_engine_hint *ch)
+{
+	if (ch->prev)
+		ch->prev->next = ch->next;
+	else
+		h->handles = ch->next;
+	if (ch->next)
+		ch->next->prev = ch->prev;
+}
+
+static void handle_free(struct pf_engine_hint *ch)
+{
+	pf_hint_text_free(ch->text);
+	pf_hint_batch_fini(&ch->batch);
+	pthread_mutex_destroy(&ch->mu);
+	free(ch);
+}
 
 /* ---- the intern table (h->mu) ------------------------------------------ */
 
@@ -771,6 +794,12 @@ void hint_free(struct pf_engine *e)
 
 	if (!h)
 		return;
+	while (h->handles) {
+		struct pf_engine_hint *ch = h->handles;
+
+		handle_unlink(h, ch);
+		handle_free(ch);
+	}
 	pf_hintset_free(h->set);
 	for (size_t i = 0; i < h->n; i++)
 		free(h->v[i].path);
@@ -817,16 +846,18 @@ int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out)
 	pthread_mutex_init(&ch->mu, NULL);
 	pthread_mutex_lock(&e->lock);
 	ch->plan = pf_hintset_open(h->set);
-	if (ch->plan)
+	if (ch->plan) {
 		h->nplans++;
+		ch->next = h->handles;
+		if (ch->next)
+			ch->next->prev = ch;
+		h->handles = ch;
+	}
 	pthread_mutex_unlock(&e->lock);
 	if (!ch->plan) {
 		bool full = pf_hintset_count(h->set) >= PF_HINTSET_MAX;
 
-		pf_hint_text_free(ch->text);
-		pf_hint_batch_fini(&ch->batch);
-		pthread_mutex_destroy(&ch->mu);
-		free(ch);
+		handle_free(ch);
 		return full ? -EMFILE : -ENOMEM;
 	}
 	*out = ch;
@@ -874,16 +905,14 @@ void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *ch)
 	h->closed.bad_writes += st.bad_writes;
 	pf_hintset_close(h->set, ch->plan);
 	h->nplans--;
+	handle_unlink(h, ch);
 	/* the thread drains the releases: one more pass */
 	if (!h->kick) {
 		h->kick = true;
 		pthread_cond_signal(&h->cond);
 	}
 	pthread_mutex_unlock(&e->lock);
-	pf_hint_text_free(ch->text);
-	pf_hint_batch_fini(&ch->batch);
-	pthread_mutex_destroy(&ch->mu);
-	free(ch);
+	handle_free(ch);
 }
 
 static void sb_put(void *arg, const char *s, size_t n)

@@ -670,6 +670,7 @@ int main(int argc, char **argv)
 	fs.itable = itable;
 	fs.backend_desc = desc;
 	pthread_mutex_init(&fs.init_lock, NULL);
+	pthread_mutex_init(&fs.handles_lock, NULL);
 	pthread_cond_init(&fs.init_cond, NULL);
 
 	escape_opt(src, fsname, sizeof(fsname));
@@ -793,6 +794,7 @@ out_session:
 		be->ops->cancel(be);
 	pf_engine_quiesce(engine);
 	fuse_session_destroy(se);
+	pf_fuse_free_handles(&fs);
 out_itable:
 	pf_itable_free(itable);
 out_engine:

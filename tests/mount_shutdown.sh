@@ -4,7 +4,9 @@
 # right bytes or an error (never other bytes, never a hang), and there is
 # no sanitizer report.
 #  - SIGTERM to a foreground daemon (-f): exits 0 and says so;
-#  - SIGTERM to a background daemon;
+#  - SIGTERM to a background daemon, with the stats file, the plan file,
+#    a dataset file and a directory held open (what their handles hold is
+#    freed);
 #  - fusermount3 -u while files are open: refused (busy), the readers read
 #    on; then fusermount3 -u -z: the readers finish, and the daemon exits
 #    once the last file is closed.
@@ -115,6 +117,20 @@ if pf_mount "$SLOW" "$M"; then
 	pid=$(pf_pid "$M")
 	start_readers "$M"
 	check "background: reads in flight" in_flight "$M"
+	# handles the kernel never releases: the stats file, the plan file,
+	# a dataset file and a directory held open across the SIGTERM (under
+	# the sanitizers what they hold must be freed all the same)
+	HOLD=()
+	sleep 60 <"$M/.prefetchfs/stats" &
+	HOLD+=($!)
+	sleep 60 >"$M/.prefetchfs/plan" &
+	HOLD+=($!)
+	sleep 60 <"$M/file-000001.bin" &
+	HOLD+=($!)
+	sleep 60 <"$M" &
+	HOLD+=($!)
+	sleep 0.2
+	check "background: four handles held" kill -0 "${HOLD[@]}"
 	start=$(date +%s%N)
 	kill -TERM "$pid"
 	if wait_gone "$pid" 50; then
@@ -122,6 +138,8 @@ if pf_mount "$SLOW" "$M"; then
 	else
 		fail "background: the daemon still runs 5 s after SIGTERM"
 	fi
+	kill "${HOLD[@]}" 2>/dev/null
+	wait "${HOLD[@]}" 2>/dev/null
 	readers_end "background SIGTERM" 10
 	check "background: the mount is gone" bash -c '! mountpoint -q "$1"' _ "$M"
 else
