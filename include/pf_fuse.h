@@ -11,9 +11,8 @@
 #include "pf_backend.h"
 #include "pf_engine.h"
 #include "pf_inode.h"
+#include "pf_list.h"
 #include "pf_opts.h"
-
-struct pf_fh;
 
 struct pf_fs {
 	const struct pf_opts *opts;
@@ -31,7 +30,7 @@ struct pf_fs {
 	/* open handles of directories and of the stats file (fuse_ll.c),
 	 * so that those still open when the session ends are freed too */
 	pthread_mutex_t handles_lock;
-	struct pf_fh *handles;
+	struct list handles;
 };
 
 /*

@@ -49,6 +49,7 @@
 #include "pf_backend.h"
 #include "pf_clock.h"
 #include "pf_engine.h"
+#include "pf_list.h"
 #include "pf_pattern.h"
 
 struct pf_strbuf;
@@ -66,43 +67,6 @@ enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 #define CLOSED_TRACKERS 256
 /* windows kept ahead of a sequential stream at most (see grow_depth()) */
 #define MAX_DEPTH 16
-
-/* ---- lists ----------------------------------------------------------- */
-
-struct list {
-	struct list *prev;
-	struct list *next;
-};
-
-static inline void list_init(struct list *l)
-{
-	l->prev = l;
-	l->next = l;
-}
-
-static inline void list_add_tail(struct list *head, struct list *n)
-{
-	n->prev = head->prev;
-	n->next = head;
-	head->prev->next = n;
-	head->prev = n;
-}
-
-static inline void list_del(struct list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->prev = n;
-	n->next = n;
-}
-
-static inline bool list_empty(const struct list *l)
-{
-	return l->next == l;
-}
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
 
 /* ---- structures ------------------------------------------------------ */
 

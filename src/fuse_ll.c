@@ -50,7 +50,7 @@ static struct pf_fs *fs_of(fuse_req_t req)
  * stop) is freed by pf_fuse_free_handles().
  */
 struct pf_fh {
-	struct pf_fh *prev, *next;
+	struct list node;	/* on fs->handles (fs->handles_lock) */
 	void (*free)(struct pf_fh *fh);
 };
 
@@ -58,32 +58,24 @@ static void fh_track(struct pf_fs *fs, struct pf_fh *fh,
 		     void (*free_fn)(struct pf_fh *))
 {
 	fh->free = free_fn;
-	fh->prev = NULL;
 	pthread_mutex_lock(&fs->handles_lock);
-	fh->next = fs->handles;
-	if (fh->next)
-		fh->next->prev = fh;
-	fs->handles = fh;
+	list_add_tail(&fs->handles, &fh->node);
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
 static void fh_release(struct pf_fs *fs, struct pf_fh *fh)
 {
 	pthread_mutex_lock(&fs->handles_lock);
-	if (fh->prev)
-		fh->prev->next = fh->next;
-	else
-		fs->handles = fh->next;
-	if (fh->next)
-		fh->next->prev = fh->prev;
+	list_del(&fh->node);
 	pthread_mutex_unlock(&fs->handles_lock);
 	fh->free(fh);
 }
 
 void pf_fuse_free_handles(struct pf_fs *fs)
 {
-	while (fs->handles)
-		fh_release(fs, fs->handles);
+	while (!list_empty(&fs->handles))
+		fh_release(fs, container_of(fs->handles.next, struct pf_fh,
+					    node));
 }
 
 /* The pusher's thread: its opens and READs are its own read-ahead

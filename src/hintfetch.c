@@ -88,7 +88,7 @@ struct hintfetch {
 	unsigned nplans;
 	/* the open handles, so that hint_free() frees those the kernel never
 	 * released (a writer that held the file when the daemon stopped) */
-	struct pf_engine_hint *handles;
+	struct list handles;
 	unsigned following;
 	bool kick;
 	bool stop;
@@ -110,19 +110,8 @@ struct pf_engine_hint {
 	struct pf_hint_text *text;
 	struct pf_hint_batch batch;
 	struct pf_hint *plan;	/* e->lock */
-	struct pf_engine_hint *prev, *next;	/* h->handles, e->lock */
+	struct list node;	/* on h->handles, e->lock */
 };
-
-/* Under e->lock. */
-static void handle_unlink(struct hintfetch *h, struct pf_engine_hint *ch)
-{
-	if (ch->prev)
-		ch->prev->next = ch->next;
-	else
-		h->handles = ch->next;
-	if (ch->next)
-		ch->next->prev = ch->prev;
-}
 
 static void handle_free(struct pf_engine_hint *ch)
 {
@@ -730,6 +719,7 @@ int hint_start(struct pf_engine *e)
 		return -ENOMEM;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cond, NULL);
+	list_init(&h->handles);
 	pf_hint_cfg_default(&h->cfg);
 	h->cfg.max_inflight = e->cfg.max_inflight > reserve + 1 ?
 				      e->cfg.max_inflight - reserve : 1;
@@ -794,10 +784,12 @@ void hint_free(struct pf_engine *e)
 
 	if (!h)
 		return;
-	while (h->handles) {
-		struct pf_engine_hint *ch = h->handles;
+	while (!list_empty(&h->handles)) {
+		struct pf_engine_hint *ch = container_of(h->handles.next,
+							 struct pf_engine_hint,
+							 node);
 
-		handle_unlink(h, ch);
+		list_del(&ch->node);
 		handle_free(ch);
 	}
 	pf_hintset_free(h->set);
@@ -848,10 +840,7 @@ int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out)
 	ch->plan = pf_hintset_open(h->set);
 	if (ch->plan) {
 		h->nplans++;
-		ch->next = h->handles;
-		if (ch->next)
-			ch->next->prev = ch;
-		h->handles = ch;
+		list_add_tail(&h->handles, &ch->node);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!ch->plan) {
@@ -905,7 +894,7 @@ void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *ch)
 	h->closed.bad_writes += st.bad_writes;
 	pf_hintset_close(h->set, ch->plan);
 	h->nplans--;
-	handle_unlink(h, ch);
+	list_del(&ch->node);
 	/* the thread drains the releases: one more pass */
 	if (!h->kick) {
 		h->kick = true;

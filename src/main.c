@@ -671,6 +671,7 @@ int main(int argc, char **argv)
 	fs.backend_desc = desc;
 	pthread_mutex_init(&fs.init_lock, NULL);
 	pthread_mutex_init(&fs.handles_lock, NULL);
+	list_init(&fs.handles);
 	pthread_cond_init(&fs.init_cond, NULL);
 
 	escape_opt(src, fsname, sizeof(fsname));
