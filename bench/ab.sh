@@ -69,7 +69,6 @@ nginx_start "$WORK/www" >/dev/null
 UP=${NGINX_URL#http://}
 delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/ab.sh: delayproxy did not start" >&2; exit 1; }
 URL=$DELAY_URL/
-ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # readers DIR: the four readers over DIR/shards; prints
 # "WAIT W0 W1 W2 W3 OPEN FIRST P50 P90" (ms, each a/b/c/d)
@@ -112,9 +111,9 @@ for round in $(seq "$ROUNDS"); do
 		PF=$bin
 		pf_mount "$URL" "$WORK/m" ${opts:+-o "$opts"} || { echo "bench/ab.sh: $label: mount failed" >&2; exit 1; }
 		pid=$(pf_pid "$WORK/m")
-		t0=$(ticks "$pid")
+		t0=$(daemon_cpu "$pid")
 		read -r w a b c d open first p50 p90 < <(readers "$WORK/m")
-		cpu=$(python3 -c "print('%.2f' % (($(ticks "$pid") - $t0) / $CLK_TCK / $GIB))")
+		cpu=$(python3 -c "print('%.2f' % (($(daemon_cpu "$pid") - $t0) / $GIB))")
 		rss=$(daemon_hwm "$pid")
 		pf_umount "$WORK/m"
 		pts=$(python3 -c "print('%.2f' % ($w - $fw))")
