@@ -79,7 +79,12 @@ readers() {
 			--compute-ms "$COMPUTE" "$1/shards/shard-$r.bin" >"$WORK/rd.$r" &
 		pids+=($!)
 	done
-	for r in "${pids[@]}"; do wait "$r" || return 1; done
+	for r in "${pids[@]}"; do
+		wait "$r" && continue
+		echo "bench/ab.sh: a reader over $1 failed; the readers said:" >&2
+		cat "$WORK"/rd.[0-3] >&2
+		return 1
+	done
 	python3 - "$WORK"/rd.[0-3] <<'PY'
 import sys
 rows = [dict(t.split("=", 1) for t in open(f).read().split() if "=" in t)
