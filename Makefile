@@ -50,11 +50,26 @@ QUIET_LINK = @echo '  LINK    $@';
 QUIET_AR = @echo '  AR      $@';
 endif
 
-# The FUSE front end; everything else in src/ is the FUSE-free core library
-# but for the main of prefetchfs-stat.
-FRONT_SRCS := src/main.c src/fuse_ll.c
-STAT_SRCS := src/stat_main.c
-LIB_SRCS := $(filter-out $(FRONT_SRCS) $(STAT_SRCS),$(wildcard src/*.c))
+# The folders of src/, along the data path (docs/design.md has the map):
+#   front/          the front end: main(), options, inodes, the guard;
+#                   its FUSE operations (FRONT_SRCS) are not in the library
+#   engine/         the READ path, block cache, fetches, read-ahead, stats
+#   engine/ahead/   read-ahead across files: next file, in-order
+#                   directories and fill, declared plans, the opener pool
+#   policy/         pattern learning, the planner, the plan follower
+#   backend/posix/  a directory of the local system (io_uring, pread)
+#   backend/http/   HTTP(S) and S3 object storage: objstore, curl, listings
+#   backend/s3auth/ S3 configuration and the AWS credential chain
+#   diskcache/      the disk cache, a decorator of any backend
+#   util/           pool, strings, JSON, log, io_uring, trace file
+#   tools/          prefetchfs-stat
+# Everything but FRONT_SRCS and tools/ is the FUSE-free core library.
+LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
+	backend/s3auth diskcache util
+FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
+STAT_SRCS := src/tools/stat_main.c
+LIB_SRCS := $(filter-out $(FRONT_SRCS),\
+	$(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
 FRONT_OBJS := $(FRONT_SRCS:.c=.o)
 LIB := libprefetchfs.a
@@ -75,7 +90,7 @@ DOCDIR ?= $(PREFIX)/share/doc/prefetchfs
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 MOUNTHELPERDIR ?= /sbin
 INSTALL ?= install
-VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/main.c)
+VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/front/main.c)
 # man pages: all generated from mount/prefetchfs.man by mount/man.awk
 MAN8 := mount/prefetchfs.8 mount/mount.fuse.prefetchfs.8
 MAN1 := mount/prefetchfs-stat.1
@@ -88,7 +103,8 @@ all: prefetchfs prefetchfs-stat man
 $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
 
-src/%.o: src/%.c
+ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o)
+$(ALL_OBJS): %.o: %.c
 	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
@@ -101,7 +117,7 @@ prefetchfs-stat: $(STAT_SRCS:.c=.o) $(LIB)
 
 man: $(MAN8) $(MAN1)
 
-src/stat_main.o: override CFLAGS += -DPF_VERSION='"$(VERSION)"'
+src/tools/stat_main.o: override CFLAGS += -DPF_VERSION='"$(VERSION)"'
 
 MAN_GEN = awk -v page=$* -v version='$(VERSION)' -f mount/man.awk \
 	mount/prefetchfs.man >$@.tmp && mv $@.tmp $@
@@ -128,17 +144,18 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:.c=)
 
 # the credential answers' parsers: their own file and expat, jansson
-tests/fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c src/creds_parse.c \
+tests/fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c src/backend/s3auth/creds_parse.c \
 		include/pf_creds.h
 	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
-		-Iinclude $(PARSE_CFLAGS) -o $@ $< src/creds_parse.c \
+		-Iinclude $(PARSE_CFLAGS) -o $@ $< src/backend/s3auth/creds_parse.c \
 		$(PARSE_LIBS)
 
-FUZZ_LISTING := src/listing.c src/listing_s3.c src/listing_html.c \
-		src/listing_json.c src/strbuf.c src/json.c
+FUZZ_LISTING := src/backend/http/listing.c src/backend/http/listing_s3.c \
+		src/backend/http/listing_html.c src/backend/http/listing_json.c \
+		src/util/strbuf.c src/util/json.c
 tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LISTING) \
-		src/listing_int.h include/pf_listing.h include/pf_strbuf.h \
+		src/backend/http/listing_int.h include/pf_listing.h include/pf_strbuf.h \
 		include/pf_json.h
 	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
@@ -203,7 +220,7 @@ uninstall:
 		$(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -f prefetchfs prefetchfs-stat $(LIB) src/*.o src/*.d $(CHECK_BINS) \
+	rm -f prefetchfs prefetchfs-stat $(LIB) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(CHECK_BINS) \
 		tests/*.d $(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) \
 		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)

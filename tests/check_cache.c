@@ -7,7 +7,7 @@
  */
 #include "engine_harness.h"
 
-#include "../src/engine_int.h"
+#include "../src/engine/engine_int.h"
 
 /* Records at unaligned offsets, as a shuffled loader reads them: A's tail
  * and B's head share block 1 [64 KiB, 128 KiB). */

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #include "engine_harness.h"
-#include "../src/engine_int.h"
+#include "../src/engine/engine_int.h"
 
 START_TEST(test_retired_version)
 {

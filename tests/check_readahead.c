@@ -9,7 +9,7 @@
  * the same bytes), the stats file's streams.
  */
 #include "engine_harness.h"
-#include "../src/engine_int.h"
+#include "../src/engine/engine_int.h"
 
 START_TEST(test_sequential_prefetch)
 {

@@ -50,7 +50,7 @@
 #include <string.h>
 
 #include "pf_log.h"
-#include "engine_int.h"
+#include "../engine_int.h"
 
 #define NEXT_LIST_NS (10ull * 1000000000ull) /* a listing is reused 10 s */
 #define GHOST_FRESH_NS (5ull * 1000000000ull)
