@@ -58,10 +58,25 @@ struct pf_bio {
 	 */
 	void (*started)(struct pf_bio *bio);
 	void *priv;		/* the submitter's */
+	unsigned flags;		/* PF_BIO_*; a decorator passes them on */
 	/* backend scratch: progress of a resubmitted short read */
 	uint64_t bdone;
 	struct pf_bio *bnext;
 };
+
+/*
+ * The read is the engine's background fill of a tree: no reader waits for
+ * it, so a shared tier may wait longer for a node that reads it anyway.
+ */
+#define PF_BIO_FILL 0x1
+/*
+ * The read is for the backend's own cache tier (the fill of a file or
+ * tree bigger than memory through a disk cache): a caching decorator
+ * reads it after the reads of readers, and calls done() only once the
+ * bytes are in its cache, so that the submitter may drop them at once.
+ * A backend that caches nothing ignores it.
+ */
+#define PF_BIO_CACHE 0x2
 
 struct pf_backend_ops {
 	const char *name;	/* "posix", "http", "s3" */
@@ -115,6 +130,15 @@ struct pf_backend_ops {
 	 */
 	bool (*holds)(struct pf_backend *be, struct pf_bfile *f,
 		      uint64_t size);
+	/*
+	 * Optional: of bytes [@off, @off + @len) of open file @f, how many
+	 * from @off on in one run the backend holds cached itself (*@held
+	 * set) or does not (*@held cleared): at least one byte when @len is
+	 * not 0.  The fill through a disk tier reads only what it lacks.
+	 * Touches nothing.  Any thread, must not block.
+	 */
+	uint64_t (*held_run)(struct pf_backend *be, struct pf_bfile *f,
+			     uint64_t off, uint64_t len, bool *held);
 };
 
 struct pf_backend {
