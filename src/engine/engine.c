@@ -134,7 +134,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		goto out_hint;
 	}
 	/* last: its idle steps (the fill) read what pf_next_start() set */
-	if (cfg->prefetch && pf_opener_start(e, pf_dirahead_work) < 0) {
+	if (cfg->prefetch && pf_opener_start(e, pf_fill_work) < 0) {
 		ret = -ENOMEM;
 		goto out_next;
 	}
@@ -149,6 +149,7 @@ out_hint:
 out_pool:
 	free(e->ghosts);
 	pf_dirahead_free(e);
+	pf_fill_free(e);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_mutex_destroy(&e->lock);
@@ -222,6 +223,7 @@ void pf_engine_free(struct pf_engine *e)
 	pf_engine_stop_push(e);
 	free(e->ghosts);
 	pf_dirahead_free(e);
+	pf_fill_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	free(e->fhash);

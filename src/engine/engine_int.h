@@ -15,8 +15,10 @@
  *                ahead of readers, for the three below
  *   nextfile.c   the next-file requests and the files opened ahead ("ghosts")
  *   dirahead.c   the cross-file learner (files of a directory opened in
- *                name order, by one reader or N striding ones) and the
- *                background fill of a shuffled tree that fits the cache
+ *                name order, by one reader or N striding ones, or of a
+ *                tree in random order)
+ *   fill.c       the background fill of a tree or a file read in random
+ *                order: into memory, or through a disk tier
  *   hintfetch.c  declared plans: the control file's writes, the hint
  *                thread that fetches what the plans declare
  *   efile.c      files: open generations, versions, references
@@ -168,6 +170,9 @@ struct fetch {
 	bool prefetch;
 	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
 	bool trip;		/* its last page is a tripwire, not pushed */
+	bool fill;		/* the background fill's (PF_BIO_FILL) */
+	bool cache;		/* for the backend's cache tier (PF_BIO_CACHE):
+				 * done once there, its blocks dropped then */
 	bool unstarted;		/* counted in its stream's unstarted */
 	unsigned stream;
 	unsigned nblk;
@@ -184,6 +189,8 @@ struct fetch_builder {
 	struct fetch *f;
 	unsigned cap;
 	bool pushable;		/* for the fetches it makes */
+	bool fill;		/* they are the background fill's */
+	bool cache;		/* ... through the backend's cache tier */
 };
 
 /* The engine's per-stream accounting beside the tracker's learned state.
@@ -325,6 +332,8 @@ struct pf_engine {
 				 * to the backend */
 	uint64_t inflight_bytes; /* protected by e->lock: bytes of those
 				 * and of the queued ones */
+	uint64_t fill_inflight;	/* protected by e->lock: bytes of the
+				 * fill's fetches among them */
 	unsigned queued;	/* protected by e->lock */
 	unsigned completing; /* protected by e->lock: pf_fetch_done() calls
 			      * still answering READs or submitting after
@@ -359,6 +368,7 @@ struct pf_engine {
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	struct fill *fill;	/* fill.c's state; protected by e->lock */
 };
 
 /* What pf_cover_range() is asked to do and what it found (on the caller's
@@ -404,6 +414,7 @@ void pf_cache_release_consumed(struct pf_engine *e, struct pf_efile *f,
 	unsigned sid, uint64_t from, uint64_t to);
 void pf_cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread);
+void pf_cache_block_drop_cached(struct pf_engine *e, struct block *b);
 
 /* fetch.c */
 void pf_fetch_bfile_ref_put(struct bfile_ref *r);
@@ -533,19 +544,30 @@ void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
 int pf_dirahead_new(struct pf_engine *e);
 void pf_dirahead_free(struct pf_engine *e);
 void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
-void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
-		       const struct pf_stream *st, struct deferred *later);
-void pf_dirahead_plan(struct pf_engine *e, struct deferred *later);
-void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later);
 void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
 void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
 void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb);
-void pf_dirahead_release_all(struct pf_engine *e);
-/* on an opener thread, lock held on entry and return (dropped inside) */
-bool pf_dirahead_work(struct pf_engine *e);
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
+
+/* fill.c */
+int pf_fill_new(struct pf_engine *e);
+void pf_fill_free(struct pf_engine *e);
+void pf_fill_shuffled(struct pf_engine *e, const char *root);
+void pf_fill_in_order(struct pf_engine *e);
+void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
+		    struct names *ns, int err);
+void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
+			 const struct pf_stream *st, struct deferred *later);
+void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
+		  struct deferred *later);
+void pf_fill_plan(struct pf_engine *e, struct deferred *later);
+void pf_fill_fetched(struct pf_engine *e, const struct fetch *ft, int err);
+void pf_fill_release_all(struct pf_engine *e);
+void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb);
+/* on an opener thread, lock held on entry and return (dropped inside) */
+bool pf_fill_work(struct pf_engine *e);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
 void pf_etrace_counters(struct pf_engine *e, uint64_t now);

@@ -128,6 +128,8 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	ft->bio.done = pf_fetch_done;
 	ft->bio.started = pf_fetch_started;
 	ft->bio.priv = ft;
+	ft->bio.flags = (ft->fill ? PF_BIO_FILL : 0) |
+			(ft->cache ? PF_BIO_CACHE : 0);
 	ft->file->fetches++;
 	ft->bfref->refs++;
 	es = pf_efile_stream_find(ft->file, ft->stream);
@@ -141,6 +143,8 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
 	e->inflight_bytes += ft->len;
+	if (ft->fill)
+		e->fill_inflight += ft->len;
 	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
 		/* submitted in the order built, which is each planner's
@@ -314,6 +318,8 @@ bool pf_fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		ft->off = foff;
 		ft->prefetch = prefetch;
 		ft->pushable = prefetch && fb->pushable;
+		ft->fill = fb->fill;
+		ft->cache = fb->cache;
 		ft->stream = stream;
 		fb->f = ft;
 	}
@@ -441,32 +447,26 @@ void pf_fetch_started(struct pf_bio *bio)
 	pf_fetch_deferred_run(e, &later);
 }
 
-void pf_fetch_done(struct pf_bio *bio, int64_t res)
+/*
+ * Under the lock: @ft's read ended with @err (0: its bytes came): it leaves
+ * what is in flight, and its bytes its stream's and the engine's counts.
+ */
+static void fetch_account(struct pf_engine *e, struct fetch *ft, int err)
 {
-	struct fetch *ft = bio->priv;
-	struct pf_engine *e = ft->e;
-	struct pf_efile *f = ft->file;
-	struct deferred later = { 0 };
-	bool pushed;
-	bool busy;
-	int err = 0;
 	struct engine_stream *s;
 
-	if (res < 0) {
-		err = (int)-res;
-	} else if ((uint64_t)res < ft->len) {
-		/* shorter than the size pinned at open: the file changed */
-		err = EIO;
-	}
-	pthread_mutex_lock(&e->lock);
 	e->inflight--;
 	e->inflight_bytes -= ft->len;
+	if (ft->fill) {
+		e->fill_inflight -= ft->len;
+		pf_fill_fetched(e, ft, err);
+	}
 	if (err) {
 		e->tot.fetch_errors++;
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
-			 f->path, ft->off, ft->len, strerror(err));
+			 ft->file->path, ft->off, ft->len, strerror(err));
 	}
-	s = pf_efile_stream_find(f, ft->stream);
+	s = pf_efile_stream_find(ft->file, ft->stream);
 	fetch_uncount(s, ft);
 	if (s) {
 		s->inflight--;
@@ -477,8 +477,17 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	if (!err)
 		e->tot.bytes_fetched += ft->len;
-	/* decided before the blocks go idle: a detached one is freed then */
-	pushed = pf_push_wanted(e, ft, err);
+}
+
+/*
+ * Under the lock: @ft's blocks after its read: their new bytes valid (or,
+ * after @err, bytes it may have spoilt not), the READs that waited on them
+ * tried again (to @later); then pinned for the pusher (@pushed), dropped
+ * (a fetch for the backend's cache tier: the tier holds them now) or idle.
+ */
+static void fetch_blocks_done(struct pf_engine *e, struct fetch *ft, int err,
+			      bool pushed, struct deferred *later)
+{
 	for (unsigned i = 0; i < ft->nblk; i++) {
 		struct block *b = ft->blk[i];
 		uint32_t flo = ft->flo[i];
@@ -517,11 +526,40 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 			b->refs++;
 			b->read_seen = true;
 			b->pushed = true;
+		} else if (ft->cache && !err && !w) {
+			pf_cache_block_drop_cached(e, b);
+			continue;
 		} else {
+			/* READs waited for it: kept as their own */
+			if (ft->cache)
+				b->prefetched = false;
 			pf_cache_block_idle(e, b);
 		}
-		pf_read_retry(e, w, &later);
+		pf_read_retry(e, w, later);
 	}
+}
+
+void pf_fetch_done(struct pf_bio *bio, int64_t res)
+{
+	struct fetch *ft = bio->priv;
+	struct pf_engine *e = ft->e;
+	struct pf_efile *f = ft->file;
+	struct deferred later = { 0 };
+	bool pushed;
+	bool busy;
+	int err = 0;
+
+	if (res < 0) {
+		err = (int)-res;
+	} else if ((uint64_t)res < ft->len) {
+		/* shorter than the size pinned at open: the file changed */
+		err = EIO;
+	}
+	pthread_mutex_lock(&e->lock);
+	fetch_account(e, ft, err);
+	/* decided before the blocks go idle: a detached one is freed then */
+	pushed = pf_push_wanted(e, ft, err);
+	fetch_blocks_done(e, ft, err, pushed, &later);
 	if (pushed) {
 		pf_push_enqueue(e, ft);
 		/* the pusher holds its last page back: it stays in memory

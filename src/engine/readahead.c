@@ -12,9 +12,9 @@
  * for read-ahead in flight gets deeper windows (grow_depth()), as far as
  * its demand rate and the store's latency ask (Little's law).  The walk
  * over the blocks of a range, pf_cover_range(), is here too: the READ path
- * (read.c), the next file (nextfile.c) and the fill (dirahead.c) use it
+ * (read.c), the next file (nextfile.c) and the fill (fill.c) use it
  * as well; a stream read at random offsets may start the fill of its file
- * (pf_dirahead_random_file()).
+ * (pf_fill_random_file()).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -388,7 +388,7 @@ void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 	if (next_want && !f->next_asked)
 		pf_next_ask(e, f, next_want);
 	if (st->pattern == PF_PAT_RANDOM)
-		pf_dirahead_random_file(e, f, st, later);
+		pf_fill_random_file(e, f, st, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

@@ -175,6 +175,10 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	pf_dirahead_stats(e, &sb);
+	/* what the user can do that the daemon cannot (fill.c) */
+	pf_strbuf_addf(&sb, ",\n  \"advice\": [");
+	pf_fill_advice(e, &sb);
+	pf_strbuf_addf(&sb, "]");
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
