@@ -183,11 +183,11 @@ check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
 deps:
 	$(Q)tests/deps.sh
 
-# The end-to-end demo: installs, builds, runs bench/demo.sh (see README).
+# The end-to-end demo: installs, builds, runs demo/demo.sh (see README).
 demo:
 	$(Q)tests/deps.sh
 	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
-	$(Q)bench/demo.sh
+	$(Q)demo/demo.sh
 
 # The daemon, prefetchfs-stat, the mount helper (in MOUNTHELPERDIR), man
 # pages, the systemd service template and the examples.  The helper and
