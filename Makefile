@@ -8,6 +8,8 @@
 #   make fuzz            build the listing parsers' libFuzzer targets (clang)
 #   make fuzz-run        run each for FUZZ_SECONDS (default 20)
 #   make install         PREFIX=/usr/local, DESTDIR=; make uninstall
+#   make docs            docs/options.md's table from prefetchfs --help-table
+#   make demo            the end-to-end demo (demo/demo.sh)
 #   make V=1             show the commands
 
 CC ?= cc
@@ -184,11 +186,22 @@ check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
 deps:
 	$(Q)tests/deps.sh
 
-# The end-to-end demo: installs, builds, runs bench/demo.sh (see README).
+# docs/options.md's table is `prefetchfs --help-table` (the options table
+# of src/front/opts.c); tests/mount_install.sh checks that they agree.
+# This writes the table again, below the line that says it is generated.
+docs: prefetchfs
+	$(Q)./prefetchfs --help-table >docs/options.md.tab
+	$(Q)awk 'FNR == NR { t = t $$0 "\n"; next } \
+		skip && /^\|/ { next } { skip = 0 } { print } \
+		/^<!-- generated: make docs/ { printf "%s", t; skip = 1 }' \
+		docs/options.md.tab docs/options.md >docs/options.md.tmp
+	$(Q)mv docs/options.md.tmp docs/options.md && rm -f docs/options.md.tab
+
+# The end-to-end demo: installs, builds, runs demo/demo.sh (see README).
 demo:
 	$(Q)tests/deps.sh
 	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
-	$(Q)bench/demo.sh
+	$(Q)demo/demo.sh
 
 # The daemon, prefetchfs-stat, the mount helper (in MOUNTHELPERDIR), man
 # pages, the systemd service template and the examples.  The helper and
@@ -226,7 +239,7 @@ clean:
 		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)
 
-.PHONY: all man tests bench check check-run deps demo install uninstall clean
+.PHONY: all man tests bench check check-run deps docs demo install uninstall clean
 .PHONY: fuzz fuzz-run
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(STAT_SRCS:.c=.d) \
 	$(CHECK_SRCS:.c=.d) $(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

@@ -29,11 +29,11 @@ plan the mount refuses (see `prefetchfs-stat` and the daemon's log for
 the reason).  Samples whose path is not under MOUNTPOINT or holds a
 newline are left out of the plan (one warning), never out of the epoch.
 
-The channel (see the README): one line per sample, `PATH` or `PATH OFFSET
-LENGTH`, PATH relative to the mountpoint; a write at offset 0 starts a new
-plan on the open handle, which this class keeps open across epochs.  A
-plan holds at most 4 Mi entries and 256 MiB of text: a longer epoch
-declares its beginning only.
+The channel (docs/declared-order.md): one line per sample, `PATH` or `PATH
+OFFSET LENGTH`, PATH relative to the mountpoint; a write at offset 0
+starts a new plan on the open handle, which this class keeps open across
+epochs.  A plan holds at most 4 Mi entries and 256 MiB of text: a longer
+epoch declares its beginning only.
 
 Needs nothing but the Python standard library (torch only to run a
 DataLoader around it).

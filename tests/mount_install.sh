@@ -102,13 +102,13 @@ nodefault=$(awk '/^    -o [a-z_]+=/ { if (e != "" && e !~ /default/) print n; n 
 	{ if (e != "" && e !~ /default/) print n; e = "" }' "$WORK/help.txt")
 check "--help gives every option with a value its default${nodefault:+ (not: $nodefault)}" test -z "$nodefault"
 # One table of options feeds the parser, --help and --help-table; the man
-# page's entries and the README's table are checked against it, in the
+# page's entries and docs/options.md's table are checked against it, in the
 # same words, so that none of them can drift (fetch_size was 1024K in
 # --help, 1M in the man page).
 "$TOP/prefetchfs" --help-table >"$WORK/table.md"
-if python3 - "$WORK/table.md" "$TOP/mount/prefetchfs.man" "$TOP/README.md" >"$WORK/doc.out" 2>&1 <<'PY'
+if python3 - "$WORK/table.md" "$TOP/mount/prefetchfs.man" "$TOP/docs/options.md" >"$WORK/doc.out" 2>&1 <<'PY'
 import re, sys
-table, man, readme = sys.argv[1:4]
+table, man, options = sys.argv[1:4]
 rows = []
 for line in open(table):
     m = re.match(r'^\| `-o ([a-z_]+)[^`]*` \| (.*?) \| (.*?) \| (.*) \|$', line.rstrip("\n"))
@@ -150,15 +150,15 @@ for name, dflt, rng in rows:
     if rng and rng not in t:
         bad.append("%s: the man page does not give the range '%s'" % (name, rng))
 tab = open(table).read()
-rd = open(readme).read()
+rd = open(options).read()
 if tab not in rd:
-    bad.append("the README's options table is not `prefetchfs --help-table`")
+    bad.append("docs/options.md's table is not `prefetchfs --help-table`")
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
 PY
 then
-	ok "the man page gives every option of --help-table its default and range, the README has the table"
+	ok "the man page gives every option of --help-table its default and range, docs/options.md has the table"
 else
 	fail "the documentation disagrees with the options table:"
 	cat "$WORK/doc.out"
