@@ -8,6 +8,7 @@
 #   make fuzz            build the listing parsers' libFuzzer targets (clang)
 #   make fuzz-run        run each for FUZZ_SECONDS (default 20)
 #   make install         PREFIX=/usr/local, DESTDIR=; make uninstall
+#   make deb             prefetchfs_VERSION_ARCH.deb (docs/packaging.md)
 #   make V=1             show the commands
 
 CC ?= cc
@@ -249,6 +250,14 @@ install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -m 644 $(FIO_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/fio
 	$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER)
 
+# make deb: prefetchfs_VERSION_ARCH.deb in DEB_OUT, built by
+# packaging/deb/build.sh (see its header) from a copy of the sources in
+# DEB_BUILD, with Debian's build flags, installed with PREFIX=/usr.
+DEB_OUT ?= .
+DEB_BUILD ?= build/deb
+deb:
+	$(Q)packaging/deb/build.sh $(VERSION) $(DEB_OUT) $(DEB_BUILD)
+
 uninstall:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/prefetchfs \
 		$(DESTDIR)$(PYTHONDIR)/prefetchfs-[0-9]*.dist-info
@@ -267,8 +276,9 @@ clean:
 		tests/*.d $(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) \
 		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)
+	rm -rf build
 
-.PHONY: all man tests bench check check-run deps demo install uninstall clean
+.PHONY: all man tests bench check check-run deps demo install deb uninstall clean
 .PHONY: fuzz fuzz-run
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(STAT_SRCS:.c=.d) \
 	$(CHECK_SRCS:.c=.d) $(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)
