@@ -113,6 +113,13 @@ for d in usr etc var; do
 		{ fail "overlay on /$d"; exit 1; }
 done
 ok "/usr, /etc, /var are copy-on-write overlays in this namespace"
+# a prefetchfs package the host has goes first (in the overlays only)
+if dpkg-query -W prefetchfs >/dev/null 2>&1; then
+	chk "the host's own prefetchfs package purged first (in the overlays)" \
+		bash -c 'dpkg --purge prefetchfs >"$1/dpkg-pre.log" 2>&1' _ "$W"
+fi
+# what the overlays hold before: after --purge they must hold the same
+(cd "$OV" && find usr/up etc/up ! -type d | sort) >"$W/before"
 
 if dpkg -i "$DEB" >"$W/dpkg-i.log" 2>&1; then
 	ok "dpkg -i $(basename "$DEB")"
@@ -168,9 +175,9 @@ left=$(dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\.||' |
 chk "every file of the package is gone${left:+ (left: $left)}" test -z "$left"
 left=$(while read -r d; do [ -e "/$d" ] && echo "/$d"; done <"$W/newdirs")
 chk "every directory the package made is gone${left:+ (left: $left)}" test -z "$left"
-# what the overlays hold now is what the package's life left on the
-# system: nothing in /usr or /etc, in /var only dpkg's own records
-left=$(cd "$OV" && find usr/up etc/up ! -type d | head -5)
+# what the overlays gained is what the package's life left on the system:
+# nothing in /usr or /etc, in /var only dpkg's own records
+left=$(cd "$OV" && find usr/up etc/up ! -type d | sort | comm -13 "$W/before" - | head -5)
 chk "nothing left in /usr or /etc${left:+ (left: $left)}" test -z "$left"
 left=$(cd "$OV" && find var/up -path '*prefetchfs*' | head -5)
 chk "nothing of prefetchfs left in /var (dpkg's info, man's index)${left:+ (left: $left)}" test -z "$left"
