@@ -8,10 +8,11 @@
 #      built with (SANITIZE=, DEVELOPER=): the tree's own build is left
 #      alone;
 #   2. installs them with make install DESTDIR=BUILDDIR/root PREFIX=/usr
-#      (the daemon, every program the Makefile installs, such as
-#      prefetchfs-stat and prefetchfs-warm, the mount helper in /sbin, the
-#      man pages, the systemd unit template in /lib/systemd/system, the
-#      Python package in /usr/lib/python3/dist-packages);
+#      (the daemon; its programs: prefetchfs-stat, and prefetchfs-warm
+#      from the moment the Makefile has a target for it; the mount helper
+#      in /sbin, the man pages, the systemd unit template in
+#      /lib/systemd/system, the Python package in
+#      /usr/lib/python3/dist-packages);
 #   3. does what debhelper would: strips the programs, compresses the man
 #      pages, adds copyright and changelog, computes Depends with
 #      dpkg-shlibdeps, writes md5sums and the maintainer scripts (the
@@ -66,11 +67,26 @@ echo "  BUILD   $T (dpkg-buildflags)"
 "${MK[@]}" -j"${DEB_JOBS:-2}" all CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
 	>"$B/build.log" 2>&1 || { cat "$B/build.log" >&2; die "the build failed"; }
 
+# the daemon's programs: each one the Makefile has a target for goes in,
+# built if "all" did not build it
+TOOLS="prefetchfs-stat prefetchfs-warm"
+for t in $TOOLS; do
+	if "${MK[@]}" -n "$t" >/dev/null 2>&1 && [ ! -x "$T/$t" ]; then
+		"${MK[@]}" -j"${DEB_JOBS:-2}" "$t" CFLAGS="$CFLAGS" LDFLAGS="$LDFLAGS" \
+			>>"$B/build.log" 2>&1 || { cat "$B/build.log" >&2; die "building $t failed"; }
+	fi
+done
+
 # ---- 2. make install into the package's root ----------------------------------------
 "${MK[@]}" install DESTDIR="$R" PREFIX=/usr SYSTEMDUNITDIR=/lib/systemd/system \
 	MOUNTHELPERDIR=/sbin PYTHONDIR=/usr/lib/python3/dist-packages \
 	PYTHON_INSTALLER=dpkg >"$B/install.log" 2>&1 ||
 	{ cat "$B/install.log" >&2; die "make install failed"; }
+for t in $TOOLS; do
+	if [ -x "$T/$t" ] && [ ! -e "$R/usr/bin/$t" ]; then
+		install -m 755 "$T/$t" "$R/usr/bin/$t"
+	fi
+done
 
 # ---- 3. what debhelper would do ------------------------------------------------------
 ELF=()
