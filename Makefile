@@ -120,14 +120,15 @@ INSTALL ?= install
 # The Python package (python/): where Debian's system python3 finds it,
 # /usr/lib/python3/dist-packages for PREFIX=/usr (the .deb),
 # PREFIX/lib/python3.X/dist-packages otherwise (/usr/local's is on its
-# path); laid out by its build backend, with a .dist-info.
+# path); laid out by its build backend, with a .dist-info.  Without
+# $(PYTHON) make install says so and leaves the module out.
 PYTHON ?= /usr/bin/python3
 PYTHON_INSTALLER ?= make
 ifeq ($(PREFIX),/usr)
 PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 else
 PYTHONDIR ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c \
-	'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages
+	'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages
 endif
 PYBUILD := python/_backend/prefetchfs_build.py
 VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/front/main.c)
@@ -249,7 +250,12 @@ install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
 	$(INSTALL) -m 644 $(FIO_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/fio
-	$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER)
+	@if command -v $(PYTHON) >/dev/null 2>&1; then \
+		echo "$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER)"; \
+		$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER); \
+	else \
+		echo "make install: no $(PYTHON): the Python module is not installed (PYTHON=)"; \
+	fi
 
 # make deb: prefetchfs_VERSION_ARCH.deb in DEB_OUT, built by
 # packaging/deb/build.sh (see its header) from a copy of the sources in
