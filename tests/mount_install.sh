@@ -52,6 +52,20 @@ usr/local/share/doc/prefetchfs/examples/fio/per-shard.fio
 usr/local/share/doc/prefetchfs/examples/fio/scan.fio
 usr/local/share/doc/prefetchfs/examples/fio/random.fio
 usr/local/share/doc/prefetchfs/examples/fio/datawait.py"
+# the Python package, where /usr/bin/python3 finds it
+PYV=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+VER=$(sed -n 's/^#define PF_VERSION "\(.*\)"/\1/p' "$TOP/src/front/main.c")
+PYD=usr/local/lib/python$PYV/dist-packages
+for f in __init__ hints mount stats warm; do
+	FILES="$FILES
+$PYD/prefetchfs/$f.py"
+done
+for f in METADATA WHEEL RECORD INSTALLER top_level.txt; do
+	FILES="$FILES
+$PYD/prefetchfs-$VER.dist-info/$f"
+done
+check "/$PYD is on /usr/bin/python3's path" \
+	/usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "/$PYD"
 if make_q install DESTDIR="$DEST"; then
 	ok "make install DESTDIR=$DEST"
 else
@@ -243,6 +257,11 @@ if "$HELPER" "$SRC" "$M1" -o rw,max_memory=64M,log_level=warn,_netdev,nofail,noa
 	check "the mount is fuse.prefetchfs" \
 		bash -c 'grep -qE " $1 .* - fuse.prefetchfs " /proc/self/mountinfo' _ "$M1"
 	byte_exact "$M1" "helper mount"
+	check "the installed Python package reads the stats from a subdirectory" \
+		env PYTHONPATH="$P/lib/python$PYV/dist-packages" /usr/bin/python3 -c '
+import sys, prefetchfs
+s = prefetchfs.stats(sys.argv[1] + "/sub")
+sys.exit(not (prefetchfs.__file__.startswith(sys.argv[2]) and s.root == sys.argv[1] and s.reads > 0))' "$M1" "$P/"
 	check "the helper printed one line, where the log goes: $(cat "$WORK/helper.err")" \
 		bash -c '[ ! -s "$1" ] && one_line() { [ "$(wc -l <"$2")" -eq 1 ]; } && one_line x "$2" &&
 			grep -q "^prefetchfs: mounted on .*; the log goes to syslog (journalctl -t prefetchfs)$" "$2"' \
