@@ -189,17 +189,19 @@ static void reply_entry(fuse_req_t req, const struct pf_opts *o,
 	fuse_reply_entry(req, &e);
 }
 
-static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/*
+ * A lookup of the meta directory at the root or of a name in it: answers
+ * it and returns true; false for any other lookup, not answered.
+ */
+static bool meta_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct pf_fs *fs = fs_of(req);
-	struct pf_inode *in;
 	struct stat st;
-	int ret;
 
 	if (parent == PF_ROOT_INO && strcmp(name, PF_META_DIR_NAME) == 0) {
 		meta_attr(fs, PF_META_DIR_INO, &st);
 		reply_entry(req, fs->opts, PF_META_DIR_INO, &st);
-		return;
+		return true;
 	}
 	if (parent == PF_META_DIR_INO) {
 		fuse_ino_t mi = PF_META_STATS_INO;
@@ -208,7 +210,7 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			mi = PF_META_PLAN_INO;
 		} else if (strcmp(name, PF_META_STATS_NAME) != 0) {
 			fuse_reply_err(req, ENOENT);
-			return;
+			return true;
 		}
 		struct fuse_entry_param e;
 
@@ -217,8 +219,20 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		e.ino = mi;
 		meta_attr(fs, mi, &e.attr);
 		fuse_reply_entry(req, &e);
-		return;
+		return true;
 	}
+	return false;
+}
+
+static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct pf_inode *in;
+	struct stat st;
+	int ret;
+
+	if (meta_lookup(req, parent, name))
+		return;
 	ret = pf_itable_lookup(fs->itable, parent, name, NULL, &st, &in);
 	if (ret == -ENOENT) {
 		/* negative entry, cached like positive ones: datasets
@@ -651,6 +665,59 @@ static void lo_write_plan(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)ret);
 }
 
+/* An open of the stats file: a snapshot of the statistics, read whole. */
+static void meta_open_stats(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	struct stats_fh *sf = calloc(1, sizeof(*sf));
+
+	if (sf)
+		sf->buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
+	if (!sf || !sf->buf) {
+		free(sf);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	sf->len = strlen(sf->buf);
+	fh_track(fs, &sf->fh, stats_fh_free);
+	fi->fh = (uintptr_t)sf;
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void meta_read_stats(fuse_req_t req, size_t size, off_t off,
+			    struct fuse_file_info *fi)
+{
+	struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
+	size_t o = (size_t)off < sf->len ? (size_t)off : sf->len;
+	size_t n = sf->len - o < size ? sf->len - o : size;
+	/*
+	 * From a copy: once the kernel has the reply, the reader may close
+	 * and RELEASE free sf on another thread while this writev is still
+	 * returning (ASAN checks the iovec after it)
+	 */
+	char *copy = malloc(n + 1);
+
+	if (!copy) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(copy, sf->buf + o, n);
+	fuse_reply_buf(req, copy, n);
+	free(copy);
+}
+
+/* A release of the stats file's or the plan file's handle. */
+static void meta_release(fuse_req_t req, fuse_ino_t ino,
+			 struct fuse_file_info *fi)
+{
+	if (ino == PF_META_STATS_INO)
+		fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
+	else
+		pf_engine_hint_close(fs_of(req)->engine,
+				     (struct pf_engine_hint *)(uintptr_t)fi->fh);
+}
+
 static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -668,21 +735,7 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (ino == PF_META_STATS_INO) {
-		struct stats_fh *sf = calloc(1, sizeof(*sf));
-
-		if (sf)
-			sf->buf = pf_engine_stats_json(fs->engine,
-						       fs->backend_desc);
-		if (!sf || !sf->buf) {
-			free(sf);
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		sf->len = strlen(sf->buf);
-		fh_track(fs, &sf->fh, stats_fh_free);
-		fi->fh = (uintptr_t)sf;
-		fi->direct_io = 1;
-		fuse_reply_open(req, fi);
+		meta_open_stats(req, fi);
 		return;
 	}
 	in = pf_itable_get(fs->itable, ino);
@@ -759,23 +812,7 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	if (ino == PF_META_STATS_INO) {
-		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
-		size_t o = (size_t)off < sf->len ? (size_t)off : sf->len;
-		size_t n = sf->len - o < size ? sf->len - o : size;
-		/*
-		 * From a copy: once the kernel has the reply, the reader may
-		 * close and RELEASE free sf on another thread while this
-		 * writev is still returning (ASAN checks the iovec after it)
-		 */
-		char *copy = malloc(n + 1);
-
-		if (!copy) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		memcpy(copy, sf->buf + o, n);
-		fuse_reply_buf(req, copy, n);
-		free(copy);
+		meta_read_stats(req, size, off, fi);
 		return;
 	}
 	if (fi->fh == SELF_FH) {
@@ -799,11 +836,8 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void lo_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	if (ino == PF_META_STATS_INO) {
-		fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
-	} else if (ino == PF_META_PLAN_INO) {
-		pf_engine_hint_close(fs_of(req)->engine,
-				     (struct pf_engine_hint *)(uintptr_t)fi->fh);
+	if (ino == PF_META_STATS_INO || ino == PF_META_PLAN_INO) {
+		meta_release(req, ino, fi);
 	} else if (fi->fh == SELF_FH) {
 		/* the pusher's open: nothing to close */
 	} else {
