@@ -1,10 +1,10 @@
 /*
- * front_int.h - what the front end's FUSE files share (not installed, not
- * in the core library): fuse_ll.c holds the FUSE operations and the
+ * front_int.h - what the daemon's files share (FRONT_SRCS: not installed,
+ * not in the core library): fuse_ll.c holds the FUSE operations and the
  * handles of directories and of the stats file, meta.c the /.prefetchfs
  * directory (stats and plan files), fuse_push.c the push transport,
- * fuse_signals.c the shutdown on signals.  Include after defining
- * FUSE_USE_VERSION.
+ * fuse_signals.c the shutdown on signals (backend_stack.h: the backends
+ * main.c mounts).  Include after defining FUSE_USE_VERSION.
  */
 #ifndef PF_FRONT_INT_H
 #define PF_FRONT_INT_H
