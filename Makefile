@@ -95,7 +95,8 @@ endif
 #Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
 	backend/s3auth diskcache util
-FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
+FRONT_SRCS := src/front/main.c src/front/fuse_ll.c src/front/meta.c \
+	src/front/fuse_push.c src/front/fuse_signals.c src/front/backend_stack.c
 STAT_SRCS := src/tools/stat_main.c
 LIB_SRCS := $(filter-out $(FRONT_SRCS),\
 	$(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))

@@ -136,6 +136,8 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 
 /* "64K", "1M", "2G", "4096", "1.5G", "1MiB" -> bytes.  -EINVAL if bad. */
 int pf_parse_size(const char *s, uint64_t *out);
+/* "0.5", "30" -> seconds, 0 to 1e9.  -EINVAL if bad. */
+int pf_opts_parse_seconds(const char *s, double *out);
 
 /* Prints the usage and every option with its default. */
 void pf_opts_usage(const char *prog, uint64_t ram_bytes);

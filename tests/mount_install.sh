@@ -182,10 +182,11 @@ for o in $(awk -F'`' '/^\| `-o / { print $2 }' "$WORK/table.md" | sed 's/^-o \([
 done
 check "--help lists every option of the table${nohelp:+ (not:$nohelp)}" test -z "${nohelp:-}"
 # the front end's static functions are lo_* (libfuse's passthrough_ll.c):
-# pf_* names are the public ones
-statics=$(nm "$TOP/src/front/fuse_ll.o" 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ && $3 !~ /\./ { print $3 }' | tr '\n' ' ')
-check "fuse_ll.c has no static pf_* function${statics:+ (has: $statics)}" \
-	bash -c 'nm "$1" | grep -q " T pf_fuse_push" && [ -z "$2" ]' _ "$TOP/src/front/fuse_ll.o" "$statics"
+# pf_* names are shared ones (front_int.h) or public (pf_fuse.h)
+FUSE_OBJS="fuse_ll.o meta.o fuse_push.o fuse_signals.o"
+statics=$(cd "$TOP/src/front" && nm $FUSE_OBJS 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ && $3 !~ /\./ { print $3 }' | tr '\n' ' ')
+check "the FUSE files ($FUSE_OBJS) have no static pf_* function${statics:+ (has: $statics)}" \
+	bash -c 'nm "$1" | grep -q " T pf_fuse_push$" && [ -z "$2" ]' _ "$TOP/src/front/fuse_push.o" "$statics"
 
 # ---- systemd units --------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then
