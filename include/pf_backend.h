@@ -131,10 +131,13 @@ struct pf_backend_ops {
 	bool (*holds)(struct pf_backend *be, struct pf_bfile *f,
 		      uint64_t size);
 	/*
-	 * Optional: of bytes [@off, @off + @len) of open file @f, how many
-	 * from @off on in one run the backend holds cached itself (*@held
-	 * set) or does not (*@held cleared): at least one byte when @len is
-	 * not 0.  The fill through a disk tier reads only what it lacks.
+	 * Optional: how many bytes of open file @f from @off on, in one run,
+	 * the backend holds cached itself (*@held set) or does not (*@held
+	 * cleared), looking at [@off, @off + @len): at least one byte when
+	 * @len is not 0.  The run ends where the tier's blocks do (or at the
+	 * end of the file), so it may reach past @off + @len: a read of less
+	 * than a block is read as the whole block.  The fill through a disk
+	 * tier reads only what it lacks, a block at a time at least.
 	 * Touches nothing.  Any thread, must not block.
 	 */
 	uint64_t (*held_run)(struct pf_backend *be, struct pf_bfile *f,

@@ -312,7 +312,7 @@ static bool dcb_holds(struct pf_backend *be, struct pf_bfile *f,
 }
 
 /* The run of blocks from @off's on that are all cached or all not,
- * touching none; bytes of it within [off, off + len). */
+ * touching none, to the end of the last block [off, off + len) meets. */
 static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *f,
 			     uint64_t off, uint64_t len, bool *held)
 {
@@ -336,7 +336,7 @@ static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *f,
 			break;
 		first = false;
 	}
-	return (b * d->bs < end ? b * d->bs : end) - off;
+	return (b * d->bs < f->size ? b * d->bs : f->size) - off;
 }
 
 static const struct pf_backend_ops dcb_ops = {

@@ -306,16 +306,19 @@ static void print_plans(const struct pf_json *root)
 		       pf_json_str(pl, "why", ""));
 }
 
-/* The daemon's warnings that cost an order of magnitude, one a line. */
+/* The daemon's warnings that cost an order of magnitude, one a line, and
+ * its advice ("advice: ..."). */
 static void print_warnings(const struct pf_json *root)
 {
 	const struct pf_json *w = pf_json_get(root, "warnings");
+	const struct pf_json *a = pf_json_get(root, "advice");
 
-	if (!w || w->type != PF_JSON_ARR)
-		return;
-	for (w = w->child; w; w = w->next)
+	for (w = w && w->type == PF_JSON_ARR ? w->child : NULL; w; w = w->next)
 		if (w->type == PF_JSON_STR)
 			line("warning: %s", w->str);
+	for (a = a && a->type == PF_JSON_ARR ? a->child : NULL; a; a = a->next)
+		if (a->type == PF_JSON_STR)
+			line("%s", a->str);
 }
 
 static void print_frame(const char *mnt, const struct snapshot *cur,

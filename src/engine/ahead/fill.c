@@ -68,7 +68,8 @@
 /* the fill through a disk tier keeps at most max_memory / this in flight */
 #define THROUGH_SHARE 8
 #define THROUGH_PIECES 16
-#define ADVICE_MAX 200
+#define ADVICE_MAX 400
+#define ADVICE_PATH 160	/* bytes of a path the advice names */
 
 enum { FILL_OFF, FILL_LISTING, FILL_RUNNING, FILL_DONE, FILL_STOPPED,
        FILL_TOO_BIG };
@@ -197,15 +198,16 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 	size_up(total / 3 * 4 + (1u << 20), mem, sizeof(mem));
 	if (e->be->ops->capacity)
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "advice: random reads of %s (%" PRIu64 " bytes) fit "
+			 "advice: random reads of %.*s (%" PRIu64 " bytes) fit "
 			 "neither memory nor the disk cache: cache_size=%s "
 			 "(as much free in cache_dir) or max_memory=%s",
-			 what, total, disk, mem);
+			 ADVICE_PATH, what, total, disk, mem);
 	else
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "advice: random reads of %s (%" PRIu64 " bytes) do "
+			 "advice: random reads of %.*s (%" PRIu64 " bytes) do "
 			 "not fit memory: add cache_dir=DIR (%s free needed) "
-			 "or max_memory=%s", what, total, disk, mem);
+			 "or max_memory=%s", ADVICE_PATH, what, total, disk,
+			 mem);
 	pf_warn("%s", fl->advice);
 }
 
@@ -337,7 +339,8 @@ void pf_fill_in_order(struct pf_engine *e)
 /*
  * Whether @total bytes can be filled, and how (fl->through, fl->limit):
  * in memory, through the disk tier (all of it; a single file larger than
- * the tier, as far as it holds), or not at all (then the advice).
+ * the tier, as far as it holds), or not at all.  What does not fit whole
+ * gets the advice.
  */
 static bool fill_fits(struct pf_engine *e, const char *what, uint64_t total,
 		      bool single)
@@ -349,10 +352,9 @@ static bool fill_fits(struct pf_engine *e, const char *what, uint64_t total,
 	fl->through = !memory && total > fill_memory_budget(e);
 	fl->limit = total < budget ? total : budget;
 	fl->planned = 0;
-	if (total <= budget || (fl->through && single))
-		return true;
-	fill_advise(e, what, total);
-	return false;
+	if (total > budget)
+		fill_advise(e, what, total);
+	return total <= budget || (fl->through && single);
 }
 
 /* On a next-file thread, under the lock: the listing of the tree to fill
@@ -544,17 +546,21 @@ static bool fill_through(struct pf_engine *e, struct pf_efile *f,
 			len = piece;
 		if (len > fl->limit - fl->planned)
 			len = fl->limit - fl->planned;
+		/* (whole blocks of the tier: it would read a part as the
+		 * whole block, once for each part) */
 		if (be->ops->held_run)
 			len = be->ops->held_run(be, f->cur->bf, off, len,
 						&held);
 		if (!len)
 			return true;	/* past the tier's end of it */
+		if (len > f->size - off)
+			len = f->size - off;
 		if (held) {
 			f->ghost_upto += len;
 			fl->planned += len;
 			continue;
 		}
-		if (e->fill_inflight + len > cap)
+		if (e->fill_inflight && e->fill_inflight + len > cap)
 			return false;
 		reached = pf_cover_range(e, f, off, off + len, &c, &fb, later);
 		pf_fetch_builder_flush(e, &fb, later);
