@@ -184,7 +184,9 @@ static void size_up(uint64_t v, char *buf, size_t len)
  * Under the lock: a random reader of @what (@total bytes) that fits
  * neither memory nor a disk tier: one advice line, logged once and kept
  * for the stats.  The disk tier's capacity() is its slots less an eighth:
- * a cache of total x 8/7 holds it; memory's budget is 3/4 of max_memory.
+ * a cache of total x 8/7 holds it; memory's budget is 3/4 of max_memory,
+ * and a disk tier's staging and index come out of the option's value
+ * (cfg.memory_aside).
  */
 static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 {
@@ -195,7 +197,8 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 	if (fl->advice[0])
 		return;
 	size_up(total / 7 * 8 + (1u << 20), disk, sizeof(disk));
-	size_up(total / 3 * 4 + (1u << 20), mem, sizeof(mem));
+	size_up(total / 3 * 4 + e->cfg.memory_aside + (1u << 20), mem,
+		sizeof(mem));
 	if (e->be->ops->capacity)
 		snprintf(fl->advice, sizeof(fl->advice),
 			 "advice: random reads of %.*s (%" PRIu64 " bytes) fit "
