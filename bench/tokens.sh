@@ -28,9 +28,10 @@
 # pf+disk=./prefetchfs,max_memory=256M,cache_dir; then rclone mount
 # --vfs-cache-mode full.  Columns: data wait % over the run and over its
 # first and second halves, windows/s, bytes fetched from the store / the
-# file's size, and for prefetchfs bytes fetched / bytes the kernel asked
-# for (READs), the daemon's peak RSS (VmHWM) against max_memory, the
-# background fill's state and the advice line, if any.
+# file's size, the daemon's peak RSS (VmHWM) against max_memory; under a
+# prefetchfs row, what it read from its backend (the disk tier's hits
+# included) for the bytes of the kernel's READs, the background fill's
+# state, and the advice line of its stats and its log, if any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE=1G
@@ -137,7 +138,7 @@ s = json.load(open(sys.argv[1]))
 t, f = s["totals"], s.get("fill", {})
 dc = s.get("transport", {}).get("disk_cache")
 asked = t["bytes_served"]
-line = ("    fetched %.0f MiB for %.0f MiB asked by READs (%.2fx), %d READs, waits %d, fill %s %.0f/%.0f MiB"
+line = ("    read %.0f MiB from the backend (disk hits too) for %.0f MiB of READs (%.2fx), %d READs, waits %d, fill %s %.0f/%.0f MiB"
         % (t["bytes_fetched"] / 2**20, asked / 2**20,
            t["bytes_fetched"] / asked if asked else 0, t["reads"], t["waits"],
            f.get("state", "-"), f.get("bytes_done", 0) / 2**20,
@@ -146,10 +147,10 @@ if dc:
     line += ", disk: %.0f MiB cached, %d hits, waited %d" % (
         dc["bytes_cached"] / 2**20, dc["hits"], dc["waited"])
 for a in s.get("advice", []):
-    line += "\n    stats advice: " + a
+    line += "\n    stats: " + a
 print(line)
 PY
-	grep -o 'advice: .*' "$2" | head -1 | sed 's/^/    log /' || true
+	grep -o 'advice: .*' "$2" | head -1 | sed 's/^/    log: /' || true
 }
 
 echo "# bench/tokens.sh ($(date -u '+%Y-%m-%d %H:%M'), $(bench_machine))"
