@@ -22,6 +22,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -122,19 +123,36 @@ static int check_mountpoint(const char *mnt)
 	return 0;
 }
 
+/* Entries of directory @path but "." and "..", or -errno. */
+static long dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
 /*
  * Refuse what would hide or stack: a FUSE mount already on @mnt (a second
  * daemon on top of the first, or one whose daemon died) and, unless
- * @nonempty, a directory with files (they would be hidden).
+ * @nonempty, a directory with files (they would be hidden).  An empty
+ * directory @src as the source of a mount over a full one is the two
+ * arguments the other way round: said so.
  */
 static int check_mountpoint_free(const char *mnt, const char *shown,
-				 int nonempty)
+				 int nonempty, const char *src)
 {
 	struct pf_mountinfo mi;
 	struct statfs sfs;
-	DIR *d;
-	struct dirent *de;
-	unsigned n = 0;
+	long n;
 
 	if (pf_mountinfo_find(mnt, &mi) == 0 && pf_mountinfo_is_fuse(&mi)) {
 		/* the kernel answers stat() from its cache, statfs() asks */
@@ -152,21 +170,71 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 	}
 	if (nonempty)
 		return 0;
-	d = opendir(mnt);
-	if (!d) {
+	n = dir_entries(mnt);
+	if (n < 0) {
 		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n", shown,
-			strerror(errno));
+			strerror((int)-n));
 		return -1;
 	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 &&
-		    strcmp(de->d_name, "..") != 0)
-			n++;
-	closedir(d);
+	if (n && source_kind(src) == SRC_POSIX && dir_entries(src) == 0) {
+		fprintf(stderr, "prefetchfs: the source '%s' is empty and the "
+			"mountpoint '%s' holds %ld entries: SOURCE and "
+			"MOUNTPOINT the other way round? (prefetchfs [options] "
+			"SOURCE MOUNTPOINT)\n", src, shown, n);
+		return -1;
+	}
 	if (n) {
-		fprintf(stderr, "prefetchfs: mountpoint '%s' is not empty (%u "
+		fprintf(stderr, "prefetchfs: mountpoint '%s' is not empty (%ld "
 			"entries would be hidden): give -o nonempty to mount "
 			"over them\n", shown, n);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A cache_dir that cannot be written fails here, in one line, before
+ * anything reads from it (the listings an http(s):// or s3:// source
+ * keeps there would be read, and said so, first).  @dir is made by the
+ * disk cache if missing, so its parent must be writable then.
+ */
+static int check_cache_dir(const char *dir)
+{
+	char parent[PATH_MAX];
+	const char *at = dir;
+	struct statvfs sv;
+	char *slash;
+
+	if (access(dir, F_OK) < 0) {
+		snprintf(parent, sizeof(parent), "%s", dir);
+		while ((slash = strrchr(parent, '/')) && slash[1] == '\0' &&
+		       slash != parent)
+			*slash = '\0';	/* "dir/" */
+		slash = strrchr(parent, '/');
+		if (!slash)
+			snprintf(parent, sizeof(parent), ".");
+		else
+			slash[slash == parent] = '\0';
+		at = parent;
+	}
+	if (at != dir && access(at, F_OK) < 0) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s': %s does not "
+			"exist (the disk cache makes its last directory "
+			"only)\n", dir, at);
+		return -1;
+	}
+	if (statvfs(at, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s' is on a read-only "
+			"filesystem: the disk cache writes there; give a "
+			"writable directory, or no cache_dir\n", dir);
+		return -1;
+	}
+	if (access(at, W_OK | X_OK) < 0) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s': %s%s%s: the disk "
+			"cache writes there; give a directory this user may "
+			"write, or no cache_dir\n", dir, at == dir ? "" :
+			"cannot be made in ", at == dir ? "" : at,
+			at == dir ? strerror(errno) : "");
 		return -1;
 	}
 	return 0;
@@ -563,7 +631,9 @@ int main(int argc, char **argv)
 			o.mountpoint, strerror(errno));
 		return 1;
 	}
-	if (check_mountpoint_free(mnt, o.mountpoint, o.nonempty) < 0)
+	if (check_mountpoint_free(mnt, o.mountpoint, o.nonempty, o.source) < 0)
+		return 1;
+	if (o.cache_dir[0] && check_cache_dir(o.cache_dir) < 0)
 		return 1;
 	if (o.log_file[0]) {
 		/* before the fork, so that a bad path is said here */
