@@ -7,7 +7,8 @@
  * pipe once the mount is ready (INIT answered, read-ahead set) or fails;
  * the parent waits for that byte and exits 0 or 1, so `prefetchfs SRC MNT`
  * returns only when MNT can be used, and start-up errors still reach the
- * terminal.  After that the child detaches and logs to syslog.
+ * terminal.  After that the child detaches and logs to syslog (or a file,
+ * open_log()).
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -454,8 +455,60 @@ static void *ready_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Where the log goes, decided before the fork: -o log_file=FILE; else in
+ * the foreground stderr; else syslog, or where there is no syslog socket
+ * (a container) the file pf_log_default_file() names, or stderr if that
+ * cannot be written.  *fd is the file opened (-1: none); @where gets the
+ * words the mount's one line ends with.  -1 with the error printed when
+ * log_file cannot be opened.
+ */
+static int open_log(const struct pf_opts *o, int *fd, char *where,
+		    size_t len)
+{
+	const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+	char path[PATH_MAX];
+	struct stat st;
+
+	*fd = -1;
+	snprintf(where, len, "the log goes to syslog (journalctl -t "
+		 "prefetchfs)");
+	if (o->log_file[0]) {
+		/* before the fork, so that a bad path is said here */
+		*fd = open(o->log_file, flags, 0600);
+		if (*fd < 0) {
+			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
+				o->log_file, strerror(errno));
+			return -1;
+		}
+		snprintf(where, len, "the log goes to %s", o->log_file);
+		return 0;
+	}
+	if (o->foreground || pf_log_syslog_at(PF_LOG_SYSLOG_SOCKET))
+		return 0;
+	/* not another user's file, nor one a link points to */
+	if (pf_log_default_file(path, sizeof(path)) == 0)
+		*fd = open(path, flags | O_NOFOLLOW, 0600);
+	if (*fd >= 0 && (fstat(*fd, &st) < 0 || st.st_uid != geteuid() ||
+			 !S_ISREG(st.st_mode))) {
+		close(*fd);
+		*fd = -1;
+		errno = EPERM;
+	}
+	if (*fd >= 0)
+		snprintf(where, len, "no syslog here (no %s): the log goes "
+			 "to %s (-o log_file=FILE to choose)",
+			 PF_LOG_SYSLOG_SOCKET, path);
+	else
+		snprintf(where, len, "no syslog here (no %s) and %s: %s: the "
+			 "log goes to this stderr (-o log_file=FILE to "
+			 "choose)", PF_LOG_SYSLOG_SOCKET, path,
+			 strerror(errno));
+	return 0;
+}
+
 /* The parent: wait for the child's verdict. */
-static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
+static int wait_child(pid_t pid, int fd, const char *logwhere,
 		      const char *mnt)
 {
 	char c;
@@ -468,13 +521,8 @@ static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
 	close(fd);
 	if (n == 1 && c == 0) {
 		/* the one thing said on success: where to look later */
-		if (o->log_file[0])
-			fprintf(stderr, "prefetchfs: mounted on %s; the log "
-				"goes to %s\n", mnt, o->log_file);
-		else
-			fprintf(stderr, "prefetchfs: mounted on %s; the log "
-				"goes to syslog (journalctl -t prefetchfs)\n",
-				mnt);
+		fprintf(stderr, "prefetchfs: mounted on %s; %s\n", mnt,
+			logwhere);
 		return 0;
 	}
 	if (n == 1)
@@ -486,8 +534,11 @@ static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
 	return 1;
 }
 
-/* Into the background; stderr (the log) goes to @logfd if >= 0. */
-static void detach(int logfd)
+/*
+ * Into the background; stderr (the log) goes to @logfd if >= 0, stays
+ * where it is with @keep_stderr (no syslog, no log file), else /dev/null.
+ */
+static void detach(int logfd, bool keep_stderr)
 {
 	int fd = open("/dev/null", O_RDWR);
 
@@ -498,7 +549,10 @@ static void detach(int logfd)
 	if (fd >= 0) {
 		dup2(fd, 0);
 		dup2(fd, 1);
-		dup2(logfd >= 0 ? logfd : fd, 2);
+		if (logfd >= 0)
+			dup2(logfd, 2);
+		else if (!keep_stderr)
+			dup2(fd, 2);
 		if (fd > 2)
 			close(fd);
 	}
@@ -580,6 +634,7 @@ int main(int argc, char **argv)
 	char desc[PATH_MAX + 600];
 	enum src_kind kind;
 	char err[512];
+	char logwhere[PATH_MAX + 200];
 	int pipefd[2] = { -1, -1 };
 	int logfd = -1;
 	int status = 1;
@@ -635,16 +690,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.cache_dir[0] && check_cache_dir(o.cache_dir) < 0)
 		return 1;
-	if (o.log_file[0]) {
-		/* before the fork, so that a bad path is said here */
-		logfd = open(o.log_file, O_WRONLY | O_APPEND | O_CREAT |
-					 O_CLOEXEC, 0600);
-		if (logfd < 0) {
-			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
-				o.log_file, strerror(errno));
-			return 1;
-		}
-	}
+	if (open_log(&o, &logfd, logwhere, sizeof(logwhere)) < 0)
+		return 1;
 
 	if (!o.foreground) {
 		pid_t pid;
@@ -662,7 +709,8 @@ int main(int argc, char **argv)
 		}
 		if (pid > 0) {
 			close(pipefd[1]);
-			return wait_child(pid, pipefd[0], &o, o.mountpoint);
+			return wait_child(pid, pipefd[0], logwhere,
+					  o.mountpoint);
 		}
 		close(pipefd[0]);
 		rc.notify_fd = pipefd[1];
@@ -802,13 +850,16 @@ int main(int argc, char **argv)
 		goto out_unmount;
 	}
 	if (!o.foreground) {
-		if (logfd < 0)
+		bool syslog = pf_log_syslog_at(PF_LOG_SYSLOG_SOCKET);
+
+		if (logfd < 0 && syslog)
 			pf_log_use_syslog(1);
-		detach(logfd);
+		detach(logfd, !syslog);
 	} else if (logfd >= 0) {
 		fprintf(stderr, "prefetchfs: the log goes to %s\n", o.log_file);
 		dup2(logfd, 2);
 	}
+	pf_log_use_file(logfd >= 0);
 	/* from the main thread, which lives as long as the daemon */
 	ret = pf_guard_start(mnt, argv, argc);
 	if (ret < 0)
