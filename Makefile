@@ -62,12 +62,13 @@ endif
 #   backend/s3auth/ S3 configuration and the AWS credential chain
 #   diskcache/      the disk cache, a decorator of any backend
 #   util/           pool, strings, JSON, log, io_uring, trace file
-#   tools/          prefetchfs-stat
+#   tools/          prefetchfs-stat, prefetchfs-warm
 #Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
 	backend/s3auth diskcache util
 FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
-STAT_SRCS := src/tools/stat_main.c
+STAT_SRCS := src/tools/stat_main.c src/tools/stat_frame.c \
+	src/tools/stat_advice.c
 LIB_SRCS := $(filter-out $(FRONT_SRCS),\
 	$(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:.c=.o)

@@ -203,8 +203,22 @@ struct pf_engine_totals {
 				  * own: for read-ahead in flight (or for
 				  * memory); waits, never hits */
 	uint64_t wait_ns;
+	uint64_t miss_wait_ns;	/* of the waits of READs that missed */
 	uint64_t bytes_served;	/* answered to READs, and pushed to the
 				 * page cache (bytes_pushed) */
+	uint64_t bytes_hit;	/* answered to READs at once (hits) */
+	/*
+	 * The page cache, estimated: the kernel asks for nothing it holds,
+	 * so an open by readers that made no READ and had nothing pushed
+	 * was served by it whole.  Counted when the last reader's handle
+	 * of a file closes (handles open at once are one): quiet_opens and
+	 * their files' sizes, quiet_bytes; opens counts every reader's
+	 * open.  Partial page-cache hits (a READ for the rest) count
+	 * nothing; an open that read nothing at all counts as served.
+	 */
+	uint64_t opens;
+	uint64_t quiet_opens;
+	uint64_t quiet_bytes;
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
@@ -216,6 +230,8 @@ struct pf_engine_totals {
 	uint64_t next_taken;	/* files opened ahead whose open went to
 				 * their reader (no round trip) */
 	uint64_t fetches;
+	uint64_t fetches_done;	/* completed without error ... */
+	uint64_t fetch_ns;	/* ... taking this long, issue to end */
 	uint64_t fetch_errors;
 	uint64_t fetches_started; /* whose first bytes the backend said
 				   * arrived (pf_bio.started: http, s3) */

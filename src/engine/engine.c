@@ -125,6 +125,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->closed);
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
+	e->t_start = engine_now(e);
 	if (cfg->prefetch && pf_plans_start(e) < 0) {
 		ret = -ENOMEM;
 		goto out_pool;

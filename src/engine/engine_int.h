@@ -284,6 +284,11 @@ struct pf_efile {
 	bool fill_pending;	/* on the fill's list to plan */
 	bool stale;		/* a newer version of its path replaced it
 				 * (pf_efile_retire()): READs fail, no open */
+	/* the page cache's share (pf_engine_totals): readers' handles open
+	 * (pf_efile_open/close), the READs and pushes since the first */
+	unsigned readers;
+	uint64_t reader_reads;
+	bool reader_pushed;
 };
 
 struct pf_engine {
@@ -359,6 +364,8 @@ struct pf_engine {
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	uint64_t t_start;	/* set before threads start: engine_now() at
+				 * pf_engine_new() (the stats' uptime) */
 };
 
 /* What pf_cover_range() is asked to do and what it found (on the caller's
