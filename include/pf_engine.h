@@ -283,4 +283,30 @@ int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *h,
 			 const char *buf, size_t len, uint64_t off);
 void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
 
+/*
+ * Warm-ups (preload.c; prefetchfs-warm): one struct pf_engine_preload per
+ * handle of the control file.  open: -EOPNOTSUPP without prefetch.
+ * write: lines, each a file's path relative to the mount root ending in
+ * '\n' (a line may straddle writes; a leading '/' is the root; '#' lines
+ * are skipped), queued in order and read whole into the cache tiers
+ * unless a tier holds the file already; returns @len, or -EINVAL (a NUL
+ * byte, a path with a ".." component), -ENAMETOOLONG (a line over 4095
+ * bytes) for the whole write.  status: one JSON line into @buf,
+ *   {"files_total": N, "files": N, "cached": N, "failed": N,
+ *    "bytes": N, "bytes_cached": N, "active": N, "error": "..."|null}
+ * (files and bytes done, those a tier held already among them; active:
+ * files queued, opening or being read; error: the first failure, ENOSPC
+ * when the files exceed what the tiers hold), its length.  close: the job
+ * stops (queued paths dropped), @p is freed.  Any thread, no lock held.
+ */
+struct pf_engine_preload;
+int pf_engine_preload_open(struct pf_engine *e,
+			   struct pf_engine_preload **out);
+int pf_engine_preload_write(struct pf_engine *e, struct pf_engine_preload *p,
+			    const char *buf, size_t len);
+int pf_engine_preload_status(struct pf_engine *e, struct pf_engine_preload *p,
+			     char *buf, size_t size);
+void pf_engine_preload_close(struct pf_engine *e,
+			     struct pf_engine_preload *p);
+
 #endif

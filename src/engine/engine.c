@@ -178,6 +178,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 	 * let go */
 	pf_opener_stop(e);
 	pf_next_stop(e);
+	pf_preload_stop(e);
 	pf_plans_stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
@@ -204,6 +205,7 @@ void pf_engine_free(struct pf_engine *e)
 		return;
 	pf_opener_stop(e);
 	pf_next_stop(e);
+	pf_preload_stop(e);
 	pf_plans_stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
@@ -219,6 +221,7 @@ void pf_engine_free(struct pf_engine *e)
 		pf_efile_maybe_free(e, f);
 	}
 	pf_plans_free(e);
+	pf_preload_free(e);
 	pf_opener_free(e);
 	pf_engine_stop_push(e);
 	free(e->ghosts);

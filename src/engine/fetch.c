@@ -551,6 +551,8 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	pf_plans_kick(e);
 	if (!pushed)
 		pf_fetch_free(e, ft);
+	/* after the free: a warm-up waits for f->fetches to reach 0 */
+	pf_preload_plan(e, &later);
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
 

@@ -544,6 +544,13 @@ void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f)
 
 /* What may be filled: 3/4 of the memory, or the backend's capacity (a disk
  * cache tier) if larger. */
+static uint64_t fill_budget(const struct pf_engine *e, bool *memory);
+
+uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory)
+{
+	return fill_budget(e, memory);
+}
+
 static uint64_t fill_budget(const struct pf_engine *e, bool *memory)
 {
 	uint64_t b = e->cfg.max_memory / 4 * 3;
