@@ -10,7 +10,7 @@
  * a sequence number (D. Vyukov's bounded queue): a producer claims a cell
  * with one compare-and-swap and publishes it with one release store; a
  * full ring drops the event and counts it.  Producers also count
- * themselves in and out (tr.users), so that the writer, once it has
+ * themselves in and out (pf_tr.users), so that the writer, once it has
  * turned tracing off, knows when no producer can still touch the ring.
  *
  * One writer thread owns the file and every table but the file names
@@ -186,7 +186,7 @@ static struct {
 	struct name *names;
 	size_t nslots;
 	size_t nnames;
-} tr = {
+} pf_tr = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.names_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -203,7 +203,7 @@ static uint64_t mix(uint64_t h)
 
 static uint64_t now_ns(void)
 {
-	return tr.clock ? tr.clock(tr.clock_arg) : pf_now_ns();
+	return pf_tr.clock ? pf_tr.clock(pf_tr.clock_arg) : pf_now_ns();
 }
 
 /* ---- producers ----------------------------------------------------------- */
@@ -214,43 +214,43 @@ static void put(const struct tev *ev)
 	size_t pos;
 
 	/* counted in before looking at the flag: see writer_quiesce() */
-	atomic_fetch_add(&tr.users, 1);
+	atomic_fetch_add(&pf_tr.users, 1);
 	if (!atomic_load(&pf_trace_active))
 		goto out;
-	pos = atomic_load_explicit(&tr.enq, memory_order_relaxed);
+	pos = atomic_load_explicit(&pf_tr.enq, memory_order_relaxed);
 	for (;;) {
 		size_t seq;
 		intptr_t dif;
 
-		c = &tr.ring[pos & tr.mask];
+		c = &pf_tr.ring[pos & pf_tr.mask];
 		seq = atomic_load_explicit(&c->seq, memory_order_acquire);
 		dif = (intptr_t)seq - (intptr_t)pos;
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(
-				    &tr.enq, &pos, pos + 1,
+				    &pf_tr.enq, &pos, pos + 1,
 				    memory_order_relaxed,
 				    memory_order_relaxed))
 				break;
 		} else if (dif < 0) {
 			/* full: the writer is behind */
-			atomic_fetch_add_explicit(&tr.dropped, 1,
+			atomic_fetch_add_explicit(&pf_tr.dropped, 1,
 						  memory_order_relaxed);
 			goto out;
 		} else {
-			pos = atomic_load_explicit(&tr.enq,
+			pos = atomic_load_explicit(&pf_tr.enq,
 						   memory_order_relaxed);
 		}
 	}
 	c->ev = *ev;
 	atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
 	/* half full: wake the writer before its tick */
-	if (pos - atomic_load_explicit(&tr.deq_pub, memory_order_relaxed) ==
-	    (tr.mask + 1) / 2) {
-		atomic_store(&tr.kick, true);
-		pthread_cond_signal(&tr.cond);
+	if (pos - atomic_load_explicit(&pf_tr.deq_pub, memory_order_relaxed) ==
+	    (pf_tr.mask + 1) / 2) {
+		atomic_store(&pf_tr.kick, true);
+		pthread_cond_signal(&pf_tr.cond);
 	}
 out:
-	atomic_fetch_sub(&tr.users, 1);
+	atomic_fetch_sub(&pf_tr.users, 1);
 }
 
 void pf_trace_read(const struct pf_trace_read *r)
@@ -345,24 +345,24 @@ void pf_trace_counters(uint64_t t, unsigned inflight, unsigned queued,
 /* Under names_lock: the slot of @tag (free if it has none). */
 static struct name *name_slot(uint64_t tag)
 {
-	size_t i = (size_t)mix(tag) & (tr.nslots - 1);
+	size_t i = (size_t)mix(tag) & (pf_tr.nslots - 1);
 
-	while (tr.names[i].path && tr.names[i].tag != tag)
-		i = (i + 1) & (tr.nslots - 1);
-	return &tr.names[i];
+	while (pf_tr.names[i].path && pf_tr.names[i].tag != tag)
+		i = (i + 1) & (pf_tr.nslots - 1);
+	return &pf_tr.names[i];
 }
 
 static int names_grow(void)
 {
-	struct name *old = tr.names;
-	size_t oslots = tr.nslots;
+	struct name *old = pf_tr.names;
+	size_t oslots = pf_tr.nslots;
 	size_t nslots = oslots ? oslots * 2 : 256;
 	struct name *n = calloc(nslots, sizeof(*n));
 
 	if (!n)
 		return -ENOMEM;
-	tr.names = n;
-	tr.nslots = nslots;
+	pf_tr.names = n;
+	pf_tr.nslots = nslots;
 	for (size_t i = 0; i < oslots; i++)
 		if (old[i].path)
 			*name_slot(old[i].tag) = old[i];
@@ -374,24 +374,24 @@ void pf_trace_file(uint64_t tag, const char *path)
 {
 	struct name *n;
 
-	atomic_fetch_add(&tr.users, 1);
+	atomic_fetch_add(&pf_tr.users, 1);
 	if (!atomic_load(&pf_trace_active))
 		goto out;
-	pthread_mutex_lock(&tr.names_lock);
-	if ((tr.nnames + 1) * 2 > tr.nslots && names_grow() < 0)
+	pthread_mutex_lock(&pf_tr.names_lock);
+	if ((pf_tr.nnames + 1) * 2 > pf_tr.nslots && names_grow() < 0)
 		goto unlock;
 	n = name_slot(tag);
 	if (!n->path) {
 		n->path = strdup(path);
 		if (n->path) {
 			n->tag = tag;
-			tr.nnames++;
+			pf_tr.nnames++;
 		}
 	}
 unlock:
-	pthread_mutex_unlock(&tr.names_lock);
+	pthread_mutex_unlock(&pf_tr.names_lock);
 out:
-	atomic_fetch_sub(&tr.users, 1);
+	atomic_fetch_sub(&pf_tr.users, 1);
 }
 
 /* The writer: the name of the file tagged @tag, or NULL. */
@@ -399,10 +399,10 @@ static const char *name_of(uint64_t tag)
 {
 	const char *p = NULL;
 
-	pthread_mutex_lock(&tr.names_lock);
-	if (tr.nslots)
+	pthread_mutex_lock(&pf_tr.names_lock);
+	if (pf_tr.nslots)
 		p = name_slot(tag)->path;
-	pthread_mutex_unlock(&tr.names_lock);
+	pthread_mutex_unlock(&pf_tr.names_lock);
 	return p;
 }
 
@@ -422,34 +422,35 @@ static void json_str(FILE *fp, const char *str)
 /* Microseconds with nanosecond digits: the format's unit. */
 static void put_us(uint64_t ns)
 {
-	fprintf(tr.out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	fprintf(pf_tr.out, "%" PRIu64 ".%03u", ns / 1000,
+		(unsigned)(ns % 1000));
 }
 
 /* Opens one event: {"name":...,"ts":T and the caller goes on. */
 static void ev_head(const char *name, const char *cat, const char *ph,
 		    unsigned tid, uint64_t t)
 {
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		"%s\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"%s\","
 		"\"pid\":%d,\"tid\":%u,\"ts\":",
-		tr.first ? "" : ",", name, cat, ph, tr.pid, tid);
-	put_us(t - tr.t0);
-	tr.first = false;
-	if (t > tr.last_ts)
-		tr.last_ts = t;
+		pf_tr.first ? "" : ",", name, cat, ph, pf_tr.pid, tid);
+	put_us(t - pf_tr.t0);
+	pf_tr.first = false;
+	if (t > pf_tr.last_ts)
+		pf_tr.last_ts = t;
 }
 
 static void put_dur(uint64_t t0, uint64_t t1)
 {
-	fputs(",\"dur\":", tr.out);
+	fputs(",\"dur\":", pf_tr.out);
 	put_us(t1 > t0 ? t1 - t0 : 0);
 }
 
 static void put_err(int err)
 {
 	if (err) {
-		fputs(",\"error\":", tr.out);
-		json_str(tr.out, strerror(err));
+		fputs(",\"error\":", pf_tr.out);
+		json_str(pf_tr.out, strerror(err));
 	}
 }
 
@@ -464,18 +465,18 @@ static size_t fam_hash(enum fam_kind kind, uint64_t tag, unsigned stream)
 static struct fam **fam_slot(enum fam_kind kind, uint64_t tag,
 			     unsigned stream)
 {
-	size_t i = fam_hash(kind, tag, stream) & (tr.fslots - 1);
+	size_t i = fam_hash(kind, tag, stream) & (pf_tr.fslots - 1);
 
-	while (tr.fams[i] && !(tr.fams[i]->kind == kind &&
-			       tr.fams[i]->tag == tag &&
-			       tr.fams[i]->stream == stream))
-		i = (i + 1) & (tr.fslots - 1);
-	return &tr.fams[i];
+	while (pf_tr.fams[i] && !(pf_tr.fams[i]->kind == kind &&
+				  pf_tr.fams[i]->tag == tag &&
+				  pf_tr.fams[i]->stream == stream))
+		i = (i + 1) & (pf_tr.fslots - 1);
+	return &pf_tr.fams[i];
 }
 
 static struct fam *fam_find(enum fam_kind kind, uint64_t tag, unsigned stream)
 {
-	return tr.fslots ? *fam_slot(kind, tag, stream) : NULL;
+	return pf_tr.fslots ? *fam_slot(kind, tag, stream) : NULL;
 }
 
 static struct fam *fam_get(enum fam_kind kind, uint64_t tag, unsigned stream)
@@ -484,16 +485,16 @@ static struct fam *fam_get(enum fam_kind kind, uint64_t tag, unsigned stream)
 	struct fam *f;
 	struct fam *sib;
 
-	if ((tr.nfams + 1) * 2 > tr.fslots) {
-		size_t oslots = tr.fslots;
-		struct fam **old = tr.fams;
+	if ((pf_tr.nfams + 1) * 2 > pf_tr.fslots) {
+		size_t oslots = pf_tr.fslots;
+		struct fam **old = pf_tr.fams;
 		size_t nslots = oslots ? oslots * 2 : 64;
 		struct fam **n = calloc(nslots, sizeof(*n));
 
 		if (!n)
 			return NULL;
-		tr.fams = n;
-		tr.fslots = nslots;
+		pf_tr.fams = n;
+		pf_tr.fslots = nslots;
 		for (size_t i = 0; i < oslots; i++)
 			if (old[i])
 				*fam_slot(old[i]->kind, old[i]->tag,
@@ -514,10 +515,10 @@ static struct fam *fam_get(enum fam_kind kind, uint64_t tag, unsigned stream)
 	} else {
 		sib = fam_find(kind == FAM_READS ? FAM_FETCHES : FAM_READS,
 			       tag, stream);
-		f->pair = sib ? sib->pair : ++tr.npairs;
+		f->pair = sib ? sib->pair : ++pf_tr.npairs;
 	}
 	*slot = f;
-	tr.nfams++;
+	pf_tr.nfams++;
 	return f;
 }
 
@@ -539,7 +540,7 @@ static int lane_pick(struct fam *f, uint64_t t0, uint64_t t1)
 			break;
 	if (i == f->nlanes) {
 		if (f->nlanes == MAX_LANES) {
-			tr.lane_dropped++;
+			pf_tr.lane_dropped++;
 			return -1;
 		}
 		if (f->nlanes == f->cap) {
@@ -548,14 +549,14 @@ static int lane_pick(struct fam *f, uint64_t t0, uint64_t t1)
 						 cap * sizeof(*n));
 
 			if (!n) {
-				tr.nomem_dropped++;
+				pf_tr.nomem_dropped++;
 				return -1;
 			}
 			f->lanes = n;
 			f->cap = cap;
 		}
 		memset(&f->lanes[i], 0, sizeof(f->lanes[i]));
-		f->lanes[i].tid = ++tr.next_tid;
+		f->lanes[i].tid = ++pf_tr.next_tid;
 		f->nlanes++;
 	}
 	/* the hits gathered on this lane end before this event */
@@ -572,16 +573,16 @@ static void run_flush(struct fam *f)
 	struct hitrun *r = &f->run;
 
 	r->on = false;
-	tr.hit_runs++;
-	if (tr.hit_events >= MAX_HIT_EVENTS && tr.hit_runs % HIT_SAMPLE) {
-		tr.hits_unshown += r->reads;
+	pf_tr.hit_runs++;
+	if (pf_tr.hit_events >= MAX_HIT_EVENTS && pf_tr.hit_runs % HIT_SAMPLE) {
+		pf_tr.hits_unshown += r->reads;
 		return;
 	}
-	tr.hit_events++;
+	pf_tr.hit_events++;
 	ev_head(r->reads > 1 ? "hits" : "hit", "read", "X",
 		f->lanes[r->lane].tid, r->t0);
 	put_dur(r->t0, r->t1);
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
 		",\"reads\":%" PRIu64 "}}",
 		r->off, r->end - r->off, r->reads);
@@ -623,7 +624,7 @@ static void do_read(const struct tev *ev)
 	int lane;
 
 	if (!f) {
-		tr.nomem_dropped++;
+		pf_tr.nomem_dropped++;
 		return;
 	}
 	if (ev->pattern != PF_PAT_UNKNOWN)
@@ -638,12 +639,12 @@ static void do_read(const struct tev *ev)
 	ev_head(ev->err ? "read error" : "wait", "read", "X",
 		f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
 		",\"block\":%" PRIu64 ",\"demand_fetch\":%s",
 		ev->a, ev->b, ev->c, (ev->flags & F_MISSED) ? "true" : "false");
 	put_err(ev->err);
-	fputs("}}", tr.out);
+	fputs("}}", pf_tr.out);
 }
 
 static void do_fetch(const struct tev *ev)
@@ -652,7 +653,7 @@ static void do_fetch(const struct tev *ev)
 	int lane;
 
 	if (!f) {
-		tr.nomem_dropped++;
+		pf_tr.nomem_dropped++;
 		return;
 	}
 	lane = lane_pick(f, ev->t0, ev->t1);
@@ -661,12 +662,12 @@ static void do_fetch(const struct tev *ev)
 	ev_head((ev->flags & F_PREFETCH) ? "read-ahead" : "demand", "fetch",
 		"X", f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\"args\":{\"offset\":%" PRIu64 ",\"size\":%" PRIu64
 		",\"bytes\":%" PRIu64 ",\"stream\":%u",
 		ev->a, ev->b, ev->c, ev->stream);
 	put_err(ev->err);
-	fputs("}}", tr.out);
+	fputs("}}", pf_tr.out);
 }
 
 static void do_plan(const struct tev *ev)
@@ -675,7 +676,7 @@ static void do_plan(const struct tev *ev)
 	int lane;
 
 	if (!f) {
-		tr.nomem_dropped++;
+		pf_tr.nomem_dropped++;
 		return;
 	}
 	if (ev->pattern != PF_PAT_UNKNOWN)
@@ -684,7 +685,7 @@ static void do_plan(const struct tev *ev)
 	if (lane < 0)
 		return;
 	ev_head("refill", "plan", "i", f->lanes[lane].tid, ev->t0);
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\"s\":\"t\",\"args\":{\"pattern\":\"%s\",\"next_offset\":%"
 		PRIu64 ",\"batch\":%" PRIu64 ",\"window\":%" PRIu64
 		",\"windows\":%u,\"windows_ahead\":%.2f,\"issued\":%" PRIu64
@@ -701,7 +702,7 @@ static void do_push(const struct tev *ev)
 	int lane;
 
 	if (!f) {
-		tr.nomem_dropped++;
+		pf_tr.nomem_dropped++;
 		return;
 	}
 	lane = lane_pick(f, ev->t0, ev->t1);
@@ -709,42 +710,42 @@ static void do_push(const struct tev *ev)
 		return;
 	ev_head("push", "push", "X", f->lanes[lane].tid, ev->t0);
 	put_dur(ev->t0, ev->t1);
-	fputs(",\"args\":{\"file\":", tr.out);
+	fputs(",\"args\":{\"file\":", pf_tr.out);
 	if (name)
-		json_str(tr.out, name);
+		json_str(pf_tr.out, name);
 	else
-		fprintf(tr.out, "\"inode %" PRIu64 "\"", ev->tag);
-	fprintf(tr.out, ",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64,
+		fprintf(pf_tr.out, "\"inode %" PRIu64 "\"", ev->tag);
+	fprintf(pf_tr.out, ",\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64,
 		ev->a, ev->b);
 	put_err(ev->err);
-	fputs("}}", tr.out);
+	fputs("}}", pf_tr.out);
 }
 
 static void do_counters(const struct tev *ev)
 {
 	/* a counter track is one series: never back in time */
-	uint64_t t = ev->t0 > tr.last_counter ? ev->t0 : tr.last_counter;
+	uint64_t t = ev->t0 > pf_tr.last_counter ? ev->t0 : pf_tr.last_counter;
 
-	tr.last_counter = t;
+	pf_tr.last_counter = t;
 	ev_head("fetches", "counter", "C", 0, t);
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\"args\":{\"in_flight\":%" PRIu64 ",\"queued\":%" PRIu64
 		"}}",
 		ev->a, ev->b);
 	ev_head("memory", "counter", "C", 0, t);
-	fprintf(tr.out, ",\"args\":{\"used_MiB\":%.1f}}",
+	fprintf(pf_tr.out, ",\"args\":{\"used_MiB\":%.1f}}",
 		(double)ev->c / 1048576.0);
 }
 
 static void handle(struct tev *ev)
 {
 	/* started before the trace (a fetch issued earlier): from time 0 */
-	if (ev->t0 < tr.t0)
-		ev->t0 = tr.t0;
+	if (ev->t0 < pf_tr.t0)
+		ev->t0 = pf_tr.t0;
 	if (ev->t1 < ev->t0)
 		ev->t1 = ev->t0;
-	if (ev->t0 - tr.t0 > tr.limit_ns) {
-		tr.late_dropped++;
+	if (ev->t0 - pf_tr.t0 > pf_tr.limit_ns) {
+		pf_tr.late_dropped++;
 		return;
 	}
 	switch (ev->type) {
@@ -770,34 +771,34 @@ static void handle(struct tev *ev)
 
 /* ---- the writer ---------------------------------------------------------- */
 
-/* Move what the producers published from the ring to tr.pend. */
+/* Move what the producers published from the ring to pf_tr.pend. */
 static void drain(void)
 {
 	for (;;) {
-		struct cell *c = &tr.ring[tr.deq & tr.mask];
+		struct cell *c = &pf_tr.ring[pf_tr.deq & pf_tr.mask];
 		size_t seq = atomic_load_explicit(&c->seq,
 						  memory_order_acquire);
 
-		if (seq != tr.deq + 1)
+		if (seq != pf_tr.deq + 1)
 			break;
-		if (tr.npend == tr.pcap) {
-			size_t cap = tr.pcap ? tr.pcap * 2 : 4096;
-			struct tev *n = realloc(tr.pend, cap * sizeof(*n));
+		if (pf_tr.npend == pf_tr.pcap) {
+			size_t cap = pf_tr.pcap ? pf_tr.pcap * 2 : 4096;
+			struct tev *n = realloc(pf_tr.pend, cap * sizeof(*n));
 
 			if (n) {
-				tr.pend = n;
-				tr.pcap = cap;
+				pf_tr.pend = n;
+				pf_tr.pcap = cap;
 			}
 		}
-		if (tr.npend < tr.pcap)
-			tr.pend[tr.npend++] = c->ev;
+		if (pf_tr.npend < pf_tr.pcap)
+			pf_tr.pend[pf_tr.npend++] = c->ev;
 		else
-			tr.nomem_dropped++;
-		atomic_store_explicit(&c->seq, tr.deq + tr.mask + 1,
+			pf_tr.nomem_dropped++;
+		atomic_store_explicit(&c->seq, pf_tr.deq + pf_tr.mask + 1,
 				      memory_order_release);
-		tr.deq++;
+		pf_tr.deq++;
 	}
-	atomic_store_explicit(&tr.deq_pub, tr.deq, memory_order_relaxed);
+	atomic_store_explicit(&pf_tr.deq_pub, pf_tr.deq, memory_order_relaxed);
 }
 
 static int tev_cmp(const void *a, const void *b)
@@ -818,21 +819,22 @@ static void process(uint64_t horizon)
 {
 	size_t i;
 
-	if (!tr.npend)
+	if (!pf_tr.npend)
 		return;
-	qsort(tr.pend, tr.npend, sizeof(*tr.pend), tev_cmp);
-	for (i = 0; i < tr.npend && tr.pend[i].t0 <= horizon; i++)
-		handle(&tr.pend[i]);
-	memmove(tr.pend, tr.pend + i, (tr.npend - i) * sizeof(*tr.pend));
-	tr.npend -= i;
+	qsort(pf_tr.pend, pf_tr.npend, sizeof(*pf_tr.pend), tev_cmp);
+	for (i = 0; i < pf_tr.npend && pf_tr.pend[i].t0 <= horizon; i++)
+		handle(&pf_tr.pend[i]);
+	memmove(pf_tr.pend, pf_tr.pend + i,
+		(pf_tr.npend - i) * sizeof(*pf_tr.pend));
+	pf_tr.npend -= i;
 }
 
 static void thread_meta(const char *what, unsigned tid, const char *key)
 {
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		",\n{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
 		"\"ts\":0,\"args\":{\"%s\":",
-		what, tr.pid, tid, key);
+		what, pf_tr.pid, tid, key);
 }
 
 /* The track names ("M" events), one per lane. */
@@ -841,13 +843,13 @@ static void write_names(void)
 	char name[4200];
 
 	thread_meta("process_name", 0, "name");
-	json_str(tr.out, tr.title ? tr.title : "prefetchfs");
-	fputs("}}", tr.out);
+	json_str(pf_tr.out, pf_tr.title ? pf_tr.title : "prefetchfs");
+	fputs("}}", pf_tr.out);
 	thread_meta("thread_name", 0, "name");
-	json_str(tr.out, "prefetchfs");
-	fputs("}}", tr.out);
-	for (size_t s = 0; s < tr.fslots; s++) {
-		struct fam *f = tr.fams[s];
+	json_str(pf_tr.out, "prefetchfs");
+	fputs("}}", pf_tr.out);
+	for (size_t s = 0; s < pf_tr.fslots; s++) {
+		struct fam *f = pf_tr.fams[s];
 		const char *file;
 		char inode[40];
 		int len;
@@ -887,11 +889,11 @@ static void write_names(void)
 				snprintf(name + len, sizeof(name) - (size_t)len,
 					 " #%u", i + 1);
 			thread_meta("thread_name", f->lanes[i].tid, "name");
-			json_str(tr.out, name);
-			fputs("}}", tr.out);
+			json_str(pf_tr.out, name);
+			fputs("}}", pf_tr.out);
 			thread_meta("thread_sort_index", f->lanes[i].tid,
 				    "sort_index");
-			fprintf(tr.out, "%u}}",
+			fprintf(pf_tr.out, "%u}}",
 				f->pair * 256 +
 					(f->kind == FAM_FETCHES ? 128 : 0) + i);
 		}
@@ -903,40 +905,40 @@ static void finish(void)
 {
 	uint64_t end = now_ns();
 
-	for (size_t s = 0; s < tr.fslots; s++)
-		if (tr.fams[s] && tr.fams[s]->run.on)
-			run_flush(tr.fams[s]);
-	if (end < tr.t0)
-		end = tr.t0;
-	if (end - tr.t0 > tr.limit_ns)
-		end = tr.t0 + tr.limit_ns;
-	if (end < tr.last_ts)
-		end = tr.last_ts;
+	for (size_t s = 0; s < pf_tr.fslots; s++)
+		if (pf_tr.fams[s] && pf_tr.fams[s]->run.on)
+			run_flush(pf_tr.fams[s]);
+	if (end < pf_tr.t0)
+		end = pf_tr.t0;
+	if (end - pf_tr.t0 > pf_tr.limit_ns)
+		end = pf_tr.t0 + pf_tr.limit_ns;
+	if (end < pf_tr.last_ts)
+		end = pf_tr.last_ts;
 	ev_head("trace end", "trace", "i", 0, end);
-	fputs(",\"s\":\"g\"}", tr.out);
+	fputs(",\"s\":\"g\"}", pf_tr.out);
 	write_names();
-	fprintf(tr.out,
+	fprintf(pf_tr.out,
 		"\n],\n\"otherData\":{\"producer\":\"prefetchfs\","
 		"\"stopped_by\":\"%s\",\"limit_s\":%.3f,"
 		"\"events_dropped\":%" PRIu64 ",\"hit_reads_unshown\":%" PRIu64
 		",\"lanes_full_dropped\":%" PRIu64 ",\"after_limit\":%" PRIu64
 		"}}\n",
-		tr.stopped_by, (double)tr.limit_ns / 1e9,
-		(uint64_t)atomic_load(&tr.dropped) + tr.nomem_dropped,
-		tr.hits_unshown, tr.lane_dropped, tr.late_dropped);
-	if (ferror(tr.out) | fclose(tr.out))
-		pf_warn("trace %s: write failed: %s", tr.path,
+		pf_tr.stopped_by, (double)pf_tr.limit_ns / 1e9,
+		(uint64_t)atomic_load(&pf_tr.dropped) + pf_tr.nomem_dropped,
+		pf_tr.hits_unshown, pf_tr.lane_dropped, pf_tr.late_dropped);
+	if (ferror(pf_tr.out) | fclose(pf_tr.out))
+		pf_warn("trace %s: write failed: %s", pf_tr.path,
 			strerror(errno));
-	tr.out = NULL;
-	atomic_store(&tr.finished, true);
-	pf_info("trace %s finished (%s)", tr.path, tr.stopped_by);
+	pf_tr.out = NULL;
+	atomic_store(&pf_tr.finished, true);
+	pf_info("trace %s finished (%s)", pf_tr.path, pf_tr.stopped_by);
 }
 
 /* Tracing off; returns once no producer can still write to the ring. */
 static void writer_quiesce(void)
 {
 	atomic_store(&pf_trace_active, false);
-	while (atomic_load(&tr.users))
+	while (atomic_load(&pf_tr.users))
 		sched_yield();
 }
 
@@ -947,28 +949,28 @@ static void *writer_main(void *arg)
 	bool stop = false;
 
 	(void)arg;
-	tr.stopped_by = "unmount";
+	pf_tr.stopped_by = "unmount";
 	while (!stop) {
 		struct timespec ts = pf_deadline_ms(TICK_MS);
 		uint64_t now;
 
-		pthread_mutex_lock(&tr.lock);
-		if (!tr.stop && !atomic_load(&tr.kick))
-			pthread_cond_timedwait(&tr.cond, &tr.lock, &ts);
-		atomic_store(&tr.kick, false);
-		stop = tr.stop;
-		pthread_mutex_unlock(&tr.lock);
+		pthread_mutex_lock(&pf_tr.lock);
+		if (!pf_tr.stop && !atomic_load(&pf_tr.kick))
+			pthread_cond_timedwait(&pf_tr.cond, &pf_tr.lock, &ts);
+		atomic_store(&pf_tr.kick, false);
+		stop = pf_tr.stop;
+		pthread_mutex_unlock(&pf_tr.lock);
 		now = now_ns();
-		if (now >= tr.t0 && now - tr.t0 >= tr.limit_ns) {
-			tr.stopped_by = "time limit";
+		if (now >= pf_tr.t0 && now - pf_tr.t0 >= pf_tr.limit_ns) {
+			pf_tr.stopped_by = "time limit";
 			stop = true;
 		}
 		if (stop)
 			break;
 		drain();
 		process(now > HOLD_NS ? now - HOLD_NS : 0);
-		if (fflush(tr.out) != 0)
-			pf_warn("trace %s: %s", tr.path, strerror(errno));
+		if (fflush(pf_tr.out) != 0)
+			pf_warn("trace %s: %s", pf_tr.path, strerror(errno));
 	}
 	writer_quiesce();
 	drain();
@@ -984,37 +986,37 @@ static void *writer_main(void *arg)
 /* The tables and buffers; once the file is finished nothing uses them. */
 static void free_tables(void)
 {
-	for (size_t s = 0; s < tr.fslots; s++) {
-		if (tr.fams[s])
-			free(tr.fams[s]->lanes);
-		free(tr.fams[s]);
+	for (size_t s = 0; s < pf_tr.fslots; s++) {
+		if (pf_tr.fams[s])
+			free(pf_tr.fams[s]->lanes);
+		free(pf_tr.fams[s]);
 	}
-	free(tr.fams);
-	for (size_t s = 0; s < tr.nslots; s++)
-		free(tr.names[s].path);
-	free(tr.names);
-	free(tr.pend);
-	free(tr.ring);
-	tr.fams = NULL;
-	tr.names = NULL;
-	tr.pend = NULL;
-	tr.ring = NULL;
-	tr.fslots = 0;
-	tr.nfams = 0;
-	tr.nslots = 0;
-	tr.nnames = 0;
-	tr.npend = 0;
-	tr.pcap = 0;
+	free(pf_tr.fams);
+	for (size_t s = 0; s < pf_tr.nslots; s++)
+		free(pf_tr.names[s].path);
+	free(pf_tr.names);
+	free(pf_tr.pend);
+	free(pf_tr.ring);
+	pf_tr.fams = NULL;
+	pf_tr.names = NULL;
+	pf_tr.pend = NULL;
+	pf_tr.ring = NULL;
+	pf_tr.fslots = 0;
+	pf_tr.nfams = 0;
+	pf_tr.nslots = 0;
+	pf_tr.nnames = 0;
+	pf_tr.npend = 0;
+	pf_tr.pcap = 0;
 }
 
 static void release(void)
 {
 	free_tables();
-	free(tr.path);
-	free(tr.title);
-	tr.path = NULL;
-	tr.title = NULL;
-	tr.opened = false;
+	free(pf_tr.path);
+	free(pf_tr.title);
+	pf_tr.path = NULL;
+	pf_tr.title = NULL;
+	pf_tr.opened = false;
 }
 
 int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
@@ -1023,53 +1025,53 @@ int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
 	int fd;
 	int ret;
 
-	if (tr.opened || (cells & (cells - 1)) || cells < 2 ||
+	if (pf_tr.opened || (cells & (cells - 1)) || cells < 2 ||
 	    !(cfg->seconds > 0)) {
 		snprintf(err, errlen, "trace '%s': %s", cfg->path,
 			 strerror(EINVAL));
 		return -EINVAL;
 	}
-	tr.path = strdup(cfg->path);
-	tr.ring = calloc(cells, sizeof(*tr.ring));
-	if (!tr.path || !tr.ring) {
+	pf_tr.path = strdup(cfg->path);
+	pf_tr.ring = calloc(cells, sizeof(*pf_tr.ring));
+	if (!pf_tr.path || !pf_tr.ring) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < cells; i++)
-		atomic_init(&tr.ring[i].seq, i);
-	tr.mask = cells - 1;
-	atomic_init(&tr.enq, 0);
-	atomic_init(&tr.deq_pub, 0);
-	atomic_init(&tr.users, 0);
-	atomic_init(&tr.dropped, 0);
-	atomic_init(&tr.kick, false);
-	atomic_init(&tr.finished, false);
-	tr.deq = 0;
-	tr.clock = cfg->clock;
-	tr.clock_arg = cfg->clock_arg;
-	tr.limit_ns = cfg->seconds >= 1e9 ? UINT64_MAX / 2 :
-					    (uint64_t)(cfg->seconds * 1e9);
+		atomic_init(&pf_tr.ring[i].seq, i);
+	pf_tr.mask = cells - 1;
+	atomic_init(&pf_tr.enq, 0);
+	atomic_init(&pf_tr.deq_pub, 0);
+	atomic_init(&pf_tr.users, 0);
+	atomic_init(&pf_tr.dropped, 0);
+	atomic_init(&pf_tr.kick, false);
+	atomic_init(&pf_tr.finished, false);
+	pf_tr.deq = 0;
+	pf_tr.clock = cfg->clock;
+	pf_tr.clock_arg = cfg->clock_arg;
+	pf_tr.limit_ns = cfg->seconds >= 1e9 ? UINT64_MAX / 2 :
+					       (uint64_t)(cfg->seconds * 1e9);
 	/* what was read, by name: for the mount's owner only */
 	fd = open(cfg->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd >= 0 && fchmod(fd, 0600) == 0)
-		tr.out = fdopen(fd, "w");
-	if (!tr.out) {
+		pf_tr.out = fdopen(fd, "w");
+	if (!pf_tr.out) {
 		ret = -errno;
 		if (fd >= 0)
 			close(fd);
 		goto out;
 	}
 	/* the document's head: a file that exists is a trace being written */
-	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", tr.out);
-	if (fflush(tr.out) != 0) {
+	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", pf_tr.out);
+	if (fflush(pf_tr.out) != 0) {
 		ret = -errno;
-		fclose(tr.out);
-		tr.out = NULL;
+		fclose(pf_tr.out);
+		pf_tr.out = NULL;
 		goto out;
 	}
-	tr.first = true;
-	tr.pid = (int)getpid();
-	tr.opened = true;
+	pf_tr.first = true;
+	pf_tr.pid = (int)getpid();
+	pf_tr.opened = true;
 	return 0;
 out:
 	snprintf(err, errlen, "trace '%s': %s", cfg->path, strerror(-ret));
@@ -1082,45 +1084,45 @@ int pf_trace_start(const char *title)
 	pthread_condattr_t ca;
 	int ret;
 
-	if (!tr.opened || tr.started)
+	if (!pf_tr.opened || pf_tr.started)
 		return -EINVAL;
-	tr.title = title ? strdup(title) : NULL;
-	tr.t0 = now_ns();
-	tr.last_counter = tr.t0;
-	tr.last_ts = tr.t0;
-	tr.stop = false;
+	pf_tr.title = title ? strdup(title) : NULL;
+	pf_tr.t0 = now_ns();
+	pf_tr.last_counter = pf_tr.t0;
+	pf_tr.last_ts = pf_tr.t0;
+	pf_tr.stop = false;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&tr.cond, &ca);
+	pthread_cond_init(&pf_tr.cond, &ca);
 	pthread_condattr_destroy(&ca);
 	atomic_store(&pf_trace_active, true);
-	ret = -pthread_create(&tr.thread, NULL, writer_main, NULL);
+	ret = -pthread_create(&pf_tr.thread, NULL, writer_main, NULL);
 	if (ret < 0) {
 		atomic_store(&pf_trace_active, false);
-		pthread_cond_destroy(&tr.cond);
+		pthread_cond_destroy(&pf_tr.cond);
 		return ret;
 	}
-	pthread_setname_np(tr.thread, "pf-trace");
-	tr.started = true;
+	pthread_setname_np(pf_tr.thread, "pf-trace");
+	pf_tr.started = true;
 	return 0;
 }
 
 void pf_trace_stop(void)
 {
-	if (!tr.opened)
+	if (!pf_tr.opened)
 		return;
-	if (tr.started) {
-		pthread_mutex_lock(&tr.lock);
-		tr.stop = true;
-		pthread_cond_signal(&tr.cond);
-		pthread_mutex_unlock(&tr.lock);
-		pthread_join(tr.thread, NULL);
-		pthread_cond_destroy(&tr.cond);
-		tr.started = false;
+	if (pf_tr.started) {
+		pthread_mutex_lock(&pf_tr.lock);
+		pf_tr.stop = true;
+		pthread_cond_signal(&pf_tr.cond);
+		pthread_mutex_unlock(&pf_tr.lock);
+		pthread_join(pf_tr.thread, NULL);
+		pthread_cond_destroy(&pf_tr.cond);
+		pf_tr.started = false;
 	} else {
 		/* opened, never started: a valid trace without events */
-		tr.t0 = now_ns();
-		tr.stopped_by = "unmount";
+		pf_tr.t0 = now_ns();
+		pf_tr.stopped_by = "unmount";
 		finish();
 	}
 	release();
@@ -1128,5 +1130,5 @@ void pf_trace_stop(void)
 
 bool pf_trace_running(void)
 {
-	return tr.opened && !atomic_load(&tr.finished);
+	return pf_tr.opened && !atomic_load(&pf_tr.finished);
 }
