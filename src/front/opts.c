@@ -7,7 +7,7 @@
  * name, type, the field it sets by offsetof, bounds, default, help, and
  * the set and get of options with their own syntax), in the manner of
  * libfuse's passthrough_ll.c lo_opts[].  The parser, --help and
- * --help-table (the README's table, which tests/mount_install.sh also
+ * --help-table (docs/options.md's table, which tests/mount_install.sh also
  * compares with the man page) all read that table, so they cannot
  * disagree.  Defaults are printed from the values pf_opts_default() sets,
  * not written out, except where they depend on the machine.  No threads,
