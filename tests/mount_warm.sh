@@ -78,7 +78,8 @@ OPTS=cache_dir=$WORK/cache,max_memory=64M
 pf_mount "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount"; finish; }
 before=$(data_gets)
 "$WARM" --json "$M" >"$WORK/1.json" 2>"$WORK/1.err"
-check "1. prefetchfs-warm --json exits 0: $(cat "$WORK/1.err")" test $? -eq 0
+rc=$?
+check "1. prefetchfs-warm --json exits 0 (exit $rc): $(cat "$WORK/1.err")" test $rc -eq 0
 cat "$WORK/1.json"
 check "1. JSON lines with the keys warm() reads; the last done, $NFILES files, $TOTAL bytes" \
 	json_ok "$WORK/1.json" "$NFILES" "$TOTAL"
@@ -92,7 +93,8 @@ stats_check "1. the disk cache holds the tree" "$M" "c['bytes_cached'] >= $TOTAL
 # ---- 2. the same tree again --------------------------------------------------------
 before=$(data_gets)
 "$WARM" "$M" >"$WORK/2.out" 2>&1
-check "2. a second warm exits 0: $(tail -1 "$WORK/2.out")" test $? -eq 0
+rc=$?
+check "2. a second warm exits 0 (exit $rc): $(tail -1 "$WORK/2.out")" test $rc -eq 0
 check "2. and fetches nothing ($(($(data_gets) - before)) GETs of data)" \
 	test "$(data_gets)" -eq "$before"
 check "2. its last line: warm: $NFILES files" grep -q "^warm: $NFILES files, " "$WORK/2.out"
@@ -117,7 +119,8 @@ check "4. too big: exit 1, one line naming cache_dir and max_memory: $(cat "$WOR
 check "4. nothing fetched" test "$(data_gets)" -eq "$before"
 # the part that fits does
 "$WARM" -q "$M" train >"$WORK/4b.out" 2>&1
-check "4. train/ fits and warms: $(cat "$WORK/4b.out")" test $? -eq 0 -a ! -s "$WORK/4b.out"
+rc=$?
+check "4. train/ fits and warms (exit $rc): $(cat "$WORK/4b.out")" test $rc -eq 0 -a ! -s "$WORK/4b.out"
 pf_umount "$M" || fail "4. unmount"
 
 # ---- 5. interrupted, then resumed ------------------------------------------------------
@@ -166,8 +169,9 @@ t = open(sys.argv[1], "rb").read().decode()
 assert re.search(r"\r\x1b\[Kwarm: \d+/%s files, [0-9.]+ \S+/[0-9.]+ \S+, [0-9.]+ \S+/s, ETA \S+ s" % sys.argv[2], t), repr(t)
 assert re.search(r"warm: %s files, [0-9.]+ \S+ in [0-9.]+ s" % sys.argv[2], t), repr(t)' "$WORK/6.tty" "$NTRAIN"
 "$WARM" "$WORK" >/dev/null 2>"$WORK/6a.err"
-check "6. not a prefetchfs mount: exit 1, one line: $(cat "$WORK/6a.err")" \
-	bash -c '[ $? -eq 0 ] && [ "$(wc -l <"$1")" -eq 1 ] && grep -q "not a prefetchfs mount" "$1"' _ "$WORK/6a.err"
+rc=$?
+check "6. not a prefetchfs mount: exit 1 ($rc), one line: $(cat "$WORK/6a.err")" \
+	bash -c '[ "$2" -eq 1 ] && [ "$(wc -l <"$1")" -eq 1 ] && grep -q "not a prefetchfs mount" "$1"' _ "$WORK/6a.err" "$rc"
 "$WARM" "$M" /etc >/dev/null 2>"$WORK/6b.err"
 check "6. a path outside the mount: $(cat "$WORK/6b.err")" \
 	grep -q "^prefetchfs-warm: /etc: not under the mount " "$WORK/6b.err"
@@ -175,7 +179,8 @@ check "6. a path outside the mount: $(cat "$WORK/6b.err")" \
 check "6. a missing path: $(cat "$WORK/6c.err")" \
 	grep -q "^prefetchfs-warm: train/none: No such file or directory$" "$WORK/6c.err"
 printf 'train/cls0\nval/shard.bin\n' >"$WORK/list"
-"$WARM" -q "$M" @"$WORK/list" >/dev/null 2>&1
-check "6. @LISTFILE" test $? -eq 0
+"$WARM" -q "$M" @"$WORK/list" >"$WORK/6d.out" 2>&1
+rc=$?
+check "6. @LISTFILE: exit $rc $(cat "$WORK/6d.out")" test $rc -eq 0
 pf_umount "$M" || fail "6. unmount"
 finish

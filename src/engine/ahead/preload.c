@@ -67,7 +67,11 @@ struct pf_engine_preload {
 	size_t npaths, cpaths, next;
 	char line[PRELOAD_LINE_MAX];	/* a line not ended yet */
 	size_t llen;
-	unsigned opening;	/* opener jobs not yet returned */
+	unsigned waiting;	/* opener jobs that have no path yet */
+	unsigned opening;	/* opener jobs with a path, until the file
+				 * is counted or read (so that a path is
+				 * always queued, opening, read or counted:
+				 * "active" never misses one) */
 	struct pl_file *reading;
 	size_t nreading, creading;
 	uint64_t files_done, files_cached, files_failed;
@@ -371,16 +375,19 @@ static void pl_job(struct pf_engine *e, struct opener_job *j, bool cancel)
 
 	free(pj);
 	pthread_mutex_lock(&e->lock);
-	p->opening--;
+	p->waiting--;
 	if (!cancel && !p->closed && !e->stopping && p->next < p->npaths) {
 		path = p->paths[p->next];
 		p->paths[p->next++] = NULL;
+		p->opening++;
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (path)
 		pl_open(e, p, path);
 	free(path);
 	pthread_mutex_lock(&e->lock);
+	if (path)
+		p->opening--;
 	if (!cancel)
 		pl_kick(e, p);
 	pl_put(p);
@@ -391,8 +398,8 @@ static void pl_job(struct pf_engine *e, struct opener_job *j, bool cancel)
 static void pl_kick(struct pf_engine *e, struct pf_engine_preload *p)
 {
 	while (!p->closed && !e->stopping && !e->pl->stopped &&
-	       p->opening < p->npaths - p->next &&
-	       p->opening + p->nreading < PRELOAD_AHEAD(e)) {
+	       p->waiting < p->npaths - p->next &&
+	       p->waiting + p->opening + p->nreading < PRELOAD_AHEAD(e)) {
 		struct pl_job *pj = calloc(1, sizeof(*pj));
 
 		if (!pj)
@@ -404,7 +411,7 @@ static void pl_kick(struct pf_engine *e, struct pf_engine_preload *p)
 			free(pj);
 			return;
 		}
-		p->opening++;
+		p->waiting++;
 		p->refs++;
 	}
 }
