@@ -601,9 +601,10 @@ static int follow(const struct opts *o, int fd, const struct list *l)
 			die("%s: the mount went away", o->mnt);
 			return 1;
 		}
+		/* (at least one progress line, however fast it goes) */
+		report(&p, &s, false);
 		if (s.active == 0 && s.files_total >= (double)l->n)
 			break;
-		report(&p, &s, false);
 		usleep((useconds_t)(POLL_S * 1e6));
 	}
 	if (s.files < (double)l->n) {
