@@ -5,8 +5,8 @@
  *   warnings      the daemon's, and advice (stat_advice.c)
  *   memory, fill  the budget used, fetches in flight, the fill's progress
  *   totals        READs, hits, waits, bytes: in the interval and in total
- *   tiers         which tier gave the bytes: memory, the shared cache, the
- *                 disk cache, the store, and the page cache (estimated);
+ *   tiers         which tier gave the bytes: memory, the disk cache, the
+ *                 shared cache, the store, and the page cache (estimated);
  *                 then what prefetching saved
  *   streams       one line per reader stream; the streams of a directory
  *                 with the same pattern, four or more (a shuffled tree of
@@ -90,7 +90,11 @@ double pf_stat_delta(const struct pf_json *cur, const struct pf_json *prev,
 const struct pf_json *pf_stat_tier(const struct pf_json *root,
 				   const char *name)
 {
-	return pf_json_get(pf_json_get(root, "transport"), name);
+	const struct pf_json *t = pf_json_get(root, name);
+
+	/* a decorator's counters are in "transport"; a tier may report at
+	 * the top */
+	return t ? t : pf_json_get(pf_json_get(root, "transport"), name);
 }
 
 /* Columns of the screen: every line is cut there, as top does. */
@@ -315,12 +319,13 @@ static void print_tiers(const struct pf_stat_view *v)
 	pf_stat_line("%-11s %6s %9s %7s  %s", "TIER", "hit%", "bytes", "MB/s",
 		     "what");
 	tier_memory(v);
-	from_caches = tier_cache(v, "shared_cache", "shared",
-				 "the shared cache of the cluster",
-				 &shared_rate);
-	from_caches += tier_cache(v, "disk_cache", "disk cache",
-				  "cache_dir, read from local disk",
-				  &disk_rate);
+	/* in the order a miss goes down: memory, disk, the cluster, store */
+	from_caches = tier_cache(v, "disk_cache", "disk cache",
+				 "cache_dir, read from local disk",
+				 &disk_rate);
+	from_caches += tier_cache(v, "shared_cache", "shared",
+				  "the shared cache of the cluster",
+				  &shared_rate);
 	/* what the engine fetched that no cache tier gave */
 	store = pf_json_num(t, "bytes_fetched", 0) - from_caches;
 	rate = NAN;

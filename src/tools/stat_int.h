@@ -55,7 +55,8 @@ const char *pf_stat_size(char *buf, size_t size, double v);
 double pf_stat_delta(const struct pf_json *cur, const struct pf_json *prev,
 		     const char *key);
 
-/* The disk cache's or shared cache's counters in "transport", or NULL. */
+/* The disk cache's or the shared cache's counters (@name "disk_cache",
+ * "shared_cache"): at the top of the stats or in "transport"; or NULL. */
 const struct pf_json *pf_stat_tier(const struct pf_json *root,
 				   const char *name);
 
