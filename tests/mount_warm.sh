@@ -12,8 +12,9 @@
 #      exit 1, nothing fetched
 #   5. interrupted (SIGINT) half-way over a slow store: one line, exit 1;
 #      run again it resumes (what was fetched is not fetched again)
-#   6. on a terminal a progress line with files, bytes, rate and ETA;
-#      not a prefetchfs mount, a path outside the mount: one line, exit 1
+#   6. on a terminal a progress line with files, bytes, rate and ETA; the
+#      Python package's warm() reads its --json; not a prefetchfs mount, a
+#      path outside the mount: one line, exit 1
 # tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
@@ -178,6 +179,14 @@ check "6. a path outside the mount: $(cat "$WORK/6b.err")" \
 "$WARM" "$M" train/none >/dev/null 2>"$WORK/6c.err"
 check "6. a missing path: $(cat "$WORK/6c.err")" \
 	grep -q "^prefetchfs-warm: train/none: No such file or directory$" "$WORK/6c.err"
+# the Python package's warm() runs this prefetchfs-warm and reads its lines
+check "6. prefetchfs.warm() of the Python package: done, $NTRAIN files" \
+	env PYTHONPATH="$TOP/python" python3 -c '
+import sys, prefetchfs
+seen = []
+last = prefetchfs.warm(sys.argv[1], ["train"], progress=seen.append, program=sys.argv[2])
+assert last["done"] and last["files"] == last["files_total"] == int(sys.argv[3]), last
+assert seen and seen[-1] == last, seen' "$M" "$WARM" "$NTRAIN"
 printf 'train/cls0\nval/shard.bin\n' >"$WORK/list"
 "$WARM" -q "$M" @"$WORK/list" >"$WORK/6d.out" 2>&1
 rc=$?
