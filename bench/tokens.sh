@@ -147,7 +147,7 @@ if dc:
     line += ", disk: %.0f MiB cached, %d hits, waited %d" % (
         dc["bytes_cached"] / 2**20, dc["hits"], dc["waited"])
 for a in s.get("advice", []):
-    line += "\n    stats: " + a
+    line += "\n    stats: advice: " + a
 print(line)
 PY
 	grep -o 'advice: .*' "$2" | head -1 | sed 's/^/    log: /' || true

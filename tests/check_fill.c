@@ -197,7 +197,7 @@ START_TEST(test_fill_tier_smaller_than_file)
 	ck_assert_uint_ge(stats_num("\"disk_cache\"", "bytes_cached"), limit);
 	ck_assert_uint_eq(stats_num("\"disk_cache\"", "evictions"), 0);
 	/* and the user is told what would hold it all */
-	ck_assert(stats_has("\"advice\": [\"advice: random reads of big "
+	ck_assert(stats_has("\"advice\": [\"random reads of big "
 			    "(50331648 bytes) fit neither memory nor the disk "
 			    "cache: cache_size=55.9M"));
 	down();
@@ -212,7 +212,7 @@ START_TEST(test_advice_without_tier)
 	ck_assert(stats_wait("\"state\": \"too_big\""));
 	/* 48 MiB x 8/7 = 54.9 MiB of a disk cache, 48 / (3/4) = 64 MiB of
 	 * memory, each rounded up (and a MiB more) */
-	ck_assert(stats_has("\"advice\": [\"advice: random reads of big "
+	ck_assert(stats_has("\"advice\": [\"random reads of big "
 			    "(50331648 bytes) do not fit memory: add "
 			    "cache_dir=DIR (55.9M free needed) or "
 			    "max_memory=65.0M\"]"));

@@ -100,7 +100,8 @@ struct fill {
 	size_t cpend;
 	size_t shed;		/* held[] below it: memory let go (a
 				 * reader may have brought some back) */
-	char advice[ADVICE_MAX]; /* "" or the advice line, once */
+	char advice[ADVICE_MAX]; /* "" or the advice (its log line less
+				  * "advice: "), once */
 };
 
 int pf_fill_new(struct pf_engine *e)
@@ -153,8 +154,8 @@ static uint64_t fill_memory_budget(const struct pf_engine *e)
 }
 
 /* What may be filled: 3/4 of the memory, or the backend's capacity (a disk
- * cache tier) if larger (*memory cleared). */
-static uint64_t fill_budget(const struct pf_engine *e, bool *memory)
+ * cache tier) if larger (*memory cleared).  A warm-up's too (preload.c). */
+uint64_t pf_fill_budget(const struct pf_engine *e, bool *memory)
 {
 	uint64_t b = fill_memory_budget(e);
 
@@ -201,17 +202,17 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 		sizeof(mem));
 	if (e->be->ops->capacity)
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "advice: random reads of %.*s (%" PRIu64 " bytes) fit "
+			 "random reads of %.*s (%" PRIu64 " bytes) fit "
 			 "neither memory nor the disk cache: cache_size=%s "
 			 "(as much free in cache_dir) or max_memory=%s",
 			 ADVICE_PATH, what, total, disk, mem);
 	else
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "advice: random reads of %.*s (%" PRIu64 " bytes) do "
+			 "random reads of %.*s (%" PRIu64 " bytes) do "
 			 "not fit memory: add cache_dir=DIR (%s free needed) "
 			 "or max_memory=%s", ADVICE_PATH, what, total, disk,
 			 mem);
-	pf_warn("%s", fl->advice);
+	pf_warn("advice: %s", fl->advice);
 }
 
 /* Under the lock: the advice line, if any, as a JSON array's string. */
@@ -285,7 +286,7 @@ static uint64_t fill_done_bytes(struct pf_engine *e)
 			       ? fl->planned - e->fill_inflight : 0;
 	if (!fl->nheld)
 		return fl->bytes_done;
-	fill_budget(e, &memory);
+	pf_fill_budget(e, &memory);
 	for (size_t i = 0; i < fl->nheld; i++)
 		done += filled(fl->held[i], memory);
 	return done;
@@ -342,20 +343,21 @@ void pf_fill_in_order(struct pf_engine *e)
 /*
  * Whether @total bytes can be filled, and how (fl->through, fl->limit):
  * in memory, through the disk tier (all of it; a single file larger than
- * the tier, as far as it holds), or not at all.  What does not fit whole
- * gets the advice.
+ * the tier, as far as it holds), or not at all.  A file that does not
+ * fit whole gets the advice.
  */
 static bool fill_fits(struct pf_engine *e, const char *what, uint64_t total,
 		      bool single)
 {
 	struct fill *fl = e->fill;
 	bool memory;
-	uint64_t budget = fill_budget(e, &memory);
+	uint64_t budget = pf_fill_budget(e, &memory);
 
 	fl->through = !memory && total > fill_memory_budget(e);
 	fl->limit = total < budget ? total : budget;
 	fl->planned = 0;
-	if (total > budget)
+	/* (a tree's advice is prefetchfs-stat's, from the budget) */
+	if (total > budget && single)
 		fill_advise(e, what, total);
 	return total <= budget || (fl->through && single);
 }
@@ -585,7 +587,7 @@ void pf_fill_plan(struct pf_engine *e, struct deferred *later)
 
 	if (!fl || !fl->npend || e->stopping)
 		return;
-	fill_budget(e, &memory);
+	pf_fill_budget(e, &memory);
 	if (!memory && !fl->through)
 		fill_shed(e);
 	while (i < fl->npend) {
@@ -651,7 +653,7 @@ bool pf_fill_work(struct pf_engine *e)
 	}
 	if (fl->state != FILL_RUNNING)
 		return false;
-	fill_budget(e, &memory);
+	pf_fill_budget(e, &memory);
 	if (memory && e->tot.bytes_unused - fl->unused0 >
 			      fl->bytes_total / 8 + 16ull * e->bs) {
 		fill_stop(e, "it no longer fits in memory");
@@ -688,17 +690,23 @@ bool pf_fill_work(struct pf_engine *e)
 void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb)
 {
 	struct fill *fl = e->fill;
+	uint64_t budget;
+	bool memory;
 
 	if (!fl)
 		return;
+	budget = pf_fill_budget(e, &memory);
 	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
 		       fill_state_name[fl->state]);
 	pf_strbuf_add_json(sb, fl->froot ? fl->froot : "");
+	/* the budget says what to change when the fill is too big */
 	pf_strbuf_addf(sb,
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
 		       PRIu64 ", \"bytes_done\": %" PRIu64
-		       ", \"bytes_total\": %" PRIu64 ", \"through\": %s}",
+		       ", \"bytes_total\": %" PRIu64 ", \"budget\": %" PRIu64
+		       ", \"budget_of\": \"%s\", \"through\": %s}",
 		       fl->single ? (size_t)1 : fl->list.n, fl->nheld,
 		       fl->on_disk, fill_done_bytes(e), fl->bytes_total,
+		       budget, memory ? "memory" : "disk",
 		       fl->through ? "true" : "false");
 }
