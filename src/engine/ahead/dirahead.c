@@ -21,10 +21,17 @@
  * the next-file threads (NR_OPEN, nextfile.c), as many as keep
  * two round trips of the reader's rate in flight: files ahead per reader =
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
- * an open plus a fetch (2 x the opens the engine made) and interval the
- * learned time between two opens of one reader (the directory's interval
- * x s); each reader that opens a file whose read-ahead is still in flight
- * adds two (pf_dirahead_late(): a POSIX source opens at once and reads slowly).
+ * an open plus a fetch (2 x the opens the engine made, or the open and the
+ * engine's mean fetch when that is longer: a listing with sizes and mtimes
+ * makes an open free) and interval the learned time between two opens of
+ * one reader (the directory's interval x s); each reader that opens a file
+ * whose read-ahead is still in flight adds two (pf_dirahead_late(): a
+ * POSIX source opens at once and reads slowly).  The first open of a
+ * directory guesses a reader in name order when the files after it are
+ * small: XD_GUESS of them are asked at once (ddir_guess(); not once the
+ * latest opens mostly did not follow), and that many stay asked ahead
+ * while the directory's interval still holds its first opens' waits; so
+ * a reader's first file costs a round trip, the next ones none.
  * At most 64 per directory; the ghosts' bounds (max_ghosts files,
  * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
  * both this and the older next file of a sequential stream on or off.
@@ -55,6 +62,7 @@
 #define XD_STRIDE 8		/* largest stride learned */
 #define XD_LEARN 2		/* opens in a row that follow */
 #define XD_ASKED 128		/* indices asked, per directory */
+#define XD_GUESS 8		/* small files asked after a first open */
 #define XD_RELIST_NS (30ull * 1000000000ull)
 #define FILL_WINDOW 16
 #define FILL_RANDOM_OF 12	/* of FILL_WINDOW opens do not follow */
@@ -295,9 +303,19 @@ unsigned pf_dirahead_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 static unsigned ddir_ahead(const struct pf_engine *e, const struct ddir *d)
 {
 	unsigned max = e->max_ghosts / 4 < 64 ? e->max_ghosts / 4 : 64;
-	unsigned n = pf_dirahead_ahead(e->da->lat_ns, d->gap_ns, d->stride,
-				    max) + d->extra;
+	uint64_t open_ns = e->da->lat_ns;
+	unsigned n;
 
+	/* an open that costs no round trip (a listing with every file's
+	 * size and mtime: no HEAD) says nothing of a fetch's: then an open
+	 * and a fetch are the open and the engine's mean fetch */
+	if (e->tot.fetches_done) {
+		uint64_t fetch_ns = e->tot.fetch_ns / e->tot.fetches_done;
+
+		if (fetch_ns > open_ns)
+			open_ns = (open_ns + fetch_ns) / 2;
+	}
+	n = pf_dirahead_ahead(open_ns, d->gap_ns, d->stride, max) + d->extra;
 	return n < max ? n : max;
 }
 
@@ -325,11 +343,15 @@ void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f)
 	}
 }
 
-/* Ask for the files after index @j at stride d->stride. */
-static void ddir_ask(struct pf_engine *e, struct ddir *d, long j)
+/* Ask for the files after index @j at stride d->stride: as many as keep
+ * two round trips of the reader in flight, @least at least. */
+static void ddir_ask(struct pf_engine *e, struct ddir *d, long j,
+		     unsigned least)
 {
 	unsigned ahead = ddir_ahead(e, d);
 
+	if (ahead < least)
+		ahead = least;
 	e->da->learned++;
 	for (unsigned k = 1; k <= ahead; k++) {
 		long idx = j + (long)k * d->stride;
@@ -398,6 +420,34 @@ static void dirahead_outcome(struct pf_engine *e, bool followed, const char *dir
 		pf_fill_in_order(e);
 }
 
+/*
+ * The first open of a directory, of file @j: a reader that goes on in name
+ * order would open j + 1 next, and its open then waits for a fetch (two
+ * more files before the learner knows, each a round trip).  Guess that it
+ * does, as its first files are read (pf_dirahead_late() widens what is
+ * kept ahead) when the files after it are small (cheap if wrong), unless
+ * the latest opens mostly did not follow (shuffled readers: their first
+ * opens of each directory do not tell anything).
+ */
+/* Is the file after @j of @d a small one (read ahead whole)? */
+static bool ddir_small_next(const struct pf_engine *e, const struct ddir *d,
+			    long j)
+{
+	return j + 1 < (long)d->ls.n && d->ls.size[j + 1] <= dirahead_small(e);
+}
+
+static bool ddir_guess(struct pf_engine *e, const struct ddir *d, long j)
+{
+	const struct dirahead *da = e->da;
+	unsigned n = da->nhist < FILL_WINDOW ? da->nhist : FILL_WINDOW;
+	uint32_t mask = n < 32 ? (1u << n) - 1 : ~0u;
+	unsigned followed = (unsigned)__builtin_popcount(da->hist & mask);
+
+	if (!e->cfg.next_file || d->rn != 1 || !ddir_small_next(e, d, j))
+		return false;
+	return n < FILL_WINDOW / 2 || 2 * followed >= n;
+}
+
 /* An open of @base in listed directory @d; @ask: ask for what follows. */
 static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 		       bool ask)
@@ -418,8 +468,16 @@ static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 		d->runs = 0;
 	}
 	dirahead_outcome(e, s > 0, d->path, strlen(d->path));
+	if (ask && s == 0 && ddir_guess(e, d, j)) {
+		d->stride = 1;
+		ddir_ask(e, d, j, XD_GUESS);
+		return;
+	}
+	/* (the interval learned from a directory's first opens still holds
+	 * their waits: small files keep XD_GUESS ahead meanwhile) */
 	if (ask && d->runs >= XD_LEARN && e->cfg.next_file)
-		ddir_ask(e, d, j);
+		ddir_ask(e, d, j, d->runs < XD_GUESS && ddir_small_next(e, d, j) ?
+				  XD_GUESS : 0);
 }
 
 /* Under the lock, after a reader's open of @f succeeded. */
