@@ -53,7 +53,7 @@ mkdir -p "$WORK/www/ino"
 for d in 0 1 2 3; do
 	bench/mkdata --seed $((d + 1)) "$WORK/www/ino/dir$d" "$FILES" "$SIZE" >/dev/null
 done
-cat $(find "$WORK/www" -type f) >/dev/null
+find "$WORK/www" -type f -exec cat {} + >/dev/null
 nginx_start "$WORK/www" --json >/dev/null || { echo "bench/inorder.sh: nginx did not start" >&2; exit 1; }
 UP=${NGINX_URL#http://}
 delayproxy_start "${UP%/}" "$LAT" "$BW" >/dev/null || { echo "bench/inorder.sh: delayproxy did not start" >&2; exit 1; }

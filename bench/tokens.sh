@@ -109,7 +109,7 @@ proxy_bytes() {
 }
 
 field() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
-READER=($PY examples/memmap_tokens.py --mode random --batch 12 --block-size 1024
+READER=("$PY" examples/memmap_tokens.py --mode random --batch 12 --block-size 1024
 	--compute-ms "$COMPUTE" --seconds "$SECS")
 [ $CHECK = 1 ] && READER+=(--check "$WORK/www/train.bin")
 

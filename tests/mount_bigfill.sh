@@ -48,7 +48,7 @@ for ((i = 1; i <= 600; i++)); do
 		cat "$WORK/rr.out"
 		break
 	fi
-	[ "$(stats_eval "$M" "s['fill']['state']")" = done ] && break
+	[ "$(stats_eval "$M" "s['fill']['state']")" = "done" ] && break
 	[ $(($(date +%s) - t0)) -lt 45 ] || break
 done
 echo "fill after $(($(date +%s) - t0)) s and $i rounds of 20 reads: $(stats_eval "$M" "s['fill']")"
