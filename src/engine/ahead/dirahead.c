@@ -858,7 +858,7 @@ void xfile_plan(struct pf_engine *e, struct deferred *later)
 		fill_shed(e);
 	while (i < xf->npend) {
 		struct pf_efile *f = xf->pend[i];
-		struct fetch_builder fb = { 0 };
+		struct fetch_builder fb = { .fill = true };
 		struct cover c = { 0 };
 
 		f->ghost_upto = cover_range(e, f, f->ghost_upto, f->size, &c,
