@@ -33,9 +33,13 @@ CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
 # the credential sources' answers: STS XML (expat), JSON (jansson)
 PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson)
 PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson)
+# the shared cache tier: memcached (libmemcached), its keys and values
+# (libcrypto)
+TIER_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmemcached libcrypto)
+TIER_LIBS := $(shell $(PKG_CONFIG) --libs libmemcached libcrypto)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
-LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) -lpthread -lm
+LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(TIER_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -61,11 +65,13 @@ endif
 #   backend/http/   HTTP(S) and S3 object storage: objstore, curl, listings
 #   backend/s3auth/ S3 configuration and the AWS credential chain
 #   diskcache/      the disk cache, a decorator of any backend
+#   sharedcache/    the tier shared by a cluster's nodes, on memcached,
+#                   a decorator of any backend
 #   util/           pool, strings, JSON, log, io_uring, trace file
 #   tools/          prefetchfs-stat
 # Everything but FRONT_SRCS and tools/ is the FUSE-free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
-	backend/s3auth diskcache util
+	backend/s3auth diskcache sharedcache util
 FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
 STAT_SRCS := src/tools/stat_main.c
 LIB_SRCS := $(filter-out $(FRONT_SRCS),\
@@ -105,7 +111,8 @@ $(LIB): $(LIB_OBJS)
 
 ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o)
 $(ALL_OBJS): %.o: %.c
-	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
+	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) $(TIER_CFLAGS) \
+		-c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \

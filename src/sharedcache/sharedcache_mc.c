@@ -1,0 +1,119 @@
+/*
+ * sharedcache_mc.c - the shared tier's memcached clients (libmemcached):
+ * the behaviours every client gets, which server the placement gives a
+ * key, and what a failed call counts.
+ *
+ * Behaviours (docs/shared-cache.md lists them for operators):
+ *   DISTRIBUTION CONSISTENT_KETAMA, KETAMA_HASH and HASH MD5: the classic
+ *       ketama ring (160 points per server, by "host:port"), so that every
+ *       node places a key on the same server whatever the order of its
+ *       list, and a server joining or leaving moves only its share
+ *   NO_BLOCK, TCP_NODELAY: non-blocking sockets, so that the timeouts hold
+ *   CONNECT_TIMEOUT, POLL_TIMEOUT: -o shared_timeout (ms), for a connect
+ *       and for each wait for a server's answer; a call that times out
+ *       closes its connection and costs the read a trip to the store
+ *   SERVER_FAILURE_LIMIT 2, RETRY_TIMEOUT 1 s: a server whose connect
+ *       fails is left alone for 1 s; after 2 such failures
+ *   REMOVE_FAILED_SERVERS (auto eject), DEAD_TIMEOUT 5 s: it leaves the
+ *       ring (its keys go to the next servers) and is tried again 5 s
+ *       later, so a restarted memcached comes back by itself
+ *   BINARY_PROTOCOL off: the text protocol (memcached 1.6 deprecates the
+ *       binary one); keys are 65 characters of [0-9a-fDL]
+ * The placement client (t->proto) is never connected: the fill's owner of
+ * a piece is the server of the whole list, ejections aside, so that
+ * every node agrees on it.
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "pf_log.h"
+#include "sharedcache_int.h"
+
+#define FAILURE_LIMIT 2
+#define RETRY_S 1
+#define DEAD_S 5
+
+memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
+			   unsigned timeout_ms, bool eject)
+{
+	memcached_st *mc = memcached_create(NULL);
+	bool ok = true;
+
+	if (!mc)
+		return NULL;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_DISTRIBUTION,
+				     MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA) ==
+	      MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_KETAMA_HASH,
+				     MEMCACHED_HASH_MD5) == MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_HASH,
+				     MEMCACHED_HASH_MD5) == MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_NO_BLOCK, 1) ==
+	      MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) ==
+	      MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT,
+				     timeout_ms) == MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT,
+				     timeout_ms) == MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT,
+				     FAILURE_LIMIT) == MEMCACHED_SUCCESS;
+	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT,
+				     RETRY_S) == MEMCACHED_SUCCESS;
+	if (eject) {
+		ok &= memcached_behavior_set(mc,
+				MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 1) ==
+		      MEMCACHED_SUCCESS;
+		ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT,
+					     DEAD_S) == MEMCACHED_SUCCESS;
+	}
+	for (unsigned i = 0; i < n && ok; i++)
+		ok = memcached_server_add(mc, sv[i].host,
+					  (in_port_t)sv[i].port) ==
+		     MEMCACHED_SUCCESS;
+	if (!ok) {
+		memcached_free(mc);
+		return NULL;
+	}
+	return mc;
+}
+
+int pf_sc_owner(struct sc *t, const char *text)
+{
+	uint32_t i = memcached_generate_hash(t->proto, text, PF_SC_KEY_TEXT);
+
+	return i < t->nsrv ? (int)i : -1;
+}
+
+void pf_sc_mc_error(struct sc *t, memcached_st *mc, memcached_return_t rc,
+		    const char *what)
+{
+	const char *msg;
+
+	switch (rc) {
+	case MEMCACHED_SUCCESS:
+	case MEMCACHED_NOTFOUND:
+	case MEMCACHED_END:
+	case MEMCACHED_NOTSTORED:
+	case MEMCACHED_DATA_EXISTS:
+	case MEMCACHED_STORED:
+	case MEMCACHED_DELETED:
+		return;
+	case MEMCACHED_SERVER_MARKED_DEAD:
+		atomic_fetch_add(&t->st.ejections, 1);
+		break;
+	default:
+		break;
+	}
+	atomic_fetch_add(&t->st.errors, 1);
+	msg = memcached_last_error_message(mc);
+	if (!msg || !*msg)
+		msg = memcached_strerror(mc, rc);
+	if (!atomic_exchange(&t->warned, true))
+		pf_warn("shared cache: %s: %s; reading from the source (only "
+			"the first error is logged)", what, msg);
+	else
+		pf_debug("shared cache: %s: %s", what,
+			 memcached_strerror(mc, rc));
+}

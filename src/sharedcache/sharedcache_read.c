@@ -1,0 +1,689 @@
+/*
+ * sharedcache_read.c - the shared tier's read path.  submit() cuts a read
+ * into the pieces it touches (widened to whole pieces) and queues it for
+ * the lookup threads; a lookup thread looks up the pieces of every op it
+ * took with one multi-get, opens the values, and decides what is missing,
+ * piece by piece:
+ *  - the background fill (PF_BIO_FILL) of a piece another node's server
+ *    holds by placement: that node's fill reads it from the store; wait
+ *    for it (PC_FILLWAIT) up to FILL_WAIT_MS, less when nothing of that
+ *    server has come to a wait since this one began for a lease's time
+ *    (its node does not fill: the server is then "quiet" for QUIET_MS);
+ *  - else, with leases (-o shared_lease, ms): memcached add of the piece's
+ *    lease key, which expires by itself.  Added: this node reads it from
+ *    the store (PC_FETCH); there already: another node does, wait for it
+ *    (PC_WAIT) up to shared_lease, then read it from the store;
+ *  - without leases, or when memcached fails: read it from the store.
+ * Pieces to read from the store are read with one read of the inner
+ * backend (from the first to the last of them); waiting ops are looked up
+ * again every POLL_MS, doubling to POLL_MAX_MS.  The reader is answered
+ * once every piece it asked for is there; then the pieces read from the
+ * store go to the writer thread to be stored (sharedcache_store.c).
+ * Anything that fails in memcached (down, slow, a value that does not
+ * open) only sends pieces to the store.
+ *
+ * DESIGN
+ * See sharedcache_int.h.  pf_sc_submit() runs on the submitting thread,
+ * look_*() on the lookup threads, fetch_done() on the inner backend's
+ * completion thread.  t->lock guards the lookup queue and the flags; the
+ * ops on a thread's wait list are that thread's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_clock.h"
+#include "pf_log.h"
+#include "sharedcache_int.h"
+
+/* ---- ops ---------------------------------------------------------------- */
+
+void pf_sc_op_free(struct sc_op *op)
+{
+	if (!op)
+		return;
+	if (op->buf) {
+		free(op->buf);
+		atomic_fetch_sub(&op->t->staging, op->bytes);
+	}
+	free(op);
+}
+
+void pf_sc_op_fail(struct sc_op *op, int err)
+{
+	struct pf_bio *ubio = op->ubio;
+
+	pf_sc_op_free(op);
+	if (ubio)
+		ubio->done(ubio, err);
+}
+
+/* Copies @n bytes at @src to @iov from its start. */
+static void copy_to_iov(const struct iovec *iov, int cnt, const char *src,
+			uint64_t n)
+{
+	for (int i = 0; i < cnt && n; i++) {
+		uint64_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+
+		memcpy(iov[i].iov_base, src, k);
+		src += k;
+		n -= k;
+	}
+}
+
+static void op_started(struct sc_op *op)
+{
+	if (!op->started && op->ubio && op->ubio->started) {
+		op->started = true;
+		op->ubio->started(op->ubio);
+	}
+}
+
+/*
+ * Answers the reader from op->buf: the bytes from its offset on, up to
+ * what it asked for, as far as the pieces are there (fewer only when the
+ * store gave fewer: the end of the file), or @err if < 0.
+ */
+static void op_reply(struct sc_op *op, int err)
+{
+	struct pf_bio *ubio = op->ubio;
+	uint64_t avail = 0;
+	uint64_t n = 0;
+
+	if (!ubio)
+		return;
+	op->ubio = NULL;
+	if (err < 0) {
+		ubio->done(ubio, err);
+		return;
+	}
+	for (unsigned i = 0; i < op->npc; i++) {
+		if (op->pc[i].state != PC_HAVE)
+			break;
+		avail = op->pc[i].off + (uint64_t)op->pc[i].len;
+	}
+	if (avail > op->skip)
+		n = avail - op->skip < op->want ? avail - op->skip : op->want;
+	copy_to_iov(ubio->iov, ubio->iovcnt, op->buf + op->skip, n);
+	if (!op->started && ubio->started) {
+		op->started = true;
+		ubio->started(ubio);
+	}
+	ubio->done(ubio, (int64_t)n);
+}
+
+/* Answers @op's reader, then stores what it read from the store. */
+static void op_finish(struct sc_op *op)
+{
+	struct sc *t = op->t;
+	bool missed = false;
+
+	for (unsigned i = 0; i < op->npc; i++)
+		missed |= op->pc[i].fetched;
+	atomic_fetch_add(missed ? &t->st.misses : &t->st.hits, 1);
+	op_reply(op, 0);
+	pf_sc_store(t, op);
+}
+
+/* Hands @op to the lookup threads; false when they are stopping. */
+static bool look_queue(struct sc *t, struct sc_op *op)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->stopping || t->cancelled) {
+		pthread_mutex_unlock(&t->lock);
+		return false;
+	}
+	sc_append(&t->qhead, &t->qtail, op);
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return true;
+}
+
+/* ---- the store's part: pass-through and the read of missing pieces ---- */
+
+static void pass_done(struct pf_bio *ibio, int64_t res)
+{
+	struct sc_op *op = ibio->priv;
+	struct pf_bio *ubio = op->ubio;
+
+	pf_sc_op_free(op);
+	ubio->done(ubio, res);
+}
+
+static void inner_started(struct pf_bio *ibio)
+{
+	op_started(ibio->priv);
+}
+
+/* Sends @ubio to the inner backend as it is. */
+static int submit_pass(struct sc *t, struct pf_bio *ubio)
+{
+	struct sc_op *op = calloc(1, sizeof(*op));
+	int ret;
+
+	if (!op)
+		return -ENOMEM;
+	op->type = OP_PASS;
+	op->t = t;
+	op->ubio = ubio;
+	op->ibio = (struct pf_bio){ .file = ubio->file->inner,
+				    .off = ubio->off, .iov = ubio->iov,
+				    .iovcnt = ubio->iovcnt, .done = pass_done,
+				    .started = ubio->started ? inner_started :
+							       NULL,
+				    .priv = op, .flags = ubio->flags };
+	ret = pf_backend_submit(t->inner, &op->ibio);
+	if (ret < 0)
+		free(op);
+	return ret;
+}
+
+static bool waits(const struct sc_op *op)
+{
+	for (unsigned i = 0; i < op->npc; i++)
+		if (op->pc[i].state == PC_WAIT ||
+		    op->pc[i].state == PC_FILLWAIT)
+			return true;
+	return false;
+}
+
+static void fetch_done(struct pf_bio *ibio, int64_t res)
+{
+	struct sc_op *op = ibio->priv;
+	struct sc *t = op->t;
+	uint64_t base = op->pc[op->f0].off;
+	bool short_read = false;
+
+	if (res < 0) {
+		/* the store's error is the reader's; leases expire */
+		pf_sc_op_fail(op, (int)res);
+		return;
+	}
+	for (unsigned i = op->f0; i < op->f1; i++) {
+		struct sc_pc *pc = &op->pc[i];
+
+		if (pc->off - base + pc->len > (uint64_t)res) {
+			short_read = true;
+			break;
+		}
+		if (pc->state == PC_HAVE)
+			continue;
+		pc->state = PC_HAVE;
+		pc->fetched = true;
+		atomic_fetch_add(&t->st.bytes_fetched, pc->len);
+	}
+	if (!short_read && waits(op)) {
+		/* other pieces are still to come from the tier */
+		if (!look_queue(t, op))
+			pf_sc_op_fail(op, -ECANCELED);
+		return;
+	}
+	op_finish(op);
+}
+
+/* Reads the pieces from the first to the last PC_FETCH from the store. */
+static void fetch_start(struct sc *t, struct sc_op *op)
+{
+	unsigned f0 = op->npc;
+	unsigned f1 = 0;
+	int ret;
+
+	for (unsigned i = 0; i < op->npc; i++)
+		if (op->pc[i].state == PC_FETCH) {
+			if (i < f0)
+				f0 = i;
+			f1 = i + 1;
+		}
+	/* a piece between them that waits is read with them */
+	for (unsigned i = f0; i < f1; i++)
+		if (op->pc[i].state != PC_HAVE)
+			op->pc[i].state = PC_FETCH;
+	op->f0 = f0;
+	op->f1 = f1;
+	op->iov.iov_base = op->buf + op->pc[f0].off;
+	op->iov.iov_len = op->pc[f1 - 1].off + op->pc[f1 - 1].len -
+			  op->pc[f0].off;
+	op->ibio = (struct pf_bio){ .file = op->f->inner,
+				    .off = (op->p0 + f0) * PF_SC_PIECE,
+				    .iov = &op->iov, .iovcnt = 1,
+				    .done = fetch_done,
+				    .started = op->ubio->started ? inner_started :
+								   NULL,
+				    .priv = op, .flags = op->ubio->flags };
+	for (unsigned i = f0; i < f1; i++)
+		if (op->pc[i].state == PC_FETCH)
+			atomic_fetch_add(&t->st.pieces_missed, 1);
+	ret = pf_backend_submit(t->inner, &op->ibio);
+	if (ret < 0)
+		pf_sc_op_fail(op, ret);
+}
+
+/* ---- submit ------------------------------------------------------------- */
+
+int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
+{
+	struct sc *t = to_sc(be);
+	struct pf_bfile *f;
+	uint64_t total = 0;
+	uint64_t end;
+	uint64_t p0;
+	uint64_t bytes;
+	unsigned npc;
+	struct sc_op *op;
+
+	if (!bio || !bio->file || !bio->done || !bio->iov || bio->iovcnt < 1 ||
+	    bio->iovcnt > IOV_MAX)
+		return -EINVAL;
+	for (int i = 0; i < bio->iovcnt; i++)
+		total += bio->iov[i].iov_len;
+	pthread_mutex_lock(&t->lock);
+	if (t->cancelled || t->stopping) {
+		pthread_mutex_unlock(&t->lock);
+		return -ESHUTDOWN;
+	}
+	pthread_mutex_unlock(&t->lock);
+	f = bio->file;
+	if (total == 0 || bio->off >= f->fid.size)
+		return submit_pass(t, bio);	/* the store says what */
+	end = bio->off + total < f->fid.size ? bio->off + total : f->fid.size;
+	p0 = bio->off / PF_SC_PIECE;
+	npc = (unsigned)((end - 1) / PF_SC_PIECE - p0 + 1);
+	bytes = ((end - 1) / PF_SC_PIECE + 1) * PF_SC_PIECE;
+	if (bytes > f->fid.size)
+		bytes = f->fid.size;
+	bytes -= p0 * PF_SC_PIECE;
+	if (atomic_fetch_add(&t->staging, bytes) + bytes > t->staging_max) {
+		atomic_fetch_sub(&t->staging, bytes);
+		atomic_fetch_add(&t->st.bypassed, 1);
+		return submit_pass(t, bio);
+	}
+	op = calloc(1, sizeof(*op) + npc * sizeof(struct sc_pc));
+	if (op)
+		op->buf = malloc(bytes);
+	if (!op || !op->buf) {
+		free(op);
+		atomic_fetch_sub(&t->staging, bytes);
+		return submit_pass(t, bio);
+	}
+	op->type = OP_READ;
+	op->t = t;
+	op->ubio = bio;
+	op->f = f;
+	op->fid = f->fid;
+	op->p0 = p0;
+	op->npc = npc;
+	op->bytes = bytes;
+	op->skip = bio->off - p0 * PF_SC_PIECE;
+	op->want = end - bio->off;
+	op->fill = bio->flags & PF_BIO_FILL;
+	for (unsigned i = 0; i < npc; i++) {
+		uint64_t po = (p0 + i) * PF_SC_PIECE;
+
+		op->pc[i].off = (uint32_t)(po - p0 * PF_SC_PIECE);
+		op->pc[i].len = (uint32_t)(f->fid.size - po < PF_SC_PIECE ?
+					   f->fid.size - po : PF_SC_PIECE);
+		op->pc[i].owner = -1;
+	}
+	if (!look_queue(t, op)) {
+		op->ubio = NULL;
+		pf_sc_op_free(op);
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+/* ---- the lookup threads ------------------------------------------------- */
+
+/* A key of the batch and the piece it names. */
+struct ref {
+	const char *text;
+	struct sc_op *op;
+	unsigned i;
+};
+
+/* The values of @n keys (one multi-get), opened into their pieces. */
+static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
+{
+	struct sc *t = lk->t;
+	const char *keys[MGET_MAX];
+	size_t lens[MGET_MAX];
+	memcached_result_st res;
+	memcached_return_t rc;
+	unsigned cur = 0;
+
+	for (unsigned k = 0; k < n; k++) {
+		keys[k] = refs[k].text;
+		lens[k] = PF_SC_KEY_TEXT;
+	}
+	rc = memcached_mget(lk->mc, keys, lens, n);
+	if (rc != MEMCACHED_SUCCESS) {
+		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
+		if (rc != MEMCACHED_SOME_ERRORS)
+			return;
+	}
+	if (!memcached_result_create(lk->mc, &res))
+		return;
+	while (memcached_fetch_result(lk->mc, &res, &rc)) {
+		const char *key = memcached_result_key_value(&res);
+		size_t klen = memcached_result_key_length(&res);
+		unsigned k;
+
+		if (klen != PF_SC_KEY_TEXT)
+			continue;
+		/* the answers come in the order asked, server by server */
+		for (k = 0; k < n; k++) {
+			unsigned at = (cur + k) % n;
+
+			if (memcmp(refs[at].text, key, klen) == 0)
+				break;
+		}
+		if (k == n)
+			continue;
+		k = (cur + k) % n;
+		cur = k + 1;
+		{
+			struct sc_op *op = refs[k].op;
+			struct sc_pc *pc = &op->pc[refs[k].i];
+
+			if (pc->state == PC_HAVE)
+				continue;
+			if (pf_sc_unseal(&t->keys, pc->key, &op->fid,
+					 op->p0 + refs[k].i,
+					 memcached_result_value(&res),
+					 memcached_result_length(&res),
+					 op->buf + pc->off, pc->len) < 0) {
+				atomic_fetch_add(&t->st.dropped, 1);
+				pf_debug("shared cache: a value that does not "
+					 "open under key %.12s... (%zu bytes, "
+					 "piece %" PRIu64 " of %u): dropped",
+					 pc->text, memcached_result_length(&res),
+					 op->p0 + refs[k].i, pc->len);
+				continue;
+			}
+			if (pc->state == PC_FILLWAIT && pc->owner >= 0) {
+				atomic_store(&t->srv[pc->owner].seen_ns,
+					     pf_now_ns());
+				atomic_store(&t->srv[pc->owner].quiet_until, 0);
+				atomic_fetch_add(&t->st.fill_waited, 1);
+			}
+			pc->state = PC_HAVE;
+			atomic_fetch_add(&t->st.pieces_hit, 1);
+			atomic_fetch_add(&t->st.bytes_hit, pc->len);
+		}
+	}
+	if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND &&
+	    rc != MEMCACHED_SUCCESS)
+		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
+	memcached_result_free(&res);
+}
+
+/* Whether the fill of @op waits for piece @pc from the node owning it. */
+static bool fill_waits(struct sc *t, struct sc_op *op, struct sc_pc *pc,
+		       uint64_t now)
+{
+	struct sc_srv *s;
+
+	if (!op->fill || t->self < 0 || t->nsrv < 2)
+		return false;
+	if (pc->owner < 0)
+		pc->owner = (int16_t)pf_sc_owner(t, pc->text);
+	if (pc->owner < 0 || pc->owner == t->self)
+		return false;
+	s = &t->srv[pc->owner];
+	return atomic_load(&s->up) && now >= atomic_load(&s->quiet_until);
+}
+
+/* A piece that is missing: wait for it, or read it from the store. */
+static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
+		   uint64_t now, bool fill_ok)
+{
+	struct sc *t = lk->t;
+	char lease[PF_SC_KEY_TEXT + 1];
+	memcached_return_t rc;
+	time_t ttl;
+
+	if (fill_ok && fill_waits(t, op, pc, now)) {
+		pc->state = PC_FILLWAIT;
+		pc->since = now;
+		pc->until = now + FILL_WAIT_MS * 1000000ull;
+		return;
+	}
+	pc->state = PC_FETCH;
+	if (!t->lease_ms)
+		return;
+	memcpy(lease, pc->text, sizeof(lease));
+	lease[0] = 'L';
+	/* whole seconds (memcached's), and more than the wait */
+	ttl = (time_t)(t->lease_ms / 1000 + 2);
+	rc = memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
+				  PF_SC_KEY_TEXT, "1", 1, ttl, 0);
+	if (rc == MEMCACHED_SUCCESS) {
+		pc->leased = true;
+		atomic_fetch_add(&t->st.leases_won, 1);
+	} else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) {
+		pc->state = PC_WAIT;
+		pc->since = now;
+		pc->until = now + t->lease_ms * 1000000ull;
+		atomic_fetch_add(&t->st.leases_waited, 1);
+	} else {
+		pf_sc_mc_error(t, lk->mc, rc, "lease");
+	}
+}
+
+/* The fill waited a lease's time (a second at least) for @pc and nothing
+ * of its server came since: its node does not fill. */
+static bool fill_idle(struct sc *t, const struct sc_pc *pc, uint64_t now)
+{
+	uint64_t patience = (t->lease_ms > 1000 ? t->lease_ms : 1000) *
+			    1000000ull;
+
+	return now - pc->since >= patience &&
+	       atomic_load(&t->srv[pc->owner].seen_ns) < pc->since;
+}
+
+/* After a look-up: answer @op, read what is missing, or park it. */
+static void look_decide(struct sc_look *lk, struct sc_op *op)
+{
+	struct sc *t = lk->t;
+	uint64_t now = pf_now_ns();
+	bool all = true;
+	bool fetch = false;
+
+	for (unsigned i = 0; i < op->npc; i++) {
+		struct sc_pc *pc = &op->pc[i];
+
+		switch (pc->state) {
+		case PC_WANT:
+			decide(lk, op, pc, now, true);
+			break;
+		case PC_WAIT:
+			if (now >= pc->until) {
+				pc->state = PC_FETCH;
+				atomic_fetch_add(&t->st.leases_timed_out, 1);
+			}
+			break;
+		case PC_FILLWAIT:
+			if (now >= pc->until || fill_idle(t, pc, now)) {
+				if (now < pc->until)
+					atomic_store(&t->srv[pc->owner].quiet_until,
+						     now + QUIET_MS * 1000000ull);
+				atomic_fetch_add(&t->st.fill_timed_out, 1);
+				decide(lk, op, pc, now, false);
+			}
+			break;
+		default:
+			break;
+		}
+		all &= pc->state == PC_HAVE;
+		fetch |= pc->state == PC_FETCH;
+	}
+	if (all) {
+		op_finish(op);
+		return;
+	}
+	if (fetch) {
+		fetch_start(t, op);
+		return;
+	}
+	/* only waits left: look again soon */
+	if (!op->poll_ms)
+		op->poll_ms = POLL_MS;
+	else if (op->poll_ms < POLL_MAX_MS)
+		op->poll_ms *= 2;
+	op->next_poll = now + op->poll_ms * 1000000ull;
+	op->next = lk->waiting;
+	lk->waiting = op;
+}
+
+/* Looks up every piece of the ops of @batch not there yet, then decides
+ * each op. */
+static void look_batch(struct sc_look *lk, struct sc_op *batch)
+{
+	struct sc *t = lk->t;
+	struct ref refs[MGET_MAX];
+	unsigned n = 0;
+
+	for (struct sc_op *op = batch; op; op = op->next)
+		for (unsigned i = 0; i < op->npc; i++) {
+			struct sc_pc *pc = &op->pc[i];
+
+			if (pc->state == PC_HAVE || pc->state == PC_FETCH)
+				continue;
+			if (!pc->text[0]) {
+				pf_sc_piece_key(&t->keys, &op->fid,
+						op->p0 + i, pc->key);
+				pf_sc_key_text(pc->key, 'D', pc->text);
+			}
+			if (n == MGET_MAX) {
+				look_mget(lk, refs, n);
+				n = 0;
+			}
+			refs[n++] = (struct ref){ pc->text, op, i };
+		}
+	if (n)
+		look_mget(lk, refs, n);
+	while (batch) {
+		struct sc_op *next = batch->next;
+
+		look_decide(lk, batch);
+		batch = next;
+	}
+}
+
+/* Takes this thread's parked ops whose poll is due into @batch; returns
+ * the earliest poll of the others (0: none). */
+static uint64_t due_waiting(struct sc_look *lk, uint64_t now,
+			    struct sc_op **batch)
+{
+	struct sc_op **pp = &lk->waiting;
+	uint64_t next = 0;
+
+	while (*pp) {
+		struct sc_op *op = *pp;
+
+		if (op->next_poll <= now) {
+			*pp = op->next;
+			op->next = *batch;
+			*batch = op;
+			continue;
+		}
+		if (!next || op->next_poll < next)
+			next = op->next_poll;
+		pp = &op->next;
+	}
+	return next;
+}
+
+static void fail_list(struct sc_op *op, int err)
+{
+	while (op) {
+		struct sc_op *next = op->next;
+
+		pf_sc_op_fail(op, err);
+		op = next;
+	}
+}
+
+/* Takes queued ops, as many pieces as one multi-get takes (one op at
+ * least), so that the threads share a burst; the caller holds t->lock. */
+static struct sc_op *take_queued(struct sc *t)
+{
+	struct sc_op *head = NULL;
+	struct sc_op **tail = &head;
+	unsigned pieces = 0;
+
+	while (t->qhead && (!head || pieces + t->qhead->npc <= MGET_MAX)) {
+		struct sc_op *op = t->qhead;
+
+		t->qhead = op->next;
+		if (!t->qhead)
+			t->qtail = NULL;
+		pieces += op->npc;
+		op->next = NULL;
+		*tail = op;
+		tail = &op->next;
+	}
+	if (t->qhead)	/* more for another thread */
+		pthread_cond_signal(&t->cond);
+	return head;
+}
+
+void *pf_sc_look_main(void *arg)
+{
+	struct sc_look *lk = arg;
+	struct sc *t = lk->t;
+
+	for (;;) {
+		struct sc_op *batch = NULL;
+		uint64_t next;
+		bool cancelled;
+
+		pthread_mutex_lock(&t->lock);
+		for (;;) {
+			if (t->stopping || t->qhead)
+				break;
+			next = due_waiting(lk, pf_now_ns(), &batch);
+			if (batch)
+				break;
+			if (next) {
+				uint64_t now = pf_now_ns();
+				unsigned ms = (unsigned)((next - now) /
+							 1000000u) + 1;
+				struct timespec ts = pf_deadline_ms(ms);
+
+				pthread_cond_timedwait(&t->cond, &t->lock,
+						       &ts);
+			} else {
+				pthread_cond_wait(&t->cond, &t->lock);
+			}
+		}
+		if (t->stopping) {
+			struct sc_op *q = t->qhead;
+
+			t->qhead = NULL;
+			t->qtail = NULL;
+			pthread_mutex_unlock(&t->lock);
+			fail_list(q, -ECANCELED);
+			fail_list(batch, -ECANCELED);
+			fail_list(lk->waiting, -ECANCELED);
+			lk->waiting = NULL;
+			return NULL;
+		}
+		if (!batch) {
+			batch = take_queued(t);
+			/* and what of this thread's is due meanwhile */
+			due_waiting(lk, pf_now_ns(), &batch);
+		}
+		cancelled = t->cancelled;
+		pthread_mutex_unlock(&t->lock);
+		if (cancelled) {
+			fail_list(batch, -ECANCELED);
+			fail_list(lk->waiting, -ECANCELED);
+			lk->waiting = NULL;
+			continue;
+		}
+		look_batch(lk, batch);
+	}
+}
