@@ -34,6 +34,7 @@
 #include "pf_mountinfo.h"
 #include "pf_log.h"
 #include "pf_objstore.h"
+#include "pf_sharedcache.h"
 #include "pf_trace.h"
 
 #ifndef PF_VERSION
@@ -270,6 +271,52 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 		return ret;
 	}
 	snprintf(desc, desclen, "%s", pf_obj_backend_desc(*be));
+	return 0;
+}
+
+/*
+ * -o shared_cache: the shared tier on top of the store (*be, which it
+ * owns from then on), its staging inside max_memory.  On failure prints
+ * one line, *be untouched.
+ */
+static int shared_tier(struct pf_opts *o, const char *src,
+		       struct pf_backend **be, char *desc, size_t desclen)
+{
+	struct pf_sc_cfg cfg = { .servers = o->shared_cache,
+				 .secret = o->shared_secret,
+				 .self = o->shared_self[0] ? o->shared_self :
+							     NULL,
+				 .source = src,
+				 .timeout_ms = o->shared_timeout,
+				 .lease_ms = o->shared_lease };
+	/* the least the memory cache works with (opts.c checks it) */
+	uint64_t floor = 4 * o->engine.fetch_size +
+			 4 * (uint64_t)o->engine.block_size;
+	struct pf_backend *sbe;
+	char err[512];
+	uint64_t mem;
+	size_t n;
+	int ret;
+
+	/* staging: as the disk cache's (a tenth of max_memory, at most the
+	 * fetches in flight, at least 4), and the store queue in it */
+	cfg.staging = o->engine.max_memory / 10;
+	if (cfg.staging > o->engine.max_inflight * o->engine.fetch_size)
+		cfg.staging = o->engine.max_inflight * o->engine.fetch_size;
+	if (cfg.staging < 4 * o->engine.fetch_size + 2 * PF_SC_PIECE)
+		cfg.staging = 4 * o->engine.fetch_size + 2 * PF_SC_PIECE;
+	cfg.queue = cfg.staging / 2;
+	ret = pf_sc_backend_new(*be, &cfg, &sbe, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", err);
+		return ret;
+	}
+	*be = sbe;
+	mem = pf_sc_backend_memory(sbe);
+	o->engine.max_memory = o->engine.max_memory - floor > mem ?
+			       o->engine.max_memory - mem : floor;
+	n = strlen(desc);
+	snprintf(desc + n, desclen - n, " + shared cache");
 	return 0;
 }
 
@@ -614,6 +661,9 @@ int main(int argc, char **argv)
 	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
 	if (ret < 0)
 		goto out;
+	if (o.shared_cache[0] &&
+	    shared_tier(&o, src, &be, desc, sizeof(desc)) < 0)
+		goto out_be;
 	if (o.cache_dir[0]) {
 		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
 						 .source = src,

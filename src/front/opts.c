@@ -25,6 +25,7 @@
 
 #include "pf_inode.h"
 #include "pf_opts.h"
+#include "pf_sharedcache.h"
 
 void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 {
@@ -43,6 +44,8 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->revalidate = 60;
 	o->list_ahead = 1024;
 	o->trace_seconds = 30;
+	o->shared_timeout = 5;
+	o->shared_lease = 2000;
 }
 
 int pf_parse_size(const char *s, uint64_t *out)
@@ -250,6 +253,62 @@ static int set_cache_timeout(struct pf_opts *o, const char *val)
 static void get_cache_timeout(const struct pf_opts *o, char *buf, size_t len)
 {
 	snprintf(buf, len, "%g", o->entry_timeout);
+}
+
+/* A list of servers (checked here, so that a bad one is said at once), or
+ * @FILE (read at mount). */
+static int set_shared_cache(struct pf_opts *o, const char *val)
+{
+	struct pf_sc_server *sv;
+	char err[256];
+	unsigned n;
+	int ret;
+
+	if (strcmp(val, "none") == 0) {
+		o->shared_cache[0] = '\0';
+		return 0;
+	}
+	if (strlen(val) >= sizeof(o->shared_cache) || (val[0] == '@' && !val[1]))
+		return -EINVAL;
+	if (val[0] != '@') {
+		sv = calloc(PF_SC_SERVERS_MAX, sizeof(*sv));
+		if (!sv)
+			return -ENOMEM;
+		ret = pf_sc_servers_parse(val, sv, PF_SC_SERVERS_MAX, &n, err,
+					  sizeof(err));
+		free(sv);
+		if (ret < 0)
+			return -EINVAL;
+	}
+	memcpy(o->shared_cache, val, strlen(val) + 1);
+	return 0;
+}
+
+static void get_shared_cache(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->shared_cache[0] ? o->shared_cache : "none");
+}
+
+static int set_shared_self(struct pf_opts *o, const char *val)
+{
+	struct pf_sc_server sv;
+	char err[256];
+	unsigned n;
+
+	if (strcmp(val, "auto") == 0) {
+		o->shared_self[0] = '\0';
+		return 0;
+	}
+	if (strlen(val) >= sizeof(o->shared_self) ||
+	    pf_sc_servers_parse(val, &sv, 1, &n, err, sizeof(err)) < 0)
+		return -EINVAL;
+	memcpy(o->shared_self, val, strlen(val) + 1);
+	return 0;
+}
+
+static void get_shared_self(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->shared_self[0] ? o->shared_self : "auto");
 }
 
 /* ---- the table ------------------------------------------------------- */
@@ -460,6 +519,38 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
 	  .help = "s3fs's name for endpoint: the same option, the same "
 		  "default" },
+	/* the shared cache (docs/shared-cache.md) */
+	{ .name = "shared_cache", .arg = "HOST:PORT[,...]", .type = PF_OT_FN,
+	  .group = PF_OG_SHARED, NOFIELD, .set = set_shared_cache,
+	  .get = get_shared_cache,
+	  .choices = "HOST:PORT[,HOST:PORT...], @FILE or none",
+	  .help = "a cache tier on memcached shared by the nodes of a "
+		  "cluster, between the disk cache and the source: every node "
+		  "gives the same servers, its own among them, and the same "
+		  "shared_secret; @FILE: one server a line" },
+	{ .name = "shared_secret", .arg = "FILE", .type = PF_OT_STR,
+	  .group = PF_OG_SHARED, F(shared_secret), .def = "none",
+	  .help = "the secret (16 bytes or more, a file no group or other "
+		  "may read) the tier's keys and values are made with; needed "
+		  "with shared_cache" },
+	{ .name = "shared_self", .arg = "HOST:PORT", .type = PF_OT_FN,
+	  .group = PF_OG_SHARED, NOFIELD, .set = set_shared_self,
+	  .get = get_shared_self, .choices = "HOST:PORT or auto",
+	  .help = "this node's memcached in the list (auto: the one server "
+		  "of the list with a local address): the background fills "
+		  "of the nodes read each piece from the source once, each "
+		  "the pieces placed on its own server, and take the rest "
+		  "from the tier" },
+	{ .name = "shared_timeout", .arg = "MS", .type = PF_OT_UINT,
+	  .group = PF_OG_SHARED, F(shared_timeout), .lo = 1, .hi = 60000,
+	  .help = "milliseconds a memcached may take to connect or answer; "
+		  "then the read goes to the source and a server that does "
+		  "not connect is left alone, then ejected" },
+	{ .name = "shared_lease", .arg = "MS", .type = PF_OT_UINT,
+	  .group = PF_OG_SHARED, F(shared_lease), .lo = 0, .hi = 600000,
+	  .help = "how long a node waits in the tier for a piece another "
+		  "node is reading from the source, then reads it itself; "
+		  "0: no leases" },
 	/* FUSE's own */
 	{ .name = "allow_other", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
 	  NOFIELD, .help = "let other users read the mount; implies "
@@ -707,20 +798,62 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The tokens after "shared_cache=HOST:PORT" that are HOST:PORT too (no
+ * '=', a ':', no option's name) continue its list: -o splits at commas.
+ */
+static bool continues_list(const char *prev, const char *tok)
+{
+	return prev && !strchr(tok, '=') && strchr(tok, ':') &&
+	       !pf_opt_find(tok) && !in_list(ignored, tok);
+}
+
 static int parse_list(struct pf_opts *o, const char *list, char *err,
 		      size_t errlen)
 {
+	size_t len = strlen(list);
 	char *copy = strdup(list);
-	char *save = NULL;
+	char *joined = malloc(len + 1);
+	const char *prev = NULL;
+	char *p = copy;
 	int ret = 0;
 
-	if (!copy) {
+	if (!copy || !joined) {
+		free(copy);
+		free(joined);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (char *tok = strtok_r(copy, ",", &save); tok && ret == 0;
-	     tok = strtok_r(NULL, ",", &save))
+	joined[0] = '\0';
+	while (p && ret == 0) {
+		char *tok = p;
+
+		p = strchr(p, ',');
+		if (p)
+			*p++ = '\0';
+		if (!*tok)
+			continue;
+		if (continues_list(prev, tok)) {
+			strcat(joined, ",");
+			strcat(joined, tok);
+			continue;
+		}
+		if (joined[0])
+			ret = parse_one(o, joined, err, errlen);
+		joined[0] = '\0';
+		prev = NULL;
+		if (ret < 0)
+			break;
+		if (strncmp(tok, "shared_cache=", 13) == 0 && tok[13] != '@') {
+			strcpy(joined, tok);
+			prev = tok;
+			continue;
+		}
 		ret = parse_one(o, tok, err, errlen);
+	}
+	if (ret == 0 && joined[0])
+		ret = parse_one(o, joined, err, errlen);
+	free(joined);
 	free(copy);
 	return ret;
 }
@@ -847,6 +980,12 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 	}
 	if (o->engine.min_window > o->engine.max_window)
 		BAD("min_window is larger than max_window");
+	if (o->shared_cache[0] && !o->shared_secret[0])
+		BAD("shared_cache needs -o shared_secret=FILE, the same secret "
+		    "on every node (head -c 32 /dev/urandom >FILE; chmod 600 "
+		    "FILE)");
+	if (!o->shared_cache[0] && (o->shared_secret[0] || o->shared_self[0]))
+		BAD("shared_secret and shared_self are for shared_cache");
 	/* nothing of a direct_io file is in the page cache to push to */
 	if (o->direct_io)
 		o->engine.push = 0;
@@ -867,6 +1006,8 @@ static const char *const group_title[PF_OG_N] = {
 	[PF_OG_MOUNT] = "mount options:",
 	[PF_OG_LOG] = "log and trace options:",
 	[PF_OG_OBJECT] = "object storage options (http://, https://, s3://):",
+	[PF_OG_SHARED] = "shared cache options (a tier on memcached for a "
+			 "cluster):",
 	[PF_OG_FUSE] = "FUSE options:",
 };
 
