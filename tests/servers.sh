@@ -278,8 +278,10 @@ _mc_spawn() {
 	shift 3
 	# memcached refuses to run as root unless told which user to be
 	[ "$(id -u)" -eq 0 ] && user=(-u root)
+	# (-P: memcached writes it only with -d, but it names $WORK on the
+	# command line, which server_stop looks for)
 	pid=$(_srv_spawn "$dir" "$MEMCACHED_BIN" -l "$addr" -p "$port" -U 0 \
-		-m 64 -t 2 -c 1024 "${user[@]}" "$@")
+		-m 64 -t 2 -c 1024 -P "$dir/memcached.pid" "${user[@]}" "$@")
 	_SRV_T0=
 	while _srv_until "$SRV_START_SECS"; do
 		if ! kill -0 "$pid" 2>/dev/null; then

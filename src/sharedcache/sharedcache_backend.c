@@ -127,6 +127,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 	char inner[2048] = "";
 	const char *rest = "";
 	unsigned up = 0;
+	unsigned ejected = 0;
 	size_t n;
 
 	if (t->inner->ops->stats_json)
@@ -135,10 +136,13 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 	n = strlen(inner);
 	if (n > 2 && inner[0] == '{' && inner[n - 1] == '}')
 		rest = inner + 1;
-	for (unsigned i = 0; i < t->nsrv; i++)
+	for (unsigned i = 0; i < t->nsrv; i++) {
 		up += atomic_load(&t->srv[i].up);
+		ejected += atomic_load(&t->srv[i].ejected_by) > 0;
+	}
 	snprintf(buf, size,
 		 "{\"shared_cache\": {\"servers\": %u, \"servers_up\": %u"
+		 ", \"servers_ejected\": %u"
 		 ", \"self\": \"%s\", \"hits\": %" PRIu64 ", \"misses\": %"
 		 PRIu64 ", \"pieces_hit\": %" PRIu64 ", \"pieces_missed\": %"
 		 PRIu64 ", \"bytes_hit\": %" PRIu64 ", \"bytes_fetched\": %"
@@ -150,7 +154,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
-		 t->nsrv, up, t->self >= 0 ? t->srv[t->self].name : "",
+		 t->nsrv, up, ejected, t->self >= 0 ? t->srv[t->self].name : "",
 		 CNT(hits), CNT(misses), CNT(pieces_hit), CNT(pieces_missed),
 		 CNT(bytes_hit), CNT(bytes_fetched), CNT(stored),
 		 CNT(bytes_stored), CNT(store_dropped), CNT(dropped),
@@ -185,14 +189,17 @@ static void sc_cancel(struct pf_backend *be)
 /* Frees @t; @locks: its locks were made (sc_start()). */
 static void sc_free(struct sc *t, bool locks)
 {
-	for (unsigned i = 0; i < LOOK_THREADS; i++)
+	for (unsigned i = 0; i < LOOK_THREADS; i++) {
 		if (t->look[i].mc)
 			memcached_free(t->look[i].mc);
+		free(t->look[i].ejected);
+	}
 	for (unsigned i = 0; t->srv && i < t->nsrv; i++)
 		if (t->srv[i].probe)
 			memcached_free(t->srv[i].probe);
 	if (t->wmc)
 		memcached_free(t->wmc);
+	free(t->wejected);
 	if (t->proto)
 		memcached_free(t->proto);
 	free(t->srv);
@@ -264,10 +271,14 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 {
 	t->proto = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, false);
 	t->wmc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
+	t->wejected = calloc(t->nsrv, sizeof(bool));
+	if (!t->wejected)
+		goto fail;
 	for (unsigned i = 0; i < LOOK_THREADS; i++) {
 		t->look[i].t = t;
 		t->look[i].mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
-		if (!t->look[i].mc)
+		t->look[i].ejected = calloc(t->nsrv, sizeof(bool));
+		if (!t->look[i].mc || !t->look[i].ejected)
 			goto fail;
 	}
 	for (unsigned i = 0; i < t->nsrv; i++) {
@@ -279,8 +290,10 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 		if (!t->srv[i].probe)
 			goto fail;
 	}
-	if (t->proto && t->wmc)
+	if (t->proto && t->wmc) {
+		pf_sc_mc_sentinels(t);
 		return 0;
+	}
 fail:
 	snprintf(err, errlen, "shared cache: cannot set up a memcached "
 		 "client");

@@ -122,6 +122,10 @@ struct sc_srv {
 	 * did not fill them) */
 	atomic_uint_least64_t quiet_until;
 	memcached_st *probe;	/* the writer thread's, this server alone */
+	/* a key the whole ring places here: a client whose ring places it
+	 * elsewhere has ejected this server */
+	char sentinel[16];
+	atomic_uint ejected_by;	/* clients that have it ejected now */
 };
 
 struct sc_look {
@@ -130,6 +134,8 @@ struct sc_look {
 	bool started;
 	memcached_st *mc;
 	struct sc_op *waiting;	/* parked ops, this thread's */
+	bool *ejected;		/* per server: by this client */
+	uint64_t ej_ns;		/* last looked at */
 };
 
 typedef atomic_uint_least64_t sc_counter;
@@ -146,7 +152,7 @@ struct sc_stats {
 	sc_counter store_dropped; /* queue full, not stored */
 	sc_counter dropped;	/* values that failed to open (bad MAC) */
 	sc_counter errors;	/* memcached calls that failed */
-	sc_counter ejections;	/* servers the clients marked dead */
+	sc_counter ejections;	/* servers a client's ring ejected */
 	sc_counter server_failures; /* servers that stopped answering */
 	sc_counter leases_won;
 	sc_counter leases_waited;
@@ -192,6 +198,7 @@ struct sc {
 	pthread_t writer;
 	bool writer_started;
 	memcached_st *wmc;
+	bool *wejected;		/* per server: by the writer's client */
 	uint8_t *seal_buf;	/* the writer's: one sealed piece */
 
 	struct sc_stats st;
@@ -232,6 +239,11 @@ memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
 			   unsigned timeout_ms, bool eject);
 /* The server (index in the list) the placement gives @text. */
 int pf_sc_owner(struct sc *t, const char *text);
+/* Finds each server's sentinel key (pf_sc_mc_ejections()). */
+void pf_sc_mc_sentinels(struct sc *t);
+/* Notes the servers @mc's ring has ejected or taken back since @ejected
+ * (one flag per server) said; counts each ejection. */
+void pf_sc_mc_ejections(struct sc *t, memcached_st *mc, bool *ejected);
 /* Counts a failed call (rc is no hit, miss, END or NOTSTORED). */
 void pf_sc_mc_error(struct sc *t, memcached_st *mc, memcached_return_t rc,
 		    const char *what);

@@ -9,14 +9,18 @@
  *       node places a key on the same server whatever the order of its
  *       list, and a server joining or leaving moves only its share
  *   NO_BLOCK, TCP_NODELAY: non-blocking sockets, so that the timeouts hold
- *   CONNECT_TIMEOUT, POLL_TIMEOUT: -o shared_timeout (ms), for a connect
- *       and for each wait for a server's answer; a call that times out
- *       closes its connection and costs the read a trip to the store
- *   SERVER_FAILURE_LIMIT 2, RETRY_TIMEOUT 1 s: a server whose connect
- *       fails is left alone for 1 s; after 2 such failures
- *   REMOVE_FAILED_SERVERS (auto eject), DEAD_TIMEOUT 5 s: it leaves the
- *       ring (its keys go to the next servers) and is tried again 5 s
- *       later, so a restarted memcached comes back by itself
+ *   POLL_TIMEOUT: -o shared_timeout (ms), each wait for a server's
+ *       answer; a call that times out closes its connection and costs
+ *       the read a trip to the store
+ *   CONNECT_TIMEOUT: 4 x shared_timeout (connections are kept, a connect
+ *       is rare, and one that fails ejects the server)
+ *   SERVER_FAILURE_LIMIT 1, REMOVE_FAILED_SERVERS (auto eject),
+ *       DEAD_TIMEOUT 5 s: a server whose connect fails (refused, timed
+ *       out) leaves the client's ring at its next use: its keys go to the
+ *       next servers; it is tried again 5 s later (once, then ejected
+ *       again if it fails), so a restarted memcached comes back by itself
+ *   RETRY_TIMEOUT 1 s: the clients that do not eject (placement, probes)
+ *       leave a failed server alone that long
  *   BINARY_PROTOCOL off: the text protocol (memcached 1.6 deprecates the
  *       binary one); keys are 65 characters of [0-9a-fDL]
  * The placement client (t->proto) is never connected: the fill's owner of
@@ -25,12 +29,13 @@
  */
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "pf_log.h"
 #include "sharedcache_int.h"
 
-#define FAILURE_LIMIT 2
+#define FAILURE_LIMIT 1
 #define RETRY_S 1
 #define DEAD_S 5
 
@@ -54,7 +59,7 @@ memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
 	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) ==
 	      MEMCACHED_SUCCESS;
 	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT,
-				     timeout_ms) == MEMCACHED_SUCCESS;
+				     4 * timeout_ms) == MEMCACHED_SUCCESS;
 	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT,
 				     timeout_ms) == MEMCACHED_SUCCESS;
 	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT,
@@ -79,6 +84,48 @@ memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
 	return mc;
 }
 
+void pf_sc_mc_sentinels(struct sc *t)
+{
+	unsigned left = t->nsrv;
+
+	if (t->nsrv < 2)
+		return;	/* one server: libmemcached never moves its keys */
+	for (unsigned k = 0; left && k < 1000000; k++) {
+		char key[16];
+		uint32_t i;
+
+		snprintf(key, sizeof(key), "S%u", k);
+		i = memcached_generate_hash(t->proto, key, strlen(key));
+		if (i < t->nsrv && !t->srv[i].sentinel[0]) {
+			memcpy(t->srv[i].sentinel, key, sizeof(key));
+			left--;
+		}
+	}
+}
+
+void pf_sc_mc_ejections(struct sc *t, memcached_st *mc, bool *ejected)
+{
+	for (unsigned i = 0; i < t->nsrv; i++) {
+		const char *key = t->srv[i].sentinel;
+		bool now;
+
+		if (!key[0])
+			continue;
+		now = memcached_generate_hash(mc, key, strlen(key)) != i;
+		if (now == ejected[i])
+			continue;
+		ejected[i] = now;
+		if (now) {
+			atomic_fetch_add(&t->st.ejections, 1);
+			atomic_fetch_add(&t->srv[i].ejected_by, 1);
+			pf_debug("shared cache: a client ejected %s",
+				 t->srv[i].name);
+		} else {
+			atomic_fetch_sub(&t->srv[i].ejected_by, 1);
+		}
+	}
+}
+
 int pf_sc_owner(struct sc *t, const char *text)
 {
 	uint32_t i = memcached_generate_hash(t->proto, text, PF_SC_KEY_TEXT);
@@ -100,9 +147,6 @@ void pf_sc_mc_error(struct sc *t, memcached_st *mc, memcached_return_t rc,
 	case MEMCACHED_STORED:
 	case MEMCACHED_DELETED:
 		return;
-	case MEMCACHED_SERVER_MARKED_DEAD:
-		atomic_fetch_add(&t->st.ejections, 1);
-		break;
 	default:
 		break;
 	}

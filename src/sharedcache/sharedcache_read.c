@@ -564,6 +564,12 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 		}
 	if (n)
 		look_mget(lk, refs, n);
+	/* what this client's ring ejected (or took back), ten times a second
+	 * at most */
+	if (pf_now_ns() - lk->ej_ns > 100000000ull) {
+		pf_sc_mc_ejections(t, lk->mc, lk->ejected);
+		lk->ej_ns = pf_now_ns();
+	}
 	while (batch) {
 		struct sc_op *next = batch->next;
 

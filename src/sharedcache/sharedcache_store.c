@@ -170,8 +170,10 @@ void *pf_sc_writer_main(void *arg)
 		}
 		stopping = t->sstop;
 		pthread_mutex_unlock(&t->slock);
-		if (op)
+		if (op) {
 			store_op(t, op);
+			pf_sc_mc_ejections(t, t->wmc, t->wejected);
+		}
 		if (!stopping && now - last_probe >= 1000000000ull) {
 			probe(t);
 			last_probe = pf_now_ns();
