@@ -69,7 +69,7 @@ endif
 #                   a decorator of any backend
 #   util/           pool, strings, JSON, log, io_uring, trace file
 #   tools/          prefetchfs-stat
-# Everything but FRONT_SRCS and tools/ is the FUSE-free core library.
+#Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
 	backend/s3auth diskcache sharedcache util
 FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
@@ -152,10 +152,11 @@ FUZZ_BINS := $(FUZZ_SRCS:.c=)
 
 # the credential answers' parsers: their own file and expat, jansson
 tests/fuzz/fuzz_creds: tests/fuzz/fuzz_creds.c src/backend/s3auth/creds_parse.c \
-		include/pf_creds.h
+		src/util/err.c include/pf_creds.h
 	$(QUIET_LINK)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -g -O1 -std=c11 -D_GNU_SOURCE \
 		-Iinclude $(PARSE_CFLAGS) -o $@ $< src/backend/s3auth/creds_parse.c \
+		src/util/err.c \
 		$(PARSE_LIBS)
 
 FUZZ_LISTING := src/backend/http/listing.c src/backend/http/listing_s3.c \

@@ -51,7 +51,7 @@ static struct {
 	struct fuse_conn_info_opts *conn_opts;
 } mf;
 
-static void fill_stat(fuse_ino_t ino, struct stat *st)
+static void pf_obj_fill_stat(fuse_ino_t ino, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = ino;
@@ -85,7 +85,7 @@ static void mf_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	e.ino = DATA_INO;
 	e.attr_timeout = 86400.0;
 	e.entry_timeout = 86400.0;
-	fill_stat(DATA_INO, &e.attr);
+	pf_obj_fill_stat(DATA_INO, &e.attr);
 	fuse_reply_entry(req, &e);
 }
 
@@ -95,7 +95,7 @@ static void mf_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct stat st;
 
 	(void)fi;
-	fill_stat(ino, &st);
+	pf_obj_fill_stat(ino, &st);
 	fuse_reply_attr(req, &st, 86400.0);
 }
 
@@ -118,7 +118,7 @@ static void mf_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 		struct stat st;
 		size_t len;
 
-		fill_stat(i == 2 ? DATA_INO : FUSE_ROOT_ID, &st);
+		pf_obj_fill_stat(i == 2 ? DATA_INO : FUSE_ROOT_ID, &st);
 		len = fuse_add_direntry(req, buf + used, size - used, names[i],
 					&st, i + 1);
 		if (len > size - used)

@@ -52,7 +52,7 @@ struct pf_engine_cfg {
 	int fill;		/* shuffled readers of a tree (or of one big
 				 * file) that fits the cache: the rest is read
 				 * in the background */
-	unsigned xfile_files;	/* files opened ahead at most (0: 256) */
+	unsigned dirahead_files;	/* files opened ahead at most (0: 256) */
 	/*
 	 * The engine's clock, monotonic nanoseconds: READ arrivals and
 	 * completions as the pattern tracker sees them, wait times, ages.
@@ -178,7 +178,7 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
  * every @gap_ns (the directory's interval), when an open of the store
  * takes @open_ns: two round trips of its rate, 2 to @max.
  */
-unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
+unsigned pf_dirahead_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 			unsigned max);
 
 /*

@@ -90,6 +90,10 @@ struct pf_aws_profile {
  * An empty value counts as unset, as for the AWS CLI. */
 typedef const char *(*pf_env_fn)(const char *name);
 
+/* @name's value from @env (getenv() when NULL); an unset and an empty
+ * variable are both NULL, as for the AWS CLI. */
+const char *pf_s3_env_get(pf_env_fn env, const char *name);
+
 /*
  * Resolves @source ("s3://bucket[/prefix[/]]") with @o and the environment:
  *  - region: o->region, AWS_REGION, AWS_DEFAULT_REGION, the profile's

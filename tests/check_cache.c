@@ -24,10 +24,10 @@ static void prefetch(uint64_t off, uint64_t end)
 	uint64_t upto;
 
 	pthread_mutex_lock(&eng->lock);
-	upto = cover_range(eng, ef, off, end, &c, &fb, &later);
-	fetch_builder_flush(eng, &fb, &later);
+	upto = pf_cover_range(eng, ef, off, end, &c, &fb, &later);
+	pf_fetch_builder_flush(eng, &fb, &later);
 	pthread_mutex_unlock(&eng->lock);
-	deferred_run(eng, &later);
+	pf_fetch_deferred_run(eng, &later);
 	ck_assert_uint_eq(upto, end);
 	complete_until_idle();
 }

@@ -10,7 +10,7 @@
  * NFILES small files whose bytes are a function of (file, offset); its
  * reads complete inside submit.  The engine's clock is the test's: the
  * readers' opens are XGAP_MS apart and the backend's opens take none of it
- * (so 4 files are kept ahead); pf_xfile_ahead() has its own test.
+ * (so 4 files are kept ahead); pf_dirahead_ahead() has its own test.
  */
 #include "engine_harness.h"
 
@@ -100,15 +100,15 @@ static void settle(void)
 START_TEST(test_ahead_rule)
 {
 	/* 50 ms opens, a reader opening a file every 10 ms: 2 x 10 + 2 */
-	ck_assert_uint_eq(pf_xfile_ahead(50000000, 10000000, 1, 32), 22);
+	ck_assert_uint_eq(pf_dirahead_ahead(50000000, 10000000, 1, 32), 22);
 	/* 4 ranks striding, the directory sees an open each 10 ms: each
 	 * rank opens one each 40 ms */
-	ck_assert_uint_eq(pf_xfile_ahead(50000000, 10000000, 4, 32), 8);
+	ck_assert_uint_eq(pf_dirahead_ahead(50000000, 10000000, 4, 32), 8);
 	/* bounded; nothing learned yet: 4 */
-	ck_assert_uint_eq(pf_xfile_ahead(50000000, 1000000, 1, 32), 32);
-	ck_assert_uint_eq(pf_xfile_ahead(0, 10000000, 1, 32), 4);
+	ck_assert_uint_eq(pf_dirahead_ahead(50000000, 1000000, 1, 32), 32);
+	ck_assert_uint_eq(pf_dirahead_ahead(0, 10000000, 1, 32), 4);
 	/* a slow reader still keeps 2 */
-	ck_assert_uint_eq(pf_xfile_ahead(1000, 1000000000, 1, 32), 4);
+	ck_assert_uint_eq(pf_dirahead_ahead(1000, 1000000000, 1, 32), 4);
 }
 END_TEST
 

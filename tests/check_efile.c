@@ -157,16 +157,16 @@ START_TEST(test_many_paths)
 	pthread_mutex_lock(&eng->lock);
 	for (unsigned i = 0; i < NPATHS; i += 7) {
 		snprintf(path, sizeof(path), "train/n%06u.jpg", i);
-		ck_assert_ptr_eq(efile_lookup(eng, path), fs[i]);
+		ck_assert_ptr_eq(pf_efile_lookup(eng, path), fs[i]);
 	}
-	ck_assert_ptr_null(efile_lookup(eng, "train/n999999.jpg"));
+	ck_assert_ptr_null(pf_efile_lookup(eng, "train/n999999.jpg"));
 	pthread_mutex_unlock(&eng->lock);
 	/* a newer version of one path: the lookup finds it, not the old */
 	nf = pf_efile_new(eng, "train/n000042.jpg", 7);
 	ck_assert_ptr_nonnull(nf);
 	pf_efile_retire(fs[42]);
 	pthread_mutex_lock(&eng->lock);
-	ck_assert_ptr_eq(efile_lookup(eng, "train/n000042.jpg"), nf);
+	ck_assert_ptr_eq(pf_efile_lookup(eng, "train/n000042.jpg"), nf);
 	pthread_mutex_unlock(&eng->lock);
 	pf_efile_put(nf);
 	/* every other file let go */
@@ -177,7 +177,7 @@ START_TEST(test_many_paths)
 	pthread_mutex_lock(&eng->lock);
 	for (unsigned i = 0; i < 1000; i++) {
 		snprintf(path, sizeof(path), "train/n%06u.jpg", i);
-		f = efile_lookup(eng, path);
+		f = pf_efile_lookup(eng, path);
 		if (i % 2)
 			ck_assert_ptr_eq(f, fs[i]);
 		else

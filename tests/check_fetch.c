@@ -1,6 +1,6 @@
 /*
  * check_fetch.c - how many fetches the engine has at the backend at once
- * (src/fetch.c, fetch_room()): read-ahead of whole small files goes past
+ * (src/fetch.c, pf_fetch_room()): read-ahead of whole small files goes past
  * max_inflight requests, bounded by bytes in flight (max_inflight x
  * fetch_size) and by the requests kept for demand fetches; a READ still
  * gets its fetch sent at once.  (Read-ahead of fetch_size pieces staying
@@ -13,7 +13,7 @@
  * piles up where the test can count it.  The small fetches come from the background fill
  * (dirahead.c), which a reader opening the files in shuffled order starts.
  *
- * Who gets a slot freed in the gate (fetch_done()): a stream whose
+ * Who gets a slot freed in the gate (pf_fetch_done()): a stream whose
  * read-ahead the gate refused, with nothing ready ahead of its reader,
  * before the stream whose fetch ended and whose windows fill the gate; and
  * the fetches a planner makes at once go to the backend nearest the reader

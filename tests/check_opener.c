@@ -1,7 +1,7 @@
 /*
  * check_opener.c - the engine's pool of opener threads (opener.c): jobs
  * are taken declared first, then predicted, then speculative, FIFO within
- * each; the idle function runs when nothing is queued; opener_stop()
+ * each; the idle function runs when nothing is queued; pf_opener_stop()
  * returns only once the jobs in flight returned, calls every queued job
  * once with cancel set, and refuses new jobs.
  *
@@ -83,7 +83,7 @@ static void setup(void)
 	norder = 0;
 	idle_calls = 0;
 	idle_budget = 0;
-	ck_assert_int_eq(opener_start(eng, t_idle), 0);
+	ck_assert_int_eq(pf_opener_start(eng, t_idle), 0);
 }
 
 static void teardown(void)
@@ -92,7 +92,7 @@ static void teardown(void)
 	gate_open = true;
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
-	opener_free(eng);
+	pf_opener_free(eng);
 	pthread_mutex_destroy(&eng->lock);
 	free(eng);
 }
@@ -105,7 +105,7 @@ static void submit(struct tjob *t, int id, int prio, bool blocker)
 	t->id = id;
 	t->blocker = blocker;
 	pthread_mutex_lock(&eng->lock);
-	ck_assert(opener_submit(eng, &t->job));
+	ck_assert(pf_opener_submit(eng, &t->job));
 	pthread_mutex_unlock(&eng->lock);
 }
 
@@ -154,7 +154,7 @@ static void *stop_main(void *arg)
 {
 	struct stopper *s = arg;
 
-	opener_stop(eng);
+	pf_opener_stop(eng);
 	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -173,11 +173,11 @@ START_TEST(test_stop_waits_and_cancels)
 	/* the blockers are jobs in flight: the stop waits for them */
 	ck_assert_int_eq(__atomic_load_n(&s.done, __ATOMIC_ACQUIRE), 0);
 	pthread_mutex_lock(&eng->lock);
-	ck_assert(!opener_running(eng));
+	ck_assert(!pf_opener_running(eng));
 	memset(&late, 0, sizeof(late));
 	late.job.fn = tjob_fn;
 	late.job.prio = OPEN_DECLARED;
-	ck_assert(!opener_submit(eng, &late.job));
+	ck_assert(!pf_opener_submit(eng, &late.job));
 	pthread_mutex_unlock(&eng->lock);
 	pthread_mutex_lock(&mu);
 	gate_open = true;
@@ -207,7 +207,7 @@ START_TEST(test_idle_runs_when_nothing_queued)
 	pthread_mutex_lock(&eng->lock);
 	idle_calls = 0;
 	idle_budget = 20;
-	opener_wake(eng, false);
+	pf_opener_wake(eng, false);
 	pthread_mutex_unlock(&eng->lock);
 	for (int i = 0; i < 5000 && left > 0; i++) {
 		nanosleep(&ms, NULL);

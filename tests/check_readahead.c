@@ -503,7 +503,8 @@ static unsigned sim_reader(unsigned compute_us)
 	ck_assert_ptr_null(tb.pending);
 	pthread_mutex_unlock(&tb.lock);
 	for (unsigned i = 0; i < ef->nestreams; i++) {
-		unsigned w = stream_plan_cfg(eng, &ef->estreams[i]).windows;
+		unsigned w =
+			pf_ra_stream_plan_cfg(eng, &ef->estreams[i]).windows;
 
 		if (ef->estreams[i].id && w > depth)
 			depth = w;

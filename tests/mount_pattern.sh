@@ -126,7 +126,7 @@ fi
 # 500 preads of 4-64 KiB at page-aligned random offsets (so the kernel
 # asks for exactly what is read); fill=off: a random reader of a file that
 # fits memory would otherwise have the rest filled in the background (that
-# is tests/mount_xfile.sh's)
+# is tests/mount_dirahead.sh's)
 APP=0
 if PF_OPTS=fill=off run_load random "$HELPERS/randread" -s 1 -a 4096 -m 65536 -n 500 "@MNT@/$FILE" "$DATA/$FILE"; then
 	S=$WORK/random.json

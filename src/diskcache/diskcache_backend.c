@@ -77,7 +77,7 @@
 #define DEFAULT_STAGING (64ull << 20)
 
 /* "disk cache: WHAT: ERROR; THEN", the first time only */
-void warn_once(atomic_bool *flag, const char *what, int err,
+void pf_dcb_warn_once(atomic_bool *flag, const char *what, int err,
 	       const char *then)
 {
 	if (!atomic_exchange(flag, true))
@@ -161,7 +161,7 @@ static void dcb_cancel(struct pf_backend *be)
 	pthread_mutex_unlock(&d->lock);
 	if (write(d->efd, &one, sizeof(one)) < 0)
 		pf_debug("disk cache: eventfd: %s", strerror(errno));
-	stage_close(d);
+	pf_dcb_stage_close(d);
 	if (d->inner->ops->cancel)
 		d->inner->ops->cancel(d->inner);
 }
@@ -201,7 +201,7 @@ static void dcb_destroy(struct pf_backend *be)
 	struct dcb *d = to_d(be);
 	struct op *left;
 
-	stage_close(d);
+	pf_dcb_stage_close(d);
 	/* writes still queued are finished: a clean unmount keeps them */
 	dcb_stop(d);
 	/* completions of the inner backend find the ring stopped now */
@@ -216,7 +216,7 @@ static void dcb_destroy(struct pf_backend *be)
 	while (left) {
 		struct op *next = left->next;
 
-		op_fail(left, -ECANCELED);
+		pf_dcb_op_fail(left, -ECANCELED);
 		left = next;
 	}
 	dcb_free(d);
@@ -312,7 +312,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.readlink = dcb_readlink,
 	.open = dcb_open,
 	.close = dcb_close,
-	.submit = dcb_submit,
+	.submit = pf_dcb_submit,
 	.statfs = dcb_statfs,
 	.destroy = dcb_destroy,
 	.cancel = dcb_cancel,
@@ -386,7 +386,7 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	/* the thread must not take the daemon's signals */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = -pthread_create(&d->thread, NULL, ring_main, d);
+	ret = -pthread_create(&d->thread, NULL, pf_dcb_ring_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret == 0)
 		pthread_setname_np(d->thread, "pf-diskcache");

@@ -17,7 +17,7 @@
  * See diskcache_backend.c.  d->lock guards the ring's queue and the
  * stopping/cancelled/stopped flags, d->plock the staging pool, d->wlock the
  * list of ops waiting for staging; none is held across I/O or a done()
- * call, and no two are held at once but wlock then plock (stage_kick()
+ * call, and no two are held at once but wlock then plock (pf_dcb_stage_kick()
  * takes staging for the op it holds).  Fields marked "(ring thread)" are
  * touched by the ring thread only; those set in pf_diskcache_backend_new()
  * before the ring thread starts are read without a lock.
@@ -103,7 +103,7 @@ struct dcb {
 	/*
 	 * Misses waiting for staging (at most WAIT_MAX): the writes lag
 	 * behind the reads, and a read past the cache would be read again
-	 * from the store next time.  wlock guards the list; stage_kick()
+	 * from the store next time.  wlock guards the list; pf_dcb_stage_kick()
 	 * submits them as staging comes back.
 	 */
 	pthread_mutex_t wlock;
@@ -151,29 +151,29 @@ static inline void op_append(struct op **head, struct op **tail,
 
 /* ---- diskcache_backend.c ---- */
 
-void warn_once(atomic_bool *flag, const char *what, int err,
+void pf_dcb_warn_once(atomic_bool *flag, const char *what, int err,
 	       const char *then);
 
 /* ---- diskcache_read.c: submit(), hits and misses ---- */
 
-int dcb_submit(struct pf_backend *be, struct pf_bio *bio);
-int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total);
-void hit_finish(struct dcb *d, struct op *op);
+int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio);
+int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total);
+void pf_dcb_hit_finish(struct dcb *d, struct op *op);
 
 /* ---- diskcache_stage.c: ops and the staging pool ---- */
 
-struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk);
-void op_free(struct op *op);
-void op_fail(struct op *op, int err);
-void op_trim(struct op *op, unsigned keep);
-bool stage_get(struct dcb *d, struct op *op);
-bool stage_wait(struct dcb *d, struct op *op);
-void stage_kick(struct dcb *d);
-void stage_close(struct dcb *d);
+struct op *pf_dcb_op_new(struct dcb *d, enum op_type type, unsigned nblk);
+void pf_dcb_op_free(struct op *op);
+void pf_dcb_op_fail(struct op *op, int err);
+void pf_dcb_op_trim(struct op *op, unsigned keep);
+bool pf_dcb_stage_get(struct dcb *d, struct op *op);
+bool pf_dcb_stage_wait(struct dcb *d, struct op *op);
+void pf_dcb_stage_kick(struct dcb *d);
+void pf_dcb_stage_close(struct dcb *d);
 
 /* ---- diskcache_ring.c: the ring thread ---- */
 
-bool enqueue(struct dcb *d, struct op *op);
-void *ring_main(void *arg);
+bool pf_dcb_ring_enqueue(struct dcb *d, struct op *op);
+void *pf_dcb_ring_main(void *arg);
 
 #endif

@@ -2,7 +2,7 @@
  * diskcache_read.c - the disk cache decorator's read path.  submit() looks
  * up every cache block a read touches:
  *  - all cached: the op pins their slots and goes to the ring thread, which
- *    reads them into staging; hit_finish() checks each block's CRC32C,
+ *    reads them into staging; pf_dcb_hit_finish() checks each block's CRC32C,
  *    copies the bytes to the reader and calls done(), or drops a block that
  *    failed and sends the read to the inner backend instead;
  *  - else (a miss) the read goes to the inner backend, widened to whole
@@ -14,17 +14,17 @@
  * cached (OP_PASS), and a hit is read from the inner backend.
  *
  * DESIGN
- * dcb_submit() and submit_miss() run on the submitting thread (the
+ * pf_dcb_submit() and pf_dcb_submit_miss() run on the submitting thread (the
  * engine's, or whichever starts a waiting op); miss_done() on the inner
- * backend's completion thread; hit_finish() on the ring thread.  d->lock
+ * backend's completion thread; pf_dcb_hit_finish() on the ring thread.  d->lock
  * is taken only to see whether the tier is cancelled or stopping; staging
- * and the ring's queue take their own locks (stage_get(), enqueue()).  No
- * lock is held across a done() call or a submit to the inner backend.  A
- * hit's slots stay pinned from pf_dc_lookup() until hit_finish() unpins or
- * drops them, or the op fails and its owner unpins them.
- * Ownership: a miss op is freed by miss_done() (after done()) unless it
- * becomes a write op, which the ring thread frees when its last write
- * completed; a hit op is freed by hit_finish().
+ * and the ring's queue take their own locks (pf_dcb_stage_get(),
+ * pf_dcb_ring_enqueue()).  No lock is held across a done() call or a submit to
+ * the inner backend.  A hit's slots stay pinned from pf_dc_lookup() until
+ * pf_dcb_hit_finish() unpins or drops them, or the op fails and its owner
+ * unpins them. Ownership: a miss op is freed by miss_done() (after done())
+ * unless it becomes a write op, which the ring thread frees when its last write
+ * completed; a hit op is freed by pf_dcb_hit_finish().
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -79,7 +79,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 	unsigned keep = 0;
 
 	if (op->type == OP_PASS) {
-		op_free(op);
+		pf_dcb_op_free(op);
 		ubio->done(ubio, res);
 		return;
 	}
@@ -101,13 +101,13 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 	/* the reader first: writing to the cache must not delay it */
 	ubio->done(ubio, ures);
 	if (keep == 0) {
-		op_free(op);
+		pf_dcb_op_free(op);
 		return;
 	}
 	op->type = OP_WRITE;
-	op_trim(op, keep);
-	if (!enqueue(d, op))
-		op_free(op);
+	pf_dcb_op_trim(op, keep);
+	if (!pf_dcb_ring_enqueue(d, op))
+		pf_dcb_op_free(op);
 }
 
 /* The inner backend's first bytes of a miss are the reader's too. */
@@ -122,7 +122,7 @@ static void miss_started(struct pf_bio *ibio)
  * Sends @ubio to the inner backend: widened to whole cache blocks through a
  * staging buffer when there is room (then cached), else as it is.
  */
-int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
+int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 {
 	struct pf_bfile *f = ubio->file;
 	uint64_t end = ubio->off + total;
@@ -136,7 +136,7 @@ int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		end = f->size;
 	b1 = (end - 1) / d->bs;
 	nblk = (unsigned)(b1 - b0 + 1);
-	op = op_new(d, OP_MISS, nblk);
+	op = pf_dcb_op_new(d, OP_MISS, nblk);
 	if (!op)
 		return -ENOMEM;
 	op->ubio = ubio;
@@ -156,11 +156,11 @@ int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 					    f->size - bo : d->bs);
 	}
 	/* the ring takes at most RING_DEPTH writes of one op */
-	if (nblk <= RING_DEPTH && stage_get(d, op)) {
+	if (nblk <= RING_DEPTH && pf_dcb_stage_get(d, op)) {
 		op->ibio.off = b0 * d->bs;
 		op->ibio.iov = op->iov;
 		op->ibio.iovcnt = (int)nblk;
-	} else if (nblk <= RING_DEPTH && stage_wait(d, op)) {
+	} else if (nblk <= RING_DEPTH && pf_dcb_stage_wait(d, op)) {
 		return 0;
 	} else {
 		atomic_fetch_add(&d->uncached, op->want);
@@ -171,11 +171,11 @@ int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	}
 	ret = pf_backend_submit(d->inner, &op->ibio);
 	if (ret < 0)
-		op_free(op);
+		pf_dcb_op_free(op);
 	return ret;
 }
 
-int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
+int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	struct dcb *d = to_d(be);
 	struct pf_bfile *f;
@@ -202,7 +202,7 @@ int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	bio->bnext = NULL;
 	if (total == 0 || bio->off >= f->size) {
 		/* nothing of the file: let the inner backend say so */
-		op = op_new(d, OP_PASS, 0);
+		op = pf_dcb_op_new(d, OP_PASS, 0);
 		if (!op)
 			return -ENOMEM;
 		op->ubio = bio;
@@ -213,7 +213,7 @@ int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 					    .flags = bio->flags };
 		ret = pf_backend_submit(d->inner, &op->ibio);
 		if (ret < 0)
-			op_free(op);
+			pf_dcb_op_free(op);
 		return ret;
 	}
 	end = bio->off + total < f->size ? bio->off + total : f->size;
@@ -221,7 +221,7 @@ int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	nblk = (unsigned)((end - 1) / d->bs - b0 + 1);
 	if (nblk > RING_DEPTH || (uint64_t)nblk * d->bs > d->staging_max)
 		goto miss;
-	op = op_new(d, OP_HIT, nblk);
+	op = pf_dcb_op_new(d, OP_HIT, nblk);
 	if (!op)
 		goto miss;
 	for (unsigned i = 0; i < nblk; i++) {
@@ -234,7 +234,7 @@ int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		if (slot < 0) {
 			for (unsigned k = 0; k < i; k++)
 				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
-			op_free(op);
+			pf_dcb_op_free(op);
 			goto miss;
 		}
 		op->blk[i].slot = slot;
@@ -245,25 +245,25 @@ int dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	op->fsize = f->size;
 	op->b0 = b0;
 	op->want = end - bio->off;
-	if (!stage_get(d, op)) {
+	if (!pf_dcb_stage_get(d, op)) {
 		/* the blocks are on disk: wait for staging rather than
 		 * read them from the store */
-		if (stage_wait(d, op))
+		if (pf_dcb_stage_wait(d, op))
 			return 0;
 		goto unpin;
 	}
-	if (enqueue(d, op))
+	if (pf_dcb_ring_enqueue(d, op))
 		return 0;
 unpin:
 	for (unsigned k = 0; k < nblk; k++)
 		pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
-	op_free(op);
+	pf_dcb_op_free(op);
 miss:
 	pf_dc_count(d->dc, 0, 0);
-	return submit_miss(d, bio, total);
+	return pf_dcb_submit_miss(d, bio, total);
 }
 
-void hit_finish(struct dcb *d, struct op *op)
+void pf_dcb_hit_finish(struct dcb *d, struct op *op)
 {
 	struct pf_bio *ubio = op->ubio;
 	bool bad = false;
@@ -273,7 +273,7 @@ void hit_finish(struct dcb *d, struct op *op)
 		struct op_blk *b = &op->blk[i];
 
 		if (b->res != (int32_t)b->len) {
-			warn_once(&d->warned_io, "read",
+			pf_dcb_warn_once(&d->warned_io, "read",
 				  b->res < 0 ? b->res : -EIO,
 				  "reading from the source");
 			pf_dc_count_error(d->dc);
@@ -293,11 +293,11 @@ void hit_finish(struct dcb *d, struct op *op)
 		int ret;
 
 		op->ubio = NULL;
-		op_free(op);
+		pf_dcb_op_free(op);
 		pf_dc_count(d->dc, 0, 0);
 		for (int i = 0; i < ubio->iovcnt; i++)
 			total += ubio->iov[i].iov_len;
-		ret = submit_miss(d, ubio, total);
+		ret = pf_dcb_submit_miss(d, ubio, total);
 		if (ret < 0)
 			ubio->done(ubio, ret);
 		return;
@@ -306,6 +306,6 @@ void hit_finish(struct dcb *d, struct op *op)
 		    op->want);
 	pf_dc_count(d->dc, 1, op->want);
 	total = op->want;
-	op_free(op);
+	pf_dcb_op_free(op);
 	ubio->done(ubio, (int64_t)total);
 }

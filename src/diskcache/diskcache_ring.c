@@ -1,8 +1,8 @@
 /*
  * diskcache_ring.c - the disk cache decorator's ring thread: it reads the
  * blocks of hits from the store's data file into staging (then
- * hit_finish(), diskcache_read.c) and writes back the blocks of misses to
- * the free or cold slots it reserves, journalling each (pf_dc_commit())
+ * pf_dcb_hit_finish(), diskcache_read.c) and writes back the blocks of misses
+ * to the free or cold slots it reserves, journalling each (pf_dc_commit())
  * after its write completed.  A failed write aborts its slot; disk full
  * shrinks the cache to what the disk holds.  Blocks of an op in
  * consecutive slots are read or written with one readv/writev SQE (a run).
@@ -10,16 +10,16 @@
  * DESIGN
  * One ring thread owns the io_uring on the data file, the ops it has in
  * flight (d->sq_used, op->pending) and the journal (pf_dc_reserve/commit/
- * abort/drop/maintain).  Other threads only queue ops with enqueue() under
- * d->lock and signal the eventfd registered with the ring; the ring thread
- * sleeps in read() on it, as in posix_uring.c, so one wait covers both
- * CQEs and queued ops, and drains the CQEs with pf_uring_reap() (uring.c).
- * d->lock guards the queue and the stopping, cancelled and stopped flags
- * and is never held across I/O or a done() call.  Once cancelled, the ops
- * still queued are dropped (a read fails with -ECANCELED) and enqueue()
- * refuses writes; once stopping, the thread exits when the queue is empty
- * and nothing is in flight, and sets stopped, after which enqueue()
- * refuses every op.
+ * abort/drop/maintain).  Other threads only queue ops with
+ * pf_dcb_ring_enqueue() under d->lock and signal the eventfd registered with
+ * the ring; the ring thread sleeps in read() on it, as in posix_uring.c, so one
+ * wait covers both CQEs and queued ops, and drains the CQEs with
+ * pf_uring_reap() (uring.c). d->lock guards the queue and the stopping,
+ * cancelled and stopped flags and is never held across I/O or a done() call.
+ * Once cancelled, the ops still queued are dropped (a read fails with
+ * -ECANCELED) and pf_dcb_ring_enqueue() refuses writes; once stopping, the
+ * thread exits when the queue is empty and nothing is in flight, and sets
+ * stopped, after which pf_dcb_ring_enqueue() refuses every op.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,7 +36,7 @@
 #include "diskcache_int.h"
 
 /* Queues @op for the ring thread; false if it has stopped. */
-bool enqueue(struct dcb *d, struct op *op)
+bool pf_dcb_ring_enqueue(struct dcb *d, struct op *op)
 {
 	uint64_t one = 1;
 	bool wake;
@@ -66,22 +66,22 @@ static void write_finish(struct dcb *d, struct op *op)
 		if (b->res == (int32_t)b->len) {
 			ret = pf_dc_commit(d->dc, (uint32_t)b->slot, b->crc);
 			if (ret < 0)
-				warn_once(&d->warned_journal, "journal", ret,
-					  "blocks are not cached");
+				pf_dcb_warn_once(&d->warned_journal, "journal",
+					ret, "blocks are not cached");
 			continue;
 		}
 		pf_dc_abort(d->dc, (uint32_t)b->slot);
 		pf_dc_count_error(d->dc);
 		if (b->res >= 0 || b->res == -ENOSPC || b->res == -EDQUOT) {
-			warn_once(&d->warned_full, "write", -ENOSPC,
+			pf_dcb_warn_once(&d->warned_full, "write", -ENOSPC,
 				  "the cache stays at the size it has");
 			pf_dc_shrink(d->dc);
 		} else {
-			warn_once(&d->warned_io, "write", b->res,
+			pf_dcb_warn_once(&d->warned_io, "write", b->res,
 				  "reading from the source");
 		}
 	}
-	op_free(op);
+	pf_dcb_op_free(op);
 }
 
 /* @b heads a run of b->run blocks: each gets its share of @res. */
@@ -108,7 +108,7 @@ static void ring_cqe(void *arg, void *data, int res)
 	if (--op->pending)
 		return;
 	if (op->type == OP_HIT)
-		hit_finish(d, op);
+		pf_dcb_hit_finish(d, op);
 	else
 		write_finish(d, op);
 }
@@ -195,7 +195,7 @@ static bool ring_fill(struct dcb *d)
 		if (!op)
 			break;
 		if (cancelled) {
-			op_fail(op, -ECANCELED);
+			pf_dcb_op_fail(op, -ECANCELED);
 			continue;
 		}
 		op->pending = ring_start(d, op);
@@ -216,7 +216,7 @@ static unsigned ring_reap(struct dcb *d)
 	return n;
 }
 
-void *ring_main(void *arg)
+void *pf_dcb_ring_main(void *arg)
 {
 	struct dcb *d = arg;
 

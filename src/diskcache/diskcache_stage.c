@@ -12,10 +12,10 @@
  * and is held only around pf_pool_get()/pf_pool_put(); d->staging, an
  * atomic bounded by d->staging_max, counts what is taken or promised, so a
  * read is promised staging without a lock.  d->wlock guards the list of
- * waiting ops; stage_kick() holds it while it takes staging for the oldest
- * (wlock, then plock) and starts that op (a submit to the inner backend,
- * or enqueue() to the ring thread) with neither held.  Whoever gives
- * staging back kicks the waiting ops, so a waiting op is started on that
+ * waiting ops; pf_dcb_stage_kick() holds it while it takes staging for the
+ * oldest (wlock, then plock) and starts that op (a submit to the inner backend,
+ * or pf_dcb_ring_enqueue() to the ring thread) with neither held.  Whoever
+ * gives staging back kicks the waiting ops, so a waiting op is started on that
  * thread.
  */
 #include <errno.h>
@@ -33,7 +33,7 @@
 #define WAIT_MAX 256		/* misses waiting for staging */
 
 /* Takes a staging buffer for each block of @op; false if none is left. */
-bool stage_get(struct dcb *d, struct op *op)
+bool pf_dcb_stage_get(struct dcb *d, struct op *op)
 {
 	uint64_t n = (uint64_t)op->nblk * d->bs;
 	uint64_t cur = atomic_load(&d->staging);
@@ -67,7 +67,7 @@ bool stage_get(struct dcb *d, struct op *op)
 	return true;
 }
 
-void op_free(struct op *op)
+void pf_dcb_op_free(struct op *op)
 {
 	struct dcb *d;
 	bool staged;
@@ -85,14 +85,14 @@ void op_free(struct op *op)
 	}
 	free(op);
 	if (staged)
-		stage_kick(d);
+		pf_dcb_stage_kick(d);
 }
 
 /*
  * Ends @op that will not be done: unpins a hit's slots, frees @op and its
  * staging, then fails its reader, if it has one, with @err.
  */
-void op_fail(struct op *op, int err)
+void pf_dcb_op_fail(struct op *op, int err)
 {
 	struct dcb *d = op->d;
 	struct pf_bio *ubio = op->ubio;
@@ -100,13 +100,13 @@ void op_fail(struct op *op, int err)
 	if (op->type == OP_HIT)
 		for (unsigned k = 0; k < op->nblk; k++)
 			pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
-	op_free(op);
+	pf_dcb_op_free(op);
 	if (ubio)
 		ubio->done(ubio, err);
 }
 
 /* Gives back the staging of @op's blocks from @keep on; @op keeps @keep. */
-void op_trim(struct op *op, unsigned keep)
+void pf_dcb_op_trim(struct op *op, unsigned keep)
 {
 	struct dcb *d = op->d;
 
@@ -120,10 +120,10 @@ void op_trim(struct op *op, unsigned keep)
 	}
 	op->nblk = keep;
 	if (op->staged)
-		stage_kick(d);
+		pf_dcb_stage_kick(d);
 }
 
-struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
+struct op *pf_dcb_op_new(struct dcb *d, enum op_type type, unsigned nblk)
 {
 	size_t head = sizeof(struct op) + nblk * sizeof(struct op_blk);
 	struct op *op;
@@ -149,7 +149,7 @@ struct op *op_new(struct dcb *d, enum op_type type, unsigned nblk)
  * buffers) or a hit (its slots pinned); false when WAIT_MAX wait already
  * or the tier is closing.
  */
-bool stage_wait(struct dcb *d, struct op *op)
+bool pf_dcb_stage_wait(struct dcb *d, struct op *op)
 {
 	pthread_mutex_lock(&d->wlock);
 	if (d->wclosed || d->nwait >= WAIT_MAX) {
@@ -161,13 +161,13 @@ bool stage_wait(struct dcb *d, struct op *op)
 	pthread_mutex_unlock(&d->wlock);
 	atomic_fetch_add(&d->waited, 1);
 	/* staging may have come back before it was parked */
-	stage_kick(d);
+	pf_dcb_stage_kick(d);
 	return true;
 }
 
 /* Starts the ops waiting for staging, oldest first, while it lasts: a miss
  * goes to the inner backend, a hit to the ring thread. */
-void stage_kick(struct dcb *d)
+void pf_dcb_stage_kick(struct dcb *d)
 {
 	for (;;) {
 		struct op *op;
@@ -175,7 +175,7 @@ void stage_kick(struct dcb *d)
 
 		pthread_mutex_lock(&d->wlock);
 		op = d->whead;
-		if (!op || !stage_get(d, op)) {
+		if (!op || !pf_dcb_stage_get(d, op)) {
 			pthread_mutex_unlock(&d->wlock);
 			return;
 		}
@@ -185,8 +185,8 @@ void stage_kick(struct dcb *d)
 		d->nwait--;
 		pthread_mutex_unlock(&d->wlock);
 		if (op->type == OP_HIT) {
-			if (!enqueue(d, op))
-				op_fail(op, -ESHUTDOWN);
+			if (!pf_dcb_ring_enqueue(d, op))
+				pf_dcb_op_fail(op, -ESHUTDOWN);
 			continue;
 		}
 		op->ibio.off = op->b0 * d->bs;
@@ -194,12 +194,12 @@ void stage_kick(struct dcb *d)
 		op->ibio.iovcnt = (int)op->nblk;
 		ret = pf_backend_submit(d->inner, &op->ibio);
 		if (ret < 0)
-			op_fail(op, ret);
+			pf_dcb_op_fail(op, ret);
 	}
 }
 
 /* Fails every miss waiting for staging (cancel, destroy). */
-void stage_close(struct dcb *d)
+void pf_dcb_stage_close(struct dcb *d)
 {
 	struct op *op;
 
@@ -213,7 +213,7 @@ void stage_close(struct dcb *d)
 	while (op) {
 		struct op *next = op->next;
 
-		op_fail(op, -ECANCELED);
+		pf_dcb_op_fail(op, -ECANCELED);
 		op = next;
 	}
 }

@@ -54,7 +54,7 @@ static void hash_remove(struct pf_engine *e, struct block *b)
 	b->hnext = NULL;
 }
 
-void lru_remove(struct block *b)
+void pf_cache_lru_remove(struct block *b)
 {
 	if (b->in_lru) {
 		list_del(&b->lru);
@@ -79,15 +79,16 @@ static void lru_add(struct pf_engine *e, struct block *b, enum lru_kind k)
 
 static void block_destroy(struct pf_engine *e, struct block *b)
 {
-	lru_remove(b);
+	pf_cache_lru_remove(b);
 	if (b->file) {
 		hash_remove(e, b);
 		list_del(&b->fnode);
 	}
 	if (b->prefetched && !b->read_seen) {
 		uint64_t unused = b->vhi - b->vlo;
-		struct engine_stream *s =
-			b->file ? engine_stream_find(b->file, b->stream) : NULL;
+		struct engine_stream *s = b->file
+			? pf_efile_stream_find(b->file, b->stream)
+			: NULL;
 
 		e->tot.bytes_unused += unused;
 		if (s)
@@ -165,7 +166,7 @@ static bool block_consumed(struct pf_engine *e, const struct block *b)
  * fetched later do not undo what was read: B read, then A's bytes of the
  * block fetched, then A read, is the whole block read.
  */
-void block_read(struct pf_engine *e, struct block *b, uint64_t off,
+void pf_cache_block_read(struct pf_engine *e, struct block *b, uint64_t off,
 		uint64_t end)
 {
 	uint32_t lo, hi;
@@ -205,7 +206,7 @@ static void reread_trim(struct pf_engine *e)
 
 /* Give an idle block back to the LRU, or free it if it is detached or
  * consumed. */
-void block_idle(struct pf_engine *e, struct block *b)
+void pf_cache_block_idle(struct pf_engine *e, struct block *b)
 {
 	if (b->busy || b->refs)
 		return;
@@ -232,10 +233,10 @@ void block_idle(struct pf_engine *e, struct block *b)
  * before @to go back to the pool (an unread tripwire's, trip_keep()
  * before), with those kept by the previous calls (from 2 x consumed_keep()
  * and a window before @from).  Those still pinned go when unpinned
- * (block_idle()).
+ * (pf_cache_block_idle()).
  */
-void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
-		      uint64_t from, uint64_t to)
+void pf_cache_release_consumed(struct pf_engine *e, struct pf_efile *f,
+	unsigned sid, uint64_t from, uint64_t to)
 {
 	const struct pf_stream *st = pf_tracker_find(f->tracker, sid);
 	uint64_t keep = consumed_keep(e);
@@ -260,7 +261,7 @@ void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
 }
 
 /* Bytes of block buffers by use (under the lock). */
-void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
+void pf_cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread)
 {
 	uint64_t used = pf_pool_in_use(e->pool);
@@ -297,7 +298,7 @@ static void *buf_get(struct pf_engine *e, bool demand)
 	return pf_pool_get(e->pool);
 }
 
-struct block *block_new(struct pf_engine *e, struct pf_efile *f,
+struct block *pf_cache_block_new(struct pf_engine *e, struct pf_efile *f,
 			uint64_t idx, bool demand)
 {
 	struct block *b = calloc(1, sizeof(*b));
@@ -321,7 +322,7 @@ struct block *block_new(struct pf_engine *e, struct pf_efile *f,
 }
 
 /* Drop a file's blocks (its version changed, or the file is going). */
-void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
+void pf_cache_file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
 {
 	while (!list_empty(&f->blocks)) {
 		struct block *b = container_of(f->blocks.next, struct block,
@@ -332,7 +333,7 @@ void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
 			continue;
 		}
 		/* in use: detach now, freed when its fetch or pin ends */
-		lru_remove(b);
+		pf_cache_lru_remove(b);
 		hash_remove(e, b);
 		list_del(&b->fnode);
 		b->file = NULL;
@@ -343,7 +344,7 @@ void file_drop_blocks(struct pf_engine *e, struct pf_efile *f)
  * How many bytes from @from on, up to @to, are in memory without a gap (and
  * were pushed to the page cache, if @pushed).  Under the lock.
  */
-uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
+uint64_t pf_cache_resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed)
 {
 	uint64_t off = from;

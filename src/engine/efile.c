@@ -25,13 +25,13 @@
  * is paid for every file the kernel remembers (a dataset of a million
  * files: a million efiles).  Its tracker and its engine_streams therefore
  * start with one stream and grow with its readers (pattern.c,
- * engine_stream_get()), and only open files and the CLOSED_TRACKERS most
+ * pf_efile_stream_get()), and only open files and the CLOSED_TRACKERS most
  * recently closed ones keep them: a file closed longer ago (on e->closed
  * no more) is let go of its tracker, which its next open builds anew
  * (what a file reopened soon, a reader opening it per record, learned is
  * kept).  A tracker is dropped only with no fetch in flight: a fetch's
  * completion counts for its stream by id, and a new tracker numbers its
- * streams from 1 again.  efile_state_bytes() counts what a file holds, the
+ * streams from 1 again.  pf_efile_state_bytes() counts what a file holds, the
  * stats show the sum (totals.files_state_bytes).
  *
  * Lookups by path.  Opens look a path up among the engine's files (a ghost
@@ -52,7 +52,7 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id)
+struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
 {
 	if (id == 0)
 		return NULL;
@@ -69,9 +69,9 @@ struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id)
  * has streams, so the array stays as small as the tracker.  NULL when out
  * of memory.
  */
-struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id)
+struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id)
 {
-	struct engine_stream *s = engine_stream_find(f, id);
+	struct engine_stream *s = pf_efile_stream_find(f, id);
 	struct engine_stream *more;
 
 	if (s)
@@ -96,7 +96,7 @@ out:
 
 /* Heap bytes that file @f holds beside its blocks: itself, its path, its
  * tracker and the engine's state of its streams. */
-size_t efile_state_bytes(const struct pf_efile *f)
+size_t pf_efile_state_bytes(const struct pf_efile *f)
 {
 	return sizeof(*f) + strlen(f->path) + 1 +
 	       pf_tracker_bytes(f->tracker) +
@@ -106,7 +106,7 @@ size_t efile_state_bytes(const struct pf_efile *f)
 /* ---- files ----------------------------------------------------------- */
 
 /* A new file with one reference, not yet on e->files; takes @path. */
-struct pf_efile *efile_alloc(struct pf_engine *e, char *path,
+struct pf_efile *pf_efile_alloc(struct pf_engine *e, char *path,
 			     uint64_t tag)
 {
 	struct pf_efile *f = path ? calloc(1, sizeof(*f)) : NULL;
@@ -153,7 +153,7 @@ static void fhash_grow(struct pf_engine *e)
 }
 
 /* Under the lock: @f joins e->files and its path's chain (last). */
-void efile_link(struct pf_engine *e, struct pf_efile *f)
+void pf_efile_link(struct pf_engine *e, struct pf_efile *f)
 {
 	if (!e->fhash || e->nfiles >= 2 * (e->fhmask + 1))
 		fhash_grow(e);
@@ -183,7 +183,7 @@ static void efile_unlink(struct pf_engine *e, struct pf_efile *f)
  * Under the lock: the next file of path @path after @after (NULL: the
  * first), oldest first, stale ones included.
  */
-struct pf_efile *efile_by_path(struct pf_engine *e, const char *path,
+struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 			       struct pf_efile *after)
 {
 	struct pf_efile *f;
@@ -209,15 +209,15 @@ struct pf_efile *efile_by_path(struct pf_engine *e, const char *path,
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag)
 {
-	struct pf_efile *f = efile_alloc(e, strdup(path), tag);
+	struct pf_efile *f = pf_efile_alloc(e, strdup(path), tag);
 	struct pf_efile *h;
 
 	if (!f)
 		return NULL;
 	pthread_mutex_lock(&e->lock);
 	/* a file the engine opened ahead of its reader: that one */
-	for (struct pf_efile *g = efile_by_path(e, path, NULL); g;
-	     g = efile_by_path(e, path, g)) {
+	for (struct pf_efile *g = pf_efile_by_path(e, path, NULL); g;
+	     g = pf_efile_by_path(e, path, g)) {
 		if (g->tag == 0 && (g->ghost || g->held) && !g->stale) {
 			g->tag = tag;
 			g->refs++;
@@ -228,7 +228,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		}
 	}
 	/* a file a plan fetched ahead of its reader: that one */
-	h = hint_efile_find(e, path);
+	h = pf_plans_efile_find(e, path);
 	if (h) {
 		h->tag = tag;
 		pthread_mutex_unlock(&e->lock);
@@ -236,7 +236,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		free(f);
 		return h;
 	}
-	efile_link(e, f);
+	pf_efile_link(e, f);
 	pthread_mutex_unlock(&e->lock);
 	return f;
 }
@@ -267,7 +267,7 @@ static void tracker_drop(struct pf_efile *f)
  * Under the lock: closed file @f joins e->closed (newest last); the oldest
  * beyond CLOSED_TRACKERS drop their trackers.  One with a fetch in flight
  * (or being pushed) keeps it and rejoins when the fetch ends
- * (fetch_free() -> efile_maybe_free()).
+ * (fetch_free() -> pf_efile_maybe_free()).
  */
 static void closed_add(struct pf_engine *e, struct pf_efile *f)
 {
@@ -287,15 +287,15 @@ static void closed_add(struct pf_engine *e, struct pf_efile *f)
 }
 
 /* Under the lock: free @f if nothing refers to it any more. */
-void efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
+void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 {
 	if (f->refs || f->opens || f->fetches) {
 		closed_add(e, f);
 		return;
 	}
 	closed_del(e, f);
-	hint_forget(e, f);
-	file_drop_blocks(e, f);
+	pf_plans_forget(e, f);
+	pf_cache_file_drop_blocks(e, f);
 	efile_unlink(e, f);
 	list_del(&f->wnode);
 	pf_tracker_free(f->tracker);
@@ -317,24 +317,24 @@ void pf_efile_put(struct pf_efile *f)
 
 	pthread_mutex_lock(&e->lock);
 	f->refs--;
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);
 }
 
 int pf_efile_open(struct pf_efile *f, struct stat *st)
 {
-	int ret = efile_open(f, st, false);
+	int ret = pf_efile_open_at_backend(f, st, false);
 
 	if (ret >= 0) {
 		/* the cross-file learner (dirahead.c) */
 		pthread_mutex_lock(&f->e->lock);
-		xfile_opened(f->e, f);
+		pf_dirahead_opened(f->e, f);
 		pthread_mutex_unlock(&f->e->lock);
 	}
 	return ret;
 }
 
-int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
+int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 {
 	struct pf_engine *e = f->e;
 	struct pf_bfile *bf = NULL;
@@ -355,7 +355,7 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		 * the reader's open sees the file as it is now.  Its blocks
 		 * stay if the version did not change.
 		 */
-		if (ghost_take(e, f)) {
+		if (pf_next_ghost_take(e, f)) {
 			st->st_size = (off_t)f->size;
 			st->st_mtim = f->mtime;
 			if (pf_trace_on() && f->tag)
@@ -396,7 +396,7 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		st->st_size = (off_t)f->size;
 		st->st_mtim = f->mtime;
 		pthread_mutex_unlock(&e->lock);
-		bfile_ref_put(r);
+		pf_fetch_bfile_ref_put(r);
 		return 0;
 	}
 	if (f->have_version && (f->size != (uint64_t)st->st_size ||
@@ -408,7 +408,7 @@ int efile_open(struct pf_efile *f, struct stat *st, bool ghost)
 		 * drops the page cache for this open */
 		while (e->pushing == f)
 			pthread_cond_wait(&e->push_cond, &e->lock);
-		file_drop_blocks(e, f);
+		pf_cache_file_drop_blocks(e, f);
 		pf_tracker_free(f->tracker);
 		f->tracker = NULL;
 		changed = 1;
@@ -443,9 +443,9 @@ void pf_efile_close(struct pf_efile *f)
 	if (--f->opens == 0) {
 		r = f->cur;
 		f->cur = NULL;
-		bfile_ref_put(r);
+		pf_fetch_bfile_ref_put(r);
 	}
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -456,7 +456,7 @@ void pf_efile_retire(struct pf_efile *f)
 	pthread_mutex_lock(&e->lock);
 	f->stale = true;
 	/* the plans find the newer file by path from now on */
-	hint_forget(e, f);
+	pf_plans_forget(e, f);
 	f->hint_id = 0;
 	/* no more read-ahead (READs fail before they reach it) */
 	pf_tracker_free(f->tracker);
@@ -470,7 +470,7 @@ void pf_efile_retire(struct pf_efile *f)
 	 */
 	while (e->pushing == f)
 		pthread_cond_wait(&e->push_cond, &e->lock);
-	file_drop_blocks(e, f);
+	pf_cache_file_drop_blocks(e, f);
 	pthread_mutex_unlock(&e->lock);
 	pf_debug("%s changed while open: its open handles get EIO, new opens "
 		 "the new version", f->path);

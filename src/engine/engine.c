@@ -9,11 +9,11 @@
  * starts the pusher.  pf_engine_quiesce() (on the thread that shuts the
  * mount down) stops read-ahead, then the opener pool (it returns once the
  * opens in flight returned, and cancels the queued ones), then lets the
- * files opened ahead go (next_stop) and stops the hint thread (hint_stop),
- * cancels queued fetches and waits on e->idle_cond for those in flight and
- * for fetch_done() calls still answering READs after they unlocked
- * (e->completing); pf_engine_free() then frees everything once no other
- * thread can enter.
+ * files opened ahead go (pf_next_stop) and stops the hint thread
+ * (pf_plans_stop), cancels queued fetches and waits on e->idle_cond for those
+ * in flight and for pf_fetch_done() calls still answering READs after they
+ * unlocked (e->completing); pf_engine_free() then frees everything once no
+ * other thread can enter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -44,7 +44,7 @@ void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes)
 	cfg->push = 1;
 	cfg->next_file = 1;
 	cfg->fill = 1;
-	cfg->xfile_files = DEF_GHOSTS;
+	cfg->dirahead_files = DEF_GHOSTS;
 }
 
 /* ---- engine ---------------------------------------------------------- */
@@ -125,16 +125,16 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->closed);
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
-	if (cfg->prefetch && hint_start(e) < 0) {
+	if (cfg->prefetch && pf_plans_start(e) < 0) {
 		ret = -ENOMEM;
 		goto out_pool;
 	}
-	if (next_start(e) < 0) {
+	if (pf_next_start(e) < 0) {
 		ret = -ENOMEM;
 		goto out_hint;
 	}
-	/* last: its idle steps (the fill) read what next_start() set */
-	if (cfg->prefetch && opener_start(e, xfile_work) < 0) {
+	/* last: its idle steps (the fill) read what pf_next_start() set */
+	if (cfg->prefetch && pf_opener_start(e, pf_dirahead_work) < 0) {
 		ret = -ENOMEM;
 		goto out_next;
 	}
@@ -142,13 +142,13 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	return 0;
 
 out_next:
-	next_stop(e);
+	pf_next_stop(e);
 out_hint:
-	hint_stop(e);
-	hint_free(e);
+	pf_plans_stop(e);
+	pf_plans_free(e);
 out_pool:
 	free(e->ghosts);
-	xfile_free(e);
+	pf_dirahead_free(e);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_mutex_destroy(&e->lock);
@@ -168,16 +168,16 @@ void pf_engine_quiesce(struct pf_engine *e)
 	 * Fetches still queued for a free slot are never sent: they complete
 	 * here with -ECANCELED (their waiters get the error), so shutdown
 	 * waits only for the max_inflight reads the backend already has.
-	 * Counted as in flight, as fetch_done() expects.
+	 * Counted as in flight, as pf_fetch_done() expects.
 	 */
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
 	pthread_mutex_unlock(&e->lock);
 	/* the opens in flight return first: they hold files the two below
 	 * let go */
-	opener_stop(e);
-	next_stop(e);
-	hint_stop(e);
+	pf_opener_stop(e);
+	pf_next_stop(e);
+	pf_plans_stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
 	e->queue = NULL;
@@ -188,7 +188,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 	while (q) {
 		struct fetch *next = q->qnext;
 
-		fetch_done(&q->bio, -ECANCELED);
+		pf_fetch_done(&q->bio, -ECANCELED);
 		q = next;
 	}
 	pthread_mutex_lock(&e->lock);
@@ -201,9 +201,9 @@ void pf_engine_free(struct pf_engine *e)
 {
 	if (!e)
 		return;
-	opener_stop(e);
-	next_stop(e);
-	hint_stop(e);
+	pf_opener_stop(e);
+	pf_next_stop(e);
+	pf_plans_stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
 						  struct pf_efile, node);
@@ -211,17 +211,17 @@ void pf_engine_free(struct pf_engine *e)
 		f->refs = 0;
 		f->opens = 0;
 		if (f->cur) {
-			bfile_ref_put(f->cur);
+			pf_fetch_bfile_ref_put(f->cur);
 			f->cur = NULL;
 		}
 		f->fetches = 0;
-		efile_maybe_free(e, f);
+		pf_efile_maybe_free(e, f);
 	}
-	hint_free(e);
-	opener_free(e);
+	pf_plans_free(e);
+	pf_opener_free(e);
 	pf_engine_stop_push(e);
 	free(e->ghosts);
-	xfile_free(e);
+	pf_dirahead_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	free(e->fhash);

@@ -8,7 +8,7 @@
  *   fetch.c      backend reads: fetch builders, the in-flight queue and
  *                completions
  *   readahead.c  the windows planned ahead of each stream (the policy is
- *                pf_plan_ahead(), plan.c), and cover_range(), the one walk
+ *                pf_plan_ahead(), plan.c), and pf_cover_range(), the one walk
  *                over a range's blocks that every planner uses
  *   push.c       the pusher thread and the tripwires
  *   opener.c     the pool of opener threads: backend opens and listings
@@ -28,12 +28,12 @@
  * fields marked "set before threads start" are written by pf_engine_new()
  * (or pf_engine_start_push()) only and read without the lock.  Threads that
  * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
- * completion thread (fetch_done), the pusher (push.c), the opener threads
+ * completion thread (pf_fetch_done), the pusher (push.c), the opener threads
  * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for
  * its bookkeeping and releases it before it calls out: the backend's
  * submit and open, the reply function, the push function.  Work found
  * under the lock is collected in a struct deferred and done after
- * unlocking (deferred_run()).
+ * unlocking (pf_fetch_deferred_run()).
  */
 #ifndef PF_ENGINE_INT_H
 #define PF_ENGINE_INT_H
@@ -57,7 +57,7 @@ struct pf_strbuf;
 #define PAGE_BYTES 4096u
 #define MAX_EXTENTS 512
 #define MAX_READ_BLOCKS 1024
-/* files opened ahead of their readers, at most (cfg.xfile_files: 0 means
+/* files opened ahead of their readers, at most (cfg.dirahead_files: 0 means
  * this) */
 #define DEF_GHOSTS 256
 /* threads of the opener pool (opener.c says why 32) */
@@ -91,9 +91,9 @@ struct block {
 	char *buf;		/* set at creation */
 	uint32_t vlo;		/* valid bytes: [vlo, vhi) */
 	uint32_t vhi;
-	uint32_t rlo;		/* bytes READs were answered from: [rlo, rhi)
-				 * (block_read()); a READ apart from them
-				 * replaces them, so it may be less */
+	uint32_t rlo; /* bytes READs were answered from: [rlo, rhi)
+		       * (pf_cache_block_read()); a READ apart from them
+		       * replaces them, so it may be less */
 	uint32_t rhi;
 	uint32_t refs;
 	bool busy;		/* a fetch is filling it */
@@ -153,9 +153,9 @@ struct bfile_ref {
 
 /*
  * One backend read over contiguous parts of blocks (fetch.c).  Built under
- * e->lock by a struct fetch_builder; read-only from fetch_builder_flush()
+ * e->lock by a struct fetch_builder; read-only from pf_fetch_builder_flush()
  * on, while the backend owns
- * it; then fetch_done() (backend thread) and, for pushed fetches, the
+ * it; then pf_fetch_done() (backend thread) and, for pushed fetches, the
  * pusher finish it.
  */
 struct fetch {
@@ -204,7 +204,8 @@ struct engine_stream {
 	struct pf_plan_state plan; /* the planner's, between calls */
 	unsigned depth;		/* windows kept ahead: cfg's, more after
 				 * READs that waited for read-ahead */
-	/* what grow_depth() weighs (depth_read_done(), fetch_done()) */
+	/* what grow_depth() weighs (pf_ra_depth_read_done(), pf_fetch_done())
+	 */
 	uint64_t fetch_min_ns;	/* fastest full read-ahead fetch of
 				 * the stream, issue to completion: the
 				 * store's latency unloaded; 0: none yet */
@@ -215,18 +216,18 @@ struct engine_stream {
 	uint64_t stall_end;	/* end of the last wait counted */
 	uint64_t unstarted;	/* bytes of its read-ahead fetches whose
 				 * first bytes have not come yet */
-	bool held;		/* its plan stopped for first bytes to come:
-				 * after its first window's pieces
-				 * (cover_pieces()) or at its ramp cap
-				 * (plan_stream()); fetch_started() plans
-				 * it again */
+	bool held; /* its plan stopped for first bytes to come:
+		    * after its first window's pieces
+		    * (cover_pieces()) or at its ramp cap
+		    * (pf_ra_plan_stream()); pf_fetch_started() plans
+		    * it again */
 };
 
 /*
  * A job of the opener pool (opener.c), embedded in the submitter's
- * request; the pool's from opener_submit() until it calls fn, once, lock
+ * request; the pool's from pf_opener_submit() until it calls fn, once, lock
  * not held: to do the job (cancel false) or, for a job never started, to
- * let go of what it holds (cancel true, from opener_stop()).  Priorities in
+ * let go of what it holds (cancel true, from pf_opener_stop()).  Priorities in
  * the order the jobs are taken.
  */
 enum { OPEN_DECLARED, OPEN_PREDICTED, OPEN_SPECULATIVE, OPEN_PRIOS };
@@ -254,7 +255,7 @@ struct pf_efile {
 	bool have_version;
 	struct pf_tracker *tracker;
 	struct engine_stream *estreams; /* one per tracker stream, grown
-					 * on demand (engine_stream_get()) */
+					 * on demand (pf_efile_stream_get()) */
 	unsigned nestreams;
 	struct list blocks;
 	struct list node;	/* on e->files */
@@ -317,7 +318,7 @@ struct pf_engine {
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
 	struct list wanting;	/* protected by e->lock: files whose
-				 * streams' read-ahead fetch_room() refused,
+				 * streams' read-ahead pf_fetch_room() refused,
 				 * served first when room frees (fetch.c) */
 	struct fetch *queue;	/* protected by e->lock: demand fetches
 				 * waiting for a slot */
@@ -327,9 +328,9 @@ struct pf_engine {
 	uint64_t inflight_bytes; /* protected by e->lock: bytes of those
 				 * and of the queued ones */
 	unsigned queued;	/* protected by e->lock */
-	unsigned completing;	/* protected by e->lock: fetch_done() calls
-				 * still answering READs or submitting after
-				 * they unlocked (quiesce waits for them) */
+	unsigned completing; /* protected by e->lock: pf_fetch_done() calls
+			      * still answering READs or submitting after
+			      * they unlocked (quiesce waits for them) */
 	struct pf_engine_totals tot; /* protected by e->lock */
 	pthread_cond_t idle_cond; /* with e->lock: nothing is in flight */
 	bool stopping;		/* protected by e->lock: no more read-ahead,
@@ -350,7 +351,7 @@ struct pf_engine {
 	struct opener *op;
 	/* the next-file requests (nextfile.c) */
 	bool next_running;	/* set before threads start, cleared by
-				 * next_stop() under e->lock: next-file and
+				 * pf_next_stop() under e->lock: next-file and
 				 * learner requests are made */
 	struct next_cache *ncache; /* protected by e->lock */
 	struct pf_efile **ghosts; /* protected by e->lock; max_ghosts */
@@ -359,10 +360,10 @@ struct pf_engine {
 	struct hintfetch *hf;
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
-	struct xfile *xf;	/* dirahead.c's state; protected by e->lock */
+	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
 };
 
-/* What cover_range() is asked to do and what it found (on the caller's
+/* What pf_cover_range() is asked to do and what it found (on the caller's
  * stack, under e->lock). */
 struct cover {
 	bool demand;		/* a READ's own blocks, else read-ahead */
@@ -371,7 +372,7 @@ struct cover {
 	struct block *wait_on;	/* demand: first block to wait for */
 	bool nomem;		/* demand: a buffer or fetch was lacking */
 	bool missed;		/* demand: a fetch was made */
-	bool gated;		/* read-ahead: stopped at fetch_room() */
+	bool gated;		/* read-ahead: stopped at pf_fetch_room() */
 	bool held;		/* read-ahead: stopped for first bytes to
 				 * come (the first window's pieces, or
 				 * ramp_cap) */
@@ -388,97 +389,100 @@ struct deferred {
 	struct parked_read *reply;
 };
 
-/* ---- functions, by file; all but deferred_run() under e->lock ------- */
+/* ---- functions, by file; all but pf_fetch_deferred_run() under e->lock
+ * ------- */
 
 /* cache.c */
-void lru_remove(struct block *b);
-void block_idle(struct pf_engine *e, struct block *b);
-void block_read(struct pf_engine *e, struct block *b, uint64_t off,
+void pf_cache_lru_remove(struct block *b);
+void pf_cache_block_idle(struct pf_engine *e, struct block *b);
+void pf_cache_block_read(struct pf_engine *e, struct block *b, uint64_t off,
 		uint64_t end);
-struct block *block_new(struct pf_engine *e, struct pf_efile *f,
+struct block *pf_cache_block_new(struct pf_engine *e, struct pf_efile *f,
 			uint64_t idx, bool demand);
-void file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
-uint64_t resident_run(struct pf_engine *e, struct pf_efile *f,
+void pf_cache_file_drop_blocks(struct pf_engine *e, struct pf_efile *f);
+uint64_t pf_cache_resident_run(struct pf_engine *e, struct pf_efile *f,
 		      uint64_t from, uint64_t to, bool pushed);
-void release_consumed(struct pf_engine *e, struct pf_efile *f, unsigned sid,
-		      uint64_t from, uint64_t to);
-void cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
+void pf_cache_release_consumed(struct pf_engine *e, struct pf_efile *f,
+	unsigned sid, uint64_t from, uint64_t to);
+void pf_cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread);
 
 /* fetch.c */
-void bfile_ref_put(struct bfile_ref *r);
-void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+void pf_fetch_bfile_ref_put(struct bfile_ref *r);
+void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 			 struct deferred *later);
-bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+bool pf_fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		       struct pf_efile *f, struct block *b, uint32_t flo,
 		       uint32_t fhi, bool prefetch, unsigned stream,
 		       struct deferred *later);
-bool fetch_builder_continues(const struct pf_engine *e,
+bool pf_fetch_builder_continues(const struct pf_engine *e,
 			     const struct fetch_builder *fb, uint64_t foff,
 			     uint64_t len, bool prefetch);
-bool fetch_room(const struct pf_engine *e, uint64_t len);
-void fetch_want(struct pf_engine *e, struct pf_efile *f);
-void fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
+bool pf_fetch_room(const struct pf_engine *e, uint64_t len);
+void pf_fetch_want(struct pf_engine *e, struct pf_efile *f);
+void pf_fetch_range(struct block *b, uint32_t lo, uint32_t hi, uint32_t *flo,
 		 uint32_t *fhi);
-void fetch_free(struct pf_engine *e, struct fetch *ft);
-void fetch_done(struct pf_bio *bio, int64_t res);
+void pf_fetch_free(struct pf_engine *e, struct fetch *ft);
+void pf_fetch_done(struct pf_bio *bio, int64_t res);
 /* lock not held */
-void deferred_run(struct pf_engine *e, struct deferred *later);
-void fetch_started(struct pf_bio *bio);
+void pf_fetch_deferred_run(struct pf_engine *e, struct deferred *later);
+void pf_fetch_started(struct pf_bio *bio);
 
 /* read.c */
-void read_answer(struct pf_engine *e, struct parked_read *p,
+void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 		 struct deferred *later);
-void retry_reads(struct pf_engine *e, struct parked_read *list,
+void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 		 struct deferred *later);
-void block_unpin(struct pf_engine *e, struct block *b,
+void pf_read_block_unpin(struct pf_engine *e, struct block *b,
 		 struct deferred *later);
 
 /* readahead.c */
-uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
 		     struct deferred *later);
-struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s);
-void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
+void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
 		     struct engine_stream *s,
 		     const struct parked_read *p, uint64_t now);
-void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
 		      const struct fetch *ft, uint64_t now);
-void plan_stream_again(struct pf_engine *e, struct pf_efile *f, unsigned id,
-		       struct deferred *later);
-void plan_stream(struct pf_engine *e, struct pf_efile *f,
+void pf_ra_plan_stream_again(struct pf_engine *e, struct pf_efile *f,
+	unsigned id, struct deferred *later);
+void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later);
-void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later);
+void pf_ra_plan_file(
+	struct pf_engine *e, struct pf_efile *f, struct deferred *later);
 
 /* push.c */
-bool push_wanted(struct pf_engine *e, const struct fetch *ft, int err);
-void push_enqueue(struct pf_engine *e, struct fetch *ft);
-uint64_t tripwire(struct pf_engine *e, struct pf_efile *f, uint64_t off);
+bool pf_push_wanted(struct pf_engine *e, const struct fetch *ft, int err);
+void pf_push_enqueue(struct pf_engine *e, struct fetch *ft);
+uint64_t pf_push_tripwire(
+	struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
-struct engine_stream *engine_stream_find(struct pf_efile *f, unsigned id);
+struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id);
 /* may move f->estreams: hold no other engine_stream of @f across it */
-struct engine_stream *engine_stream_get(struct pf_efile *f, unsigned id);
-size_t efile_state_bytes(const struct pf_efile *f);
-struct pf_efile *efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
-void efile_link(struct pf_engine *e, struct pf_efile *f);
-struct pf_efile *efile_by_path(struct pf_engine *e, const char *path,
+struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id);
+size_t pf_efile_state_bytes(const struct pf_efile *f);
+struct pf_efile *pf_efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
+void pf_efile_link(struct pf_engine *e, struct pf_efile *f);
+struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 			       struct pf_efile *after);
-void efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
+void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
-int efile_open(struct pf_efile *f, struct stat *st, bool ghost);
+int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost);
 
 /* opener.c (the job is defined with the structures above) */
 /* lock not held */
-int opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e));
-void opener_stop(struct pf_engine *e);
-void opener_free(struct pf_engine *e);
-void opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+int pf_opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e));
+void pf_opener_stop(struct pf_engine *e);
+void pf_opener_free(struct pf_engine *e);
+void pf_opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
 /* under e->lock; false (the job stays the caller's) once stopping */
-bool opener_submit(struct pf_engine *e, struct opener_job *j);
-void opener_wake(struct pf_engine *e, bool all);
-bool opener_running(const struct pf_engine *e);
+bool pf_opener_submit(struct pf_engine *e, struct opener_job *j);
+void pf_opener_wake(struct pf_engine *e, bool all);
+bool pf_opener_running(const struct pf_engine *e);
 
 /* nextfile.c */
 enum { NR_NEXT, NR_OPEN, NR_LIST, NR_TREE };
@@ -496,60 +500,61 @@ struct names {
 	size_t n;
 	size_t cap;
 };
-void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
-void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
+void pf_next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
+void pf_next_push(struct pf_engine *e, int kind, const char *path, size_t len,
 	       uint64_t want);
-bool ghost_take(struct pf_engine *e, struct pf_efile *f);
-struct pf_efile *efile_lookup(struct pf_engine *e, const char *path);
-void names_clear(struct names *ns);
-int names_add_sized(struct names *ns, const char *name, uint64_t size);
-void names_sort(struct names *ns);
+bool pf_next_ghost_take(struct pf_engine *e, struct pf_efile *f);
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path);
+void pf_next_names_clear(struct names *ns);
+int pf_next_names_add_sized(struct names *ns, const char *name, uint64_t size);
+void pf_next_names_sort(struct names *ns);
 /* lock not held */
-int next_start(struct pf_engine *e);
-struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
+int pf_next_start(struct pf_engine *e);
+struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
 			    uint64_t want, bool fill);
-void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+void pf_next_ghost_plan(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);
-void ghosts_plan(struct pf_engine *e, struct deferred *later);
-void ghost_release(struct pf_engine *e, struct pf_efile *f);
+void pf_next_ghosts_plan(struct pf_engine *e, struct deferred *later);
+void pf_next_ghost_release(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
-void next_stop(struct pf_engine *e);
+void pf_next_stop(struct pf_engine *e);
 
 /* hintfetch.c */
 struct pf_strbuf;
-int hint_start(struct pf_engine *e);
-void hint_kick(struct pf_engine *e);
-bool hint_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+int pf_plans_start(struct pf_engine *e);
+void pf_plans_kick(struct pf_engine *e);
+bool pf_plans_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 	       uint64_t len, uint64_t now);
-struct pf_efile *hint_efile_find(struct pf_engine *e, const char *path);
-void hint_forget(struct pf_engine *e, struct pf_efile *f);
+struct pf_efile *pf_plans_efile_find(struct pf_engine *e, const char *path);
+void pf_plans_forget(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
-void hint_stop(struct pf_engine *e);
-void hint_free(struct pf_engine *e);
-void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_plans_stop(struct pf_engine *e);
+void pf_plans_free(struct pf_engine *e);
+void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
 /* dirahead.c */
-int xfile_new(struct pf_engine *e);
-void xfile_free(struct pf_engine *e);
-void xfile_opened(struct pf_engine *e, struct pf_efile *f);
-void xfile_random_file(struct pf_engine *e, struct pf_efile *f,
+int pf_dirahead_new(struct pf_engine *e);
+void pf_dirahead_free(struct pf_engine *e);
+void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
+void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
 		       const struct pf_stream *st, struct deferred *later);
-void xfile_plan(struct pf_engine *e, struct deferred *later);
-void xfile_hold(struct pf_engine *e, struct pf_efile *f,
+void pf_dirahead_plan(struct pf_engine *e, struct deferred *later);
+void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);
-void xfile_latency(struct pf_engine *e, uint64_t ns);
-void xfile_late(struct pf_engine *e, const struct pf_efile *f);
-void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb);
-void xfile_release_all(struct pf_engine *e);
+void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
+void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_dirahead_release_all(struct pf_engine *e);
 /* on an opener thread, lock held on entry and return (dropped inside) */
-bool xfile_work(struct pf_engine *e);
-void xfile_listed(struct pf_engine *e, const struct next_req *r,
+bool pf_dirahead_work(struct pf_engine *e);
+void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
-void trace_counters(struct pf_engine *e, uint64_t now);
-void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now);
-void trace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
-void trace_plan(struct pf_engine *e, struct pf_efile *f,
+void pf_etrace_counters(struct pf_engine *e, uint64_t now);
+void pf_etrace_read(
+	struct pf_efile *f, const struct parked_read *p, uint64_t now);
+void pf_etrace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
+void pf_etrace_plan(struct pf_engine *e, struct pf_efile *f,
 		const struct pf_stream *st, const struct engine_stream *s,
 		uint64_t issued);
 

@@ -9,7 +9,7 @@
  * is reached.
  * Closed fetches go to the backend right away, up to max_requests (4 x
  * max_inflight, PF_ENGINE_MAX_REQUESTS) at a time; demand fetches past
- * that wait in a FIFO.  Read-ahead is planned only while fetch_room() says
+ * that wait in a FIFO.  Read-ahead is planned only while pf_fetch_room() says
  * so: the bytes in flight plus the new fetch stay within max_inflight x
  * fetch_size, and the requests under max_requests - max_inflight.
  *
@@ -26,7 +26,7 @@
  * backends are sized for max_requests (main.c: curl's connections, the
  * io_uring depth); memory stays bounded by max_memory, as read-ahead
  * takes no buffer the pool does not have (block_new()).  Submitting
- * happens after the lock is released (deferred_run()).
+ * happens after the lock is released (pf_fetch_deferred_run()).
  *
  * Who gets room that frees.  A stream's read-ahead is planned after its
  * READs and after each of its fetches ends, so a stream with many fetches
@@ -37,12 +37,12 @@
  * with a slow store: one stream with no fetch in flight and 16 MiB ahead
  * of its reader while another had 23; its READs then waited 1.7 s).
  * So a file whose streams' read-ahead the gate refused goes on
- * e->wanting (fetch_want()), and a fetch that ends plans first the file
+ * e->wanting (pf_fetch_want()), and a fetch that ends plans first the file
  * on it whose reader has the least ahead of it (bytes ready or in
  * flight, in the stream's windows: a window is its batch), its own file
  * among them, until the gate refuses again.
  *
- * fetch_done() runs on the backend's completion thread (or on the
+ * pf_fetch_done() runs on the backend's completion thread (or on the
  * submitter's, when the submit fails): under e->lock it marks the blocks'
  * bytes valid, hands read-ahead of a sequential stream to the pusher,
  * retries the READs that waited on the blocks, sends the next queued fetch
@@ -79,7 +79,7 @@ static struct fetch *fetch_alloc(unsigned cap)
 	return ft;
 }
 
-void bfile_ref_put(struct bfile_ref *r)
+void pf_fetch_bfile_ref_put(struct bfile_ref *r)
 {
 	if (--r->refs == 0) {
 		r->be->ops->close(r->be, r->bf);
@@ -111,7 +111,7 @@ static struct fetch *fetchq_pop(struct fetch **head, struct fetch **tail)
 }
 
 /* Hand the fetch being built to the dispatcher (under the lock). */
-void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
+void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 			 struct deferred *later)
 {
 	struct fetch *ft = fb->f;
@@ -125,13 +125,13 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	ft->bio.off = ft->off;
 	ft->bio.iov = ft->iov;
 	ft->bio.iovcnt = (int)ft->nblk;
-	ft->bio.done = fetch_done;
-	ft->bio.started = fetch_started;
+	ft->bio.done = pf_fetch_done;
+	ft->bio.started = pf_fetch_started;
 	ft->bio.priv = ft;
 	ft->bio.flags = ft->fill ? PF_BIO_FILL : 0;
 	ft->file->fetches++;
 	ft->bfref->refs++;
-	es = engine_stream_find(ft->file, ft->stream);
+	es = pf_efile_stream_find(ft->file, ft->stream);
 	if (es)
 		es->inflight++;
 	if (es && ft->prefetch) {
@@ -158,7 +158,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	for (unsigned i = 0; i < ft->nblk; i++)
 		ft->blk[i]->fetch_t0 = ft->t0;
 	if (pf_trace_on())
-		trace_counters(e, ft->t0);
+		pf_etrace_counters(e, ft->t0);
 }
 
 /*
@@ -166,7 +166,7 @@ void fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
  * bytes in flight (demand fetches' too) stay within max_inflight x
  * fetch_size and the requests below those kept for demand fetches.
  */
-bool fetch_room(const struct pf_engine *e, uint64_t len)
+bool pf_fetch_room(const struct pf_engine *e, uint64_t len)
 {
 	uint64_t bytes = (uint64_t)e->cfg.max_inflight * e->cfg.fetch_size;
 
@@ -181,7 +181,7 @@ bool fetch_room(const struct pf_engine *e, uint64_t len)
  * The gate refused read-ahead of a stream of @f (plan_stream()): @f is
  * planned first, by need, when room frees (see DESIGN).
  */
-void fetch_want(struct pf_engine *e, struct pf_efile *f)
+void pf_fetch_want(struct pf_engine *e, struct pf_efile *f)
 {
 	if (list_empty(&f->wnode))
 		list_add_tail(&e->wanting, &f->wnode);
@@ -200,7 +200,7 @@ static uint64_t file_ahead(const struct pf_engine *e, struct pf_efile *f)
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
-		struct engine_stream *s = engine_stream_find(f, st->id);
+		struct engine_stream *s = pf_efile_stream_find(f, st->id);
 		uint64_t win = pf_plan_window(st, &e->plan);
 		uint64_t lead = 0;
 		uint64_t a;
@@ -264,20 +264,20 @@ static void plan_by_need(struct pf_engine *e, struct pf_efile *f,
 		if (g == f)
 			f_planned = true;
 		list_del(&g->wnode);
-		plan_file(e, g, later);
+		pf_ra_plan_file(e, g, later);
 		if (!list_empty(&g->wnode))
 			break;
 	}
 	if (!f_planned)
-		plan_file(e, f, later);
+		pf_ra_plan_file(e, f, later);
 }
 
 /*
  * Would @len bytes at file offset @foff continue the fetch being built?
- * Else fetch_builder_add() closes it and starts another: read-ahead asks
- * fetch_room() first (cover_range()).
+ * Else pf_fetch_builder_add() closes it and starts another: read-ahead asks
+ * pf_fetch_room() first (cover_range()).
  */
-bool fetch_builder_continues(const struct pf_engine *e,
+bool pf_fetch_builder_continues(const struct pf_engine *e,
 			     const struct fetch_builder *fb, uint64_t foff,
 			     uint64_t len, bool prefetch)
 {
@@ -295,7 +295,7 @@ bool fetch_builder_continues(const struct pf_engine *e,
  * fetch first if they do not continue it.  Marks @b busy.  Returns false if
  * no memory was left for a fetch (then @b is left untouched).
  */
-bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
+bool pf_fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		       struct pf_efile *f, struct block *b, uint32_t flo,
 		       uint32_t fhi, bool prefetch, unsigned stream,
 		       struct deferred *later)
@@ -303,8 +303,8 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	uint64_t foff = (b->idx << e->bshift) + flo;
 	struct fetch *ft = fb->f;
 
-	if (ft && !fetch_builder_continues(e, fb, foff, fhi - flo, prefetch))
-		fetch_builder_flush(e, fb, later);
+	if (ft && !pf_fetch_builder_continues(e, fb, foff, fhi - flo, prefetch))
+		pf_fetch_builder_flush(e, fb, later);
 	if (!fb->f) {
 		fb->cap = (unsigned)(e->cfg.fetch_size >> e->bshift) + 2;
 		ft = fetch_alloc(fb->cap);
@@ -326,7 +326,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 	ft->iov[ft->nblk].iov_len = fhi - flo;
 	ft->nblk++;
 	ft->len += fhi - flo;
-	lru_remove(b);
+	pf_cache_lru_remove(b);
 	b->busy = true;
 	b->rx = false;
 	b->flo = flo;
@@ -336,7 +336,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		b->stream = stream;
 	}
 	if (fhi == block_len(e, f, b->idx) && fhi != e->bs)
-		fetch_builder_flush(e, fb, later); /* end of file */
+		pf_fetch_builder_flush(e, fb, later); /* end of file */
 	return true;
 }
 
@@ -350,7 +350,7 @@ bool fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
  * them, so two READs wanting different parts of one block cannot take
  * turns throwing away each other's bytes.
  */
-void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
+void pf_fetch_range(struct block *b, uint32_t lo, uint32_t hi,
 		 uint32_t *flo, uint32_t *fhi)
 {
 	*flo = lo;
@@ -370,17 +370,17 @@ void fetch_range(struct block *b, uint32_t lo, uint32_t hi,
 		*fhi = b->vlo;
 }
 
-void fetch_free(struct pf_engine *e, struct fetch *ft)
+void pf_fetch_free(struct pf_engine *e, struct fetch *ft)
 {
 	struct pf_efile *f = ft->file;
 
 	f->fetches--;
-	bfile_ref_put(ft->bfref);
+	pf_fetch_bfile_ref_put(ft->bfref);
 	free(ft);
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 }
 
-void deferred_run(struct pf_engine *e, struct deferred *later)
+void pf_fetch_deferred_run(struct pf_engine *e, struct deferred *later)
 {
 	while (later->submit || later->reply) {
 		/* READs that can be answered first: a reader blocked on a
@@ -393,13 +393,13 @@ void deferred_run(struct pf_engine *e, struct deferred *later)
 
 			ret = pf_backend_submit(e->be, &ft->bio);
 			if (ret < 0)
-				fetch_done(&ft->bio, ret);
+				pf_fetch_done(&ft->bio, ret);
 			continue;
 		}
 		struct parked_read *r = later->reply;
 
 		later->reply = r->wnext;
-		read_answer(e, r, later);
+		pf_read_answer(e, r, later);
 	}
 }
 
@@ -423,7 +423,7 @@ static void fetch_uncount(struct engine_stream *s, struct fetch *ft)
  * fetches it waited for have landed, when their bytes are already taking
  * the bandwidth.
  */
-void fetch_started(struct pf_bio *bio)
+void pf_fetch_started(struct pf_bio *bio)
 {
 	struct fetch *ft = bio->priv;
 	struct pf_engine *e = ft->e;
@@ -435,15 +435,15 @@ void fetch_started(struct pf_bio *bio)
 	e->tot.fetches_started++;
 	for (unsigned i = 0; i < ft->nblk; i++)
 		ft->blk[i]->rx = true;
-	s = engine_stream_find(f, ft->stream);
+	s = pf_efile_stream_find(f, ft->stream);
 	fetch_uncount(s, ft);
 	if (s && s->held)
-		plan_stream_again(e, f, s->id, &later);
+		pf_ra_plan_stream_again(e, f, s->id, &later);
 	pthread_mutex_unlock(&e->lock);
-	deferred_run(e, &later);
+	pf_fetch_deferred_run(e, &later);
 }
 
-void fetch_done(struct pf_bio *bio, int64_t res)
+void pf_fetch_done(struct pf_bio *bio, int64_t res)
 {
 	struct fetch *ft = bio->priv;
 	struct pf_engine *e = ft->e;
@@ -468,19 +468,19 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
 			 f->path, ft->off, ft->len, strerror(err));
 	}
-	s = engine_stream_find(f, ft->stream);
+	s = pf_efile_stream_find(f, ft->stream);
 	fetch_uncount(s, ft);
 	if (s) {
 		s->inflight--;
 		if (!err) {
 			s->bytes_fetched += ft->len;
-			depth_fetch_done(e, s, ft, engine_now(e));
+			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
 		}
 	}
 	if (!err)
 		e->tot.bytes_fetched += ft->len;
 	/* decided before the blocks go idle: a detached one is freed then */
-	pushed = push_wanted(e, ft, err);
+	pushed = pf_push_wanted(e, ft, err);
 	for (unsigned i = 0; i < ft->nblk; i++) {
 		struct block *b = ft->blk[i];
 		uint32_t flo = ft->flo[i];
@@ -503,7 +503,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 		} else if (flo < b->vhi && b->vlo < fhi) {
 			/*
 			 * The failed read may have written into the valid
-			 * bytes it covered (fetch_range() covers them when
+			 * bytes it covered (pf_fetch_range() covers them when
 			 * it extends them on both sides): bytes of another
 			 * version, or none, are valid no more.
 			 */
@@ -520,12 +520,12 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			b->read_seen = true;
 			b->pushed = true;
 		} else {
-			block_idle(e, b);
+			pf_cache_block_idle(e, b);
 		}
-		retry_reads(e, w, &later);
+		pf_read_retry(e, w, &later);
 	}
 	if (pushed) {
-		push_enqueue(e, ft);
+		pf_push_enqueue(e, ft);
 		/* the pusher holds its last page back: it stays in memory
 		 * for the tripwire READ (block_consumed()) */
 		if (ft->trip && ft->nblk)
@@ -544,17 +544,17 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 			later.submit_tail = q;
 	}
 	if (pf_trace_on())
-		trace_fetch(e, ft, err ? -(int64_t)err : res);
+		pf_etrace_fetch(e, ft, err ? -(int64_t)err : res);
 	plan_by_need(e, f, &later);
-	ghosts_plan(e, &later);
-	hint_kick(e);
+	pf_next_ghosts_plan(e, &later);
+	pf_plans_kick(e);
 	if (!pushed)
-		fetch_free(e, ft);
+		pf_fetch_free(e, ft);
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
 
 		e->memwait = NULL;
-		retry_reads(e, w, &later);
+		pf_read_retry(e, w, &later);
 	}
 	/*
 	 * The replies and submissions collected still use the engine and
@@ -570,7 +570,7 @@ void fetch_done(struct pf_bio *bio, int64_t res)
 	pthread_mutex_unlock(&e->lock);
 	if (!busy)
 		return;
-	deferred_run(e, &later);
+	pf_fetch_deferred_run(e, &later);
 	pthread_mutex_lock(&e->lock);
 	e->completing--;
 	if (engine_idle(e))

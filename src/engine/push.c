@@ -4,23 +4,23 @@
  *
  * DESIGN
  * fetch_done() picks completed read-ahead fetches of SEQUENTIAL streams
- * that leave their blocks whole (push_wanted()), pins their blocks and
+ * that leave their blocks whole (pf_push_wanted()), pins their blocks and
  * queues them on e->pushq.  The pusher thread takes them one at a time,
  * calls the push function with e->lock released (it may block on page
  * locks held by READs in flight, which other threads answer), then unpins
  * the blocks under the lock.  The queue holds 32 fetches at most
  * (pushq_cap()): its blocks are pinned.  The last page of every fetch
  * ending at a half-batch boundary is held back as a tripwire: its READ
- * shows that the reader consumed the pushed bytes before it (tripwire()),
- * so the stream's windows move on although those bytes produced no READs.
- * A fetch whose first blocks READs have answered by the time the pusher
- * gets to it (the pusher fell behind) is pushed from the first block they
- * did not cover on (push_from()).
+ * shows that the reader consumed the pushed bytes before it
+ * (pf_push_tripwire()), so the stream's windows move on although those bytes
+ * produced no READs. A fetch whose first blocks READs have answered by the time
+ * the pusher gets to it (the pusher fell behind) is pushed from the first block
+ * they did not cover on (push_from()).
  *
- * Threads: the pusher thread (pusher_main) and, for push_wanted(),
- * push_enqueue() and tripwire(), the threads that complete fetches and make
- * READs, all under e->lock.  e->pushing names the file being pushed, so an
- * open that drops a changed file's blocks can wait for its push to end.
+ * Threads: the pusher thread (pusher_main) and, for pf_push_wanted(),
+ * pf_push_enqueue() and pf_push_tripwire(), the threads that complete fetches
+ * and make READs, all under e->lock.  e->pushing names the file being pushed,
+ * so an open that drops a changed file's blocks can wait for its push to end.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -72,7 +72,7 @@ static uint64_t pushq_cap(const struct pf_engine *e)
  * every block whole and attached, so that no READ ever waits for a block
  * the pusher holds pinned.
  */
-bool push_wanted(struct pf_engine *e, const struct fetch *ft,
+bool pf_push_wanted(struct pf_engine *e, const struct fetch *ft,
 		 int err)
 {
 	if (err || !ft->pushable || !e->push_fn || e->push_stop ||
@@ -97,7 +97,7 @@ bool push_wanted(struct pf_engine *e, const struct fetch *ft,
 }
 
 /* Queue a fetch whose blocks fetch_done() pinned for the pusher. */
-void push_enqueue(struct pf_engine *e, struct fetch *ft)
+void pf_push_enqueue(struct pf_engine *e, struct fetch *ft)
 {
 	/* a tripwire every half batch (trip_interval()); others pushed whole */
 	ft->trip = (ft->off + ft->len) % trip_interval(e, ft) == 0;
@@ -220,14 +220,14 @@ static void *pusher_main(void *arg)
 		e->tot.bytes_pushed += bytes;
 		/* served: the reader reads them in its page cache */
 		e->tot.bytes_served += bytes;
-		es = engine_stream_find(ft->file, ft->stream);
+		es = pf_efile_stream_find(ft->file, ft->stream);
 		if (es)
 			es->bytes_served += bytes;
 		for (unsigned i = 0; i < ft->nblk; i++)
-			block_unpin(e, ft->blk[i], &later);
-		fetch_free(e, ft);
+			pf_read_block_unpin(e, ft->blk[i], &later);
+		pf_fetch_free(e, ft);
 		pthread_mutex_unlock(&e->lock);
-		deferred_run(e, &later);
+		pf_fetch_deferred_run(e, &later);
 		pthread_mutex_lock(&e->lock);
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -273,7 +273,7 @@ void pf_engine_stop_push(struct pf_engine *e)
  * READ count as one contiguous READ; else @off unchanged.
  *
  * Bytes of the stream's read-ahead still in flight count as pushed: they
- * will be (push_wanted() took every such fetch of a stream that pushes).
+ * will be (pf_push_wanted() took every such fetch of a stream that pushes).
  * A reader in file order cannot be past them without READs of them, which
  * move the frontier; a copy out of a mapping, which faults its batch's
  * last page first, can.  Its batch-end tripwire must still move the
@@ -302,7 +302,7 @@ static bool pushed_between(struct pf_engine *e, struct pf_efile *f,
 	return true;
 }
 
-uint64_t tripwire(struct pf_engine *e, struct pf_efile *f,
+uint64_t pf_push_tripwire(struct pf_engine *e, struct pf_efile *f,
 		  uint64_t off)
 {
 	uint64_t limit = (uint64_t)MAX_DEPTH * e->plan.max_window;

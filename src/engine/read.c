@@ -76,8 +76,8 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 	p->nblk = 0;
 	if (p->err || p->off >= end)
 		return true;
-	cover_range(e, p->file, p->off, end, &c, &fb, later);
-	fetch_builder_flush(e, &fb, later);
+	pf_cover_range(e, p->file, p->off, end, &c, &fb, later);
+	pf_fetch_builder_flush(e, &fb, later);
 	if (c.missed)
 		p->missed = true;
 	wait_on = c.wait_on;
@@ -102,7 +102,7 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 		return false;
 	}
 	for (unsigned i = 0; i < p->nblk; i++) {
-		lru_remove(p->blk[i]);
+		pf_cache_lru_remove(p->blk[i]);
 		p->blk[i]->refs++;
 	}
 	return true;
@@ -133,7 +133,7 @@ static struct parked_read *read_move_to_heap(struct pf_engine *e,
  * Answer a READ whose blocks are pinned, then unpin them.  Work that the
  * unpinning makes possible is added to @later.
  */
-void read_answer(struct pf_engine *e, struct parked_read *p,
+void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 		 struct deferred *later)
 {
 	struct iovec iov[MAX_READ_BLOCKS];
@@ -164,7 +164,7 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	pthread_mutex_lock(&e->lock);
 	e->tot.reads++;
 	e->tot.bytes_served += served;
-	s = engine_stream_find(f, p->stream);
+	s = pf_efile_stream_find(f, p->stream);
 	if (p->waited) {
 		e->tot.waits++;
 		e->tot.wait_ns += now - p->t0;
@@ -189,26 +189,27 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 	if (s)
 		s->bytes_served += served;
 	if (s && e->cfg.prefetch && f->tracker)
-		depth_read_done(e, f, s, p, now);
+		pf_ra_depth_read_done(e, f, s, p, now);
 	if (f->tracker && p->stream)
 		pf_tracker_done(f->tracker, p->stream, now);
 	if (pf_trace_on())
-		trace_read(f, p, now);
+		pf_etrace_read(f, p, now);
 	for (unsigned i = 0; i < p->nblk; i++) {
 		struct block *b = p->blk[i];
 
 		/* read ahead for no stream (the next file, a plan, the
-		 * fill): its reader's stream consumes it (block_idle()) */
+		 * fill): its reader's stream consumes it
+		 * (pf_cache_block_idle()) */
 		if (b->prefetched && !b->stream)
 			b->stream = p->stream;
-		block_read(e, b, p->off, read_end(p));
-		block_unpin(e, b, later);
+		pf_cache_block_read(e, b, p->off, read_end(p));
+		pf_read_block_unpin(e, b, later);
 	}
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
 
 		e->memwait = NULL;
-		retry_reads(e, w, later);
+		pf_read_retry(e, w, later);
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (p->heap)
@@ -217,7 +218,7 @@ void read_answer(struct pf_engine *e, struct parked_read *p,
 
 /* Try each parked READ of @list again; the ready ones go to
  * later->reply. */
-void retry_reads(struct pf_engine *e, struct parked_read *list,
+void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 		 struct deferred *later)
 {
 	while (list) {
@@ -234,7 +235,7 @@ void retry_reads(struct pf_engine *e, struct parked_read *list,
 
 /* Drop a pin of @b (a READ's or the pusher's); when it was the last, the
  * block goes idle and the READs parked on it are tried again. */
-void block_unpin(struct pf_engine *e, struct block *b,
+void pf_read_block_unpin(struct pf_engine *e, struct block *b,
 		 struct deferred *later)
 {
 	struct parked_read *w;
@@ -243,8 +244,8 @@ void block_unpin(struct pf_engine *e, struct block *b,
 		return;
 	w = b->waiters;
 	b->waiters = NULL;
-	block_idle(e, b);
-	retry_reads(e, w, later);
+	pf_cache_block_idle(e, b);
+	pf_read_retry(e, w, later);
 }
 
 /*
@@ -252,18 +253,18 @@ void block_unpin(struct pf_engine *e, struct block *b,
  * planned: planning takes 0.1-0.2 ms when a tripwire moves the window on
  * (strace of issue 14's readers: the batch's tripwire READs took that much
  * longer than the others), and the reader waits for nothing it plans.  The
- * stream is looked up again by @id (plan_stream_again()).  @f is held by a
- * reference taken under the lock (the reader may close it and the kernel
+ * stream is looked up again by @id (pf_ra_plan_stream_again()).  @f is held by
+ * a reference taken under the lock (the reader may close it and the kernel
  * forget it once answered).
  */
 static void plan_after_reply(struct pf_engine *e, struct pf_efile *f,
 			     unsigned id, struct deferred *later)
 {
-	deferred_run(e, later);
+	pf_fetch_deferred_run(e, later);
 	pthread_mutex_lock(&e->lock);
-	plan_stream_again(e, f, id, later);
+	pf_ra_plan_stream_again(e, f, id, later);
 	f->refs--;
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 	pthread_mutex_unlock(&e->lock);
 }
 
@@ -303,16 +304,16 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		return;
 	}
 	if (f->tracker) {
-		uint64_t from = e->push_fn ? tripwire(e, f, off) : off;
+		uint64_t from = e->push_fn ? pf_push_tripwire(e, f, off) : off;
 
 		stream = pf_tracker_observe(f->tracker, from,
 					    off + size - from, now);
 		/* the pushed bytes before it were read, or the READ
 		 * moved the frontier on */
 		if (from < off || stream->pattern == PF_PAT_SEQUENTIAL)
-			release_consumed(e, f, stream->id, from, off);
+			pf_cache_release_consumed(e, f, stream->id, from, off);
 		p->stream = stream->id;
-		engine_stream_get(f, stream->id);
+		pf_efile_stream_get(f, stream->id);
 	}
 	if (!read_pin_or_park(e, p, &later)) {
 		if (read_move_to_heap(e, p)) {
@@ -334,11 +335,11 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		}
 	}
 	/* a file a plan follows is read ahead by the plan */
-	if (hint_read(e, f, off, size, now) || !stream || e->stopping) {
+	if (pf_plans_read(e, f, off, size, now) || !stream || e->stopping) {
 		stream = NULL;
 	} else if (!p || p->nblk == 0) {
 		/* parked (or failed): plan first, its answer comes later */
-		plan_stream(e, f, stream, &later);
+		pf_ra_plan_stream(e, f, stream, &later);
 		stream = NULL;
 	} else {
 		/* answered first, planned after: see plan_after_reply() */
@@ -351,7 +352,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 	}
 	if (stream)
 		plan_after_reply(e, f, p->stream, &later);
-	deferred_run(e, &later);
+	pf_fetch_deferred_run(e, &later);
 }
 
 void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
@@ -387,7 +388,7 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
 	}
 	if (ok)
 		for (unsigned i = 0; i < n; i++) {
-			lru_remove(blk[i]);
+			pf_cache_lru_remove(blk[i]);
 			blk[i]->refs++;
 		}
 	e->tot.self_reads++;
@@ -401,7 +402,7 @@ void pf_engine_read_self(struct pf_efile *f, uint64_t off, size_t size,
 	reply(req, iov, (int)n, 0);
 	pthread_mutex_lock(&e->lock);
 	for (unsigned i = 0; i < n; i++)
-		block_unpin(e, blk[i], &later);
+		pf_read_block_unpin(e, blk[i], &later);
 	pthread_mutex_unlock(&e->lock);
-	deferred_run(e, &later);
+	pf_fetch_deferred_run(e, &later);
 }

@@ -11,10 +11,10 @@
  * planned, how far it may refill).  A sequential stream whose READs keep waiting
  * for read-ahead in flight gets deeper windows (grow_depth()), as far as
  * its demand rate and the store's latency ask (Little's law).  The walk
- * over the blocks of a range, cover_range(), is here too: the READ path
+ * over the blocks of a range, pf_cover_range(), is here too: the READ path
  * (read.c), the next file (nextfile.c) and the fill (dirahead.c) use it
  * as well; a stream read at random offsets may start the fill of its file
- * (xfile_random_file()).
+ * (pf_dirahead_random_file()).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -44,9 +44,9 @@
  * windows, 670 MiB held, with no fewer waits): another window then only
  * holds more memory.  The demand rate is the stream's bytes over its time
  * not spent waiting, since it passed min_window.
- * stream_plan_cfg() gives the planner a stream's depth.
+ * pf_ra_stream_plan_cfg() gives the planner a stream's depth.
  */
-struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
+struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s)
 {
 	struct pf_plan_cfg pc = e->plan;
@@ -57,7 +57,7 @@ struct pf_plan_cfg stream_plan_cfg(const struct pf_engine *e,
 }
 
 /* A read-ahead fetch of stream @s completed whole at @now. */
-void depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
 		      const struct fetch *ft, uint64_t now)
 {
 	uint64_t d = now > ft->t0 ? now - ft->t0 : 0;
@@ -130,7 +130,7 @@ static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
  * waits for the first byte), and a wait for read-ahead in flight may
  * deepen it (grow_depth()).
  */
-void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
+void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
 		     struct engine_stream *s, const struct parked_read *p,
 		     uint64_t now)
 {
@@ -169,17 +169,17 @@ void depth_read_done(struct pf_engine *e, const struct pf_efile *f,
  * and the next file: under the lock, each block of [off, end) of @f that
  * does not hold its part yet gets a fetch of what it lacks, added to @fb
  * (closed fetches go to @later).  Read-ahead (!c->demand) stops at the
- * first block it cannot fetch now (no room in flight: fetch_room(), no
+ * first block it cannot fetch now (no room in flight: pf_fetch_room(), no
  * memory, a block being filled or read) and returns the offset reached;
  * blocks that hold their part close the fetch being built, so each fetch
- * is weighed by fetch_room() before it starts.  A READ (c->demand) walks
+ * is weighed by pf_fetch_room() before it starts.  A READ (c->demand) walks
  * the whole range whatever the fetches in flight: blocks that hold their
  * part are pinned into c->read's blk[] (pinned for real by the caller),
  * the first block it must wait for is c->wait_on, c->nomem tells that a
  * buffer or a fetch could not be had, and c->missed that a fetch was
  * made.
  */
-uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
 		     struct deferred *later)
 {
@@ -197,14 +197,14 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		/*
 		 * Every new read-ahead fetch asks for room, also the next
 		 * piece of a long range (so it is closed here, not in
-		 * fetch_builder_add()): at most what is left of the range (a
+		 * pf_fetch_builder_add()): at most what is left of the range (a
 		 * whole small file is a small fetch) or fetch_size.
 		 */
 		if (!c->demand && fb->f &&
-		    !fetch_builder_continues(e, fb, off, hi - lo, true))
-			fetch_builder_flush(e, fb, later);
+		    !pf_fetch_builder_continues(e, fb, off, hi - lo, true))
+			pf_fetch_builder_flush(e, fb, later);
 		if (!c->demand && !fb->f &&
-		    !fetch_room(e, (end < f->size ? end : f->size) - off)) {
+		    !pf_fetch_room(e, (end < f->size ? end : f->size) - off)) {
 			c->gated = true;
 			break;
 		}
@@ -218,7 +218,7 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			if (c->demand)
 				c->read->blk[c->read->nblk++] = b;
 			else
-				fetch_builder_flush(e, fb, later);
+				pf_fetch_builder_flush(e, fb, later);
 			off = bstart + hi;
 			continue;
 		}
@@ -227,7 +227,7 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		 * fetched whole (see whole_tail); read-ahead goes on past it */
 		if (b && !c->demand && b->busy && lo && b->flo <= lo &&
 		    hi <= b->fhi) {
-			fetch_builder_flush(e, fb, later);
+			pf_fetch_builder_flush(e, fb, later);
 			off = bstart + hi;
 			continue;
 		}
@@ -242,7 +242,7 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			continue;
 		}
 		if (!b) {
-			b = block_new(e, f, idx, c->demand);
+			b = pf_cache_block_new(e, f, idx, c->demand);
 			if (!b) {
 				if (!c->demand)
 					break;
@@ -258,10 +258,10 @@ uint64_t cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 			if (hi > blen || c->whole_tail)
 				hi = blen;
 		}
-		fetch_range(b, lo, hi, &flo, &fhi);
-		if (!fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
+		pf_fetch_range(b, lo, hi, &flo, &fhi);
+		if (!pf_fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
 				       c->stream, later)) {
-			block_idle(e, b);
+			pf_cache_block_idle(e, b);
 			if (!c->demand)
 				break;
 			c->nomem = true;
@@ -317,7 +317,7 @@ static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
 }
 
 /*
- * cover_range() for read-ahead, closing the fetch being built at the ends of
+ * pf_cover_range() for read-ahead, closing the fetch being built at the ends of
  * the pieces pf_plan_piece_end() asks for (a file's first window).  While
  * other streams fetch too (several readers starting at once), nothing past
  * the pieces goes out until they are under way (the rest of the window is the
@@ -347,9 +347,10 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 	uint64_t z = pieces_end(e, st, pc);
 
 	while (pend && pend < end) {
-		uint64_t reached = cover_range(e, f, off, pend, c, fb, later);
+		uint64_t reached =
+			pf_cover_range(e, f, off, pend, c, fb, later);
 
-		fetch_builder_flush(e, fb, later);
+		pf_fetch_builder_flush(e, fb, later);
 		if (reached < pend)
 			return reached;
 		off = pend;
@@ -360,15 +361,15 @@ static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 		c->held = true;
 		return off;
 	}
-	return cover_range(e, f, off, end, c, fb, later);
+	return pf_cover_range(e, f, off, end, c, fb, later);
 }
 
 /* Fetch the planner's ranges for stream @st that are not in memory yet. */
-void plan_stream(struct pf_engine *e, struct pf_efile *f,
+void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	struct engine_stream *s = engine_stream_get(f, st->id);
+	struct engine_stream *s = pf_efile_stream_get(f, st->id);
 	uint64_t issued = e->tot.bytes_prefetched;
 	struct fetch_builder fb = { 0 };
 	struct cover c = { 0 };
@@ -381,13 +382,13 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	if (!s)
 		return;
 	s->held = false;
-	pc = stream_plan_cfg(e, s);
+	pc = pf_ra_stream_plan_cfg(e, s);
 	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
 			  &horizon, &next_want);
 	if (next_want && !f->next_asked)
-		next_ask(e, f, next_want);
+		pf_next_ask(e, f, next_want);
 	if (st->pattern == PF_PAT_RANDOM)
-		xfile_random_file(e, f, st, later);
+		pf_dirahead_random_file(e, f, st, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;
@@ -395,13 +396,13 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 	/*
 	 * The ramp: until a full fetch of its own has landed, while other
 	 * streams fetch too, a stream's read-ahead still waiting for its first
-	 * byte stays within one window (cover_range(), c.ramp_cap), where the
-	 * backend says when first bytes come (fetch_started() plans it again).
-	 * Fetches in flight together share the bandwidth: the two windows a
-	 * stream asks for once found sequential (four readers: 90 MiB at
-	 * once) made its next batch land with the deeper windows.  Held back,
-	 * the deeper ones go out a latency later, behind it.  Issue 14's four
-	 * readers at 40 ms, alternated, ten rounds: waits 17.4-20.4% (mean
+	 * byte stays within one window (pf_cover_range(), c.ramp_cap), where
+	 * the backend says when first bytes come (fetch_started() plans it
+	 * again). Fetches in flight together share the bandwidth: the two
+	 * windows a stream asks for once found sequential (four readers: 90 MiB
+	 * at once) made its next batch land with the deeper windows.  Held
+	 * back, the deeper ones go out a latency later, behind it.  Issue 14's
+	 * four readers at 40 ms, alternated, ten rounds: waits 17.4-20.4% (mean
 	 * 18.5) against 17.4-20.7% (mean 19.3).  In steady state a stream's
 	 * bytes waiting for a first byte are its rate x the latency, and a
 	 * full fetch has landed: no cap.
@@ -428,12 +429,12 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
 		if (reached < end)
 			break;
 	}
-	fetch_builder_flush(e, &fb, later);
+	pf_fetch_builder_flush(e, &fb, later);
 	s->held = c.held;
 	if (c.gated)
-		fetch_want(e, f);
+		pf_fetch_want(e, f);
 	if (pf_trace_on() && e->tot.bytes_prefetched != issued)
-		trace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
+		pf_etrace_plan(e, f, st, s, e->tot.bytes_prefetched - issued);
 }
 
 /*
@@ -444,8 +445,8 @@ void plan_stream(struct pf_engine *e, struct pf_efile *f,
  * file has its backend handle (f->cur), a tracker exists only with
  * prefetch.
  */
-void plan_stream_again(struct pf_engine *e, struct pf_efile *f, unsigned id,
-		       struct deferred *later)
+void pf_ra_plan_stream_again(struct pf_engine *e, struct pf_efile *f,
+	unsigned id, struct deferred *later)
 {
 	const struct pf_stream *st;
 
@@ -453,10 +454,11 @@ void plan_stream_again(struct pf_engine *e, struct pf_efile *f, unsigned id,
 		return;
 	st = pf_tracker_find(f->tracker, id);
 	if (st)
-		plan_stream(e, f, st, later);
+		pf_ra_plan_stream(e, f, st, later);
 }
 
-void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
+void pf_ra_plan_file(
+	struct pf_engine *e, struct pf_efile *f, struct deferred *later)
 {
 	unsigned n;
 
@@ -464,5 +466,6 @@ void plan_file(struct pf_engine *e, struct pf_efile *f, struct deferred *later)
 		return;
 	n = pf_tracker_count(f->tracker);
 	for (unsigned i = 0; i < n; i++)
-		plan_stream(e, f, pf_tracker_stream(f->tracker, i), later);
+		pf_ra_plan_stream(
+			e, f, pf_tracker_stream(f->tracker, i), later);
 }

@@ -22,7 +22,7 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 	*t = e->tot;
 	t->inflight = e->inflight + e->queued;
 	t->memory_used = (uint64_t)pf_pool_in_use(e->pool) * e->bs;
-	cache_memory(e, &t->memory_inflight, &t->memory_ahead,
+	pf_cache_memory(e, &t->memory_inflight, &t->memory_ahead,
 		     &t->memory_reread);
 	t->memory_mapped = pf_pool_resident(e->pool);
 	t->memory_warmed = pf_pool_warmed(e->pool);
@@ -30,7 +30,7 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 	t->files_state_bytes = 0;
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		t->files++;
-		t->files_state_bytes += efile_state_bytes(
+		t->files_state_bytes += pf_efile_state_bytes(
 			container_of(l, struct pf_efile, node));
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -44,12 +44,12 @@ static uint64_t ready_ahead(struct pf_engine *e, struct pf_efile *f,
 {
 	struct pf_extent ext[MAX_EXTENTS];
 	struct pf_plan_cfg pc =
-		stream_plan_cfg(e, engine_stream_find(f, st->id));
+		pf_ra_stream_plan_cfg(e, pf_efile_stream_find(f, st->id));
 	unsigned n = pf_plan(st, &pc, f->size, ext, MAX_EXTENTS);
 	uint64_t ready = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t got = resident_run(e, f, ext[i].off,
+		uint64_t got = pf_cache_resident_run(e, f, ext[i].off,
 					    ext[i].off + ext[i].len, false);
 
 		ready += got;
@@ -76,7 +76,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 			 struct pf_efile *f, const struct pf_stream *st,
 			 bool *first)
 {
-	struct engine_stream *s = engine_stream_find(f, st->id);
+	struct engine_stream *s = pf_efile_stream_find(f, st->id);
 	uint64_t win = pf_plan_window(st, &e->plan);
 	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
 	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
@@ -102,7 +102,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  s ? (double)s->wait_ns / 1e6 : 0.0,
 		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
 		  s ? s->bytes_unused : 0, s ? s->inflight : 0,
-		  stream_plan_cfg(e, s).windows);
+		  pf_ra_stream_plan_cfg(e, s).windows);
 }
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
@@ -174,7 +174,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.files_state_bytes);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
-	xfile_stats(e, &sb);
+	pf_dirahead_stats(e, &sb);
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
@@ -191,8 +191,8 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	}
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
-	hint_stats_json(e, &sb);
-	opener_stats_json(e, &sb);
+	pf_plans_stats_json(e, &sb);
+	pf_opener_stats_json(e, &sb);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);
 }

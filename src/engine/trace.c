@@ -12,13 +12,14 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-void trace_counters(struct pf_engine *e, uint64_t now)
+void pf_etrace_counters(struct pf_engine *e, uint64_t now)
 {
 	pf_trace_counters(now, e->inflight, e->queued,
 			  (uint64_t)pf_pool_in_use(e->pool) * e->bs);
 }
 
-void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now)
+void pf_etrace_read(
+	struct pf_efile *f, const struct parked_read *p, uint64_t now)
 {
 	const struct pf_stream *st = f->tracker && p->stream ?
 		pf_tracker_find(f->tracker, p->stream) : NULL;
@@ -39,7 +40,7 @@ void trace_read(struct pf_efile *f, const struct parked_read *p, uint64_t now)
 	pf_trace_read(&r);
 }
 
-void trace_fetch(struct pf_engine *e, const struct fetch *ft,
+void pf_etrace_fetch(struct pf_engine *e, const struct fetch *ft,
 		 int64_t res)
 {
 	uint64_t now = engine_now(e);
@@ -55,14 +56,14 @@ void trace_fetch(struct pf_engine *e, const struct fetch *ft,
 	};
 
 	pf_trace_fetch(&t);
-	trace_counters(e, now);
+	pf_etrace_counters(e, now);
 }
 
-void trace_plan(struct pf_engine *e, struct pf_efile *f,
+void pf_etrace_plan(struct pf_engine *e, struct pf_efile *f,
 		const struct pf_stream *st, const struct engine_stream *s,
 		uint64_t issued)
 {
-	struct pf_plan_cfg pc = stream_plan_cfg(e, s);
+	struct pf_plan_cfg pc = pf_ra_stream_plan_cfg(e, s);
 	struct pf_trace_plan t = {
 		.tag = f->tag,
 		.stream = st->id,

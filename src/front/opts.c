@@ -360,10 +360,15 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_PREFETCH, F(engine.fill),
 	  .help = "readers of a tree (or a big file) in random order: when "
 		  "it fits the cache, read the rest in the background" },
-	{ .name = "xfile_files", .arg = "N", .type = PF_OT_UINT,
-	  .group = PF_OG_PREFETCH, F(engine.xfile_files), .lo = 2,
+	{ .name = "dirahead_files", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.dirahead_files), .lo = 2,
 	  .hi = 4096, .def = "256",
 	  .help = "files opened and read ahead of their readers at most" },
+	{ .name = "xfile_files", .arg = "N", .type = PF_OT_UINT,
+	  .group = PF_OG_PREFETCH, F(engine.dirahead_files),
+	  .alias = "dirahead_files",
+	  .help = "the older name of dirahead_files: the same option, the "
+		  "same default" },
 	{ .name = "prefetch_batches", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_PREFETCH, F(engine.prefetch_batches), .lo = 2,
 	  .hi = 64, .help = "batch-sized windows kept filled ahead of each "

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_err.h"
 #include "pf_hint.h"
 
 #define GOT_DONE	(1ull << 63)
@@ -46,18 +47,6 @@
 #define GOT_BYTES	(GOT_FETCHED - 1)
 #define MATCH_SCAN	64	/* entries looked at per READ, at most */
 #define HIST		4	/* bursts and rate periods remembered */
-
-static void why(char *dst, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void why(char *dst, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dst, PF_HINT_WHY_MAX, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- the follower ------------------------------------------------------ */
 
@@ -261,7 +250,8 @@ static void advance(struct pf_hint *p)
 	if (p->state == PF_HINT_FOLLOWING && p->n > 0 &&
 	    p->done_idx == p->n) {
 		p->state = PF_HINT_FINISHED;
-		why(p->why, "all %zu entries read or given up", p->n);
+		pf_err_set(p->why, PF_HINT_WHY_MAX,
+			"all %zu entries read or given up", p->n);
 	}
 }
 
@@ -382,8 +372,10 @@ static void judge(struct pf_hint *p, bool hit)
 		return;
 	hits = (unsigned)__builtin_popcountll(p->jbits & mask);
 	if (2 * hits < n) {
-		why(p->why, "reads stopped matching: %u of the last %u READs "
-		    "of its files were in the plan", hits, n);
+		pf_err_set(p->why, PF_HINT_WHY_MAX,
+			"reads stopped matching: %u of the last %u READs "
+			"of its files were in the plan",
+			hits, n);
 		abandon(p);
 	}
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_err.h"
 #include "pf_hint.h"
 
 #define MAX_LEN		(1ull << 62)	/* OFFSET + LENGTH at most */
@@ -36,18 +37,6 @@ void pf_hint_cfg_default(struct pf_hint_cfg *cfg)
 	cfg->judge = 64;
 	cfg->gap_ns = 5000000;
 	cfg->rate_ns = 250000000;
-}
-
-static void why(char *dst, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void why(char *dst, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(dst, PF_HINT_WHY_MAX, fmt, ap);
-	va_end(ap);
 }
 
 /* ---- the parser ------------------------------------------------------- */
@@ -189,33 +178,37 @@ static int line(struct pf_hint_text *t, pf_hint_resolve_fn resolve,
 		if (f1 && digits(f2, e) && digits(f1, f2 - 1)) {
 			range = true;
 			if (!number(f2, e, &len) || !number(f1, f2 - 1, &off)) {
-				why(b->why, "line %llu: number out of range",
-				    (unsigned long long)t->line);
+				pf_err_set(b->why, PF_HINT_WHY_MAX,
+					"line %llu: number out of range",
+					(unsigned long long)t->line);
 				return -EINVAL;
 			}
 			e = (char *)f1 - 1;
 		}
 	}
 	if (range && len == 0) {
-		why(b->why, "line %llu: zero length",
+		pf_err_set(b->why, PF_HINT_WHY_MAX, "line %llu: zero length",
 		    (unsigned long long)t->line);
 		return -EINVAL;
 	}
 	if (range && (off >= MAX_LEN || len > MAX_LEN - off)) {
-		why(b->why, "line %llu: offset + length past 2^62",
-		    (unsigned long long)t->line);
+		pf_err_set(b->why, PF_HINT_WHY_MAX,
+			"line %llu: offset + length past 2^62",
+			(unsigned long long)t->line);
 		return -EINVAL;
 	}
 	while (s < e && *s == '/')
 		s++;
 	if (s == e) {
-		why(b->why, "line %llu: no path", (unsigned long long)t->line);
+		pf_err_set(b->why, PF_HINT_WHY_MAX, "line %llu: no path",
+			(unsigned long long)t->line);
 		return -EINVAL;
 	}
 	if (t->entries >= t->max_entries) {
-		why(b->why, "line %llu: more than %llu entries",
-		    (unsigned long long)t->line,
-		    (unsigned long long)t->max_entries);
+		pf_err_set(b->why, PF_HINT_WHY_MAX,
+			"line %llu: more than %llu entries",
+			(unsigned long long)t->line,
+			(unsigned long long)t->max_entries);
 		return -ENOSPC;
 	}
 	*e = '\0';
@@ -226,8 +219,8 @@ static int line(struct pf_hint_text *t, pf_hint_resolve_fn resolve,
 		return 0;
 	}
 	if (ret < 0) {
-		why(b->why, "line %llu: %s: %s", (unsigned long long)t->line,
-		    s, strerror(-ret));
+		pf_err_set(b->why, PF_HINT_WHY_MAX, "line %llu: %s: %s",
+			(unsigned long long)t->line, s, strerror(-ret));
 		return ret;
 	}
 	if (!range)
@@ -240,7 +233,7 @@ static int line(struct pf_hint_text *t, pf_hint_resolve_fn resolve,
 		len = size - off;
 	ret = push(b, file, off, len);
 	if (ret < 0) {
-		why(b->why, "line %llu: out of memory",
+		pf_err_set(b->why, PF_HINT_WHY_MAX, "line %llu: out of memory",
 		    (unsigned long long)t->line);
 		return ret;
 	}
@@ -269,24 +262,30 @@ int pf_hint_parse(struct pf_hint_text *t, const char *buf, size_t len,
 		t->partlen = 0;
 		b->restart = true;
 	} else if (t->rejected) {
-		why(b->why, "plan refused (%s); write at offset 0 to start "
-		    "a new one", t->reason);
+		pf_err_set(b->why, PF_HINT_WHY_MAX,
+			"plan refused (%s); write at offset 0 to start "
+			"a new one",
+			t->reason);
 		b->rc = -EINVAL;
 		return -EINVAL;
 	} else if (!t->started || off != t->next_off) {
-		why(b->why, "write at offset %llu, the plan's text ends at "
-		    "%llu", (unsigned long long)off,
-		    (unsigned long long)t->next_off);
+		pf_err_set(b->why, PF_HINT_WHY_MAX,
+			"write at offset %llu, the plan's text ends at "
+			"%llu",
+			(unsigned long long)off,
+			(unsigned long long)t->next_off);
 		return reject(t, b, -EINVAL);
 	}
 	if (len > INT32_MAX) {
-		why(b->why, "a write of more than 2 GiB");
+		pf_err_set(
+			b->why, PF_HINT_WHY_MAX, "a write of more than 2 GiB");
 		return reject(t, b, -EINVAL);
 	}
 	if (len > t->max_text || off > t->max_text - len) {
-		why(b->why, "line %llu: more than %llu bytes of plan text",
-		    (unsigned long long)t->line + 1,
-		    (unsigned long long)t->max_text);
+		pf_err_set(b->why, PF_HINT_WHY_MAX,
+			"line %llu: more than %llu bytes of plan text",
+			(unsigned long long)t->line + 1,
+			(unsigned long long)t->max_text);
 		return reject(t, b, -ENOSPC);
 	}
 	for (i = 0; i < len; i++) {
@@ -301,14 +300,16 @@ int pf_hint_parse(struct pf_hint_text *t, const char *buf, size_t len,
 			continue;
 		}
 		if (c == '\0') {
-			why(b->why, "line %llu: NUL byte",
-			    (unsigned long long)t->line + 1);
+			pf_err_set(b->why, PF_HINT_WHY_MAX,
+				"line %llu: NUL byte",
+				(unsigned long long)t->line + 1);
 			return reject(t, b, -EINVAL);
 		}
 		if (t->partlen == PF_HINT_LINE_MAX) {
-			why(b->why, "line %llu: longer than %u bytes",
-			    (unsigned long long)t->line + 1,
-			    PF_HINT_LINE_MAX);
+			pf_err_set(b->why, PF_HINT_WHY_MAX,
+				"line %llu: longer than %u bytes",
+				(unsigned long long)t->line + 1,
+				PF_HINT_LINE_MAX);
 			return reject(t, b, -EINVAL);
 		}
 		t->part[t->partlen++] = c;

@@ -61,7 +61,7 @@ void pf_pattern_cfg_default(struct pf_pattern_cfg *cfg)
 	cfg->batch_override = 0;
 }
 
-struct stream *find_id(const struct pf_tracker *t, unsigned id)
+struct stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id)
 {
 	if (id == 0)
 		return NULL;
@@ -74,7 +74,7 @@ struct stream *find_id(const struct pf_tracker *t, unsigned id)
 	return NULL;
 }
 
-void stream_reset(const struct pf_tracker *t, struct stream *s,
+void pf_pat_stream_reset(const struct pf_tracker *t, struct stream *s,
 		  unsigned id)
 {
 	memset(s, 0, sizeof(*s));
@@ -119,7 +119,7 @@ static struct stream *pick_victim(const struct pf_tracker *t,
 	return best;
 }
 
-void stream_release(struct pf_tracker *t, struct stream *s)
+void pf_pat_stream_release(struct pf_tracker *t, struct stream *s)
 {
 	for (unsigned i = 0; i < t->nlive; i++) {
 		if (t->slot[t->order[i]] == s) {
@@ -133,7 +133,7 @@ void stream_release(struct pf_tracker *t, struct stream *s)
 }
 
 /* A fresh stream with a new id, or NULL if only @exclude could be reused. */
-struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
+struct stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
 			    bool evict_patterned)
 {
 	struct stream *s = NULL;
@@ -163,14 +163,14 @@ struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
 		if (s->pub.id == t->scatter_id)
 			t->scatter_id = 0;
 	}
-	stream_reset(t, s, t->next_id++);
+	pf_pat_stream_reset(t, s, t->next_id++);
 	s->last_seq = t->seq;
 	s->u_seen = t->unmatched;
 	return s;
 }
 
 /* Completions for stream @from now count for @to. */
-void alias_add(struct pf_tracker *t, unsigned from, unsigned to)
+void pf_pat_alias_add(struct pf_tracker *t, unsigned from, unsigned to)
 {
 	t->alias[t->alias_next].from = from;
 	t->alias[t->alias_next].to = to;
@@ -180,7 +180,7 @@ void alias_add(struct pf_tracker *t, unsigned from, unsigned to)
 static struct stream *resolve_id(const struct pf_tracker *t, unsigned id)
 {
 	for (unsigned hop = 0; hop <= ALIAS_MAX; hop++) {
-		struct stream *s = find_id(t, id);
+		struct stream *s = pf_pat_find_id(t, id);
 		unsigned next = 0;
 
 		if (s)
@@ -200,7 +200,7 @@ static struct stream *resolve_id(const struct pf_tracker *t, unsigned id)
 
 /* ---- segments ----------------------------------------------------------- */
 
-int seg_find(const struct stream *s, uint64_t off)
+int pf_pat_seg_find(const struct stream *s, uint64_t off)
 {
 	for (unsigned i = 0; i < s->nseg; i++)
 		if (off >= s->seg[i].start && off < s->seg[i].end)
@@ -213,7 +213,7 @@ int seg_find(const struct stream *s, uint64_t off)
  * touches; returns the index of the segment now holding it.  When full, the
  * lowest segment (furthest behind the frontier) is forgotten.
  */
-unsigned seg_insert(struct stream *s, uint64_t off, uint64_t end)
+unsigned pf_pat_seg_insert(struct stream *s, uint64_t off, uint64_t end)
 {
 	unsigned i = 0;
 	unsigned j;
@@ -267,18 +267,18 @@ static bool cl_stale(const struct pf_tracker *t, const struct cluster *c)
 
 /* Is @c an unmatched READ of the scatter @owner still waiting for a
  * partner? */
-bool cl_waiting(const struct pf_tracker *t, const struct cluster *c,
+bool pf_pat_cl_waiting(const struct pf_tracker *t, const struct cluster *c,
 		unsigned owner)
 {
 	return c->used && owner && c->owner == owner && !cl_stale(t, c);
 }
 
-unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner)
+unsigned pf_pat_cl_count_waiting(const struct pf_tracker *t, unsigned owner)
 {
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < t->ncl; i++)
-		if (cl_waiting(t, cl_at(t, i), owner))
+		if (pf_pat_cl_waiting(t, cl_at(t, i), owner))
 			n++;
 	return n;
 }
@@ -288,18 +288,18 @@ unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner)
  * found no partner say so; READs merely in flight together (the first
  * READs of a record, of several readers) do not.
  */
-bool scatter_wary(const struct pf_tracker *t)
+bool pf_pat_scatter_wary(const struct pf_tracker *t)
 {
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < t->ncl; i++)
-		if (cl_waiting(t, cl_at(t, i), t->scatter_id) &&
+		if (pf_pat_cl_waiting(t, cl_at(t, i), t->scatter_id) &&
 		    cl_at(t, i)->done)
 			n++;
 	return n >= WARY_DONE;
 }
 
-struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
+struct cluster *pf_pat_cl_new(struct pf_tracker *t, unsigned owner,
 		       uint64_t start, uint64_t end, uint64_t bytes,
 		       uint64_t now)
 {
@@ -380,7 +380,7 @@ static struct cluster *cl_unite(struct pf_tracker *t, const struct stream *s,
 }
 
 /* Segments of @s merged: one cluster a segment again. */
-void cl_coalesce(struct pf_tracker *t, const struct stream *s)
+void pf_pat_cl_coalesce(struct pf_tracker *t, const struct stream *s)
 {
 	for (unsigned k = 0; k < s->nseg; k++) {
 		struct cluster *c = cl_unite(t, s, s->seg[k].start,
@@ -398,7 +398,7 @@ void cl_coalesce(struct pf_tracker *t, const struct stream *s)
  * cluster of that segment, folding clusters the READ joined.  *moved says
  * whether the cluster's start changed (a record's true start arrived late).
  */
-struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
+struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct stream *s,
 			uint64_t s0, uint64_t e0, uint64_t len,
 			uint64_t now, bool *moved)
 {
@@ -406,7 +406,7 @@ struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
 
 	*moved = false;
 	if (!keep) {
-		keep = cl_new(t, s->pub.id, s0, e0, len, now);
+		keep = pf_pat_cl_new(t, s->pub.id, s0, e0, len, now);
 		keep->arr = s->arrivals - 1;
 		return keep;
 	}
@@ -422,7 +422,7 @@ struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
 
 /* ---- classification ----------------------------------------------------- */
 
-void win_push(struct stream *s, enum kind k)
+void pf_pat_win_push(struct stream *s, enum kind k)
 {
 	if (k == KIND_NEUTRAL)
 		return;
@@ -436,7 +436,7 @@ void win_push(struct stream *s, enum kind k)
  * rarely do.  A stream turns SEQUENTIAL at half its READs touching and
  * stops below 40%, so reordering does not make it flicker.
  */
-enum pf_pattern win_class(const struct stream *s)
+enum pf_pattern pf_pat_win_class(const struct stream *s)
 {
 	unsigned c = (unsigned)__builtin_popcount(s->win_contig);
 	unsigned n = c + (unsigned)__builtin_popcount(s->win_gap);
@@ -458,7 +458,7 @@ enum pf_pattern win_class(const struct stream *s)
  * closed a hole (touched segments on both sides): proof that an earlier
  * READ that landed apart was reordered read-ahead, not a stray.
  */
-enum kind assess(const struct stream *s, uint64_t off, uint64_t end,
+enum kind pf_pat_assess(const struct stream *s, uint64_t off, uint64_t end,
 		 bool *bridge)
 {
 	unsigned touch = 0;
@@ -478,7 +478,7 @@ enum kind assess(const struct stream *s, uint64_t off, uint64_t end,
 	return touch ? KIND_CONTIG : KIND_GAP;
 }
 
-void set_next_off(struct stream *s)
+void pf_pat_set_next_off(struct stream *s)
 {
 	if (s->pub.pattern == PF_PAT_STRIDED)
 		s->pub.next_off = sat_add(s->rec_cur, s->pub.stride);
@@ -574,12 +574,12 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 		off = UINT64_MAX - 1;
 	end = sat_add(off, len ? len : 1);
 	t->seq++;
-	s = assign_read(t, off, end, len, now_ns);
+	s = pf_pat_assign_read(t, off, end, len, now_ns);
 	/* a scatter left with nothing (its READs all went to streams) goes */
 	x = scatter_get(t);
 	if (x && x != s && x->pub.reads == 0 && x->pub.outstanding == 0 &&
-	    cl_count_waiting(t, x->pub.id) == 0)
-		stream_release(t, x);
+	    pf_pat_cl_count_waiting(t, x->pub.id) == 0)
+		pf_pat_stream_release(t, x);
 	return &s->pub;
 }
 
@@ -632,6 +632,6 @@ const struct pf_stream *pf_tracker_find(const struct pf_tracker *t,
 
 	if (!t)
 		return NULL;
-	s = find_id(t, id);
+	s = pf_pat_find_id(t, id);
 	return s ? &s->pub : NULL;
 }

@@ -244,7 +244,7 @@ static void burst_end(const struct pf_tracker *t, struct stream *s,
  * Only with nothing of the stream outstanding (a slow READ, or read-ahead
  * in flight, is no idleness); READs arriving several at once are one idle.
  */
-void burst_arrival(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_arrival(const struct pf_tracker *t, struct stream *s,
 		   uint64_t now)
 {
 	uint64_t idle;
@@ -293,7 +293,7 @@ void burst_arrival(const struct pf_tracker *t, struct stream *s,
  * a stall) does not move it, a new batch size takes over after two.  With
  * two bursts the newer wins, so a short first burst is forgotten quickly.
  */
-void batch_update(const struct pf_tracker *t, struct stream *s)
+void pf_pat_batch_update(const struct pf_tracker *t, struct stream *s)
 {
 	if (t->cfg.batch_override)
 		s->pub.batch = t->cfg.batch_override;
@@ -307,7 +307,7 @@ void batch_update(const struct pf_tracker *t, struct stream *s)
  * Records @r (read before anything now in @s) join stream @s: put their
  * bytes into the bursts they belonged to, judged by their arrival times.
  */
-void burst_prepend(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_prepend(const struct pf_tracker *t, struct stream *s,
 		   struct rec_info *r, unsigned n)
 {
 	struct burst older[4];

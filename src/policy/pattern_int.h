@@ -146,7 +146,8 @@ struct alias {
  * entries is allocated CL_CHUNK entries at a time as hist_next first
  * reaches them (entries not allocated yet are unused ones, so the ring
  * behaves as if it were whole).  Neither moves once allocated: callers
- * hold stream and cluster pointers across stream_alloc() and cl_new().
+ * hold stream and cluster pointers across pf_pat_stream_alloc() and
+ * pf_pat_cl_new().
  */
 struct pf_tracker {
 	struct pf_pattern_cfg cfg;
@@ -193,7 +194,7 @@ static inline uint64_t sat_mul(uint64_t a, uint64_t b)
 	return a * b;
 }
 
-/* A record's READs, as joined to a stream's bursts (burst_prepend()). */
+/* A record's READs, as joined to a stream's bursts (pf_pat_burst_prepend()). */
 struct rec_info {
 	uint64_t bytes;
 	uint64_t first_ns;
@@ -203,55 +204,55 @@ struct rec_info {
 /* ---- functions shared between the files ---------------------------- */
 
 /* pattern.c */
-struct stream *find_id(const struct pf_tracker *t, unsigned id);
-void stream_reset(const struct pf_tracker *t, struct stream *s,
+struct stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id);
+void pf_pat_stream_reset(const struct pf_tracker *t, struct stream *s,
 		  unsigned id);
-void stream_release(struct pf_tracker *t, struct stream *s);
-struct stream *stream_alloc(struct pf_tracker *t, unsigned exclude,
+void pf_pat_stream_release(struct pf_tracker *t, struct stream *s);
+struct stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
 			    bool evict_patterned);
-void alias_add(struct pf_tracker *t, unsigned from, unsigned to);
-int seg_find(const struct stream *s, uint64_t off);
-unsigned seg_insert(struct stream *s, uint64_t off, uint64_t end);
-bool cl_waiting(const struct pf_tracker *t, const struct cluster *c,
+void pf_pat_alias_add(struct pf_tracker *t, unsigned from, unsigned to);
+int pf_pat_seg_find(const struct stream *s, uint64_t off);
+unsigned pf_pat_seg_insert(struct stream *s, uint64_t off, uint64_t end);
+bool pf_pat_cl_waiting(const struct pf_tracker *t, const struct cluster *c,
 		unsigned owner);
-unsigned cl_count_waiting(const struct pf_tracker *t, unsigned owner);
-bool scatter_wary(const struct pf_tracker *t);
-struct cluster *cl_new(struct pf_tracker *t, unsigned owner,
+unsigned pf_pat_cl_count_waiting(const struct pf_tracker *t, unsigned owner);
+bool pf_pat_scatter_wary(const struct pf_tracker *t);
+struct cluster *pf_pat_cl_new(struct pf_tracker *t, unsigned owner,
 		       uint64_t start, uint64_t end, uint64_t bytes,
 		       uint64_t now);
-void cl_coalesce(struct pf_tracker *t, const struct stream *s);
-struct cluster *cl_note(struct pf_tracker *t, struct stream *s,
+void pf_pat_cl_coalesce(struct pf_tracker *t, const struct stream *s);
+struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct stream *s,
 			uint64_t s0, uint64_t e0, uint64_t len,
 			uint64_t now, bool *moved);
-void win_push(struct stream *s, enum kind k);
-enum pf_pattern win_class(const struct stream *s);
-enum kind assess(const struct stream *s, uint64_t off, uint64_t end,
+void pf_pat_win_push(struct stream *s, enum kind k);
+enum pf_pattern pf_pat_win_class(const struct stream *s);
+enum kind pf_pat_assess(const struct stream *s, uint64_t off, uint64_t end,
 		 bool *bridge);
-void set_next_off(struct stream *s);
+void pf_pat_set_next_off(struct stream *s);
 
 /* pattern_burst.c */
-void burst_arrival(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_arrival(const struct pf_tracker *t, struct stream *s,
 		   uint64_t now);
-void batch_update(const struct pf_tracker *t, struct stream *s);
-void burst_prepend(const struct pf_tracker *t, struct stream *s,
+void pf_pat_batch_update(const struct pf_tracker *t, struct stream *s);
+void pf_pat_burst_prepend(const struct pf_tracker *t, struct stream *s,
 		   struct rec_info *r, unsigned n);
 
 /* pattern_match.c */
-struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
-			   uint64_t len, uint64_t now);
+struct stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
+	uint64_t end, uint64_t len, uint64_t now);
 
 /* pattern_stride.c */
-bool chain_find(const struct pf_tracker *t, const struct cluster *c,
+bool pf_pat_chain_find(const struct pf_tracker *t, const struct cluster *c,
 		bool wary, struct cluster **out);
-void cl_move(struct cluster *c, struct stream *from, struct stream *to);
-void scatter_fold(struct pf_tracker *t, struct stream *x,
+void pf_pat_cl_move(struct cluster *c, struct stream *from, struct stream *to);
+void pf_pat_scatter_fold(struct pf_tracker *t, struct stream *x,
 		  struct stream *s);
-void scatter_classify(const struct pf_tracker *t, struct stream *x);
-void make_strided(struct pf_tracker *t, struct stream *s,
+void pf_pat_scatter_classify(const struct pf_tracker *t, struct stream *x);
+void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
 		  const struct cluster *c, struct cluster **rec,
 		  uint64_t d);
-void demote(struct stream *s, int keep);
-void stride_update(struct stream *s, uint64_t off, int64_t q,
+void pf_pat_demote(struct stream *s, int keep);
+void pf_pat_stride_update(struct stream *s, uint64_t off, int64_t q,
 		   int64_t pos, unsigned idx);
 
 /* ---- small helpers, inline ---------------------------------------- */
@@ -269,7 +270,7 @@ static inline struct cluster *cl_at(const struct pf_tracker *t, unsigned i)
 
 static inline struct stream *scatter_get(const struct pf_tracker *t)
 {
-	return find_id(t, t->scatter_id);
+	return pf_pat_find_id(t, t->scatter_id);
 }
 
 static inline bool patterned(const struct stream *s)

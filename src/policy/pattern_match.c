@@ -237,7 +237,7 @@ static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
 	for (unsigned i = 0; i < t->ncl; i++) {
 		const struct cluster *c = cl_at(t, i);
 
-		if (!cl_waiting(t, c, t->scatter_id))
+		if (!pf_pat_cl_waiting(t, c, t->scatter_id))
 			continue;
 		if (off == c->end)
 			return FIT_FWD;
@@ -255,14 +255,14 @@ static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 	struct cluster *c = NULL;
 
 	for (unsigned i = 0; i < t->ncl; i++) {
-		if (cl_waiting(t, cl_at(t, i), x->pub.id) &&
+		if (pf_pat_cl_waiting(t, cl_at(t, i), x->pub.id) &&
 		    cl_at(t, i)->start == off) {
 			c = cl_at(t, i);
 			break;
 		}
 	}
 	if (!c) {
-		c = cl_new(t, x->pub.id, off, end, 0, now);
+		c = pf_pat_cl_new(t, x->pub.id, off, end, 0, now);
 		c->arr = x->arrivals - 1;
 	} else {
 		c->nreads++;
@@ -271,7 +271,7 @@ static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 	c->bytes += len;
 	c->last_ns = now;
 	c->u_last = ++t->unmatched;
-	scatter_classify(t, x);
+	pf_pat_scatter_classify(t, x);
 	x->pub.next_off = end;
 }
 
@@ -290,7 +290,7 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 			struct cluster *c = cl_at(t, i);
 			bool touch = false;
 
-			if (!cl_waiting(t, c, x->pub.id))
+			if (!pf_pat_cl_waiting(t, c, x->pub.id))
 				continue;
 			/* touching only: one overlapping re-reads the bytes */
 			for (unsigned k = 0; k < s->nseg && !touch; k++)
@@ -302,9 +302,9 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 			 * random READs about, only if it continues the
 			 * frontier) */
 			if (c->start == seg_hi(s) || patterned(s) ||
-			    !scatter_wary(t))
-				win_push(s, KIND_CONTIG);
-			cl_move(c, x, s);
+			    !pf_pat_scatter_wary(t))
+				pf_pat_win_push(s, KIND_CONTIG);
+			pf_pat_cl_move(c, x, s);
 			s->pub.burst_bytes += c->bytes;
 			any = true;
 			again = true;
@@ -312,10 +312,10 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
 	}
 	if (!any)
 		return;
-	cl_coalesce(t, s);
-	scatter_fold(t, x, s);
+	pf_pat_cl_coalesce(t, s);
+	pf_pat_scatter_fold(t, x, s);
 	if (x->live)
-		scatter_classify(t, x);
+		pf_pat_scatter_classify(t, x);
 }
 
 /*
@@ -340,7 +340,7 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 		for (unsigned i = 0; i < t->ncl; i++) {
 			struct cluster *c = cl_at(t, i);
 
-			if (c->mark || !cl_waiting(t, c, x->pub.id))
+			if (c->mark || !pf_pat_cl_waiting(t, c, x->pub.id))
 				continue;
 			if (c->end != lo && c->start != hi)
 				continue;
@@ -354,8 +354,8 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 	if (nin == 0)
 		return NULL;
 	s = NULL;
-	if (nin < cl_count_waiting(t, x->pub.id))
-		s = stream_alloc(t, x->pub.id, false);
+	if (nin < pf_pat_cl_count_waiting(t, x->pub.id))
+		s = pf_pat_stream_alloc(t, x->pub.id, false);
 	if (!s) {
 		/* graduate the scatter; whatever else waited is orphaned */
 		unsigned id = x->pub.id;
@@ -370,7 +370,7 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 			if (!cl_at(t, i)->mark && cl_at(t, i)->used &&
 			    cl_at(t, i)->owner == id)
 				cl_at(t, i)->owner = 0;
-		stream_reset(t, x, id);
+		pf_pat_stream_reset(t, x, id);
 		x->pub.outstanding = outstanding;
 		x->arrivals = arrivals;
 		x->dones = dones;
@@ -389,12 +389,12 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 
 		if (!cl_at(t, i)->mark)
 			continue;
-		cl_move(c, x, s);
+		pf_pat_cl_move(c, x, s);
 		s->pub.burst_bytes += c->bytes;
 		s->first_ns = u64_min(s->first_ns, c->first_ns);
 	}
 	if (x)
-		scatter_classify(t, x);
+		pf_pat_scatter_classify(t, x);
 	return s;
 }
 
@@ -406,12 +406,12 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
 static void dissolve(struct pf_tracker *t, struct stream *s)
 {
 	struct stream *x = scatter_get(t);
-	int cur = seg_find(s, s->rec_cur);
+	int cur = pf_pat_seg_find(s, s->rec_cur);
 
 	if (cur < 0)
 		cur = (int)s->nseg - 1;
 	if (!x) {
-		x = stream_alloc(t, s->pub.id, false);
+		x = pf_pat_stream_alloc(t, s->pub.id, false);
 		if (x) {
 			x->scatter = true;
 			x->last_seq = s->last_seq;
@@ -433,7 +433,7 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 		}
 		if (!c) {
 			/* its READs are counted elsewhere already */
-			c = cl_new(t, s->pub.id, g->start, g->end, 0,
+			c = pf_pat_cl_new(t, s->pub.id, g->start, g->end, 0,
 				   s->pub.last_ns);
 			c->nreads = 0;
 			c->done = true;
@@ -455,9 +455,9 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 			c->owner = 0;
 		}
 	}
-	demote(s, cur);
+	pf_pat_demote(s, cur);
 	if (x)
-		scatter_classify(t, x);
+		pf_pat_scatter_classify(t, x);
 }
 
 /* Folds stream @src into @dst: one reader's READs, split by arrival order. */
@@ -492,25 +492,25 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
 	/* the evidence of both, and the joining itself */
 	for (unsigned b = 16; b-- > 0;) {
 		if (src->win_contig & (1u << b))
-			win_push(dst, KIND_CONTIG);
+			pf_pat_win_push(dst, KIND_CONTIG);
 		else if (src->win_gap & (1u << b))
-			win_push(dst, KIND_GAP);
+			pf_pat_win_push(dst, KIND_GAP);
 	}
-	win_push(dst, KIND_CONTIG);
+	pf_pat_win_push(dst, KIND_CONTIG);
 	for (unsigned k = 0; k < src->nseg; k++)
-		seg_insert(dst, src->seg[k].start, src->seg[k].end);
+		pf_pat_seg_insert(dst, src->seg[k].start, src->seg[k].end);
 	for (unsigned i = 0; i < t->ncl; i++) {
 		if (cl_at(t, i)->used && cl_at(t, i)->owner == src->pub.id) {
 			cl_at(t, i)->owner = dst->pub.id;
 			cl_rebase(cl_at(t, i), dst);
 		}
 	}
-	alias_add(t, src->pub.id, dst->pub.id);
-	stream_release(t, src);
-	cl_coalesce(t, dst);
-	dst->pub.pattern = win_class(dst);
-	set_next_off(dst);
-	batch_update(t, dst);
+	pf_pat_alias_add(t, src->pub.id, dst->pub.id);
+	pf_pat_stream_release(t, src);
+	pf_pat_cl_coalesce(t, dst);
+	dst->pub.pattern = pf_pat_win_class(dst);
+	pf_pat_set_next_off(dst);
+	pf_pat_batch_update(t, dst);
 }
 
 /*
@@ -524,7 +524,7 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
 static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
 				     uint64_t off, bool hole_fill)
 {
-	int gi = seg_find(s, off);
+	int gi = pf_pat_seg_find(s, off);
 	struct seg g;
 
 	if (gi < 0 || s->pub.pattern == PF_PAT_STRIDED)
@@ -593,13 +593,13 @@ static void try_chain(struct pf_tracker *t, struct stream *s,
 {
 	struct cluster *rec[3];
 
-	if (!chain_find(t, c, scatter_wary(t), rec))
+	if (!pf_pat_chain_find(t, c, pf_pat_scatter_wary(t), rec))
 		return;
 	/* a sequential reader's stray pages are no records (late_recent()) */
 	if (s->pub.pattern == PF_PAT_SEQUENTIAL &&
 	    sat_mul(REORDER_READS, chain_record(rec, c)) < s->max_len)
 		return;
-	make_strided(t, s, c, rec, c->start - rec[1]->start);
+	pf_pat_make_strided(t, s, c, rec, c->start - rec[1]->start);
 }
 
 /* Gives a READ to stream @s; returns the stream holding it after merges. */
@@ -618,12 +618,12 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	bool stale = s->pub.reads &&
 		     t->unmatched - s->u_seen > FRESH_UNMATCHED;
 	bool exact = s->nseg && off == seg_hi(s);
-	bool strict = !patterned(s) && !s->scatter && scatter_wary(t);
+	bool strict = !patterned(s) && !s->scatter && pf_pat_scatter_wary(t);
 	bool hole_fill;
 	bool late;
 	bool bridge;
 
-	burst_arrival(t, s, now);
+	pf_pat_burst_arrival(t, s, now);
 	if (s->pub.reads == 0 && !s->first_ns)
 		s->first_ns = now;
 	s->pub.outstanding++;
@@ -637,7 +637,7 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	s->max_len = u64_max(s->max_len, len);
 	if (s->scatter) {
 		scatter_add(t, s, off, end, len, now);
-		batch_update(t, s);
+		pf_pat_batch_update(t, s);
 		return s;
 	}
 	if (strided)
@@ -646,7 +646,7 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 	/* far behind for its size: no reordered read-ahead (late_recent()) */
 	late = hole_fill && !strided &&
 	       seg_hi(s) - u64_min(end, seg_hi(s)) > REORDER_READS * len;
-	k = assess(s, off, end, &bridge);
+	k = pf_pat_assess(s, off, end, &bridge);
 	/*
 	 * Contiguity is evidence only while it keeps coming.  After a silence
 	 * (other unmatched READs in between) a reader resumes at its
@@ -668,25 +668,25 @@ static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
 		k = KIND_NEUTRAL;
 		bridge = false;
 	}
-	win_push(s, k);
+	pf_pat_win_push(s, k);
 	if (bridge)
-		win_push(s, KIND_CONTIG);
-	idx = seg_insert(s, off, end);
+		pf_pat_win_push(s, KIND_CONTIG);
+	idx = pf_pat_seg_insert(s, off, end);
 	fresh = s->seg[idx].start == off && s->seg[idx].end == end;
-	c = cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
+	c = pf_pat_cl_note(t, s, s->seg[idx].start, s->seg[idx].end, len, now,
 		    &moved);
 	if (late)
 		s->late_reads = s->pub.reads;
 	if (strided) {
-		stride_update(s, off, q, pos, idx);
+		pf_pat_stride_update(s, off, q, pos, idx);
 	} else if ((fresh || moved) && !late_recent(s)) {
 		try_chain(t, s, c);
 	}
 	scatter_absorb(t, s);
 	if (s->pub.pattern != PF_PAT_STRIDED)
-		s->pub.pattern = win_class(s);
-	set_next_off(s);
-	batch_update(t, s);
+		s->pub.pattern = pf_pat_win_class(s);
+	pf_pat_set_next_off(s);
+	pf_pat_batch_update(t, s);
 	return merge_touching(t, s, off, hole_fill);
 }
 
@@ -707,7 +707,7 @@ static bool behind_sequential(const struct pf_tracker *t, uint64_t off,
 
 		if (s->scatter || s->pub.pattern != PF_PAT_SEQUENTIAL)
 			continue;
-		gi = seg_find(s, off);
+		gi = pf_pat_seg_find(s, off);
 		if (gi >= 0 && s->seg[gi].end >= end &&
 		    seg_hi(s) - end <= ahead_tol(t, s))
 			return true;
@@ -716,8 +716,8 @@ static bool behind_sequential(const struct pf_tracker *t, uint64_t off,
 }
 
 /* Where the READ [off, end) goes; see the DESIGN note at the top. */
-struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
-			   uint64_t len, uint64_t now)
+struct stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
+	uint64_t end, uint64_t len, uint64_t now)
 {
 	struct stream *s;
 	struct stream *x;
@@ -759,14 +759,14 @@ struct stream *assign_read(struct pf_tracker *t, uint64_t off, uint64_t end,
 	probe.u_first = t->unmatched;
 	probe.u_last = t->unmatched;
 	if (!behind_sequential(t, off, end) &&
-	    chain_find(t, &probe, scatter_wary(t), rec)) {
-		s = stream_alloc(t, x ? x->pub.id : 0, true);
+	    pf_pat_chain_find(t, &probe, pf_pat_scatter_wary(t), rec)) {
+		s = pf_pat_stream_alloc(t, x ? x->pub.id : 0, true);
 		if (s)
 			return stream_add(t, s, off, end, len, now);
 	}
 
 	if (!x) {
-		x = stream_alloc(t, 0, true);
+		x = pf_pat_stream_alloc(t, 0, true);
 		x->scatter = true;
 		t->scatter_id = x->pub.id;
 	}

@@ -59,7 +59,7 @@ static bool chain_link(const struct cluster *early, const struct cluster *late,
  * must also follow each other with no unmatched READ between them.  (Else
  * CHAIN_GAP allows for the records of other ranks in between.)
  */
-bool chain_find(const struct pf_tracker *t, const struct cluster *c,
+bool pf_pat_chain_find(const struct pf_tracker *t, const struct cluster *c,
 		bool wary, struct cluster **out)
 {
 	uint64_t gap = wary ? 0 : CHAIN_GAP;
@@ -120,7 +120,7 @@ bool chain_find(const struct pf_tracker *t, const struct cluster *c,
 }
 
 /* Moves a cluster's bookkeeping from stream @from (may be NULL) to @to. */
-void cl_move(struct cluster *c, struct stream *from, struct stream *to)
+void pf_pat_cl_move(struct cluster *c, struct stream *from, struct stream *to)
 {
 	if (from) {
 		from->pub.reads = sat_sub(from->pub.reads, c->nreads);
@@ -131,7 +131,7 @@ void cl_move(struct cluster *c, struct stream *from, struct stream *to)
 	if (to) {
 		to->pub.reads += c->nreads;
 		to->pub.bytes += c->bytes;
-		seg_insert(to, c->start, c->end);
+		pf_pat_seg_insert(to, c->start, c->end);
 		to->max_len = u64_max(to->max_len,
 				      c->nreads ? c->bytes / c->nreads : 0);
 	}
@@ -140,23 +140,24 @@ void cl_move(struct cluster *c, struct stream *from, struct stream *to)
 }
 
 /* The scatter handed its last waiting READ to @s: fold it into @s. */
-void scatter_fold(struct pf_tracker *t, struct stream *x,
+void pf_pat_scatter_fold(struct pf_tracker *t, struct stream *x,
 		  struct stream *s)
 {
-	if (!x || x == s || !x->scatter || cl_count_waiting(t, x->pub.id))
+	if (!x || x == s || !x->scatter ||
+		pf_pat_cl_count_waiting(t, x->pub.id))
 		return;
 	s->pub.outstanding += x->pub.outstanding;
 	s->arrivals = s->dones + s->pub.outstanding;
-	alias_add(t, x->pub.id, s->pub.id);
+	pf_pat_alias_add(t, x->pub.id, s->pub.id);
 	for (unsigned i = 0; i < t->ncl; i++)
 		if (cl_at(t, i)->used && cl_at(t, i)->owner == x->pub.id)
 			cl_at(t, i)->owner = 0;
-	stream_release(t, x);
+	pf_pat_stream_release(t, x);
 }
 
-void scatter_classify(const struct pf_tracker *t, struct stream *x)
+void pf_pat_scatter_classify(const struct pf_tracker *t, struct stream *x)
 {
-	x->pub.pattern = cl_count_waiting(t, x->pub.id) >= RANDOM_MIN ?
+	x->pub.pattern = pf_pat_cl_count_waiting(t, x->pub.id) >= RANDOM_MIN ?
 				 PF_PAT_RANDOM : PF_PAT_UNKNOWN;
 }
 
@@ -165,7 +166,7 @@ void scatter_classify(const struct pf_tracker *t, struct stream *x)
  * chain_find) spaced @d apart: make it STRIDED and take in the earlier
  * records that were left in the scatter or in streams of their own.
  */
-void make_strided(struct pf_tracker *t, struct stream *s,
+void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
 		  const struct cluster *c, struct cluster **rec,
 		  uint64_t d)
 {
@@ -189,13 +190,13 @@ void make_strided(struct pf_tracker *t, struct stream *s,
 
 		if (!m || m->owner == s->pub.id)
 			continue;
-		o = find_id(t, m->owner);
+		o = pf_pat_find_id(t, m->owner);
 		if (!o || o->scatter) {
 			info[ninfo].bytes = m->bytes;
 			info[ninfo].first_ns = m->first_ns;
 			info[ninfo].last_ns = m->last_ns;
 			ninfo++;
-			cl_move(m, o, s);
+			pf_pat_cl_move(m, o, s);
 			continue;
 		}
 		/* a stream holding just this finished record is this rank's */
@@ -214,28 +215,28 @@ void make_strided(struct pf_tracker *t, struct stream *s,
 		s->pub.bytes += o->pub.bytes;
 		s->max_len = u64_max(s->max_len, o->max_len);
 		for (unsigned k = 0; k < o->nseg; k++)
-			seg_insert(s, o->seg[k].start, o->seg[k].end);
+			pf_pat_seg_insert(s, o->seg[k].start, o->seg[k].end);
 		for (unsigned k = 0; k < t->ncl; k++) {
 			if (cl_at(t, k)->used && cl_at(t, k)->owner == o->pub.id) {
 				cl_at(t, k)->owner = s->pub.id;
 				cl_rebase(cl_at(t, k), s);
 			}
 		}
-		alias_add(t, o->pub.id, s->pub.id);
-		stream_release(t, o);
+		pf_pat_alias_add(t, o->pub.id, s->pub.id);
+		pf_pat_stream_release(t, o);
 	}
-	burst_prepend(t, s, info, ninfo);
+	pf_pat_burst_prepend(t, s, info, ninfo);
 	if (x && x != s) {
-		scatter_fold(t, x, s);
+		pf_pat_scatter_fold(t, x, s);
 		if (x->live)
-			scatter_classify(t, x);
+			pf_pat_scatter_classify(t, x);
 	}
-	set_next_off(s);
+	pf_pat_set_next_off(s);
 }
 
 /* Stream @s was wrongly STRIDED or stopped being so: keep segment @keep
  * (all if negative) and learn afresh. */
-void demote(struct stream *s, int keep)
+void pf_pat_demote(struct stream *s, int keep)
 {
 	if (keep >= 0) {
 		s->seg[0] = s->seg[keep];
@@ -246,12 +247,12 @@ void demote(struct stream *s, int keep)
 	s->pub.record = 0;
 	s->win_contig = 0;
 	s->win_gap = 0;
-	set_next_off(s);
+	pf_pat_set_next_off(s);
 }
 
 /* After a READ at @off, record @q position @pos (from stride_fit), joined
  * strided stream @s in segment @idx. */
-void stride_update(struct stream *s, uint64_t off, int64_t q,
+void pf_pat_stride_update(struct stream *s, uint64_t off, int64_t q,
 		   int64_t pos, unsigned idx)
 {
 	int64_t slack = (int64_t)stride_slack(s);
@@ -260,7 +261,7 @@ void stride_update(struct stream *s, uint64_t off, int64_t q,
 
 	if (q >= 1) {
 		/* the record before is done: learn its length */
-		cur = seg_find(s, s->rec_cur);
+		cur = pf_pat_seg_find(s, s->rec_cur);
 		if (cur >= 0) {
 			uint64_t len = s->seg[cur].end - s->rec_cur;
 
@@ -277,10 +278,10 @@ void stride_update(struct stream *s, uint64_t off, int64_t q,
 	g = &s->seg[idx];
 	if (g->end - g->start >= s->pub.stride) {
 		/* records ran into each other: it was a sequential reader */
-		demote(s, -1);
+		pf_pat_demote(s, -1);
 		return;
 	}
-	cur = seg_find(s, s->rec_cur);
+	cur = pf_pat_seg_find(s, s->rec_cur);
 	if (cur == (int)idx && g->end - s->rec_cur > record_limit(s))
-		demote(s, (int)idx);
+		pf_pat_demote(s, (int)idx);
 }

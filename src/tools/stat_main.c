@@ -361,7 +361,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	     pf_json_num(t, "inflight", 0), pf_json_num(t, "fetch_errors", 0));
 	{
 		/* read-ahead across files and the background fill */
-		const struct pf_json *x = pf_json_get(cur->root, "xfile");
+		const struct pf_json *x = pf_json_get(cur->root, "dirahead");
 		const struct pf_json *fl = pf_json_get(cur->root, "fill");
 		double tot = fl ? pf_json_num(fl, "bytes_total", 0) : 0;
 

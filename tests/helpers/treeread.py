@@ -12,7 +12,7 @@ and names: the same order, so a second run can read what a first one
 did); --count N reads only the first N of that order.
 
 Prints each file whose bytes differ (and goes on); exits 1 if any did, 0
-otherwise.  Used by tests/mount_xfile.sh and tests/mount_diskfill.sh.
+otherwise.  Used by tests/mount_dirahead.sh and tests/mount_diskfill.sh.
 """
 import argparse
 import os

@@ -228,7 +228,7 @@ static void headers_done(struct pf_curl *c, struct pf_creq *r,
 	reject(r, -EIO, "unexpected status %ld to a range request", r->status);
 }
 
-size_t on_header(char *line, size_t size, size_t n, void *arg)
+size_t pf_curl_on_header(char *line, size_t size, size_t n, void *arg)
 {
 	struct pf_creq *r = arg;
 	size_t len = size * n;
@@ -370,14 +370,14 @@ static void body_lowat(struct pf_creq *r)
 	}
 }
 
-void body_lowat_end(struct pf_creq *r)
+void pf_curl_body_lowat_end(struct pf_creq *r)
 {
 	if (r->lowat)
 		set_lowat(r, 1);
 	r->lowat = false;
 }
 
-size_t on_body(char *p, size_t size, size_t n, void *arg)
+size_t pf_curl_on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct pf_creq *r = arg;
 	size_t len = size * n;

@@ -69,8 +69,8 @@ struct pf_curl {
  * what the submitter gave (if_match, pin_mtime).  Loop thread only. */
 void pf_creq_validators(const struct pf_creq *r, const char **if_match,
 			int64_t *pin_mtime);
-size_t on_header(char *line, size_t size, size_t n, void *arg);
-size_t on_body(char *p, size_t size, size_t n, void *arg);
-void body_lowat_end(struct pf_creq *r);
+size_t pf_curl_on_header(char *line, size_t size, size_t n, void *arg);
+size_t pf_curl_on_body(char *p, size_t size, size_t n, void *arg);
+void pf_curl_body_lowat_end(struct pf_creq *r);
 
 #endif

@@ -209,9 +209,9 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, pf_curl_on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, pf_curl_on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	/* a signed request's token and signature stay with its host */
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, sig ? 0L : 1L);
@@ -416,7 +416,7 @@ static void finished(struct pf_curl *c, struct pf_creq *r, CURLcode rc,
 		return;
 	}
 	if (rc == CURLE_WRITE_ERROR && r->hstate == H_ERRBODY)
-		rc = CURLE_OK;	/* an error body we cut (on_body) */
+		rc = CURLE_OK; /* an error body we cut (pf_curl_on_body) */
 
 	if (rc == CURLE_OK && r->status >= 200 && r->status < 300) {
 		if (r->kind != PF_CREQ_RANGE) {
@@ -510,7 +510,7 @@ static void drain(struct pf_curl *c, struct pf_creq **active)
 			continue;
 		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
 		transfer_info(c, r, e);
-		body_lowat_end(r);
+		pf_curl_body_lowat_end(r);
 		curl_multi_remove_handle(c->multi, e);
 		active_del(active, r);
 		c->active--;
@@ -527,7 +527,7 @@ static void cancel_all(struct pf_curl *c, struct pf_creq **active)
 
 	while ((r = *active)) {
 		active_del(active, r);
-		body_lowat_end(r);
+		pf_curl_body_lowat_end(r);
 		curl_multi_remove_handle(c->multi, r->easy);
 		easy_put(c, r->easy);
 		r->easy = NULL;

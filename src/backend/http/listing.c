@@ -147,7 +147,7 @@ static bool cur_hms(struct cur *c, int *h, int *m, int *s)
 	       cur_lit(c, ":") && cur_num(c, 2, s);
 }
 
-int http_date_n(const char *s, size_t n, int64_t *out)
+int pf_list_http_date_n(const char *s, size_t n, int64_t *out)
 {
 	struct cur c = { s, s + n };
 	int day, mon, year, h, m, sec;
@@ -197,10 +197,10 @@ int http_date_n(const char *s, size_t n, int64_t *out)
 
 int pf_parse_http_date(const char *s, int64_t *out)
 {
-	return http_date_n(s, strlen(s), out);
+	return pf_list_http_date_n(s, strlen(s), out);
 }
 
-int iso8601_n(const char *s, size_t n, int64_t *out)
+int pf_list_iso8601_n(const char *s, size_t n, int64_t *out)
 {
 	struct cur c = { s, s + n };
 	int year, mon, day, h, m, sec;
@@ -224,7 +224,7 @@ int iso8601_n(const char *s, size_t n, int64_t *out)
 
 int pf_parse_iso8601(const char *s, int64_t *out)
 {
-	return iso8601_n(s, strlen(s), out);
+	return pf_list_iso8601_n(s, strlen(s), out);
 }
 
 /*
@@ -233,7 +233,7 @@ int pf_parse_iso8601(const char *s, int64_t *out)
  * directory, or "1024K" with autoindex_exact_size off (unknown to us).
  * Digits alone are exact in both settings (nginx rounds only >= 10000).
  */
-void nginx_columns(const char *p, const char *end, int64_t *size,
+void pf_list_nginx_columns(const char *p, const char *end, int64_t *size,
 		   int64_t *mtime)
 {
 	struct cur c;
@@ -321,7 +321,7 @@ static size_t char_ref(const char *p, const char *end, uint32_t *cp)
 }
 
 /* Appends [p, p + n) to s with character references decoded. */
-void xml_decode(struct pf_strbuf *s, const char *p, size_t n)
+void pf_list_xml_decode(struct pf_strbuf *s, const char *p, size_t n)
 {
 	const char *end = p + n;
 
@@ -350,7 +350,7 @@ void xml_decode(struct pf_strbuf *s, const char *p, size_t n)
  * Decodes %XX escapes of [p, p + n) into s ('+' is a space when @plus);
  * a '%' not followed by two hex digits stays as it is.
  */
-void pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus)
+void pf_list_pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus)
 {
 	size_t from = 0;	/* start of the bytes copied as they are */
 

@@ -180,7 +180,7 @@ static bool href_name(const char *v, size_t vn, struct pf_strbuf *name,
 	const char *slash;
 
 	pf_strbuf_init_fixed(&r, raw, sizeof(raw));
-	xml_decode(&r, v, vn);
+	pf_list_xml_decode(&r, v, vn);
 	if (r.failed)
 		return false;
 	p = r.buf;
@@ -208,7 +208,7 @@ static bool href_name(const char *v, size_t vn, struct pf_strbuf *name,
 	if (memchr(p, '/', n))
 		return false;
 	pf_strbuf_reset(name);
-	pct_decode(name, p, n, false);
+	pf_list_pct_decode(name, p, n, false);
 	return !name->failed && name_ok(name->buf, name->len);
 }
 
@@ -320,7 +320,7 @@ int pf_list_parse_html(const char *buf, size_t len, pf_list_fn fn,
 		close = a_close(tend + 1, end);
 		if (close) {
 			p = close;
-			nginx_columns(p, end, &e.size, &e.mtime);
+			pf_list_nginx_columns(p, end, &e.size, &e.mtime);
 			if (is_dir)
 				e.size = -1;
 		} else {

@@ -145,18 +145,19 @@ static inline int count_up(int count)
 /* In listing.c                                                        */
 
 /* The RFC 7231 date (or its obsolete forms) in s[0..n) as epoch seconds. */
-int http_date_n(const char *s, size_t n, int64_t *out);
+int pf_list_http_date_n(const char *s, size_t n, int64_t *out);
 /* The ISO 8601 UTC time in s[0..n) (S3's LastModified) as epoch seconds. */
-int iso8601_n(const char *s, size_t n, int64_t *out);
+int pf_list_iso8601_n(const char *s, size_t n, int64_t *out);
 /*
  * nginx's date and size columns after a link's "</a>" in p[0..end),
  * into *mtime and *size where it finds them (listing_html.c).
  */
-void nginx_columns(const char *p, const char *end, int64_t *size,
+void pf_list_nginx_columns(const char *p, const char *end, int64_t *size,
 		   int64_t *mtime);
 /* Appends p[0..n) to s with XML/HTML character references decoded. */
-void xml_decode(struct pf_strbuf *s, const char *p, size_t n);
+void pf_list_xml_decode(struct pf_strbuf *s, const char *p, size_t n);
 /* Appends p[0..n) to s with %XX escapes (and '+' when @plus) decoded. */
-void pct_decode(struct pf_strbuf *s, const char *p, size_t n, bool plus);
+void pf_list_pct_decode(
+	struct pf_strbuf *s, const char *p, size_t n, bool plus);
 
 #endif

@@ -247,7 +247,7 @@ done:
 		e.size = size;
 	else
 		return 0;
-	if (!mtime.failed && http_date_n(mtime.buf, mtime.len, &v) == 0)
+	if (!mtime.failed && pf_list_http_date_n(mtime.buf, mtime.len, &v) == 0)
 		e.mtime = v;
 	*count = count_up(*count);
 	return fn(arg, &e);

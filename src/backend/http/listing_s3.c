@@ -436,7 +436,7 @@ static void s3_text(struct xwalk *w, const char *p, size_t n, bool cdata)
 	if (cdata)
 		pf_strbuf_add(s->cur, p, n);
 	else
-		xml_decode(s->cur, p, n);
+		pf_list_xml_decode(s->cur, p, n);
 }
 
 /* Reports the Contents or CommonPrefixes entry whose element ends. */
@@ -453,7 +453,7 @@ static int s3_entry(struct s3 *s, bool dir)
 		return 0;
 	if (s->url) {
 		pf_strbuf_init_fixed(&d, dec, sizeof(dec));
-		pct_decode(&d, key, klen, true);
+		pf_list_pct_decode(&d, key, klen, true);
 		if (d.failed)
 			return 0;
 		key = d.buf;
@@ -488,7 +488,7 @@ static int s3_entry(struct s3 *s, bool dir)
 			e.size = v;
 		n = s->mtime.len;
 		t = trim(s->mtime.buf, &n);
-		if (!s->mtime.failed && iso8601_n(t, n, &v) == 0)
+		if (!s->mtime.failed && pf_list_iso8601_n(t, n, &v) == 0)
 			e.mtime = v;
 		if (!s->etag.failed && s->etag.len)
 			e.etag = s->etag.buf;
@@ -629,7 +629,7 @@ static void s3err_text(struct xwalk *w, const char *p, size_t n, bool cdata)
 	if (cdata)
 		pf_strbuf_add(e->cur, p, n);
 	else
-		xml_decode(e->cur, p, n);
+		pf_list_xml_decode(e->cur, p, n);
 }
 
 int pf_list_parse_s3_error(const char *buf, size_t len, char *code,

@@ -125,7 +125,7 @@ struct oio {
 static int head(struct obj *o, const char *path, struct pf_creq *r,
 		char *url, size_t urllen)
 {
-	int ret = url_of(o, path, url, urllen);
+	int ret = pf_obj_url_of(o, path, url, urllen);
 
 	if (ret < 0)
 		return ret;
@@ -162,14 +162,14 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
 	if (etag)
 		o->list_bytes += strlen(etag) + 1;
 	if (!same) {
-		e->nsec = etag_nsec(etag);
+		e->nsec = pf_obj_etag_nsec(etag);
 		if (r->mtime > 0)
 			e->mtime = r->mtime;
 	}
 	e->size = r->size;
-	e->seen = mono_s();
+	e->seen = pf_obj_mono_s();
 	e->head = false;
-	lpin_put(e->lazy);
+	pf_obj_lpin_put(e->lazy);
 	e->lazy = NULL;
 	o->dirty = true;	/* the listings file keeps it too */
 }
@@ -188,7 +188,7 @@ static bool lazy_ok(const struct obj *o, const struct dir *d,
 	return o->lazy_pins && o->kind == KIND_HTTP && !o->manifest &&
 	       o->revalidate_s && !e->is_dir && e->size >= 0 && e->seen < 0 &&
 	       !e->etag && !e->head &&
-	       mono_s() - d->learned < (int64_t)o->revalidate_s;
+	       pf_obj_mono_s() - d->learned < (int64_t)o->revalidate_s;
 }
 
 /*
@@ -199,15 +199,15 @@ static int ent_get(struct obj *o, const char *path, struct ent *copy,
 		   char *etag, struct lpin **lazy)
 {
 	char dirbuf[PATH_MAX];
-	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	const char *name = pf_obj_split_path(path, dirbuf, sizeof(dirbuf));
 	struct dir *d;
 	struct ent *e;
 	int ret;
 
-	ret = dir_get(o, dirbuf, &d);
+	ret = pf_obj_dir_get(o, dirbuf, &d);
 	if (ret < 0)
 		return ret;
-	e = dir_lookup(d, name);
+	e = pf_obj_dir_lookup(d, name);
 	if (!e) {
 		pthread_mutex_unlock(&o->lock);
 		return -ENOENT;
@@ -242,7 +242,7 @@ static int head_pin(struct obj *o, const char *path, struct pf_creq *r,
 		    char *url, size_t urllen)
 {
 	char dirbuf[PATH_MAX];
-	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	const char *name = pf_obj_split_path(path, dirbuf, sizeof(dirbuf));
 	struct dir *d;
 	struct ent *e;
 	int ret;
@@ -251,8 +251,8 @@ static int head_pin(struct obj *o, const char *path, struct pf_creq *r,
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&o->lock);
-	d = dir_find(o, dirbuf);
-	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	d = pf_obj_dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? pf_obj_dir_lookup(d, name) : NULL;
 	if (e && !e->is_dir)
 		ent_pin(o, e, r);
 	pthread_mutex_unlock(&o->lock);
@@ -270,7 +270,7 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 	if (!*path) {
 		struct ent root = { .is_dir = 1, .mtime = -1 };
 
-		fill_stat(st, &root, o->mount_time);
+		pf_obj_fill_stat(st, &root, o->mount_time);
 		return 0;
 	}
 	ret = ent_get(o, path, &copy, etag, NULL);
@@ -283,15 +283,16 @@ static int obj_getattr(struct pf_backend *be, const char *path,
 
 		ret = head_pin(o, path, &r, url, sizeof(url));
 		if (ret < 0) {
-			log_fail("cannot get the size of", path, &r, ret);
+			pf_obj_log_fail(
+				"cannot get the size of", path, &r, ret);
 			return ret;
 		}
 		copy.size = r.size;
 		if (r.mtime > 0)
 			copy.mtime = r.mtime;
-		copy.nsec = etag_nsec(r.etag);
+		copy.nsec = pf_obj_etag_nsec(r.etag);
 	}
-	fill_stat(st, &copy, o->mount_time);
+	pf_obj_fill_stat(st, &copy, o->mount_time);
 	return 0;
 }
 
@@ -312,12 +313,12 @@ static int obj_readdir(struct pf_backend *be, const char *path,
 		if (!S_ISDIR(st.st_mode))
 			return -ENOTDIR;
 	}
-	ret = dir_get(o, path, &d);
+	ret = pf_obj_dir_get(o, path, &d);
 	if (ret < 0)
 		return ret;
 	/* copy, so that fn runs without the lock */
 	for (size_t i = 0; i < d->n && ret == 0; i++) {
-		ret = listing_add(&l, d->ents[i].name, d->ents[i].is_dir,
+		ret = pf_obj_listing_add(&l, d->ents[i].name, d->ents[i].is_dir,
 				  d->ents[i].size, d->ents[i].mtime);
 		if (ret == 0)
 			l.ents[l.n - 1].nsec = d->ents[i].nsec;
@@ -326,11 +327,11 @@ static int obj_readdir(struct pf_backend *be, const char *path,
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat st;
 
-		fill_stat(&st, &l.ents[i], o->mount_time);
+		pf_obj_fill_stat(&st, &l.ents[i], o->mount_time);
 		if (fn(arg, l.ents[i].name, &st))
 			break;
 	}
-	ents_free(l.ents, l.n);
+	pf_obj_ents_free(l.ents, l.n);
 	return ret;
 }
 
@@ -375,13 +376,13 @@ static int obj_open(struct pf_backend *be, const char *path,
 	pin_mtime = e.mtime;
 	if (lazy) {
 		/* the listing's size and time; the version comes later */
-		ret = url_of(o, path, url, sizeof(url));
+		ret = pf_obj_url_of(o, path, url, sizeof(url));
 		if (ret < 0)
 			goto out;
 		pin_mtime = -1;
 	} else if (e.seen >= 0 && e.size >= 0 && o->revalidate_s &&
-		   mono_s() - e.seen < (int64_t)o->revalidate_s) {
-		ret = url_of(o, path, url, sizeof(url));
+		   pf_obj_mono_s() - e.seen < (int64_t)o->revalidate_s) {
+		ret = pf_obj_url_of(o, path, url, sizeof(url));
 		if (ret < 0)
 			return ret;
 	} else {
@@ -390,7 +391,7 @@ static int obj_open(struct pf_backend *be, const char *path,
 
 		ret = head_pin(o, path, &r, url, sizeof(url));
 		if (ret < 0) {
-			log_fail("cannot open", path, &r, ret);
+			pf_obj_log_fail("cannot open", path, &r, ret);
 			return ret;
 		}
 		same = etag[0] && strcmp(etag, r.etag) == 0 &&
@@ -401,7 +402,7 @@ static int obj_open(struct pf_backend *be, const char *path,
 		pin_mtime = r.mtime > 0 ? r.mtime : -1;
 		if (!same) {
 			e.mtime = pin_mtime;
-			e.nsec = etag_nsec(etag);
+			e.nsec = pf_obj_etag_nsec(etag);
 		}
 	}
 	f = calloc(1, sizeof(*f));
@@ -424,18 +425,18 @@ static int obj_open(struct pf_backend *be, const char *path,
 	f->mtime = pin_mtime;
 	f->lazy = lazy;
 	lazy = NULL;
-	fill_stat(st, &e, o->mount_time);
+	pf_obj_fill_stat(st, &e, o->mount_time);
 	*out = f;
 	ret = 0;
 out:
-	lpin_put(lazy);
+	pf_obj_lpin_put(lazy);
 	return ret;
 }
 
 static void obj_close(struct pf_backend *be, struct pf_bfile *f)
 {
 	(void)be;
-	lpin_put(f->lazy);
+	pf_obj_lpin_put(f->lazy);
 	free(f->path);
 	free(f->url);
 	free(f);
@@ -446,17 +447,17 @@ static void obj_close(struct pf_backend *be, struct pf_bfile *f)
 static void ent_stale(struct obj *o, const char *path)
 {
 	char dirbuf[PATH_MAX];
-	const char *name = split(path, dirbuf, sizeof(dirbuf));
+	const char *name = pf_obj_split_path(path, dirbuf, sizeof(dirbuf));
 	struct dir *d;
 	struct ent *e;
 
 	pthread_mutex_lock(&o->lock);
-	d = dir_find(o, dirbuf);
-	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	d = pf_obj_dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? pf_obj_dir_lookup(d, name) : NULL;
 	if (e) {
 		e->seen = -1;
 		e->head = true;
-		lpin_put(e->lazy);
+		pf_obj_lpin_put(e->lazy);
 		e->lazy = NULL;
 	}
 	pthread_mutex_unlock(&o->lock);
@@ -474,7 +475,7 @@ static void lazy_record(struct obj *o, struct pf_bfile *f)
 {
 	const struct pf_cpin *p = &f->lazy->cpin;
 	char dirbuf[PATH_MAX];
-	const char *name = split(f->path, dirbuf, sizeof(dirbuf));
+	const char *name = pf_obj_split_path(f->path, dirbuf, sizeof(dirbuf));
 	char *etag = p->etag[0] ? strdup(p->etag) : NULL;
 	struct dir *d;
 	struct ent *e;
@@ -483,8 +484,8 @@ static void lazy_record(struct obj *o, struct pf_bfile *f)
 	if (!etag && p->mtime <= 0)
 		return;
 	pthread_mutex_lock(&o->lock);
-	d = dir_find(o, dirbuf);
-	e = d && d->state == D_LOADED ? dir_lookup(d, name) : NULL;
+	d = pf_obj_dir_find(o, dirbuf);
+	e = d && d->state == D_LOADED ? pf_obj_dir_lookup(d, name) : NULL;
 	/* not if a read found it changed meanwhile (ent_stale) */
 	if (e && e->lazy == f->lazy && !e->etag) {
 		if (etag) {
@@ -494,8 +495,8 @@ static void lazy_record(struct obj *o, struct pf_bfile *f)
 		} else {
 			e->mtime = p->mtime;
 		}
-		e->seen = mono_s();
-		lpin_put(e->lazy);
+		e->seen = pf_obj_mono_s();
+		pf_obj_lpin_put(e->lazy);
 		e->lazy = NULL;
 		o->dirty = true;
 	}
@@ -591,8 +592,8 @@ static void obj_destroy(struct pf_backend *be)
 {
 	struct obj *o = (struct obj *)be;
 
-	ahead_stop(o);
-	listings_stop(o);
+	pf_obj_ahead_stop(o);
+	pf_obj_listings_stop(o);
 	pf_curl_free(o->curl);
 	pf_creds_free(o->creds);
 	for (size_t i = 0; i < o->nbuckets; i++) {
@@ -601,7 +602,7 @@ static void obj_destroy(struct pf_backend *be)
 		while (d) {
 			struct dir *n = d->hnext;
 
-			ents_free(d->ents, d->n);
+			pf_obj_ents_free(d->ents, d->n);
 			free(d->path);
 			free(d);
 			d = n;
@@ -634,7 +635,7 @@ static void obj_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 t.requests, t.retries, t.errors, t.resumed, t.full_bodies,
 		 t.connects, t.lowat_bodies, t.range_gets, t.range_bytes,
 		 t.range_us / 1e3, t.range_ttfb_us / 1e3, t.active,
-		 ahead_listed((struct obj *)be));
+		 pf_obj_ahead_listed((struct obj *)be));
 }
 
 /* The two backends differ only in how they list and sign, not in ops. */
@@ -690,7 +691,7 @@ static int dir_append(struct obj *o, struct dir *d, const char *name,
 		      int is_dir, int64_t size)
 {
 	struct listing l = { .ents = d->ents, .n = d->n, .cap = d->cap };
-	int ret = listing_add(&l, name, is_dir, size, -1);
+	int ret = pf_obj_listing_add(&l, name, is_dir, size, -1);
 
 	d->ents = l.ents;
 	d->n = l.n;
@@ -702,7 +703,7 @@ static int dir_append(struct obj *o, struct dir *d, const char *name,
 /* Every directory of a manifest path exists, listed in its parent. */
 static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 {
-	struct dir *d = dir_find(o, path);
+	struct dir *d = pf_obj_dir_find(o, path);
 	char parent[PATH_MAX];
 	const char *name;
 	struct dir *pd;
@@ -711,14 +712,14 @@ static int manifest_dir(struct obj *o, const char *path, struct dir **out)
 		*out = d;
 		return 0;
 	}
-	d = dir_add(o, path);
+	d = pf_obj_dir_add(o, path);
 	if (!d)
 		return -ENOMEM;
 	d->state = D_LOADED;
 	*out = d;
 	if (!*path)
 		return 0;
-	name = split(path, parent, sizeof(parent));
+	name = pf_obj_split_path(path, parent, sizeof(parent));
 	if (manifest_dir(o, parent, &pd) < 0)
 		return -ENOMEM;
 	return dir_append(o, pd, name, 1, 0);
@@ -733,7 +734,7 @@ static int manifest_cb(void *arg, const struct pf_listent *e)
 {
 	struct mctx *m = arg;
 	char parent[PATH_MAX];
-	const char *name = split(e->name, parent, sizeof(parent));
+	const char *name = pf_obj_split_path(e->name, parent, sizeof(parent));
 	struct dir *pd;
 
 	if (strlen(e->name) >= sizeof(parent))
@@ -794,7 +795,7 @@ static int load_manifest(struct obj *o, const char *murl, char *err,
 			struct listing l = { .ents = d->ents, .n = d->n,
 					     .cap = d->cap };
 
-			listing_finish(&l, d->path);
+			pf_obj_listing_finish(&l, d->path);
 			d->n = l.n;
 		}
 	return 0;
@@ -808,7 +809,7 @@ static int check_root(struct obj *o, const char *source, char *err,
 	char why[300] = "";
 	int ret;
 
-	ret = list_dir(o, "", &l, why, sizeof(why));
+	ret = pf_obj_list_dir(o, "", &l, why, sizeof(why));
 	if (ret < 0) {
 		const char *hint = "";
 
@@ -824,20 +825,20 @@ static int check_root(struct obj *o, const char *source, char *err,
 		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
 			 ret == -EIO && why[0] ? "" : strerror(-ret),
 			 why[0] && ret != -EIO ? ": " : "", why, hint);
-		ents_free(l.ents, l.n);
+		pf_obj_ents_free(l.ents, l.n);
 		return ret;
 	}
-	listing_finish(&l, "");
+	pf_obj_listing_finish(&l, "");
 	if (!l.n)
 		pf_warn("'%s' is empty (no objects or directories under it): "
 			"check the source", source);
 	pthread_mutex_lock(&o->lock);
 	{
-		struct dir *d = dir_add(o, "");
+		struct dir *d = pf_obj_dir_add(o, "");
 
 		if (!d) {
 			pthread_mutex_unlock(&o->lock);
-			ents_free(l.ents, l.n);
+			pf_obj_ents_free(l.ents, l.n);
 			return -ENOMEM;
 		}
 		d->ents = l.ents;
@@ -922,8 +923,8 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	if (!o->manifest) {
-		listings_start(o, source, cfg->listings);
-		ahead_start(o, cfg->list_ahead);
+		pf_obj_listings_start(o, source, cfg->listings);
+		pf_obj_ahead_start(o, cfg->list_ahead);
 	}
 	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
 		 o->manifest ? "manifest" : "directory index");
@@ -983,8 +984,8 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	ret = check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
-	listings_start(o, source, cfg->listings);
-	ahead_start(o, cfg->list_ahead);
+	pf_obj_listings_start(o, source, cfg->listings);
+	pf_obj_ahead_start(o, cfg->list_ahead);
 	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
 	*out = &o->be;
 	return 0;

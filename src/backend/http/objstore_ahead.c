@@ -6,17 +6,17 @@
  * listed several at a time instead of one after another.
  *
  * DESIGN
- * ahead_start() runs on the mounting thread once the root is listed: it
+ * pf_obj_ahead_start() runs on the mounting thread once the root is listed: it
  * takes the paths of the first N directories of the root's listing that
  * are not loaded yet (the listings file of a cache_dir may hold them) and
- * starts AHEAD_THREADS threads that list them with dir_get(), so that a
- * directory a READ or lookup asks for meanwhile is listed once (dir_get()
- * makes later callers wait for the listing in progress).  The mounting
- * thread then waits for them AHEAD_WAIT_MS at most, so that the mount
+ * starts AHEAD_THREADS threads that list them with pf_obj_dir_get(), so that a
+ * directory a READ or lookup asks for meanwhile is listed once
+ * (pf_obj_dir_get() makes later callers wait for the listing in progress).  The
+ * mounting thread then waits for them AHEAD_WAIT_MS at most, so that the mount
  * returns with them listed on a store that answers; the rest go on in
  * the background.  A directory that cannot be listed (an error, the
  * listings' memory budget) is left for its first use to try again, and
- * the budget stops the rest.  ahead_stop() runs in the destroy before
+ * the budget stops the rest.  pf_obj_ahead_stop() runs in the destroy before
  * the curl loop is freed: it drops the paths not started, stops the curl
  * loop if a listing is still in progress (it then ends with ECANCELED)
  * and joins.  o->lock guards struct ahead's queue and counts, as it
@@ -61,7 +61,7 @@ static void *ahead_main(void *arg)
 
 		a->active++;
 		pthread_mutex_unlock(&o->lock);
-		ret = dir_get(o, path, &d);	/* with the lock when 0 */
+		ret = pf_obj_dir_get(o, path, &d); /* with the lock when 0 */
 		if (ret < 0)
 			pthread_mutex_lock(&o->lock);
 		a->active--;
@@ -94,7 +94,7 @@ static int ahead_paths(struct obj *o, struct ahead *a, unsigned max)
 	int ret = 0;
 
 	pthread_mutex_lock(&o->lock);
-	root = dir_find(o, "");
+	root = pf_obj_dir_find(o, "");
 	if (!root || root->state != D_LOADED)
 		goto out;
 	a->paths = calloc(root->n < max ? root->n : max, sizeof(*a->paths));
@@ -108,7 +108,7 @@ static int ahead_paths(struct obj *o, struct ahead *a, unsigned max)
 
 		if (!e->is_dir)
 			continue;
-		d = dir_find(o, e->name);
+		d = pf_obj_dir_find(o, e->name);
 		if (d && d->state == D_LOADED)
 			continue;
 		a->paths[a->n] = strdup(e->name);
@@ -123,7 +123,7 @@ out:
 	return ret;
 }
 
-void ahead_start(struct obj *o, unsigned max)
+void pf_obj_ahead_start(struct obj *o, unsigned max)
 {
 	pthread_condattr_t ca;
 	struct timespec until;
@@ -169,7 +169,7 @@ void ahead_start(struct obj *o, unsigned max)
 	pthread_mutex_unlock(&o->lock);
 }
 
-void ahead_stop(struct obj *o)
+void pf_obj_ahead_stop(struct obj *o)
 {
 	struct ahead *a = o->ahead;
 	bool busy;
@@ -190,7 +190,7 @@ void ahead_stop(struct obj *o)
 	ahead_free(a);
 }
 
-unsigned ahead_listed(struct obj *o)
+unsigned pf_obj_ahead_listed(struct obj *o)
 {
 	unsigned n;
 

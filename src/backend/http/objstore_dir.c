@@ -7,12 +7,12 @@
  * DESIGN
  * Entered by the FUSE worker threads through the ops (objstore.c:
  * lookup, getattr, readdir, open) and by the listings refresher thread
- * (objstore_listings.c: list_dir()).  o->lock guards the directory table,
- * every entry and o->list_bytes; dir_find(), dir_add() and dir_lookup()
- * are called with it held, list_dir() without it (it makes requests,
- * never under the lock).  dir_get() lists a directory once, by one
- * thread: others asking meanwhile wait on o->cond.  A struct listing is
- * built outside the lock by the thread that owns it.
+ * (objstore_listings.c: pf_obj_list_dir()).  o->lock guards the directory
+ * table, every entry and o->list_bytes; pf_obj_dir_find(), pf_obj_dir_add() and
+ * pf_obj_dir_lookup() are called with it held, pf_obj_list_dir() without it (it
+ * makes requests, never under the lock).  pf_obj_dir_get() lists a directory
+ * once, by one thread: others asking meanwhile wait on o->cond.  A struct
+ * listing is built outside the lock by the thread that owns it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,7 +41,7 @@
 
 /* ---- the directory table (under o->lock) --------------------------------- */
 
-struct dir *dir_find(struct obj *o, const char *path)
+struct dir *pf_obj_dir_find(struct obj *o, const char *path)
 {
 	struct dir *d = o->dirs[pf_hash_str(path) & (o->nbuckets - 1)];
 
@@ -75,7 +75,7 @@ static int dir_grow(struct obj *o)
 	return 0;
 }
 
-struct dir *dir_add(struct obj *o, const char *path)
+struct dir *pf_obj_dir_add(struct obj *o, const char *path)
 {
 	struct dir *d;
 	size_t h;
@@ -99,7 +99,7 @@ struct dir *dir_add(struct obj *o, const char *path)
 
 /* Monotonic seconds, far from 0, so that a version learnt before the
  * boot (the listings file) still has a positive "seen" (MONO_BASE). */
-int64_t mono_s(void)
+int64_t pf_obj_mono_s(void)
 {
 	struct timespec ts;
 
@@ -109,24 +109,24 @@ int64_t mono_s(void)
 
 /* The version as the engine sees it: a new ETag is a new mtime, also
  * within the same second. */
-long etag_nsec(const char *etag)
+long pf_obj_etag_nsec(const char *etag)
 {
 	return etag && etag[0] ? (long)(pf_hash_str(etag) % 1000000000u) : 0;
 }
 
 /* Drops a reference to @p (any thread; NULL is none). */
-void lpin_put(struct lpin *p)
+void pf_obj_lpin_put(struct lpin *p)
 {
 	if (p && atomic_fetch_sub(&p->refs, 1) == 1)
 		free(p);
 }
 
-void ents_free(struct ent *ents, size_t n)
+void pf_obj_ents_free(struct ent *ents, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(ents[i].name);
 		free(ents[i].etag);
-		lpin_put(ents[i].lazy);
+		pf_obj_lpin_put(ents[i].lazy);
 	}
 	free(ents);
 }
@@ -137,7 +137,7 @@ static int ent_cmp(const void *a, const void *b)
 		      ((const struct ent *)b)->name);
 }
 
-int listing_add(struct listing *l, const char *name, int is_dir,
+int pf_obj_listing_add(struct listing *l, const char *name, int is_dir,
 		int64_t size, int64_t mtime)
 {
 	size_t more = sizeof(struct ent) + strlen(name) + 1;
@@ -174,7 +174,7 @@ static int listing_cb(void *arg, const struct pf_listent *e)
 	struct listing *l = arg;
 	struct ent *n;
 
-	l->err = listing_add(l, e->name, e->is_dir, e->size, e->mtime);
+	l->err = pf_obj_listing_add(l, e->name, e->is_dir, e->size, e->mtime);
 	if (l->err || e->is_dir || e->size < 0)
 		return l->err;
 	n = &l->ents[l->n - 1];
@@ -188,7 +188,7 @@ static int listing_cb(void *arg, const struct pf_listent *e)
 			l->err = -ENOMEM;
 			return l->err;
 		}
-		n->nsec = etag_nsec(n->etag);
+		n->nsec = pf_obj_etag_nsec(n->etag);
 		l->bytes += strlen(e->etag) + 1;
 		n->seen = l->seen;
 	} else if (l->mtime_exact && e->mtime > 0) {
@@ -199,7 +199,7 @@ static int listing_cb(void *arg, const struct pf_listent *e)
 
 /* Sort, and keep one entry per name (a directory over a file of the same
  * name: S3 allows key "a" beside keys "a/..."). */
-void listing_finish(struct listing *l, const char *dir)
+void pf_obj_listing_finish(struct listing *l, const char *dir)
 {
 	size_t o = 0;
 
@@ -228,7 +228,7 @@ void listing_finish(struct listing *l, const char *dir)
 
 /* ---- listing a directory at the server ----------------------------------- */
 
-int url_of(struct obj *o, const char *path, char *out, size_t len)
+int pf_obj_url_of(struct obj *o, const char *path, char *out, size_t len)
 {
 	char enc[URL_MAX];
 	int ret;
@@ -243,7 +243,7 @@ int url_of(struct obj *o, const char *path, char *out, size_t len)
 	return 0;
 }
 
-void log_fail(const char *what, const char *name,
+void pf_obj_log_fail(const char *what, const char *name,
 	      const struct pf_creq *r, int err)
 {
 	pf_warn("%s '%s': %s (%s)", what, name, strerror(-err),
@@ -258,7 +258,7 @@ static int list_http(struct obj *o, const char *dir, struct listing *l,
 	const char *p;
 	int ret;
 
-	ret = url_of(o, dir, url, sizeof(url) - 1);
+	ret = pf_obj_url_of(o, dir, url, sizeof(url) - 1);
 	if (ret < 0)
 		return ret;
 	if (*dir)
@@ -390,7 +390,7 @@ static int list_s3(struct obj *o, const char *dir, struct listing *l,
 
 /* Lists @path at the server into @l, within what is left of the mount's
  * listing memory. */
-int list_dir(struct obj *o, const char *path, struct listing *l,
+int pf_obj_list_dir(struct obj *o, const char *path, struct listing *l,
 	     char *why, size_t whylen)
 {
 	pthread_mutex_lock(&o->lock);
@@ -398,7 +398,7 @@ int list_dir(struct obj *o, const char *path, struct listing *l,
 					       1;
 	pthread_mutex_unlock(&o->lock);
 	l->limit = o->list_max;
-	l->seen = mono_s();
+	l->seen = pf_obj_mono_s();
 	if (o->kind == KIND_S3)
 		return list_s3(o, path, l, why, whylen);
 	return list_http(o, path, l, why, whylen);
@@ -408,7 +408,7 @@ int list_dir(struct obj *o, const char *path, struct listing *l,
  * The listing of @path, loaded if needed.  Returns it with o->lock held
  * (the caller unlocks), or -errno without the lock.
  */
-int dir_get(struct obj *o, const char *path, struct dir **out)
+int pf_obj_dir_get(struct obj *o, const char *path, struct dir **out)
 {
 	struct listing l = { 0 };
 	char why[300] = "";
@@ -417,13 +417,13 @@ int dir_get(struct obj *o, const char *path, struct dir **out)
 
 	pthread_mutex_lock(&o->lock);
 	for (;;) {
-		d = dir_find(o, path);
+		d = pf_obj_dir_find(o, path);
 		if (!d) {
 			if (o->manifest) {
 				pthread_mutex_unlock(&o->lock);
 				return -ENOENT;
 			}
-			d = dir_add(o, path);
+			d = pf_obj_dir_add(o, path);
 			if (!d) {
 				pthread_mutex_unlock(&o->lock);
 				return -ENOMEM;
@@ -440,9 +440,9 @@ int dir_get(struct obj *o, const char *path, struct dir **out)
 	d->state = D_LOADING;
 	pthread_mutex_unlock(&o->lock);
 
-	ret = list_dir(o, path, &l, why, sizeof(why));
+	ret = pf_obj_list_dir(o, path, &l, why, sizeof(why));
 	if (ret == 0)
-		listing_finish(&l, path);
+		pf_obj_listing_finish(&l, path);
 
 	pthread_mutex_lock(&o->lock);
 	if (ret == 0 && o->list_bytes + l.bytes > o->list_max) {
@@ -455,7 +455,7 @@ int dir_get(struct obj *o, const char *path, struct dir **out)
 		pf_warn("cannot list '%s/': %s%s%s", path, strerror(-ret),
 			why[0] ? ": " : "", why);
 		d->state = D_NEW;	/* the next caller tries again */
-		ents_free(l.ents, l.n);
+		pf_obj_ents_free(l.ents, l.n);
 		pthread_cond_broadcast(&o->cond);
 		pthread_mutex_unlock(&o->lock);
 		return ret;
@@ -472,7 +472,7 @@ int dir_get(struct obj *o, const char *path, struct dir **out)
 	return 0;
 }
 
-struct ent *dir_lookup(struct dir *d, const char *name)
+struct ent *pf_obj_dir_lookup(struct dir *d, const char *name)
 {
 	struct ent key = { .name = (char *)name };
 
@@ -482,7 +482,7 @@ struct ent *dir_lookup(struct dir *d, const char *name)
 }
 
 /* Splits @path into its directory (copied to dirbuf) and last name. */
-const char *split(const char *path, char *dirbuf, size_t len)
+const char *pf_obj_split_path(const char *path, char *dirbuf, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dl;
@@ -500,7 +500,7 @@ const char *split(const char *path, char *dirbuf, size_t len)
 }
 
 /* @now stands in for an unknown time (directories, most indexes). */
-void fill_stat(struct stat *st, const struct ent *e, int64_t now)
+void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_mode = e->is_dir ? (S_IFDIR | 0555) : (S_IFREG | 0444);

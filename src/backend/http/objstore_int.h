@@ -144,38 +144,38 @@ struct listing {
 
 /* ---- objstore_dir.c: the directory table and listing at the server ----- */
 
-struct dir *dir_find(struct obj *o, const char *path);
-struct dir *dir_add(struct obj *o, const char *path);
-int64_t mono_s(void);
-long etag_nsec(const char *etag);
-void ents_free(struct ent *ents, size_t n);
-void lpin_put(struct lpin *p);
-int listing_add(struct listing *l, const char *name, int is_dir,
+struct dir *pf_obj_dir_find(struct obj *o, const char *path);
+struct dir *pf_obj_dir_add(struct obj *o, const char *path);
+int64_t pf_obj_mono_s(void);
+long pf_obj_etag_nsec(const char *etag);
+void pf_obj_ents_free(struct ent *ents, size_t n);
+void pf_obj_lpin_put(struct lpin *p);
+int pf_obj_listing_add(struct listing *l, const char *name, int is_dir,
 		int64_t size, int64_t mtime);
-void listing_finish(struct listing *l, const char *dir);
-int url_of(struct obj *o, const char *path, char *out, size_t len);
-void log_fail(const char *what, const char *name,
+void pf_obj_listing_finish(struct listing *l, const char *dir);
+int pf_obj_url_of(struct obj *o, const char *path, char *out, size_t len);
+void pf_obj_log_fail(const char *what, const char *name,
 	      const struct pf_creq *r, int err);
-int list_dir(struct obj *o, const char *path, struct listing *l,
+int pf_obj_list_dir(struct obj *o, const char *path, struct listing *l,
 	     char *why, size_t whylen);
-int dir_get(struct obj *o, const char *path, struct dir **out);
-struct ent *dir_lookup(struct dir *d, const char *name);
-const char *split(const char *path, char *dirbuf, size_t len);
-void fill_stat(struct stat *st, const struct ent *e, int64_t now);
+int pf_obj_dir_get(struct obj *o, const char *path, struct dir **out);
+struct ent *pf_obj_dir_lookup(struct dir *d, const char *name);
+const char *pf_obj_split_path(const char *path, char *dirbuf, size_t len);
+void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now);
 
 /* ---- objstore_listings.c: the listings file and its refresher ---------- */
 
-void listings_start(struct obj *o, const char *source,
+void pf_obj_listings_start(struct obj *o, const char *source,
 		    const char *path);
-void listings_stop(struct obj *o);
+void pf_obj_listings_stop(struct obj *o);
 
 /* ---- objstore_ahead.c: the root's directories listed at mount ---------- */
 
 /* Lists up to @max directories of the root (loaded: not again), waiting
  * a second at most; the rest go on in the background. */
-void ahead_start(struct obj *o, unsigned max);
+void pf_obj_ahead_start(struct obj *o, unsigned max);
 /* Before the curl loop is freed: stops and joins. */
-void ahead_stop(struct obj *o);
-unsigned ahead_listed(struct obj *o);
+void pf_obj_ahead_stop(struct obj *o);
+unsigned pf_obj_ahead_listed(struct obj *o);
 
 #endif

@@ -5,10 +5,10 @@
  * directory again once it is older than revalidate.
  *
  * DESIGN
- * Entered by the mounting thread (listings_start(): reads the file,
+ * Entered by the mounting thread (pf_obj_listings_start(): reads the file,
  * starts the refresher), by the refresher thread (refresh_dir(), saves
  * at most every LISTINGS_SAVE_S seconds after a change) and by the
- * destroying thread (listings_stop(): stops and joins the refresher,
+ * destroying thread (pf_obj_listings_stop(): stops and joins the refresher,
  * saves a last time).  The refresher takes o->lock as the ops do and
  * never requests under it; o->save_lock orders the writers of the file
  * (refresher, destroy); o->tick wakes the refresher to stop.
@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_hash.h"
 #include "pf_backend.h"
 #include "pf_curl.h"
 #include "pf_listing.h"
@@ -38,18 +39,6 @@
 #include "objstore_int.h"
 
 /* ---- the listings file --------------------------------------------------- */
-
-static uint64_t fnv64(const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
 
 /* A monotonic second as wall-clock, and back; -1 stays -1. */
 static int64_t to_wall(int64_t mono, int64_t mnow, int64_t wnow)
@@ -80,7 +69,7 @@ static int listings_save(struct obj *o)
 	struct pf_strbuf sb;
 	char tmp[PATH_MAX];
 	char *dir;
-	int64_t mnow = mono_s();
+	int64_t mnow = pf_obj_mono_s();
 	int64_t wnow = (int64_t)time(NULL);
 	size_t len;
 	char *buf;
@@ -133,7 +122,7 @@ static int listings_save(struct obj *o)
 	} else {
 		char end[32];
 		int n = snprintf(end, sizeof(end), "end %016" PRIx64 "\n",
-				 fnv64(buf, len));
+				 pf_hash_mem((const char *)buf, len));
 		size_t off = 0;
 
 		while (off < len && ret == 0) {
@@ -227,7 +216,7 @@ static int listings_parse(struct obj *o, const char *buf, size_t len,
 	struct sdir *sd = NULL;
 	size_t nsd = 0;
 	size_t bytes = 0;
-	int64_t mnow = mono_s();
+	int64_t mnow = pf_obj_mono_s();
 	int64_t wnow = (int64_t)time(NULL);
 	unsigned long long sum;
 	long long n;
@@ -237,7 +226,7 @@ static int listings_parse(struct obj *o, const char *buf, size_t len,
 	if (len < 22 || buf[len - 1] != '\n' ||
 	    sscanf(buf + len - 21, "end %16llx", &sum) != 1 ||
 	    memcmp(buf + len - 21, "end ", 4) != 0 ||
-	    fnv64(buf, len - 21) != (uint64_t)sum)
+	    pf_hash_mem((const char *)buf, len - 21) != (uint64_t)sum)
 		return -EPROTO;
 	end = buf + len - 21;
 	if ((size_t)(end - p) < strlen(LISTINGS_MAGIC) ||
@@ -292,7 +281,8 @@ static int listings_parse(struct obj *o, const char *buf, size_t len,
 				free(etag);
 				goto out;
 			}
-			ret = listing_add(&d->l, name, isdir != 0, size, mtime);
+			ret = pf_obj_listing_add(
+				&d->l, name, isdir != 0, size, mtime);
 			free(name);
 			if (ret < 0) {
 				free(etag);
@@ -301,14 +291,14 @@ static int listings_parse(struct obj *o, const char *buf, size_t len,
 			ret = -EPROTO;
 			e = &d->l.ents[d->l.n - 1];
 			e->etag = etag;
-			e->nsec = etag_nsec(etag);
+			e->nsec = pf_obj_etag_nsec(etag);
 			d->l.bytes += etag ? strlen(etag) + 1 : 0;
 			e->seen = seen >= 0 && seen <= wnow ?
 					  mnow - (wnow - seen) : -1;
 		}
 		bytes += d->l.bytes;
 		/* the file was written sorted; a hand-made one need not be */
-		listing_finish(&d->l, d->path);
+		pf_obj_listing_finish(&d->l, d->path);
 	}
 	ret = 0;
 out:
@@ -316,7 +306,7 @@ out:
 	if (ret < 0) {
 		for (size_t i = 0; i < nsd; i++) {
 			free(sd[i].path);
-			ents_free(sd[i].l.ents, sd[i].l.n);
+			pf_obj_ents_free(sd[i].l.ents, sd[i].l.n);
 		}
 		free(sd);
 		return ret;
@@ -362,11 +352,11 @@ static void listings_load(struct obj *o)
 	}
 	pthread_mutex_lock(&o->lock);
 	for (size_t i = 0; i < nsd; i++) {
-		struct dir *d = dir_find(o, sd[i].path);
+		struct dir *d = pf_obj_dir_find(o, sd[i].path);
 
 		if (d || o->list_bytes + sd[i].l.bytes > o->list_max ||
-		    !(d = dir_add(o, sd[i].path))) {
-			ents_free(sd[i].l.ents, sd[i].l.n);
+		    !(d = pf_obj_dir_add(o, sd[i].path))) {
+			pf_obj_ents_free(sd[i].l.ents, sd[i].l.n);
 		} else {
 			d->ents = sd[i].l.ents;
 			d->n = sd[i].l.n;
@@ -392,12 +382,12 @@ static void refresh_dir(struct obj *o, const char *path)
 	struct listing l = { 0 };
 	char why[300] = "";
 	struct dir *d;
-	int ret = list_dir(o, path, &l, why, sizeof(why));
+	int ret = pf_obj_list_dir(o, path, &l, why, sizeof(why));
 
 	if (ret == 0)
-		listing_finish(&l, path);
+		pf_obj_listing_finish(&l, path);
 	pthread_mutex_lock(&o->lock);
-	d = dir_find(o, path);
+	d = pf_obj_dir_find(o, path);
 	if (ret == 0 && d && d->state == D_LOADED) {
 		size_t old = ents_bytes(d->ents, d->n);
 
@@ -420,10 +410,10 @@ static void refresh_dir(struct obj *o, const char *path)
 		}
 	}
 	if (ret < 0 && d)	/* again later; learned stays true */
-		d->retry = mono_s() + (o->revalidate_s > 10 ?
+		d->retry = pf_obj_mono_s() + (o->revalidate_s > 10 ?
 					       (int64_t)o->revalidate_s : 10);
 	pthread_mutex_unlock(&o->lock);
-	ents_free(l.ents, l.n);
+	pf_obj_ents_free(l.ents, l.n);
 	if (ret < 0)
 		pf_warn("cannot list '%s/' again: %s%s%s (its stored listing "
 			"stays)", path, strerror(-ret), why[0] ? ": " : "",
@@ -433,12 +423,12 @@ static void refresh_dir(struct obj *o, const char *path)
 static void *refresher(void *arg)
 {
 	struct obj *o = arg;
-	int64_t saved = mono_s();
+	int64_t saved = pf_obj_mono_s();
 	int64_t due = o->revalidate_s ? (int64_t)o->revalidate_s : 1;
 
 	pthread_mutex_lock(&o->lock);
 	while (!o->stop) {
-		int64_t now = mono_s();
+		int64_t now = pf_obj_mono_s();
 		char *path = NULL;
 
 		for (size_t i = 0; o->nstored && !path && i < o->nbuckets;
@@ -458,7 +448,7 @@ static void *refresher(void *arg)
 		if (o->dirty && now - saved >= LISTINGS_SAVE_S) {
 			pthread_mutex_unlock(&o->lock);
 			listings_save(o);
-			saved = mono_s();
+			saved = pf_obj_mono_s();
 			pthread_mutex_lock(&o->lock);
 			continue;
 		}
@@ -476,7 +466,7 @@ static void *refresher(void *arg)
 
 /* After the root is listed: read the file, start the refresher.  Without
  * memory or a thread the mount goes on without the file. */
-void listings_start(struct obj *o, const char *source,
+void pf_obj_listings_start(struct obj *o, const char *source,
 		    const char *path)
 {
 	if (!path)
@@ -495,7 +485,7 @@ void listings_start(struct obj *o, const char *source,
 	o->refresher_on = true;
 }
 
-void listings_stop(struct obj *o)
+void pf_obj_listings_stop(struct obj *o)
 {
 	if (!o->refresher_on)
 		return;

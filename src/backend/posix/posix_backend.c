@@ -73,7 +73,7 @@
 #include "pf_log.h"
 #include "posix_int.h"
 
-_Thread_local const struct posix_backend *tl_ring_owner;
+_Thread_local const struct posix_backend *pf_posix_tl_ring_owner;
 
 
 static struct posix_backend *to_pb(struct pf_backend *be)
@@ -493,7 +493,7 @@ static void posix_close(struct pf_backend *be, struct pf_bfile *f)
 /* helpers shared by both engines */
 
 /* Bytes in @iov, or -EINVAL if they do not fit an int64_t. */
-int64_t iov_total(const struct iovec *iov, int cnt)
+int64_t pf_posix_iov_total(const struct iovec *iov, int cnt)
 {
 	uint64_t total = 0;
 
@@ -509,7 +509,7 @@ int64_t iov_total(const struct iovec *iov, int cnt)
  * Room for @n iovecs in @sc, or NULL.  Grows and keeps the heap array, so
  * only the first resubmission of an unusually long iovec allocates.
  */
-struct iovec *scratch_get(struct iov_scratch *sc, int n)
+struct iovec *pf_posix_scratch_get(struct iov_scratch *sc, int n)
 {
 	struct iovec *p;
 
@@ -529,7 +529,7 @@ struct iovec *scratch_get(struct iov_scratch *sc, int n)
  * Writes to @dst what is left of @iov[0..cnt-1] after its first @skip
  * bytes; returns the number of entries written.
  */
-int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
+int pf_posix_iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
 	     struct iovec *dst)
 {
 	int i = 0;
@@ -553,7 +553,7 @@ int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
  * or -errno).  The bytes are only good if the file still is the version
  * pinned at open, and then a read stops short only at the pinned size.
  */
-int64_t pin_check(const struct pf_bio *bio, uint64_t total,
+int64_t pf_posix_pin_check(const struct pf_bio *bio, uint64_t total,
 		  int64_t res)
 {
 	struct pf_bfile *f = bio->file;
@@ -583,7 +583,7 @@ int64_t pin_check(const struct pf_bio *bio, uint64_t total,
  * Detaches up to @max bios from the head of the queue, as a bnext chain.
  * Called with pb->lock held.
  */
-struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
+struct pf_bio *pf_posix_queue_take(struct posix_backend *pb, unsigned max)
 {
 	struct pf_bio *head = pb->qhead;
 	struct pf_bio *last = NULL;
@@ -605,7 +605,7 @@ struct pf_bio *queue_take(struct posix_backend *pb, unsigned max)
 	return head;
 }
 
-void cancel_chain(struct pf_bio *b)
+void pf_posix_cancel_chain(struct pf_bio *b)
 {
 	while (b) {
 		struct pf_bio *next = b->bnext;
@@ -619,7 +619,8 @@ void cancel_chain(struct pf_bio *b)
  * Engine threads must not take the daemon's signals: they are created with
  * every signal blocked.
  */
-int spawn(pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
+int pf_posix_spawn(
+	pthread_t *t, const char *name, void *(*fn)(void *), void *arg)
 {
 	sigset_t all;
 	sigset_t old;
@@ -646,7 +647,7 @@ static int posix_submit(struct pf_backend *be, struct pf_bio *bio)
 	if (!bio || !bio->file || !bio->done || !bio->iov ||
 	    bio->iovcnt < 1 || bio->iovcnt > IOV_MAX)
 		return -EINVAL;
-	total = iov_total(bio->iov, bio->iovcnt);
+	total = pf_posix_iov_total(bio->iov, bio->iovcnt);
 	if (total < 0 || bio->off > (uint64_t)(INT64_MAX - total))
 		return -EINVAL;
 	bio->bdone = 0;
@@ -667,8 +668,8 @@ static int posix_submit(struct pf_backend *be, struct pf_bio *bio)
 		pthread_cond_signal(&pb->cond);
 	pthread_mutex_unlock(&pb->lock);
 
-	if (pb->uring && wake && tl_ring_owner != pb)
-		ur_wake(pb);
+	if (pb->uring && wake && pf_posix_tl_ring_owner != pb)
+		pf_posix_uring_wake(pb);
 	return 0;
 }
 
@@ -685,7 +686,7 @@ static void posix_stop(struct posix_backend *pb)
 	pthread_mutex_unlock(&pb->lock);
 
 	if (pb->ur.thread_started) {
-		ur_wake(pb);
+		pf_posix_uring_wake(pb);
 		pthread_join(pb->ur.thread, NULL);
 		pb->ur.thread_started = false;
 	}
@@ -694,9 +695,9 @@ static void posix_stop(struct posix_backend *pb)
 
 	/* only if no engine thread ever ran: submit() refuses bios now */
 	pthread_mutex_lock(&pb->lock);
-	left = queue_take(pb, UINT_MAX);
+	left = pf_posix_queue_take(pb, UINT_MAX);
 	pthread_mutex_unlock(&pb->lock);
-	cancel_chain(left);
+	pf_posix_cancel_chain(left);
 }
 
 /* Frees whatever of @pb was set up; its threads are stopped. */
@@ -801,7 +802,7 @@ int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
 			nthreads);
 	} else {
 		pb->uring = true;
-		ret = ur_init(pb, &setup_err);
+		ret = pf_posix_uring_init(pb, &setup_err);
 		if (ret < 0 && !setup_err)
 			goto out;
 		if (setup_err) {
@@ -815,7 +816,7 @@ int pf_posix_backend_new(const char *root, const struct pf_posix_cfg *cfg,
 		}
 	}
 	if (!pb->uring) {
-		ret = pr_init(pb, nthreads);
+		ret = pf_posix_pread_init(pb, nthreads);
 		if (ret < 0)
 			goto out;
 	}

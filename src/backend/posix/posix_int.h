@@ -102,27 +102,28 @@ struct posix_backend {
  * Set on the ring thread: a bio submitted from a done() callback needs no
  * eventfd wake-up, the ring thread looks at the queue before it sleeps.
  */
-extern _Thread_local const struct posix_backend *tl_ring_owner;
+extern _Thread_local const struct posix_backend *pf_posix_tl_ring_owner;
 
 /* ---- posix_backend.c ---- */
 
-int64_t iov_total(const struct iovec *iov, int cnt);
-struct iovec *scratch_get(struct iov_scratch *sc, int n);
-int iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
+int64_t pf_posix_iov_total(const struct iovec *iov, int cnt);
+struct iovec *pf_posix_scratch_get(struct iov_scratch *sc, int n);
+int pf_posix_iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
 	     struct iovec *dst);
-int64_t pin_check(const struct pf_bio *bio, uint64_t total,
+int64_t pf_posix_pin_check(const struct pf_bio *bio, uint64_t total,
 		  int64_t res);
-struct pf_bio *queue_take(struct posix_backend *pb, unsigned max);
-void cancel_chain(struct pf_bio *b);
-int spawn(pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
+struct pf_bio *pf_posix_queue_take(struct posix_backend *pb, unsigned max);
+void pf_posix_cancel_chain(struct pf_bio *b);
+int pf_posix_spawn(
+	pthread_t *t, const char *name, void *(*fn)(void *), void *arg);
 
 /* ---- posix_uring.c: the io_uring engine ---- */
 
-void ur_wake(struct posix_backend *pb);
-int ur_init(struct posix_backend *pb, int *setup_err);
+void pf_posix_uring_wake(struct posix_backend *pb);
+int pf_posix_uring_init(struct posix_backend *pb, int *setup_err);
 
 /* ---- posix_pread.c: the pread engine ---- */
 
-int pr_init(struct posix_backend *pb, unsigned nthreads);
+int pf_posix_pread_init(struct posix_backend *pb, unsigned nthreads);
 
 #endif

@@ -4,9 +4,9 @@
  * threads doing preadv().
  *
  * DESIGN
- * Entered by the constructing thread (pr_init(): starts the workers) and
- * run by the worker threads, each with its own iovec scratch.  Workers
- * sleep on pb->cond and take bios off the submit queue under pb->lock,
+ * Entered by the constructing thread (pf_posix_pread_init(): starts the
+ * workers) and run by the worker threads, each with its own iovec scratch.
+ * Workers sleep on pb->cond and take bios off the submit queue under pb->lock,
  * which is never held across a read or a done() call.
  */
 #include <dirent.h>
@@ -39,7 +39,7 @@
 
 static void pr_read(struct pr_worker *w, struct pf_bio *bio)
 {
-	uint64_t total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
+	uint64_t total = (uint64_t)pf_posix_iov_total(bio->iov, bio->iovcnt);
 	const struct iovec *iov = bio->iov;
 	int cnt = bio->iovcnt;
 	int64_t res = 0;
@@ -50,13 +50,13 @@ static void pr_read(struct pr_worker *w, struct pf_bio *bio)
 		if (bio->bdone) {
 			struct iovec *left;
 
-			left = scratch_get(&w->scratch, bio->iovcnt);
+			left = pf_posix_scratch_get(&w->scratch, bio->iovcnt);
 			if (!left) {
 				res = -ENOMEM;
 				break;
 			}
-			cnt = iov_skip(bio->iov, bio->iovcnt, bio->bdone,
-				       left);
+			cnt = pf_posix_iov_skip(
+				bio->iov, bio->iovcnt, bio->bdone, left);
 			iov = left;
 		}
 		n = preadv(bio->file->fd, iov, cnt,
@@ -74,7 +74,7 @@ static void pr_read(struct pr_worker *w, struct pf_bio *bio)
 	}
 	if (res == 0)
 		res = (int64_t)bio->bdone;
-	res = pin_check(bio, total, res);
+	res = pf_posix_pin_check(bio, total, res);
 	bio->done(bio, res);
 }
 
@@ -90,7 +90,7 @@ static void *pr_main(void *arg)
 		pthread_mutex_lock(&pb->lock);
 		while (!pb->qhead && !pb->stopping)
 			pthread_cond_wait(&pb->cond, &pb->lock);
-		bio = queue_take(pb, 1);
+		bio = pf_posix_queue_take(pb, 1);
 		stopping = pb->stopping;
 		pthread_mutex_unlock(&pb->lock);
 
@@ -104,7 +104,7 @@ static void *pr_main(void *arg)
 	return NULL;
 }
 
-int pr_init(struct posix_backend *pb, unsigned nthreads)
+int pf_posix_pread_init(struct posix_backend *pb, unsigned nthreads)
 {
 	int ret = 0;
 
@@ -115,7 +115,7 @@ int pr_init(struct posix_backend *pb, unsigned nthreads)
 		struct pr_worker *w = &pb->workers[i];
 
 		w->pb = pb;
-		ret = spawn(&w->thread, "pf-pread", pr_main, w);
+		ret = pf_posix_spawn(&w->thread, "pf-pread", pr_main, w);
 		if (ret < 0)
 			break;
 		pb->nworkers++;

@@ -3,13 +3,13 @@
  * queue_depth reads, owned by one thread, fed from the submit queue.
  *
  * DESIGN
- * All but ur_wake() (any submitting thread) and ur_init() (the
- * constructing thread) runs on the ring thread, which alone touches the
- * ring, its slots and the slot freelist.  It takes pb->lock only to take
- * bios off the submit queue (queue_take()) and never holds it across
- * I/O or a done() call.  It sleeps in read() on an eventfd that the ring
- * signals for every CQE and submitters signal when they make the queue
- * non-empty, and drains the CQEs with pf_uring_reap() (uring.c).
+ * All but pf_posix_uring_wake() (any submitting thread) and
+ * pf_posix_uring_init() (the constructing thread) runs on the ring thread,
+ * which alone touches the ring, its slots and the slot freelist.  It takes
+ * pb->lock only to take bios off the submit queue (pf_posix_queue_take()) and
+ * never holds it across I/O or a done() call.  It sleeps in read() on an
+ * eventfd that the ring signals for every CQE and submitters signal when they
+ * make the queue non-empty, and drains the CQEs with pf_uring_reap() (uring.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,7 +39,8 @@
 
 /* ------------------------------------------------------------------ */
 /*
- * io_uring engine.  All but ur_wake() and ur_init() runs on the ring thread.
+ * io_uring engine.  All but pf_posix_uring_wake() and pf_posix_uring_init()
+ * runs on the ring thread.
  *
  * The ring thread never sleeps in io_uring_enter(): the kernel signals an
  * eventfd registered with the ring for every CQE, submitters signal the
@@ -75,12 +76,13 @@ static int ur_issue(struct posix_backend *pb, struct ur_slot *s)
 
 	/* a resubmitted multi-iovec read needs its own, advanced copy */
 	if (cnt > 1 && bio->bdone) {
-		struct iovec *left = scratch_get(&s->scratch, bio->iovcnt);
+		struct iovec *left =
+			pf_posix_scratch_get(&s->scratch, bio->iovcnt);
 
 		if (!left)
 			return -ENOMEM;
-		cnt = (unsigned)iov_skip(bio->iov, bio->iovcnt, bio->bdone,
-					 left);
+		cnt = (unsigned)pf_posix_iov_skip(
+			bio->iov, bio->iovcnt, bio->bdone, left);
 		iov = left;
 	}
 	sqe = ur_get_sqe(&pb->ur);
@@ -108,7 +110,7 @@ static void ur_finish(struct posix_backend *pb, struct ur_slot *s,
 	struct ur_engine *ur = &pb->ur;
 	struct pf_bio *bio = s->bio;
 
-	res = pin_check(bio, s->total, res);
+	res = pf_posix_pin_check(bio, s->total, res);
 	s->bio = NULL;
 	s->next_free = ur->free;
 	ur->free = s;
@@ -129,7 +131,7 @@ static void ur_start(struct posix_backend *pb, struct pf_bio *bio)
 	ur->inflight++;
 	s->bio = bio;
 	/* checked by submit() */
-	s->total = (uint64_t)iov_total(bio->iov, bio->iovcnt);
+	s->total = (uint64_t)pf_posix_iov_total(bio->iov, bio->iovcnt);
 	ret = ur_issue(pb, s);
 	if (ret < 0)
 		ur_finish(pb, s, ret);
@@ -173,11 +175,11 @@ static bool ur_fill(struct posix_backend *pb)
 
 	pthread_mutex_lock(&pb->lock);
 	stopping = pb->stopping;
-	chain = queue_take(pb, stopping ? UINT_MAX : ur->nfree);
+	chain = pf_posix_queue_take(pb, stopping ? UINT_MAX : ur->nfree);
 	pthread_mutex_unlock(&pb->lock);
 
 	if (stopping) {
-		cancel_chain(chain);
+		pf_posix_cancel_chain(chain);
 		return true;
 	}
 	while (chain) {
@@ -246,7 +248,7 @@ static void *ur_main(void *arg)
 	struct posix_backend *pb = arg;
 	struct ur_engine *ur = &pb->ur;
 
-	tl_ring_owner = pb;
+	pf_posix_tl_ring_owner = pb;
 	for (;;) {
 		bool stopping = ur_fill(pb);
 		bool submitted;
@@ -261,7 +263,7 @@ static void *ur_main(void *arg)
 	return NULL;
 }
 
-void ur_wake(struct posix_backend *pb)
+void pf_posix_uring_wake(struct posix_backend *pb)
 {
 	uint64_t one = 1;
 
@@ -275,7 +277,7 @@ void ur_wake(struct posix_backend *pb)
  * in *setup_err, so that the caller falls back to pread; other failures
  * are plain errors.
  */
-int ur_init(struct posix_backend *pb, int *setup_err)
+int pf_posix_uring_init(struct posix_backend *pb, int *setup_err)
 {
 	struct ur_engine *ur = &pb->ur;
 	int ret;
@@ -307,7 +309,7 @@ int ur_init(struct posix_backend *pb, int *setup_err)
 		ur->free = &ur->slots[i];
 	}
 	ur->nfree = pb->depth;
-	ret = spawn(&ur->thread, "pf-uring", ur_main, pb);
+	ret = pf_posix_spawn(&ur->thread, "pf-uring", ur_main, pb);
 	if (ret < 0)
 		goto out;
 	ur->thread_started = true;

@@ -28,9 +28,9 @@
  * thread (and, before it starts, by pf_creds_new()).
  *
  * Secrets are held in struct pf_cred_val (wiped when replaced or freed)
- * and in the request bodies and headers of one fetch (wiped after it).
- * Logs and error messages name the source, its file, profile, role ARN
- * or endpoint, never a key, a token or the web identity token.
+ * and in the request bodies and headers of one pf_creds_fetch_source (wiped
+ * after it). Logs and error messages name the source, its file, profile, role
+ * ARN or endpoint, never a key, a token or the web identity token.
  */
 #include <ctype.h>
 #include <curl/curl.h>
@@ -53,28 +53,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_err.h"
 #include "pf_clock.h"
 #include "pf_creds.h"
 #include "pf_log.h"
 #include "creds_int.h"
-
-void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-const char *env_get(pf_env_fn env, const char *name)
-{
-	const char *v = env ? env(name) : getenv(name);
-
-	return v && *v ? v : NULL;
-}
 
 static void src_free(struct source *s)
 {
@@ -100,7 +83,7 @@ static struct source *src_new(enum src_kind kind)
 
 static void session_name(pf_env_fn env, char *out, size_t outlen)
 {
-	const char *n = env_get(env, "AWS_ROLE_SESSION_NAME");
+	const char *n = pf_s3_env_get(env, "AWS_ROLE_SESSION_NAME");
 
 	if (n)
 		snprintf(out, outlen, "%s", n);
@@ -112,23 +95,24 @@ static void session_name(pf_env_fn env, char *out, size_t outlen)
 static struct source *webid_from_env(pf_env_fn env, char *err,
 				     size_t errlen, int *ret)
 {
-	const char *file = env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE");
-	const char *arn = env_get(env, "AWS_ROLE_ARN");
+	const char *file = pf_s3_env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE");
+	const char *arn = pf_s3_env_get(env, "AWS_ROLE_ARN");
 	struct source *s;
 
 	*ret = 0;
 	if (!file)
 		return NULL;
 	if (!arn) {
-		seterr(err, errlen, "AWS_WEB_IDENTITY_TOKEN_FILE is set but "
-		       "AWS_ROLE_ARN is not: set both for web identity");
+		pf_err_set(err, errlen,
+			"AWS_WEB_IDENTITY_TOKEN_FILE is set but "
+			"AWS_ROLE_ARN is not: set both for web identity");
 		*ret = -ENOKEY;
 		return NULL;
 	}
 	s = src_new(SRC_WEBID);
 	if (!s) {
 		*ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	snprintf(s->file, sizeof(s->file), "%s", file);
@@ -144,9 +128,10 @@ static struct source *webid_from_env(pf_env_fn env, char *err,
 static struct source *container_from_env(pf_env_fn env, char *err,
 					 size_t errlen, int *ret)
 {
-	const char *rel = env_get(env,
+	const char *rel = pf_s3_env_get(env,
 				  "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-	const char *full = env_get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
+	const char *full =
+		pf_s3_env_get(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
 	struct source *s;
 
 	*ret = 0;
@@ -155,7 +140,7 @@ static struct source *container_from_env(pf_env_fn env, char *err,
 	s = src_new(SRC_CONTAINER);
 	if (!s) {
 		*ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (rel) {
@@ -184,7 +169,7 @@ static struct source *container_from_env(pf_env_fn env, char *err,
 			if (strncasecmp(full, *p, strlen(*p)) == 0)
 				good = true;
 		if (!good) {
-			seterr(err, errlen, "AWS_CONTAINER_CREDENTIALS_"
+			pf_err_set(err, errlen, "AWS_CONTAINER_CREDENTIALS_"
 			       "FULL_URI must be https, or http to a "
 			       "loopback address or the ECS/EKS agent "
 			       "(169.254.170.2, 169.254.170.23)");
@@ -207,17 +192,18 @@ static bool is_true(const char *v)
 static struct source *imds_from_env(pf_env_fn env, int *ret, char *err,
 				    size_t errlen)
 {
-	const char *ep = env_get(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
+	const char *ep =
+		pf_s3_env_get(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	struct source *s;
 	size_t n;
 
 	*ret = 0;
-	if (is_true(env_get(env, "AWS_EC2_METADATA_DISABLED")))
+	if (is_true(pf_s3_env_get(env, "AWS_EC2_METADATA_DISABLED")))
 		return NULL;
 	s = src_new(SRC_IMDS);
 	if (!s) {
 		*ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	snprintf(s->url, sizeof(s->url), "%s", ep ? ep :
@@ -225,7 +211,8 @@ static struct source *imds_from_env(pf_env_fn env, int *ret, char *err,
 	n = strlen(s->url);
 	while (n && s->url[n - 1] == '/')
 		s->url[--n] = '\0';
-	s->imds_v1_off = is_true(env_get(env, "AWS_EC2_METADATA_V1_DISABLED"));
+	s->imds_v1_off =
+		is_true(pf_s3_env_get(env, "AWS_EC2_METADATA_V1_DISABLED"));
 	snprintf(s->desc, sizeof(s->desc), "EC2 instance metadata (%s)",
 		 s->url);
 	return s;
@@ -245,8 +232,10 @@ static struct source *role_base(struct pf_creds *c,
 	struct source *b = NULL;
 
 	if (p->source_profile[0] && p->credential_source[0]) {
-		seterr(err, errlen, "AWS profile '%s' has both source_profile "
-		       "and credential_source: keep one", name);
+		pf_err_set(err, errlen,
+			"AWS profile '%s' has both source_profile "
+			"and credential_source: keep one",
+			name);
 		*ret = -EINVAL;
 		return NULL;
 	}
@@ -254,9 +243,10 @@ static struct source *role_base(struct pf_creds *c,
 		/* a profile that is its own source uses its static keys */
 		if (strcmp(p->source_profile, name) == 0) {
 			if (!p->access_key[0] || !p->secret_key[0]) {
-				seterr(err, errlen, "AWS profile '%s' is its "
-				       "own source_profile but has no keys",
-				       name);
+				pf_err_set(err, errlen,
+					"AWS profile '%s' is its "
+					"own source_profile but has no keys",
+					name);
 				*ret = -ENOKEY;
 				return NULL;
 			}
@@ -278,12 +268,12 @@ static struct source *role_base(struct pf_creds *c,
 				    errlen, ret);
 	}
 	if (strcasecmp(p->credential_source, "Environment") == 0) {
-		const char *ak = env_get(c->env, "AWS_ACCESS_KEY_ID");
-		const char *sk = env_get(c->env, "AWS_SECRET_ACCESS_KEY");
-		const char *tk = env_get(c->env, "AWS_SESSION_TOKEN");
+		const char *ak = pf_s3_env_get(c->env, "AWS_ACCESS_KEY_ID");
+		const char *sk = pf_s3_env_get(c->env, "AWS_SECRET_ACCESS_KEY");
+		const char *tk = pf_s3_env_get(c->env, "AWS_SESSION_TOKEN");
 
 		if (!ak || !sk) {
-			seterr(err, errlen, "AWS profile '%s': "
+			pf_err_set(err, errlen, "AWS profile '%s': "
 			       "credential_source Environment, but "
 			       "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
 			       "are not both set", name);
@@ -305,7 +295,7 @@ static struct source *role_base(struct pf_creds *c,
 	if (strcasecmp(p->credential_source, "Ec2InstanceMetadata") == 0) {
 		b = imds_from_env(c->env, ret, err, errlen);
 		if (!b && !*ret) {
-			seterr(err, errlen, "AWS profile '%s': "
+			pf_err_set(err, errlen, "AWS profile '%s': "
 			       "credential_source Ec2InstanceMetadata, but "
 			       "AWS_EC2_METADATA_DISABLED is true", name);
 			*ret = -ENOKEY;
@@ -315,7 +305,7 @@ static struct source *role_base(struct pf_creds *c,
 	if (strcasecmp(p->credential_source, "EcsContainer") == 0) {
 		b = container_from_env(c->env, err, errlen, ret);
 		if (!b && !*ret) {
-			seterr(err, errlen, "AWS profile '%s': "
+			pf_err_set(err, errlen, "AWS profile '%s': "
 			       "credential_source EcsContainer, but no "
 			       "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or "
 			       "_FULL_URI is set", name);
@@ -323,14 +313,14 @@ static struct source *role_base(struct pf_creds *c,
 		}
 		return b;
 	}
-	seterr(err, errlen, "AWS profile '%s' has role_arn but %s", name,
+	pf_err_set(err, errlen, "AWS profile '%s' has role_arn but %s", name,
 	       p->credential_source[0] ? "an unknown credential_source "
 	       "(Environment, Ec2InstanceMetadata or EcsContainer)" :
 	       "neither source_profile nor credential_source");
 	*ret = -EINVAL;
 	return NULL;
 nomem:
-	seterr(err, errlen, "out of memory");
+	pf_err_set(err, errlen, "out of memory");
 	*ret = -ENOMEM;
 	return NULL;
 }
@@ -345,11 +335,11 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 	*ret = 0;
 	if (!p) {
 		*ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return NULL;
 	}
 	if (depth > MAX_DEPTH) {
-		seterr(err, errlen, "AWS profile '%s': more than %d "
+		pf_err_set(err, errlen, "AWS profile '%s': more than %d "
 		       "source_profile hops (a loop?)", name, MAX_DEPTH);
 		*ret = -ELOOP;
 		goto out;
@@ -402,7 +392,7 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 			 "%s (AssumeRole with %.200s)", p->role_arn, name,
 			 p->path, b->desc);
 	} else if (p->web_identity_token_file[0]) {
-		seterr(err, errlen, "AWS profile '%s' has "
+		pf_err_set(err, errlen, "AWS profile '%s' has "
 		       "web_identity_token_file but no role_arn", name);
 		*ret = -EINVAL;
 	} else if (p->sso_start_url[0] || p->sso_session[0] ||
@@ -410,8 +400,8 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 		if (!p->sso_start_url[0] || !p->sso_account_id[0] ||
 		    !p->sso_role_name[0] ||
 		    (!p->sso_region[0] &&
-		     !env_get(c->env, "AWS_ENDPOINT_URL_SSO"))) {
-			seterr(err, errlen, "AWS profile '%s' is an SSO "
+		     !pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))) {
+			pf_err_set(err, errlen, "AWS profile '%s' is an SSO "
 			       "profile without sso_start_url, "
 			       "sso_account_id, sso_role_name and "
 			       "sso_region (in it or its sso-session)", name);
@@ -428,9 +418,9 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 			 p->sso_account_id);
 		snprintf(s->sso_role, sizeof(s->sso_role), "%s",
 			 p->sso_role_name);
-		if (env_get(c->env, "AWS_ENDPOINT_URL_SSO"))
+		if (pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))
 			snprintf(s->url, sizeof(s->url), "%s",
-				 env_get(c->env, "AWS_ENDPOINT_URL_SSO"));
+				 pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"));
 		else
 			snprintf(s->url, sizeof(s->url), "https://portal.sso."
 				 "%s.amazonaws.com", p->sso_region);
@@ -458,14 +448,14 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 		snprintf(s->desc, sizeof(s->desc), "keys of profile %s in %s",
 			 name, p->path);
 	} else {
-		seterr(err, errlen, "AWS profile '%s' in %s has no "
+		pf_err_set(err, errlen, "AWS profile '%s' in %s has no "
 		       "credentials (keys, role_arn, credential_process, "
 		       "sso_* or web_identity_token_file)", name, p->path);
 		*ret = -ENOKEY;
 	}
 	goto out;
 nomem:
-	seterr(err, errlen, "out of memory");
+	pf_err_set(err, errlen, "out of memory");
 	*ret = -ENOMEM;
 out:
 	explicit_bzero(p, sizeof(*p));
@@ -545,7 +535,7 @@ static void *refresh_main(void *arg)
 
 		if (nap(c, wait))
 			break;
-		ret = fetch(c, c->src, v, err, sizeof(err));
+		ret = pf_creds_fetch_source(c, c->src, v, err, sizeof(err));
 		if (ret == 0 && v->expiry && v->expiry <= wall_now()) {
 			ret = -EINVAL;
 			snprintf(err, sizeof(err), "the new credentials have "
@@ -603,7 +593,7 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 	if (err && errlen)
 		err[0] = '\0';
 	if (!c) {
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->env = cfg->env;
@@ -611,12 +601,12 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		 cfg->region && *cfg->region ? cfg->region : conf->region);
 	if (cfg->cacert && !(c->cacert = strdup(cfg->cacert))) {
 		free(c);
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->insecure = cfg->insecure;
 	c->margin_s = cfg->margin_s;
-	m = env_get(cfg->env, "PF_CREDS_MARGIN_S");
+	m = pf_s3_env_get(cfg->env, "PF_CREDS_MARGIN_S");
 	if (!c->margin_s)
 		c->margin_s = m ? (unsigned)strtoul(m, NULL, 10) : 300;
 	pthread_mutex_init(&c->lock, NULL);
@@ -635,7 +625,7 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		c->src = src_new(SRC_STATIC);
 		if (!c->src) {
 			ret = -ENOMEM;
-			seterr(err, errlen, "out of memory");
+			pf_err_set(err, errlen, "out of memory");
 			goto fail;
 		}
 		memcpy(c->src->val.access_key, conf->cred.access_key,
@@ -650,14 +640,14 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		/* -o profile: that profile, nothing else */
 		c->src = from_profile(c, cfg->profile, 0, err, errlen, &ret);
 	} else {
-		const char *prof = env_get(c->env, "AWS_PROFILE");
+		const char *prof = pf_s3_env_get(c->env, "AWS_PROFILE");
 		struct pf_aws_profile *p = calloc(1, sizeof(*p));
 		char tried[600];
 		int r;
 
 		if (!p) {
 			ret = -ENOMEM;
-			seterr(err, errlen, "out of memory");
+			pf_err_set(err, errlen, "out of memory");
 			goto fail;
 		}
 		if (!prof)
@@ -703,19 +693,21 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		if (!c->src && !ret) {
 			c->src = imds_from_env(c->env, &ret, err, errlen);
 			if (!c->src && !ret) {
-				seterr(err, errlen, "no AWS credentials: tried "
-				       "%s, EC2 instance metadata (disabled "
-				       "by AWS_EC2_METADATA_DISABLED); set "
-				       "AWS_ACCESS_KEY_ID and "
-				       "AWS_SECRET_ACCESS_KEY, configure a "
-				       "profile, or use -o no_sign for a "
-				       "public bucket", tried);
+				pf_err_set(err, errlen,
+					"no AWS credentials: tried "
+					"%s, EC2 instance metadata (disabled "
+					"by AWS_EC2_METADATA_DISABLED); set "
+					"AWS_ACCESS_KEY_ID and "
+					"AWS_SECRET_ACCESS_KEY, configure a "
+					"profile, or use -o no_sign for a "
+					"public bucket",
+					tried);
 				ret = -ENOKEY;
 			} else if (c->src) {
-				ret = fetch(c, c->src, &c->cur, why,
-					    sizeof(why));
+				ret = pf_creds_fetch_source(
+					c, c->src, &c->cur, why, sizeof(why));
 				if (ret < 0) {
-					seterr(err, errlen, "no AWS "
+					pf_err_set(err, errlen, "no AWS "
 					       "credentials: tried %s, %s; set "
 					       "AWS_ACCESS_KEY_ID and "
 					       "AWS_SECRET_ACCESS_KEY, "
@@ -733,14 +725,14 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 	if (ret < 0 || !c->src) {
 		if (!ret) {
 			ret = -ENOKEY;
-			seterr(err, errlen, "no AWS credentials");
+			pf_err_set(err, errlen, "no AWS credentials");
 		}
 		goto fail;
 	}
-	ret = fetch(c, c->src, &c->cur, why, sizeof(why));
+	ret = pf_creds_fetch_source(c, c->src, &c->cur, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "AWS credentials from %s: %s", c->src->desc,
-		       why);
+		pf_err_set(err, errlen, "AWS credentials from %s: %s",
+			c->src->desc, why);
 		goto fail;
 	}
 fetched:
@@ -748,7 +740,7 @@ fetched:
 	snprintf(c->desc, sizeof(c->desc), "%s", c->src->desc);
 	if (c->cur.expiry && c->cur.expiry <= c->fetched) {
 		fmt_time(c->cur.expiry, when, sizeof(when));
-		seterr(err, errlen, "AWS credentials from %s expired at %s "
+		pf_err_set(err, errlen, "AWS credentials from %s expired at %s "
 		       "when fetched (is the clock right?)", c->desc, when);
 		ret = -EACCES;
 		goto fail;
@@ -760,7 +752,7 @@ fetched:
 			 "renewed %u s before", c->desc, when, c->margin_s);
 		ret = -pthread_create(&c->thread, NULL, refresh_main, c);
 		if (ret < 0) {
-			seterr(err, errlen, "cannot start the credential "
+			pf_err_set(err, errlen, "cannot start the credential "
 			       "refresh thread: %s", strerror(-ret));
 			goto fail;
 		}

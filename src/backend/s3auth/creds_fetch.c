@@ -8,11 +8,11 @@
  *
  * DESIGN
  * Entered by the mounting thread (pf_creds_new(): the first fetch) and
- * by the refresh thread (renewals), one fetch at a time, through fetch().
- * No lock is held here: a fetch reads only the source tree (built once,
- * then read-only) and c's settings, and returns the new credentials to
- * its caller, which swaps them in under c->lock.  Request bodies and
- * headers that carry secrets are wiped after the exchange.
+ * by the refresh thread (renewals), one fetch at a time, through
+ * pf_creds_fetch_source(). No lock is held here: a fetch reads only the source
+ * tree (built once, then read-only) and c's settings, and returns the new
+ * credentials to its caller, which swaps them in under c->lock.  Request bodies
+ * and headers that carry secrets are wiped after the exchange.
  */
 #include <ctype.h>
 #include <curl/curl.h>
@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pf_err.h"
 #include "pf_clock.h"
 #include "pf_creds.h"
 #include "pf_log.h"
@@ -108,7 +109,7 @@ static int http_do(struct pf_creds *c, struct http *h, char *err,
 	h->status = 0;
 	memset(&h->body, 0, sizeof(h->body));
 	if (!e) {
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	curl_easy_setopt(e, CURLOPT_URL, h->url);
@@ -148,10 +149,10 @@ static int http_do(struct pf_creds *c, struct http *h, char *err,
 	if (rc != CURLE_OK) {
 		ret = rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
 		if (h->body.over)
-			seterr(err, errlen, "the answer is larger than %d "
+			pf_err_set(err, errlen, "the answer is larger than %d "
 			       "bytes", DOC_MAX);
 		else
-			seterr(err, errlen, "%s", curl_easy_strerror(rc));
+			pf_err_set(err, errlen, "%s", curl_easy_strerror(rc));
 		body_free(&h->body);
 	}
 	curl_easy_cleanup(e);
@@ -184,7 +185,7 @@ static int read_small(const char *path, char *out, size_t outlen,
 
 	if (fd < 0) {
 		ret = -errno;
-		seterr(err, errlen, "cannot read the %s %s: %s", what, path,
+		pf_err_set(err, errlen, "cannot read the %s %s: %s", what, path,
 		       strerror(-ret));
 		return ret;
 	}
@@ -195,8 +196,8 @@ static int read_small(const char *path, char *out, size_t outlen,
 			continue;
 		if (k < 0) {
 			ret = -errno;
-			seterr(err, errlen, "cannot read the %s %s: %s", what,
-			       path, strerror(-ret));
+			pf_err_set(err, errlen, "cannot read the %s %s: %s",
+				what, path, strerror(-ret));
 			break;
 		}
 		if (k == 0)
@@ -204,7 +205,7 @@ static int read_small(const char *path, char *out, size_t outlen,
 		n += (size_t)k;
 		if (n == outlen - 1) {
 			ret = -EFBIG;
-			seterr(err, errlen, "the %s %s is larger than %zu "
+			pf_err_set(err, errlen, "the %s %s is larger than %zu "
 			       "bytes", what, path, outlen - 1);
 			break;
 		}
@@ -215,7 +216,7 @@ static int read_small(const char *path, char *out, size_t outlen,
 		out[--n] = '\0';
 	if (ret == 0 && n == 0) {
 		ret = -EINVAL;
-		seterr(err, errlen, "the %s %s is empty", what, path);
+		pf_err_set(err, errlen, "the %s %s is empty", what, path);
 	}
 	if (ret < 0)
 		explicit_bzero(out, outlen);
@@ -246,7 +247,7 @@ static int run_process(struct source *s, struct body *out, char *err,
 	memset(out, 0, sizeof(*out));
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		ret = -errno;
-		seterr(err, errlen, "pipe: %s", strerror(-ret));
+		pf_err_set(err, errlen, "pipe: %s", strerror(-ret));
 		return ret;
 	}
 	posix_spawn_file_actions_init(&fa);
@@ -257,7 +258,7 @@ static int run_process(struct source *s, struct body *out, char *err,
 	close(fds[1]);
 	if (ret < 0) {
 		close(fds[0]);
-		seterr(err, errlen, "cannot run the credential_process of "
+		pf_err_set(err, errlen, "cannot run the credential_process of "
 		       "profile '%s': %s", s->profile, strerror(-ret));
 		return ret;
 	}
@@ -295,23 +296,26 @@ static int run_process(struct source *s, struct body *out, char *err,
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (ret == -ETIMEDOUT) {
-		seterr(err, errlen, "the credential_process of profile '%s' "
-		       "did not finish in %d s", s->profile,
-		       PROCESS_TIMEOUT_MS / 1000);
+		pf_err_set(err, errlen,
+			"the credential_process of profile '%s' "
+			"did not finish in %d s",
+			s->profile, PROCESS_TIMEOUT_MS / 1000);
 	} else if (ret < 0) {
-		seterr(err, errlen, "reading the output of the "
+		pf_err_set(err, errlen, "reading the output of the "
 		       "credential_process of profile '%s': %s", s->profile,
 		       strerror(-ret));
 	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		ret = -EACCES;
 		if (WIFEXITED(st))
-			seterr(err, errlen, "the credential_process of profile "
-			       "'%s' exited with status %d", s->profile,
-			       WEXITSTATUS(st));
+			pf_err_set(err, errlen,
+				"the credential_process of profile "
+				"'%s' exited with status %d",
+				s->profile, WEXITSTATUS(st));
 		else
-			seterr(err, errlen, "the credential_process of profile "
-			       "'%s' was killed by signal %d", s->profile,
-			       WTERMSIG(st));
+			pf_err_set(err, errlen,
+				"the credential_process of profile "
+				"'%s' was killed by signal %d",
+				s->profile, WTERMSIG(st));
 	}
 	if (ret < 0)
 		body_free(out);
@@ -323,11 +327,11 @@ static int run_process(struct source *s, struct body *out, char *err,
 /* "https://sts.REGION.amazonaws.com" or the endpoint set. */
 static void sts_endpoint(struct pf_creds *c, char *out, size_t outlen)
 {
-	const char *ep = env_get(c->env, "AWS_ENDPOINT_URL_STS");
+	const char *ep = pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_STS");
 	size_t n;
 
 	if (!ep)
-		ep = env_get(c->env, "AWS_ENDPOINT_URL");
+		ep = pf_s3_env_get(c->env, "AWS_ENDPOINT_URL");
 	if (ep)
 		snprintf(out, outlen, "%s", ep);
 	else
@@ -366,7 +370,7 @@ static int sts_call(struct pf_creds *c, struct source *s, const char *body,
 		userpwd = malloc(n);
 		if (!userpwd) {
 			ret = -ENOMEM;
-			seterr(err, errlen, "out of memory");
+			pf_err_set(err, errlen, "out of memory");
 			goto out;
 		}
 		snprintf(userpwd, n, "%s:%s", signer->access_key,
@@ -379,7 +383,7 @@ static int sts_call(struct pf_creds *c, struct source *s, const char *body,
 			tokhdr = malloc(n);
 			if (!tokhdr) {
 				ret = -ENOMEM;
-				seterr(err, errlen, "out of memory");
+				pf_err_set(err, errlen, "out of memory");
 				goto out;
 			}
 			snprintf(tokhdr, n, "x-amz-security-token: %s",
@@ -389,18 +393,19 @@ static int sts_call(struct pf_creds *c, struct source *s, const char *body,
 	}
 	ret = http_do(c, &h, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "STS at %s: %s", url, why);
+		pf_err_set(err, errlen, "STS at %s: %s", url, why);
 		goto out;
 	}
 	ret = pf_creds_parse_sts(h.body.p ? h.body.p : "", h.body.len, v, why,
 				 sizeof(why));
 	if (ret == -EACCES || (ret < 0 && h.status != 200)) {
-		seterr(err, errlen, "STS at %s refused %s: HTTP %ld%s%s", url,
-		       s->role_arn, h.status, ret == -EACCES ? ", " : "",
-		       ret == -EACCES ? why : "");
+		pf_err_set(err, errlen, "STS at %s refused %s: HTTP %ld%s%s",
+			url, s->role_arn, h.status, ret == -EACCES ? ", " : "",
+			ret == -EACCES ? why : "");
 		ret = -EACCES;
 	} else if (ret < 0) {
-		seterr(err, errlen, "bad answer from STS at %s: %s", url, why);
+		pf_err_set(
+			err, errlen, "bad answer from STS at %s: %s", url, why);
 	}
 out:
 	body_free(&h.body);
@@ -430,7 +435,7 @@ static int fetch_webid(struct pf_creds *c, struct source *s,
 
 	if (!tok || !body) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	/* read each time: EKS rotates the file */
@@ -457,7 +462,7 @@ static int fetch_webid(struct pf_creds *c, struct source *s,
 		ret = form_add(body, 3 * TOKEN_FILE_MAX + 2048,
 			       "WebIdentityToken", tok);
 	if (ret < 0) {
-		seterr(err, errlen, "the AssumeRoleWithWebIdentity request "
+		pf_err_set(err, errlen, "the AssumeRoleWithWebIdentity request "
 		       "is too long");
 		goto out;
 	}
@@ -481,13 +486,15 @@ static int fetch_role(struct pf_creds *c, struct source *s,
 	int ret;
 
 	if (!src) {
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	ret = fetch(c, s->base, src, why, sizeof(why));
+	ret = pf_creds_fetch_source(c, s->base, src, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "the source credentials of role %s (%s): "
-		       "%s", s->role_arn, s->base->desc, why);
+		pf_err_set(err, errlen,
+			"the source credentials of role %s (%s): "
+			"%s",
+			s->role_arn, s->base->desc, why);
 		goto out;
 	}
 	ret = form_add(body, sizeof(body), "Action", "AssumeRole");
@@ -505,7 +512,7 @@ static int fetch_role(struct pf_creds *c, struct source *s,
 	if (!ret)
 		ret = form_add(body, sizeof(body), "Version", "2011-06-15");
 	if (ret < 0) {
-		seterr(err, errlen, "the AssumeRole request is too long");
+		pf_err_set(err, errlen, "the AssumeRole request is too long");
 		goto out;
 	}
 	ret = sts_call(c, s, body, src, v, err, errlen);
@@ -529,8 +536,10 @@ static int fetch_process(struct pf_creds *c, struct source *s,
 	ret = pf_creds_parse_json(out.p ? out.p : "", out.len,
 				  PF_CJSON_PROCESS, v, why, sizeof(why));
 	if (ret < 0)
-		seterr(err, errlen, "bad output of the credential_process of "
-		       "profile '%s': %s", s->profile, why);
+		pf_err_set(err, errlen,
+			"bad output of the credential_process of "
+			"profile '%s': %s",
+			s->profile, why);
 	body_free(&out);
 	return ret;
 }
@@ -543,13 +552,14 @@ static int metadata_answer(struct http *h, const char *what,
 	int ret;
 
 	if (h->status != 200) {
-		seterr(err, errlen, "%s answered HTTP %ld", what, h->status);
+		pf_err_set(
+			err, errlen, "%s answered HTTP %ld", what, h->status);
 		return h->status == 401 || h->status == 403 ? -EACCES : -EIO;
 	}
 	ret = pf_creds_parse_json(h->body.p ? h->body.p : "", h->body.len,
 				  PF_CJSON_METADATA, v, why, sizeof(why));
 	if (ret < 0)
-		seterr(err, errlen, "bad answer from %s: %s", what, why);
+		pf_err_set(err, errlen, "bad answer from %s: %s", what, why);
 	return ret;
 }
 
@@ -558,9 +568,10 @@ static int fetch_container(struct pf_creds *c, struct source *s,
 {
 	struct http h = { .method = "GET", .url = s->url,
 			  .timeout_ms = HTTP_TIMEOUT_MS };
-	const char *file = env_get(c->env,
+	const char *file = pf_s3_env_get(c->env,
 				   "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
-	const char *tokv = env_get(c->env, "AWS_CONTAINER_AUTHORIZATION_TOKEN");
+	const char *tokv =
+		pf_s3_env_get(c->env, "AWS_CONTAINER_AUTHORIZATION_TOKEN");
 	char *hdr = malloc(TOKEN_FILE_MAX + 32);
 	char *tok = malloc(TOKEN_FILE_MAX);
 	char why[300];
@@ -568,7 +579,7 @@ static int fetch_container(struct pf_creds *c, struct source *s,
 
 	if (!hdr || !tok) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	tok[0] = '\0';
@@ -583,8 +594,9 @@ static int fetch_container(struct pf_creds *c, struct source *s,
 	if (tok[0]) {
 		if (strpbrk(tok, "\r\n")) {
 			ret = -EINVAL;
-			seterr(err, errlen, "the container authorization token "
-			       "holds a line break");
+			pf_err_set(err, errlen,
+				"the container authorization token "
+				"holds a line break");
 			goto out;
 		}
 		snprintf(hdr, TOKEN_FILE_MAX + 32, "Authorization: %s", tok);
@@ -592,7 +604,7 @@ static int fetch_container(struct pf_creds *c, struct source *s,
 	}
 	ret = http_do(c, &h, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "container credentials endpoint %s: %s",
+		pf_err_set(err, errlen, "container credentials endpoint %s: %s",
 		       s->url, why);
 		goto out;
 	}
@@ -638,8 +650,8 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 	curl_slist_free_all(h.hdrs);
 	h.hdrs = NULL;
 	if (ret < 0) {
-		seterr(err, errlen, "EC2 instance metadata at %s: %s", s->url,
-		       why);
+		pf_err_set(err, errlen, "EC2 instance metadata at %s: %s",
+			s->url, why);
 		return ret;
 	}
 	if (h.status == 200 && h.body.p && h.body.len &&
@@ -651,11 +663,15 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 		   !s->imds_v1_off) {
 		v1 = true;
 	} else {
-		seterr(err, errlen, "EC2 instance metadata at %s: the session "
-		       "token request got HTTP %ld%s", s->url, h.status,
-		       h.status == 200 ? " with a bad token" :
-		       s->imds_v1_off ? " (and AWS_EC2_METADATA_V1_DISABLED "
-					"forbids IMDSv1)" : "");
+		pf_err_set(err, errlen,
+			"EC2 instance metadata at %s: the session "
+			"token request got HTTP %ld%s",
+			s->url, h.status,
+			h.status == 200 ? " with a bad token"
+				: s->imds_v1_off
+				? " (and AWS_EC2_METADATA_V1_DISABLED "
+				  "forbids IMDSv1)"
+				: "");
 		body_free(&h.body);
 		return h.status == 401 || h.status == 403 ? -EACCES : -EIO;
 	}
@@ -669,14 +685,16 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 	h.hdrs = hd;
 	ret = http_do(c, &h, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "EC2 instance metadata at %s: %s", s->url,
-		       why);
+		pf_err_set(err, errlen, "EC2 instance metadata at %s: %s",
+			s->url, why);
 		goto out;
 	}
 	if (h.status != 200 || !h.body.p || !h.body.len) {
-		seterr(err, errlen, "EC2 instance metadata at %s: no IAM role "
-		       "(HTTP %ld to the role name): attach an instance "
-		       "profile to the instance", s->url, h.status);
+		pf_err_set(err, errlen,
+			"EC2 instance metadata at %s: no IAM role "
+			"(HTTP %ld to the role name): attach an instance "
+			"profile to the instance",
+			s->url, h.status);
 		ret = h.status == 404 ? -ENOKEY : -EIO;
 		goto out;
 	}
@@ -684,8 +702,10 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 		size_t n = strcspn(h.body.p, "\r\n");
 
 		if (n == 0 || n >= sizeof(role)) {
-			seterr(err, errlen, "EC2 instance metadata at %s: bad "
-			       "role name", s->url);
+			pf_err_set(err, errlen,
+				"EC2 instance metadata at %s: bad "
+				"role name",
+				s->url);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -694,8 +714,10 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 		for (size_t i = 0; i < n; i++) {
 			if (!isalnum((unsigned char)role[i]) &&
 			    !strchr("+=,.@_-", role[i])) {
-				seterr(err, errlen, "EC2 instance metadata at "
-				       "%s: bad role name", s->url);
+				pf_err_set(err, errlen,
+					"EC2 instance metadata at "
+					"%s: bad role name",
+					s->url);
 				ret = -EINVAL;
 				goto out;
 			}
@@ -706,8 +728,8 @@ static int fetch_imds(struct pf_creds *c, struct source *s,
 		 "security-credentials/%s", s->url, role);
 	ret = http_do(c, &h, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "EC2 instance metadata at %s: %s", s->url,
-		       why);
+		pf_err_set(err, errlen, "EC2 instance metadata at %s: %s",
+			s->url, why);
 		goto out;
 	}
 	ret = metadata_answer(&h, "EC2 instance metadata", v, err, errlen);
@@ -726,7 +748,7 @@ out:
 static int sso_token(struct pf_creds *c, struct source *s, char *tok,
 		     size_t toklen, char *err, size_t errlen)
 {
-	const char *home = env_get(c->env, "HOME");
+	const char *home = pf_s3_env_get(c->env, "HOME");
 	char dir[600];
 	char path[900];
 	char *buf = malloc(DOC_MAX);
@@ -736,7 +758,7 @@ static int sso_token(struct pf_creds *c, struct source *s, char *tok,
 	int ret = -ENOKEY;
 
 	if (!buf) {
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	snprintf(dir, sizeof(dir), "%s/.aws/sso/cache", home ? home : "");
@@ -774,11 +796,11 @@ static int sso_token(struct pf_creds *c, struct source *s, char *tok,
 	if (best > (int64_t)time(NULL))
 		return 0;
 	explicit_bzero(tok, toklen);
-	seterr(err, errlen, "%s SSO token for %s in %s: run `aws sso login "
+	pf_err_set(err, errlen, "%s SSO token for %s in %s: run `aws sso login "
 	       "--profile %s`", best ? "the cached" : "no cached",
 	       s->sso_start_url, dir, s->profile);
 	if (best)
-		seterr(err + strlen(err), errlen - strlen(err),
+		pf_err_set(err + strlen(err), errlen - strlen(err),
 		       " (it expired)");
 	return ret;
 }
@@ -808,21 +830,23 @@ static int fetch_sso(struct pf_creds *c, struct source *s,
 	explicit_bzero(hdr, sizeof(hdr));
 	ret = http_do(c, &h, why, sizeof(why));
 	if (ret < 0) {
-		seterr(err, errlen, "SSO portal at %s: %s", s->url, why);
+		pf_err_set(err, errlen, "SSO portal at %s: %s", s->url, why);
 		goto out;
 	}
 	if (h.status != 200) {
-		seterr(err, errlen, "SSO portal at %s answered HTTP %ld: run "
-		       "`aws sso login --profile %s`", s->url, h.status,
-		       s->profile);
+		pf_err_set(err, errlen,
+			"SSO portal at %s answered HTTP %ld: run "
+			"`aws sso login --profile %s`",
+			s->url, h.status, s->profile);
 		ret = -EACCES;
 		goto out;
 	}
 	ret = pf_creds_parse_json(h.body.p ? h.body.p : "", h.body.len,
 				  PF_CJSON_SSO, v, why, sizeof(why));
 	if (ret < 0)
-		seterr(err, errlen, "bad answer from the SSO portal at %s: %s",
-		       s->url, why);
+		pf_err_set(err, errlen,
+			"bad answer from the SSO portal at %s: %s", s->url,
+			why);
 out:
 	body_free(&h.body);
 	for (struct curl_slist *l = h.hdrs; l; l = l->next)
@@ -831,8 +855,8 @@ out:
 	return ret;
 }
 
-int fetch(struct pf_creds *c, struct source *s, struct pf_cred_val *v,
-	  char *err, size_t errlen)
+int pf_creds_fetch_source(struct pf_creds *c, struct source *s,
+	struct pf_cred_val *v, char *err, size_t errlen)
 {
 	memset(v, 0, sizeof(*v));
 	switch (s->kind) {
@@ -852,6 +876,6 @@ int fetch(struct pf_creds *c, struct source *s, struct pf_cred_val *v,
 	case SRC_IMDS:
 		return fetch_imds(c, s, v, err, errlen);
 	}
-	seterr(err, errlen, "unknown credential source");
+	pf_err_set(err, errlen, "unknown credential source");
 	return -EINVAL;
 }

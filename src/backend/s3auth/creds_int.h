@@ -83,15 +83,9 @@ struct pf_creds {
 	bool started;
 };
 
-/* ---- creds.c ---- */
-
-void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-const char *env_get(pf_env_fn env, const char *name);
-
 /* ---- creds_fetch.c: fetching from each source ---- */
 
-int fetch(struct pf_creds *c, struct source *s, struct pf_cred_val *v,
-	  char *err, size_t errlen);
+int pf_creds_fetch_source(struct pf_creds *c, struct source *s,
+	struct pf_cred_val *v, char *err, size_t errlen);
 
 #endif

@@ -23,21 +23,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "pf_err.h"
 #include "pf_creds.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- times ---- */
 
@@ -123,19 +110,22 @@ static int put(char *dst, size_t dstlen, const char *val, size_t n,
 	       const char *field, char *err, size_t errlen)
 {
 	if (n >= dstlen) {
-		seterr(err, errlen, "%s is too long (%zu bytes, at most %zu)",
-		       field, n, dstlen - 1);
+		pf_err_set(err, errlen,
+			"%s is too long (%zu bytes, at most %zu)", field, n,
+			dstlen - 1);
 		return -ENAMETOOLONG;
 	}
 	if (memchr(val, '\0', n)) {
-		seterr(err, errlen, "%s contains a NUL byte", field);
+		pf_err_set(err, errlen, "%s contains a NUL byte", field);
 		return -EINVAL;
 	}
 	memcpy(dst, val, n);
 	dst[n] = '\0';
 	if (!printable(dst)) {
-		seterr(err, errlen, "%s contains a blank or a character that "
-		       "is not printable ASCII", field);
+		pf_err_set(err, errlen,
+			"%s contains a blank or a character that "
+			"is not printable ASCII",
+			field);
 		return -EINVAL;
 	}
 	return 0;
@@ -145,7 +135,7 @@ static int check_val(const struct pf_cred_val *v, const char *ak,
 		     const char *sk, char *err, size_t errlen)
 {
 	if (!v->access_key[0] || !v->secret_key[0]) {
-		seterr(err, errlen, "no %s in the answer",
+		pf_err_set(err, errlen, "no %s in the answer",
 		       !v->access_key[0] ? ak : sk);
 		return -EINVAL;
 	}
@@ -161,17 +151,17 @@ static int json_field(json_t *o, const char *name, bool need, char *dst,
 
 	if (!f || json_is_null(f)) {
 		if (need) {
-			seterr(err, errlen, "no %s in the answer", name);
+			pf_err_set(err, errlen, "no %s in the answer", name);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (!json_is_string(f)) {
-		seterr(err, errlen, "%s is not a string", name);
+		pf_err_set(err, errlen, "%s is not a string", name);
 		return -EINVAL;
 	}
 	if (need && json_string_length(f) == 0) {
-		seterr(err, errlen, "%s is empty", name);
+		pf_err_set(err, errlen, "%s is empty", name);
 		return -EINVAL;
 	}
 	return put(dst, dstlen, json_string_value(f), json_string_length(f),
@@ -190,7 +180,7 @@ static int json_expiry(json_t *o, const char *name, bool millis, int64_t *out,
 		json_int_t ms = json_integer_value(f);
 
 		if (ms <= 0) {
-			seterr(err, errlen, "%s is not a time", name);
+			pf_err_set(err, errlen, "%s is not a time", name);
 			return -EINVAL;
 		}
 		*out = (int64_t)(ms / 1000);
@@ -198,7 +188,7 @@ static int json_expiry(json_t *o, const char *name, bool millis, int64_t *out,
 	}
 	if (!json_is_string(f) ||
 	    pf_creds_parse_time(json_string_value(f), out) < 0) {
-		seterr(err, errlen, "%s is not an ISO 8601 time", name);
+		pf_err_set(err, errlen, "%s is not an ISO 8601 time", name);
 		return -EINVAL;
 	}
 	return 0;
@@ -212,12 +202,12 @@ static json_t *json_load(const char *buf, size_t len, char *err,
 
 	if (!root) {
 		/* je.text may quote the input: say where, not what */
-		seterr(err, errlen, "not JSON (line %d, column %d)", je.line,
-		       je.column);
+		pf_err_set(err, errlen, "not JSON (line %d, column %d)",
+			je.line, je.column);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
-		seterr(err, errlen, "the answer is not a JSON object");
+		pf_err_set(err, errlen, "the answer is not a JSON object");
 		json_decref(root);
 		return NULL;
 	}
@@ -309,8 +299,8 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 			if (put(c, sizeof(c), json_string_value(code),
 				json_string_length(code), "Code", err,
 				errlen) == 0)
-				seterr(err, errlen, "the answer says Code %s",
-				       c);
+				pf_err_set(err, errlen,
+					"the answer says Code %s", c);
 			goto out;
 		}
 		ret = json_creds(o, &metadata_names, v, err, errlen);
@@ -321,7 +311,7 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 
 		if (!ver || !json_is_integer(ver) ||
 		    json_integer_value(ver) != 1) {
-			seterr(err, errlen, "Version is not 1");
+			pf_err_set(err, errlen, "Version is not 1");
 			goto out;
 		}
 		ret = json_creds(o, &process_names, v, err, errlen);
@@ -330,14 +320,15 @@ int pf_creds_parse_json(const char *buf, size_t len, enum pf_cred_json kind,
 	case PF_CJSON_SSO:
 		o = json_object_get(root, "roleCredentials");
 		if (!o || !json_is_object(o)) {
-			seterr(err, errlen, "no roleCredentials object in the "
-			       "answer");
+			pf_err_set(err, errlen,
+				"no roleCredentials object in the "
+				"answer");
 			goto out;
 		}
 		ret = json_creds(o, &sso_names, v, err, errlen);
 		break;
 	default:
-		seterr(err, errlen, "unknown answer kind");
+		pf_err_set(err, errlen, "unknown answer kind");
 		goto out;
 	}
 	if (!ret)
@@ -371,7 +362,7 @@ int pf_creds_parse_sso_cache(const char *buf, size_t len,
 	if (!url || !json_is_string(url) ||
 	    strcmp(json_string_value(url), start_url) != 0) {
 		json_decref(root);
-		seterr(err, errlen, "another start URL");
+		pf_err_set(err, errlen, "another start URL");
 		return -ENOENT;
 	}
 	ret = json_field(root, "accessToken", true, tok, toklen, err, errlen);
@@ -379,7 +370,7 @@ int pf_creds_parse_sso_cache(const char *buf, size_t len,
 		ret = json_expiry(root, "expiresAt", false, expiry, err,
 				  errlen);
 	if (!ret && !*expiry) {
-		seterr(err, errlen, "no expiresAt in the SSO token cache");
+		pf_err_set(err, errlen, "no expiresAt in the SSO token cache");
 		ret = -EINVAL;
 	}
 	json_wipe(root);
@@ -552,7 +543,7 @@ int pf_creds_parse_sts(const char *buf, size_t len, struct pf_cred_val *v,
 	memset(v, 0, sizeof(*v));
 	st = calloc(1, sizeof(*st));
 	if (!st) {
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	st->v = v;
@@ -573,7 +564,7 @@ int pf_creds_parse_sts(const char *buf, size_t len, struct pf_cred_val *v,
 	st->p = XML_ParserCreate("UTF-8");
 	if (!st->p) {
 		free(st);
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	XML_SetUserData(st->p, st);
@@ -581,49 +572,50 @@ int pf_creds_parse_sts(const char *buf, size_t len, struct pf_cred_val *v,
 	XML_SetCharacterDataHandler(st->p, sts_text);
 	XML_SetEntityDeclHandler(st->p, sts_entity);
 	if (len > (size_t)INT32_MAX) {
-		seterr(err, errlen, "the STS answer is too large");
+		pf_err_set(err, errlen, "the STS answer is too large");
 		goto out;
 	}
 	if (XML_Parse(st->p, buf, (int)len, XML_TRUE) != XML_STATUS_OK) {
 		if (st->fail)
-			seterr(err, errlen, "the STS answer declares XML "
+			pf_err_set(err, errlen, "the STS answer declares XML "
 			       "entities");
 		else
-			seterr(err, errlen, "the STS answer is not XML (line "
-			       "%lu: %s)",
-			       (unsigned long)XML_GetCurrentLineNumber(st->p),
-			       XML_ErrorString(XML_GetErrorCode(st->p)));
+			pf_err_set(err, errlen,
+				"the STS answer is not XML (line "
+				"%lu: %s)",
+				(unsigned long)XML_GetCurrentLineNumber(st->p),
+				XML_ErrorString(XML_GetErrorCode(st->p)));
 		goto out;
 	}
 	if (st->saw_error) {
 		tidy(st->code);
 		tidy(st->msg);
-		seterr(err, errlen, "%s: %s", st->code[0] ? st->code :
+		pf_err_set(err, errlen, "%s: %s", st->code[0] ? st->code :
 		       "error", st->msg[0] ? st->msg : "(no message)");
 		ret = -EACCES;
 		goto out;
 	}
 	for (int f = F_AK; f <= F_EXP; f++) {
 		if (st->over[f]) {
-			seterr(err, errlen, "%s is too long", names[f]);
+			pf_err_set(err, errlen, "%s is too long", names[f]);
 			ret = -ENAMETOOLONG;
 			goto out;
 		}
 		if (f != F_TOK && st->len[f] == 0) {
-			seterr(err, errlen, "no Credentials/%s in the STS "
+			pf_err_set(err, errlen, "no Credentials/%s in the STS "
 			       "answer", names[f]);
 			goto out;
 		}
 		if (f != F_EXP && (memchr(st->buf[f], '\0', st->len[f]) ||
 				   !printable(st->buf[f]))) {
-			seterr(err, errlen, "%s contains a blank or a "
+			pf_err_set(err, errlen, "%s contains a blank or a "
 			       "character that is not printable ASCII",
 			       names[f]);
 			goto out;
 		}
 	}
 	if (pf_creds_parse_time(st->exp, &v->expiry) < 0) {
-		seterr(err, errlen, "Expiration is not an ISO 8601 time");
+		pf_err_set(err, errlen, "Expiration is not an ISO 8601 time");
 		goto out;
 	}
 	ret = 0;

@@ -30,28 +30,15 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "pf_err.h"
 #include "pf_s3conf.h"
 #include "pf_strbuf.h"
 
 /* Longest bucket name and S3 key shown in an error message. */
 #define SHOW 80
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* An unset and an empty variable mean the same, as for the AWS CLI. */
-static const char *env_get(pf_env_fn env, const char *name)
+const char *pf_s3_env_get(pf_env_fn env, const char *name)
 {
 	const char *v = env ? env(name) : getenv(name);
 
@@ -121,7 +108,7 @@ static int parse_source(const char *src, struct pf_s3_conf *c, char *err,
 	size_t blen, plen;
 
 	if (!src || strncasecmp(src, "s3://", 5) != 0) {
-		seterr(err, errlen, "not an s3:// source (expected "
+		pf_err_set(err, errlen, "not an s3:// source (expected "
 		       "s3://BUCKET[/PREFIX])");
 		return -EINVAL;
 	}
@@ -129,13 +116,13 @@ static int parse_source(const char *src, struct pf_s3_conf *c, char *err,
 	slash = strchr(b, '/');
 	blen = slash ? (size_t)(slash - b) : strlen(b);
 	if (blen == 0) {
-		seterr(err, errlen, "no bucket name in '%.*s' (expected "
+		pf_err_set(err, errlen, "no bucket name in '%.*s' (expected "
 		       "s3://BUCKET[/PREFIX])", SHOW, src);
 		return -EINVAL;
 	}
 	/* Never echo what may be "key:secret@bucket". */
 	if (memchr(b, '@', blen) || memchr(b, ':', blen)) {
-		seterr(err, errlen, "an s3:// source carries no user name, "
+		pf_err_set(err, errlen, "an s3:// source carries no user name, "
 		       "password or port: give credentials in the environment "
 		       "or ~/.aws/credentials and the server with -o "
 		       "endpoint=URL");
@@ -143,7 +130,7 @@ static int parse_source(const char *src, struct pf_s3_conf *c, char *err,
 	}
 	why = bucket_problem(b, blen);
 	if (why) {
-		seterr(err, errlen, "invalid bucket name '%.*s': %s (S3 "
+		pf_err_set(err, errlen, "invalid bucket name '%.*s': %s (S3 "
 		       "bucket names are 3 to 63 lower-case letters, digits, "
 		       "dots and hyphens)", (int)(blen < SHOW ? blen : SHOW),
 		       b, why);
@@ -158,7 +145,7 @@ static int parse_source(const char *src, struct pf_s3_conf *c, char *err,
 		p++;
 	plen = strlen(p);
 	if (plen + 2 > sizeof(c->prefix)) {
-		seterr(err, errlen, "prefix of '%.*s...' is too long (%zu "
+		pf_err_set(err, errlen, "prefix of '%.*s...' is too long (%zu "
 		       "bytes, at most %zu)", SHOW, src, plen,
 		       sizeof(c->prefix) - 2);
 		return -ENAMETOOLONG;
@@ -181,15 +168,18 @@ static int check_region(const char *r, const char *from, char *err,
 		unsigned char ch = (unsigned char)r[i];
 
 		if (!isalnum(ch) && ch != '-' && ch != '_' && ch != '.') {
-			seterr(err, errlen, "bad region '%.*s' (from %s): use "
-			       "letters, digits and hyphens, e.g. us-east-1",
-			       SHOW, r, from);
+			pf_err_set(err, errlen,
+				"bad region '%.*s' (from %s): use "
+				"letters, digits and hyphens, e.g. us-east-1",
+				SHOW, r, from);
 			return -EINVAL;
 		}
 	}
 	if (n >= 64) {
-		seterr(err, errlen, "bad region '%.*s...' (from %s): longer "
-		       "than 63 characters", SHOW, r, from);
+		pf_err_set(err, errlen,
+			"bad region '%.*s...' (from %s): longer "
+			"than 63 characters",
+			SHOW, r, from);
 		return -EINVAL;
 	}
 	return 0;
@@ -220,7 +210,7 @@ static int parse_endpoint(const char *in, const char *from, char *out,
 	size_t len, hlen;
 
 	if (strchr(in, '@')) {
-		seterr(err, errlen, "endpoint (from %s) must not contain a "
+		pf_err_set(err, errlen, "endpoint (from %s) must not contain a "
 		       "user name or password: give credentials in the "
 		       "environment or ~/.aws/credentials", from);
 		return -EINVAL;
@@ -232,21 +222,24 @@ static int parse_endpoint(const char *in, const char *from, char *out,
 		scheme = "http://";
 		hp = in + 7;
 	} else {
-		seterr(err, errlen, "bad endpoint '%.*s' (from %s): it must "
-		       "start with http:// or https://", SHOW, in, from);
+		pf_err_set(err, errlen,
+			"bad endpoint '%.*s' (from %s): it must "
+			"start with http:// or https://",
+			SHOW, in, from);
 		return -EINVAL;
 	}
 	len = strlen(hp);
 	while (len && hp[len - 1] == '/')
 		len--;
 	if (len == 0) {
-		seterr(err, errlen, "bad endpoint '%.*s' (from %s): no host",
-		       SHOW, in, from);
+		pf_err_set(err, errlen,
+			"bad endpoint '%.*s' (from %s): no host", SHOW, in,
+			from);
 		return -EINVAL;
 	}
 	if (memchr(hp, '/', len) || memchr(hp, '?', len) ||
 	    memchr(hp, '#', len)) {
-		seterr(err, errlen, "bad endpoint '%.*s' (from %s): give "
+		pf_err_set(err, errlen, "bad endpoint '%.*s' (from %s): give "
 		       "scheme://host[:port] only, without a path",
 		       SHOW, in, from);
 		return -EINVAL;
@@ -288,7 +281,7 @@ static int parse_endpoint(const char *in, const char *from, char *out,
 			goto bad_port;
 	}
 	if (strlen(scheme) + len + 1 > outlen) {
-		seterr(err, errlen, "endpoint (from %s) is too long", from);
+		pf_err_set(err, errlen, "endpoint (from %s) is too long", from);
 		return -ENAMETOOLONG;
 	}
 	strcpy(out, scheme);
@@ -300,11 +293,11 @@ static int parse_endpoint(const char *in, const char *from, char *out,
 	return 0;
 
 bad_host:
-	seterr(err, errlen, "bad endpoint '%.*s' (from %s): the host must "
+	pf_err_set(err, errlen, "bad endpoint '%.*s' (from %s): the host must "
 	       "be a DNS name, an IPv4 address or [IPv6]", SHOW, in, from);
 	return -EINVAL;
 bad_port:
-	seterr(err, errlen, "bad endpoint '%.*s' (from %s): the port must "
+	pf_err_set(err, errlen, "bad endpoint '%.*s' (from %s): the port must "
 	       "be a number from 1 to 65535", SHOW, in, from);
 	return -EINVAL;
 }
@@ -340,8 +333,8 @@ static bool is_ip_host(const char *ep)
 static int aws_path(pf_env_fn env, const char *var, const char *name,
 		    char *out, size_t outlen, char *err, size_t errlen)
 {
-	const char *v = env_get(env, var);
-	const char *home = env_get(env, "HOME");
+	const char *v = pf_s3_env_get(env, var);
+	const char *home = pf_s3_env_get(env, "HOME");
 	int n;
 
 	out[0] = '\0';
@@ -354,7 +347,7 @@ static int aws_path(pf_env_fn env, const char *var, const char *name,
 	else
 		return 0;	/* no file at all */
 	if (n < 0 || (size_t)n >= outlen) {
-		seterr(err, errlen, "path of the AWS %s file is too long",
+		pf_err_set(err, errlen, "path of the AWS %s file is too long",
 		       name);
 		out[0] = '\0';
 		return -ENAMETOOLONG;
@@ -407,7 +400,7 @@ static int store(char *dst, size_t dstlen, const char *val,
 {
 	if (copy_str(dst, dstlen, val))
 		return 0;
-	seterr(err, errlen, "%s of AWS profile '%s' in %s is too long "
+	pf_err_set(err, errlen, "%s of AWS profile '%s' in %s is too long "
 	       "(%zu bytes, at most %zu)", key, profile, path, strlen(val),
 	       dstlen - 1);
 	return -ENAMETOOLONG;
@@ -511,7 +504,7 @@ static int ini_scan(const char *path, int kind, const char *profile,
 		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
 		ret = -errno;
-		seterr(err, errlen, "cannot read %s: %s", path,
+		pf_err_set(err, errlen, "cannot read %s: %s", path,
 		       strerror(-ret));
 		return ret;
 	}
@@ -526,8 +519,8 @@ static int ini_scan(const char *path, int kind, const char *profile,
 			/* A directory opens, then fails here: EISDIR. */
 			if (ferror(f)) {
 				ret = errno ? -errno : -EIO;
-				seterr(err, errlen, "cannot read %s: %s", path,
-				       strerror(-ret));
+				pf_err_set(err, errlen, "cannot read %s: %s",
+					path, strerror(-ret));
 			}
 			break;
 		}
@@ -585,7 +578,7 @@ static int check_secret(const char *v, const char *what, char *err,
 {
 	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
 		if (*s <= ' ' || *s >= 0x7f) {
-			seterr(err, errlen, "%s contains a blank or a "
+			pf_err_set(err, errlen, "%s contains a blank or a "
 			       "character that is not printable ASCII", what);
 			return -EINVAL;
 		}
@@ -596,15 +589,15 @@ static int check_secret(const char *v, const char *what, char *err,
 static int cred_from_env(pf_env_fn env, struct pf_s3_cred *cr, char *err,
 			 size_t errlen)
 {
-	const char *ak = env_get(env, "AWS_ACCESS_KEY_ID");
-	const char *sk = env_get(env, "AWS_SECRET_ACCESS_KEY");
-	const char *tok = env_get(env, "AWS_SESSION_TOKEN");
+	const char *ak = pf_s3_env_get(env, "AWS_ACCESS_KEY_ID");
+	const char *sk = pf_s3_env_get(env, "AWS_SECRET_ACCESS_KEY");
+	const char *tok = pf_s3_env_get(env, "AWS_SESSION_TOKEN");
 	int ret;
 
 	if (!ak && !sk)
 		return 0;
 	if (!ak || !sk) {
-		seterr(err, errlen, "%s is set but %s is not: set both, or "
+		pf_err_set(err, errlen, "%s is set but %s is not: set both, or "
 		       "neither to use ~/.aws/credentials",
 		       ak ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY",
 		       ak ? "AWS_SECRET_ACCESS_KEY" : "AWS_ACCESS_KEY_ID");
@@ -614,8 +607,9 @@ static int cred_from_env(pf_env_fn env, struct pf_s3_cred *cr, char *err,
 	    !copy_str(cr->secret_key, sizeof(cr->secret_key), sk) ||
 	    !copy_str(cr->session_token, sizeof(cr->session_token),
 		      tok ? tok : "")) {
-		seterr(err, errlen, "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY "
-		       "or AWS_SESSION_TOKEN is too long");
+		pf_err_set(err, errlen,
+			"AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY "
+			"or AWS_SESSION_TOKEN is too long");
 		return -ENAMETOOLONG;
 	}
 	ret = check_secret(ak, "AWS_ACCESS_KEY_ID", err, errlen);
@@ -641,12 +635,13 @@ static int cred_from_prof(const struct pf_aws_profile *p, const char *profile,
 	if (!p->access_key[0] && !p->secret_key[0])
 		return 0;
 	if (!p->access_key[0] || !p->secret_key[0]) {
-		seterr(err, errlen, "AWS profile '%s' in %s has %s but no %s",
-		       profile, path,
-		       p->access_key[0] ? "aws_access_key_id" :
-					  "aws_secret_access_key",
-		       p->access_key[0] ? "aws_secret_access_key" :
-					  "aws_access_key_id");
+		pf_err_set(err, errlen,
+			"AWS profile '%s' in %s has %s but no %s", profile,
+			path,
+			p->access_key[0] ? "aws_access_key_id"
+					 : "aws_secret_access_key",
+			p->access_key[0] ? "aws_secret_access_key"
+					 : "aws_access_key_id");
 		return -ENOKEY;
 	}
 	ret = check_secret(p->access_key, "aws_access_key_id", err, errlen);
@@ -679,7 +674,7 @@ static int check_profile_name(const char *name, const char *from, char *err,
 			      size_t errlen)
 {
 	if (strlen(name) > 128 || strpbrk(name, "[]\r\n")) {
-		seterr(err, errlen, "bad AWS profile name (from %s)", from);
+		pf_err_set(err, errlen, "bad AWS profile name (from %s)", from);
 		return -EINVAL;
 	}
 	return 0;
@@ -710,8 +705,8 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 	if (o->profile && *o->profile) {
 		profile = o->profile;
 		profile_from = "-o profile";
-	} else if (env_get(env, "AWS_PROFILE")) {
-		profile = env_get(env, "AWS_PROFILE");
+	} else if (pf_s3_env_get(env, "AWS_PROFILE")) {
+		profile = pf_s3_env_get(env, "AWS_PROFILE");
 		profile_from = "AWS_PROFILE";
 	}
 	if (profile_from) {
@@ -723,11 +718,11 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 	if (o->region && *o->region) {
 		region = o->region;
 		region_from = "-o region";
-	} else if (env_get(env, "AWS_REGION")) {
-		region = env_get(env, "AWS_REGION");
+	} else if (pf_s3_env_get(env, "AWS_REGION")) {
+		region = pf_s3_env_get(env, "AWS_REGION");
 		region_from = "AWS_REGION";
-	} else if (env_get(env, "AWS_DEFAULT_REGION")) {
-		region = env_get(env, "AWS_DEFAULT_REGION");
+	} else if (pf_s3_env_get(env, "AWS_DEFAULT_REGION")) {
+		region = pf_s3_env_get(env, "AWS_DEFAULT_REGION");
 		region_from = "AWS_DEFAULT_REGION";
 	}
 
@@ -747,7 +742,7 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 			goto out;
 		/* web identity comes before the shared files */
 		if (!out->cred.source[0] &&
-		    env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
+		    pf_s3_env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
 			out->cred.chain = 1;
 	}
 	need_files = profile_from || !region ||
@@ -758,7 +753,7 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 	pg = calloc(1, sizeof(*pg));
 	if (!pc || !pg) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	if (need_files) {
@@ -780,17 +775,19 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		if (profile_from && !pc->found && !pg->found) {
 			ret = -ENOENT;
 			if (!cred_path[0] && !conf_path[0])
-				seterr(err, errlen, "AWS profile '%s' (from "
-				       "%s) not found: HOME is not set, so "
-				       "there is no ~/.aws/credentials or "
-				       "~/.aws/config", profile,
-				       profile_from);
+				pf_err_set(err, errlen,
+					"AWS profile '%s' (from "
+					"%s) not found: HOME is not set, so "
+					"there is no ~/.aws/credentials or "
+					"~/.aws/config",
+					profile, profile_from);
 			else
-				seterr(err, errlen, "AWS profile '%s' (from "
-				       "%s) not found in %s or %s", profile,
-				       profile_from,
-				       cred_path[0] ? cred_path : "(none)",
-				       conf_path[0] ? conf_path : "(none)");
+				pf_err_set(err, errlen,
+					"AWS profile '%s' (from "
+					"%s) not found in %s or %s",
+					profile, profile_from,
+					cred_path[0] ? cred_path : "(none)",
+					conf_path[0] ? conf_path : "(none)");
 			goto out;
 		}
 		if (!region && pg->region[0]) {
@@ -818,12 +815,13 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 			out->cred.chain = 1;
 		} else if (ret == 0) {
 			ret = -ENOKEY;
-			seterr(err, errlen, "AWS profile '%s' (from %s) has no "
-			       "credentials: put aws_access_key_id and "
-			       "aws_secret_access_key, role_arn, "
-			       "credential_process or sso_session in it, or "
-			       "use -o no_sign for a public bucket", profile,
-			       profile_from);
+			pf_err_set(err, errlen,
+				"AWS profile '%s' (from %s) has no "
+				"credentials: put aws_access_key_id and "
+				"aws_secret_access_key, role_arn, "
+				"credential_process or sso_session in it, or "
+				"use -o no_sign for a public bucket",
+				profile, profile_from);
 			goto out;
 		}
 	}
@@ -840,11 +838,11 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 	if (o->endpoint && *o->endpoint) {
 		ep = o->endpoint;
 		ep_from = "-o endpoint";
-	} else if (env_get(env, "AWS_ENDPOINT_URL_S3")) {
-		ep = env_get(env, "AWS_ENDPOINT_URL_S3");
+	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3")) {
+		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3");
 		ep_from = "AWS_ENDPOINT_URL_S3";
-	} else if (env_get(env, "AWS_ENDPOINT_URL")) {
-		ep = env_get(env, "AWS_ENDPOINT_URL");
+	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL")) {
+		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL");
 		ep_from = "AWS_ENDPOINT_URL";
 	} else {
 		ep = NULL;
@@ -870,7 +868,7 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 	} else if (strcmp(o->addressing, "virtual") == 0) {
 		if (is_ip_host(out->endpoint)) {
 			ret = -EINVAL;
-			seterr(err, errlen, "addressing=virtual needs an "
+			pf_err_set(err, errlen, "addressing=virtual needs an "
 			       "endpoint with a DNS name, not an IP address "
 			       "(%s): use addressing=path", out->endpoint);
 			goto out;
@@ -878,8 +876,10 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		out->path_style = 0;
 	} else {
 		ret = -EINVAL;
-		seterr(err, errlen, "bad value for addressing: '%.*s' (path, "
-		       "virtual or auto)", SHOW, o->addressing);
+		pf_err_set(err, errlen,
+			"bad value for addressing: '%.*s' (path, "
+			"virtual or auto)",
+			SHOW, o->addressing);
 		goto out;
 	}
 	ret = 0;
@@ -913,7 +913,7 @@ int pf_s3_profile_read(pf_env_fn env, const char *profile,
 	ps = calloc(1, sizeof(*ps));
 	if (!pc || !pg || !ps) {
 		ret = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
@@ -929,9 +929,10 @@ int pf_s3_profile_read(pf_env_fn env, const char *profile,
 		goto out;
 	if (!pc->found && !pg->found) {
 		ret = -ENOENT;
-		seterr(err, errlen, "AWS profile '%s' not found in %s or %s",
-		       profile, cred_path[0] ? cred_path : "(none)",
-		       conf_path[0] ? conf_path : "(none)");
+		pf_err_set(err, errlen,
+			"AWS profile '%s' not found in %s or %s", profile,
+			cred_path[0] ? cred_path : "(none)",
+			conf_path[0] ? conf_path : "(none)");
 		goto out;
 	}
 	/* the credentials file wins, as for the AWS CLI */
@@ -965,9 +966,11 @@ int pf_s3_profile_read(pf_env_fn env, const char *profile,
 			goto out;
 		if (!ps->found) {
 			ret = -ENOENT;
-			seterr(err, errlen, "sso-session '%s' of AWS profile "
-			       "'%s' not found in %s", p->sso_session,
-			       profile, conf_path[0] ? conf_path : "(none)");
+			pf_err_set(err, errlen,
+				"sso-session '%s' of AWS profile "
+				"'%s' not found in %s",
+				p->sso_session, profile,
+				conf_path[0] ? conf_path : "(none)");
 			goto out;
 		}
 		if (!p->sso_start_url[0])

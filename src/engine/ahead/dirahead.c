@@ -4,7 +4,7 @@
  * tree (or one big file) read in random order that fits the cache.
  *
  * DESIGN
- * The learner sees every reader's open (xfile_opened(), from
+ * The learner sees every reader's open (pf_dirahead_opened(), from
  * pf_efile_open()).  Per directory it keeps the sorted listing (asked of the
  * next-file threads once, NR_LIST) and the names of the last XD_RECENT
  * files opened there.  An open of the file at index j of the listing
@@ -13,18 +13,18 @@
  * readers each on its own directory (one learner each), N ranks taking
  * files i, i+N, i+2N (s = N, or s = 1 while they keep in step) all follow.
  * The open's pid is not known to the engine, so readers are told apart by
- * that sequence alone; but a big file (over xfile_small()) still open is
+ * that sequence alone; but a big file (over dirahead_small()) still open is
  * no file to follow: N readers opening their own shards 0 ... N-1 at once
- * are not one reader in name order (xdir_busy()).  After XD_LEARN opens in
+ * are not one reader in name order (ddir_busy()).  After XD_LEARN opens in
  * a row that follow, each open asks for the files at j + s, j + 2s, ... to
- * be opened and read whole (a big one: its first xfile_small() bytes) by
+ * be opened and read whole (a big one: its first dirahead_small() bytes) by
  * the next-file threads (NR_OPEN, nextfile.c), as many as keep
  * two round trips of the reader's rate in flight: files ahead per reader =
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
  * an open plus a fetch (2 x the opens the engine made) and interval the
  * learned time between two opens of one reader (the directory's interval
  * x s); each reader that opens a file whose read-ahead is still in flight
- * adds two (xfile_late(): a POSIX source opens at once and reads slowly).
+ * adds two (pf_dirahead_late(): a POSIX source opens at once and reads slowly).
  * At most 64 per directory; the ghosts' bounds (max_ghosts files,
  * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
  * both this and the older next file of a sequential stream on or off.
@@ -44,7 +44,7 @@
  * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
  * file as big: pf_fill_random_sure(), so that the first records of a
  * strided reader, RANDOM while they wait in the tracker's scatter, do not
- * start it) is filled the same way (xfile_random_file()).  With a disk
+ * start it) is filled the same way (pf_dirahead_random_file()).  With a disk
  * tier the fill's bytes pass through memory to it (the decorator writes
  * every block it reads, and makes the fill's reads wait when its staging
  * is full); the fill lets the memory of the files it read whole go when
@@ -57,9 +57,9 @@
  * threads wake), so a version pinned by the fill is served about that long
  * at most.
  *
- * Threads: FUSE workers (xfile_opened), the backend's completion thread
- * (xfile_plan), the next-file threads (xfile_listed, xfile_work,
- * xfile_hold); everything under e->lock.
+ * Threads: FUSE workers (pf_dirahead_opened), the backend's completion thread
+ * (pf_dirahead_plan), the next-file threads (pf_dirahead_listed,
+ * pf_dirahead_work, pf_dirahead_hold); everything under e->lock.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -88,7 +88,7 @@ static const char *const fill_state_name[] = {
 	"off", "listing", "running", "done", "stopped", "too_big",
 };
 
-struct xdir {
+struct ddir {
 	char *path;		/* NULL: free slot */
 	struct names ls;	/* sorted, when listed */
 	bool listing;
@@ -108,8 +108,8 @@ struct xdir {
 				 * to a file still being read ahead */
 };
 
-struct xfile {
-	struct xdir dirs[XD_DIRS];
+struct dirahead {
+	struct ddir dirs[XD_DIRS];
 	uint64_t lat_ns;	/* learned open of a file ahead */
 	uint32_t hist;		/* last FILL_WINDOW opens: 1 = followed */
 	unsigned nhist;
@@ -139,16 +139,16 @@ struct xfile {
 				 * reader may have brought some back) */
 };
 
-int xfile_new(struct pf_engine *e)
+int pf_dirahead_new(struct pf_engine *e)
 {
-	e->xf = calloc(1, sizeof(*e->xf));
-	return e->xf ? 0 : -1;
+	e->da = calloc(1, sizeof(*e->da));
+	return e->da ? 0 : -1;
 }
 
-static void xdir_clear(struct xdir *d)
+static void ddir_clear(struct ddir *d)
 {
 	free(d->path);
-	names_clear(&d->ls);
+	pf_next_names_clear(&d->ls);
 	free(d->ls.v);
 	free(d->ls.size);
 	for (unsigned i = 0; i < XD_RECENT; i++)
@@ -157,41 +157,41 @@ static void xdir_clear(struct xdir *d)
 }
 
 /* After next_stop() (no held file is left). */
-void xfile_free(struct pf_engine *e)
+void pf_dirahead_free(struct pf_engine *e)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 
-	if (!xf)
+	if (!da)
 		return;
 	for (unsigned i = 0; i < XD_DIRS; i++)
-		xdir_clear(&xf->dirs[i]);
-	names_clear(&xf->list);
-	free(xf->list.v);
-	free(xf->list.size);
-	free(xf->root);
-	free(xf->froot);
-	free(xf->held);
-	free(xf->pend);
-	free(xf);
-	e->xf = NULL;
+		ddir_clear(&da->dirs[i]);
+	pf_next_names_clear(&da->list);
+	free(da->list.v);
+	free(da->list.size);
+	free(da->root);
+	free(da->froot);
+	free(da->held);
+	free(da->pend);
+	free(da);
+	e->da = NULL;
 }
 
-void xfile_latency(struct pf_engine *e, uint64_t ns)
+void pf_dirahead_latency(struct pf_engine *e, uint64_t ns)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 
-	xf->lat_ns = xf->lat_ns ? (3 * xf->lat_ns + ns) / 4 : ns;
+	da->lat_ns = da->lat_ns ? (3 * da->lat_ns + ns) / 4 : ns;
 }
 
 /* ---- the learner ------------------------------------------------------ */
 
-static struct xdir *xdir_get(struct xfile *xf, const char *dir, size_t dlen,
+static struct ddir *ddir_get(struct dirahead *da, const char *dir, size_t dlen,
 			     uint64_t now)
 {
-	struct xdir *old = &xf->dirs[0];
+	struct ddir *old = &da->dirs[0];
 
 	for (unsigned i = 0; i < XD_DIRS; i++) {
-		struct xdir *d = &xf->dirs[i];
+		struct ddir *d = &da->dirs[i];
 
 		if (d->path && strlen(d->path) == dlen &&
 		    memcmp(d->path, dir, dlen) == 0) {
@@ -203,7 +203,7 @@ static struct xdir *xdir_get(struct xfile *xf, const char *dir, size_t dlen,
 	}
 	if (old->path && old->listing)
 		return NULL;	/* its listing is on its way: keep it */
-	xdir_clear(old);
+	ddir_clear(old);
 	old->path = strndup(dir, dlen);
 	if (!old->path)
 		return NULL;
@@ -213,7 +213,7 @@ static struct xdir *xdir_get(struct xfile *xf, const char *dir, size_t dlen,
 	return old;
 }
 
-static long xdir_index(const struct xdir *d, const char *base)
+static long ddir_index(const struct ddir *d, const char *base)
 {
 	size_t lo = 0;
 	size_t hi = d->ls.n;
@@ -233,15 +233,15 @@ static long xdir_index(const struct xdir *d, const char *base)
 }
 
 /* The k-th latest open of @d (k = 0: the latest), -1 if none or unlisted. */
-static long xdir_recent(const struct xdir *d, unsigned k)
+static long ddir_recent(const struct ddir *d, unsigned k)
 {
 	if (k >= d->rn)
 		return -1;
-	return xdir_index(d, d->recent[(d->rpos + XD_RECENT - 1 - k) %
+	return ddir_index(d, d->recent[(d->rpos + XD_RECENT - 1 - k) %
 				       XD_RECENT]);
 }
 
-static void xdir_remember(struct xdir *d, const char *base)
+static void ddir_remember(struct ddir *d, const char *base)
 {
 	char *s = strdup(base);
 
@@ -256,7 +256,7 @@ static void xdir_remember(struct xdir *d, const char *base)
 
 /* Files up to this size are read ahead whole; of a bigger one, this much:
  * the early windows of its reader (2 x min_window, at least 4 fetches). */
-static uint64_t xfile_small(const struct pf_engine *e)
+static uint64_t dirahead_small(const struct pf_engine *e)
 {
 	uint64_t w = 2 * e->plan.min_window;
 
@@ -264,7 +264,7 @@ static uint64_t xfile_small(const struct pf_engine *e)
 }
 
 /* The path of file @i of @d's listing (malloc'd), or NULL. */
-static char *xdir_path(const struct xdir *d, long i)
+static char *ddir_path(const struct ddir *d, long i)
 {
 	char *path;
 	int ret;
@@ -284,39 +284,39 @@ static char *xdir_path(const struct xdir *d, long i)
  * closed before the next is opened.  Small files may be open at once (N
  * ranks in step), and are cheap if wrong.
  */
-static bool xdir_busy(struct pf_engine *e, const struct xdir *d, long i)
+static bool ddir_busy(struct pf_engine *e, const struct ddir *d, long i)
 {
 	const struct pf_efile *f;
 	char *path;
 
-	if (i < 0 || i >= (long)d->ls.n || d->ls.size[i] <= xfile_small(e))
+	if (i < 0 || i >= (long)d->ls.n || d->ls.size[i] <= dirahead_small(e))
 		return false;
-	path = xdir_path(d, i);
+	path = ddir_path(d, i);
 	if (!path)
 		return false;
-	f = efile_lookup(e, path);
+	f = pf_efile_lookup(e, path);
 	free(path);
 	return f && f->opens > 0;
 }
 
 /* The stride @j follows with, 0 if none; -1 when @j was opened lately. */
-static int xdir_follows(struct pf_engine *e, const struct xdir *d, long j)
+static int ddir_follows(struct pf_engine *e, const struct ddir *d, long j)
 {
 	for (unsigned k = 0; k < d->rn; k++)
-		if (xdir_recent(d, k) == j)
+		if (ddir_recent(d, k) == j)
 			return -1;
 	/* N readers at stride N opened j - N about N opens ago: allow one
 	 * open of drift either way, no more (a shuffled reader of a small
 	 * directory would "follow" too often) */
 	for (unsigned s = 1; s <= XD_STRIDE; s++)
 		for (unsigned k = s >= 2 ? s - 2 : 0; k <= s && k < d->rn; k++)
-			if (xdir_recent(d, k) == j - (long)s &&
-			    !xdir_busy(e, d, j - (long)s))
+			if (ddir_recent(d, k) == j - (long)s &&
+			    !ddir_busy(e, d, j - (long)s))
 				return (int)s;
 	return 0;
 }
 
-static bool xdir_was_asked(struct xdir *d, long idx)
+static bool ddir_was_asked(struct ddir *d, long idx)
 {
 	for (unsigned i = 0; i < XD_ASKED; i++)
 		if (d->asked[i] == idx)
@@ -331,7 +331,7 @@ static bool xdir_was_asked(struct xdir *d, long idx)
  * DESIGN), from the learned open latency, the interval between opens of
  * the directory and the stride; at most @max.  Pure, for the tests.
  */
-unsigned pf_xfile_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
+unsigned pf_dirahead_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 			unsigned max)
 {
 	uint64_t lat = 2 * open_ns;
@@ -367,10 +367,10 @@ bool pf_fill_random_sure(const struct pf_tracker *t,
 	return true;
 }
 
-static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
+static unsigned ddir_ahead(const struct pf_engine *e, const struct ddir *d)
 {
 	unsigned max = e->max_ghosts / 4 < 64 ? e->max_ghosts / 4 : 64;
-	unsigned n = pf_xfile_ahead(e->xf->lat_ns, d->gap_ns, d->stride,
+	unsigned n = pf_dirahead_ahead(e->da->lat_ns, d->gap_ns, d->stride,
 				    max) + d->extra;
 
 	return n < max ? n : max;
@@ -381,15 +381,15 @@ static unsigned xdir_ahead(const struct pf_engine *e, const struct xdir *d)
  * read-ahead was in.  The open's latency underestimates a fetch's (a POSIX
  * source opens at once but reads slowly): go two files further ahead.
  */
-void xfile_late(struct pf_engine *e, const struct pf_efile *f)
+void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f)
 {
 	const char *slash = strrchr(f->path, '/');
 	size_t dlen = slash ? (size_t)(slash - f->path) : 0;
 
-	if (!e->xf)
+	if (!e->da)
 		return;
 	for (unsigned i = 0; i < XD_DIRS; i++) {
-		struct xdir *d = &e->xf->dirs[i];
+		struct ddir *d = &e->da->dirs[i];
 
 		if (d->path && strlen(d->path) == dlen &&
 		    memcmp(d->path, f->path, dlen) == 0) {
@@ -401,11 +401,11 @@ void xfile_late(struct pf_engine *e, const struct pf_efile *f)
 }
 
 /* Ask for the files after index @j at stride d->stride. */
-static void xdir_ask(struct pf_engine *e, struct xdir *d, long j)
+static void ddir_ask(struct pf_engine *e, struct ddir *d, long j)
 {
-	unsigned ahead = xdir_ahead(e, d);
+	unsigned ahead = ddir_ahead(e, d);
 
-	e->xf->learned++;
+	e->da->learned++;
 	for (unsigned k = 1; k <= ahead; k++) {
 		long idx = j + (long)k * d->stride;
 		struct pf_efile *f;
@@ -413,20 +413,20 @@ static void xdir_ask(struct pf_engine *e, struct xdir *d, long j)
 
 		if (idx >= (long)d->ls.n)
 			break;
-		if (xdir_was_asked(d, idx))
+		if (ddir_was_asked(d, idx))
 			continue;
-		path = xdir_path(d, idx);
+		path = ddir_path(d, idx);
 		if (!path)
 			return;
-		f = efile_lookup(e, path);
+		f = pf_efile_lookup(e, path);
 		if (!f || !(f->opens || f->ghost || f->held ||
 			    block_find(e, f, 0))) {
 			/* a small file whole, a big one its first
 			 * windows: its reader's stream reads on */
-			next_push(e, NR_OPEN, path, strlen(path),
-				  d->ls.size[idx] < xfile_small(e) ?
-					  d->ls.size[idx] : xfile_small(e));
-			e->xf->asked++;
+			pf_next_push(e, NR_OPEN, path, strlen(path),
+				  d->ls.size[idx] < dirahead_small(e) ?
+					  d->ls.size[idx] : dirahead_small(e));
+			e->da->asked++;
 		}
 		free(path);
 	}
@@ -436,89 +436,89 @@ static void fill_start_listing(struct pf_engine *e);
 static void fill_stop(struct pf_engine *e, const char *why);
 
 /* The outcome of one open of a listed file, for the fill's decision. */
-static void xfile_outcome(struct pf_engine *e, bool followed, const char *dir,
+static void dirahead_outcome(struct pf_engine *e, bool followed, const char *dir,
 			  size_t dlen)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	unsigned random;
 
-	xf->hist = (xf->hist << 1) | (followed ? 1u : 0u);
-	if (xf->nhist < FILL_WINDOW)
-		xf->nhist++;
+	da->hist = (da->hist << 1) | (followed ? 1u : 0u);
+	if (da->nhist < FILL_WINDOW)
+		da->nhist++;
 	if (!followed) {
-		if (!xf->root) {
-			xf->root = strndup(dir, dlen);
+		if (!da->root) {
+			da->root = strndup(dir, dlen);
 		} else {
 			/* the longest common directory prefix */
 			size_t n = 0;
 			size_t cut = 0;
 
-			while (xf->root[n] && n < dlen && xf->root[n] == dir[n])
+			while (da->root[n] && n < dlen && da->root[n] == dir[n])
 				n++;
-			if ((!xf->root[n] && (n == dlen || dir[n] == '/')) ||
-			    (n == dlen && xf->root[n] == '/'))
+			if ((!da->root[n] && (n == dlen || dir[n] == '/')) ||
+			    (n == dlen && da->root[n] == '/'))
 				cut = n;
 			else
 				for (size_t i = 0; i < n; i++)
 					if (dir[i] == '/')
 						cut = i;
-			xf->root[cut] = '\0';
+			da->root[cut] = '\0';
 		}
 	}
-	if (xf->nhist < FILL_WINDOW)
+	if (da->nhist < FILL_WINDOW)
 		return;
 	random = FILL_WINDOW -
-		 (unsigned)__builtin_popcount(xf->hist &
+		 (unsigned)__builtin_popcount(da->hist &
 					      ((1u << FILL_WINDOW) - 1));
-	if (random >= FILL_RANDOM_OF && xf->state == FILL_OFF && xf->root)
+	if (random >= FILL_RANDOM_OF && da->state == FILL_OFF && da->root)
 		fill_start_listing(e);
 	else if (random <= FILL_WINDOW - FILL_RANDOM_OF &&
-		 (xf->state == FILL_RUNNING || xf->state == FILL_LISTING) &&
-		 !xf->single)
+		 (da->state == FILL_RUNNING || da->state == FILL_LISTING) &&
+		 !da->single)
 		fill_stop(e, "the readers open files in order now");
 }
 
 /* An open of @base in listed directory @d; @ask: ask for what follows. */
-static void xdir_learn(struct pf_engine *e, struct xdir *d, const char *base,
+static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 		       bool ask)
 {
-	long j = xdir_index(d, base);
+	long j = ddir_index(d, base);
 	int s;
 
 	if (j < 0)
 		return;
-	s = xdir_follows(e, d, j);
+	s = ddir_follows(e, d, j);
 	if (s < 0)
 		return;		/* opened again: tells nothing */
-	xdir_remember(d, base);
+	ddir_remember(d, base);
 	if (s > 0) {
 		d->stride = (unsigned)s;
 		d->runs++;
 	} else {
 		d->runs = 0;
 	}
-	xfile_outcome(e, s > 0, d->path, strlen(d->path));
+	dirahead_outcome(e, s > 0, d->path, strlen(d->path));
 	if (ask && d->runs >= XD_LEARN && e->cfg.next_file)
-		xdir_ask(e, d, j);
+		ddir_ask(e, d, j);
 }
 
 /* Under the lock, after a reader's open of @f succeeded. */
-void xfile_opened(struct pf_engine *e, struct pf_efile *f)
+void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	const char *slash;
 	const char *base;
 	uint64_t now;
 	size_t dlen;
-	struct xdir *d;
+	struct ddir *d;
 
-	if (!xf || !e->cfg.prefetch || !e->next_running || e->stopping)
+	if (!da || !e->cfg.prefetch || !e->next_running || e->stopping)
 		return;
 	slash = strrchr(f->path, '/');
 	dlen = slash ? (size_t)(slash - f->path) : 0;
 	base = slash ? slash + 1 : f->path;
 	now = engine_now(e);
-	d = xdir_get(xf, f->path, dlen, now);
+	d = ddir_get(da, f->path, dlen, now);
 	if (!d)
 		return;
 	if (d->last_ns) {
@@ -530,14 +530,14 @@ void xfile_opened(struct pf_engine *e, struct pf_efile *f)
 	if (!d->listed || now - d->listed_ns > XD_RELIST_NS) {
 		if (!d->listing) {
 			d->listing = true;
-			next_push(e, NR_LIST, d->path, dlen, 0);
+			pf_next_push(e, NR_LIST, d->path, dlen, 0);
 		}
 		if (!d->listed) {
-			xdir_remember(d, base);
+			ddir_remember(d, base);
 			return;
 		}
 	}
-	xdir_learn(e, d, base, true);
+	ddir_learn(e, d, base, true);
 }
 
 /* ---- the fill ---------------------------------------------------------- */
@@ -562,18 +562,18 @@ static uint64_t fill_budget(const struct pf_engine *e, bool *memory)
 
 static void fill_start_listing(struct pf_engine *e)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 
-	if (!e->cfg.fill || xf->state != FILL_OFF)
+	if (!e->cfg.fill || da->state != FILL_OFF)
 		return;
-	xf->state = FILL_LISTING;
-	free(xf->froot);
-	xf->froot = strdup(xf->root);
-	if (!xf->froot) {
-		xf->state = FILL_OFF;
+	da->state = FILL_LISTING;
+	free(da->froot);
+	da->froot = strdup(da->root);
+	if (!da->froot) {
+		da->state = FILL_OFF;
 		return;
 	}
-	next_push(e, NR_TREE, xf->froot, strlen(xf->froot), 0);
+	pf_next_push(e, NR_TREE, da->froot, strlen(da->froot), 0);
 }
 
 static uint64_t resident(const struct pf_efile *f)
@@ -616,63 +616,63 @@ static void held_release(struct pf_engine *e, struct pf_efile *f)
 	f->held = false;
 	f->fill_pending = false;
 	if (--f->opens == 0) {
-		bfile_ref_put(f->cur);
+		pf_fetch_bfile_ref_put(f->cur);
 		f->cur = NULL;
 	}
 	f->refs--;
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 }
 
 /* Lets every held file go (their blocks stay while readers hold the
  * files, as any cached block). */
-void xfile_release_all(struct pf_engine *e)
+void pf_dirahead_release_all(struct pf_engine *e)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	uint64_t done = 0;
 	bool memory;
 
 	fill_budget(e, &memory);
-	for (size_t i = 0; i < xf->nheld; i++)
-		done += filled(xf->held[i], memory);
-	if (xf->nheld)
-		xf->bytes_done = done;
-	xf->npend = 0;
-	xf->shed = 0;
-	while (xf->nheld)
-		held_release(e, xf->held[--xf->nheld]);
+	for (size_t i = 0; i < da->nheld; i++)
+		done += filled(da->held[i], memory);
+	if (da->nheld)
+		da->bytes_done = done;
+	da->npend = 0;
+	da->shed = 0;
+	while (da->nheld)
+		held_release(e, da->held[--da->nheld]);
 }
 
 static void fill_stop(struct pf_engine *e, const char *why)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 
 	pf_info("background fill of %s stopped: %s",
-		xf->froot && xf->froot[0] ? xf->froot : "/", why);
-	xf->state = FILL_STOPPED;
-	names_clear(&xf->list);
-	xf->next = 0;
-	xfile_release_all(e);
+		da->froot && da->froot[0] ? da->froot : "/", why);
+	da->state = FILL_STOPPED;
+	pf_next_names_clear(&da->list);
+	da->next = 0;
+	pf_dirahead_release_all(e);
 }
 
 /* On a next-file thread, under the lock: a listing asked for arrived. */
-void xfile_listed(struct pf_engine *e, const struct next_req *r,
+void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	uint64_t total = 0;
 	uint64_t budget;
 	bool memory;
 
 	if (r->kind == NR_LIST) {
 		for (unsigned i = 0; i < XD_DIRS; i++) {
-			struct xdir *d = &xf->dirs[i];
+			struct ddir *d = &da->dirs[i];
 
 			if (!d->path || strcmp(d->path, r->path) != 0)
 				continue;
 			d->listing = false;
 			if (err < 0)
 				return;
-			names_clear(&d->ls);
+			pf_next_names_clear(&d->ls);
 			free(d->ls.v);
 			free(d->ls.size);
 			d->ls = *ns;
@@ -694,7 +694,7 @@ void xfile_listed(struct pf_engine *e, const struct next_req *r,
 				d->rpos = 0;
 				d->listed = true;
 				for (unsigned k = 0; k < n; k++) {
-					xdir_learn(e, d, old[k], k + 1 == n);
+					ddir_learn(e, d, old[k], k + 1 == n);
 					free(old[k]);
 				}
 			}
@@ -702,69 +702,69 @@ void xfile_listed(struct pf_engine *e, const struct next_req *r,
 		}
 		return;
 	}
-	if (xf->state != FILL_LISTING || !xf->froot ||
-	    strcmp(xf->froot, r->path) != 0)
+	if (da->state != FILL_LISTING || !da->froot ||
+	    strcmp(da->froot, r->path) != 0)
 		return;
 	if (err < 0 || !ns->n) {
-		xf->state = FILL_STOPPED;
+		da->state = FILL_STOPPED;
 		return;
 	}
 	for (size_t i = 0; i < ns->n; i++)
 		total += ns->size[i];
 	budget = fill_budget(e, &memory);
-	xf->bytes_total = total;
+	da->bytes_total = total;
 	if (total > budget) {
 		pf_info("shuffled readers of %s: %" PRIu64 " bytes do not fit "
 			"the cache (%" PRIu64 "), no background fill",
-			xf->froot[0] ? xf->froot : "/", total, budget);
-		xf->state = FILL_TOO_BIG;
+			da->froot[0] ? da->froot : "/", total, budget);
+		da->state = FILL_TOO_BIG;
 		return;
 	}
 	pf_info("shuffled readers of %s: filling its %zu files (%" PRIu64
-		" bytes) in the background", xf->froot[0] ? xf->froot : "/",
+		" bytes) in the background", da->froot[0] ? da->froot : "/",
 		ns->n, total);
-	names_clear(&xf->list);
-	free(xf->list.v);
-	free(xf->list.size);
-	xf->list = *ns;
+	pf_next_names_clear(&da->list);
+	free(da->list.v);
+	free(da->list.size);
+	da->list = *ns;
 	memset(ns, 0, sizeof(*ns));
-	xf->next = 0;
-	xf->single = false;
-	xf->state = FILL_RUNNING;
-	xf->unused0 = e->tot.bytes_unused;
-	xf->t0 = engine_now(e);
-	opener_wake(e, true);
+	da->next = 0;
+	da->single = false;
+	da->state = FILL_RUNNING;
+	da->unused0 = e->tot.bytes_unused;
+	da->t0 = engine_now(e);
+	pf_opener_wake(e, true);
 }
 
 /* Under the lock: one big file read at random offsets is filled whole. */
-void xfile_random_file(struct pf_engine *e, struct pf_efile *f,
+void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
 		       const struct pf_stream *st, struct deferred *later)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	uint64_t budget;
 	bool memory;
 
-	if (!xf || !e->cfg.fill || xf->state != FILL_OFF || f->held ||
+	if (!da || !e->cfg.fill || da->state != FILL_OFF || f->held ||
 	    f->ghost || !f->cur || f->size < 8 * e->cfg.fetch_size ||
 	    !pf_fill_random_sure(f->tracker, st))
 		return;
 	budget = fill_budget(e, &memory);
-	free(xf->froot);
-	xf->froot = strdup(f->path);
-	xf->bytes_total = f->size;
+	free(da->froot);
+	da->froot = strdup(f->path);
+	da->bytes_total = f->size;
 	if (f->size > budget) {
-		xf->state = FILL_TOO_BIG;
+		da->state = FILL_TOO_BIG;
 		return;
 	}
 	pf_info("random reader of %s: filling it (%" PRIu64
 		" bytes) in the background", f->path, f->size);
-	xf->single = true;
-	xf->state = FILL_RUNNING;
-	xf->unused0 = e->tot.bytes_unused;
-	xf->t0 = engine_now(e);
+	da->single = true;
+	da->state = FILL_RUNNING;
+	da->unused0 = e->tot.bytes_unused;
+	da->t0 = engine_now(e);
 	f->refs++;
 	f->opens++;
-	xfile_hold(e, f, later);
+	pf_dirahead_hold(e, f, later);
 }
 
 static bool grow(void *pv, size_t *cap, size_t n, size_t sz)
@@ -784,32 +784,32 @@ static bool grow(void *pv, size_t *cap, size_t n, size_t sz)
 
 /* Under the lock: @f, opened for the fill (an open and a reference are
  * the fill's), is held and read whole. */
-void xfile_hold(struct pf_engine *e, struct pf_efile *f,
+void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 
-	if (xf->state != FILL_RUNNING ||
-	    !grow(&xf->held, &xf->cheld, xf->nheld, sizeof(*xf->held)) ||
-	    !grow(&xf->pend, &xf->cpend, xf->npend, sizeof(*xf->pend))) {
+	if (da->state != FILL_RUNNING ||
+	    !grow(&da->held, &da->cheld, da->nheld, sizeof(*da->held)) ||
+	    !grow(&da->pend, &da->cpend, da->npend, sizeof(*da->pend))) {
 		held_release(e, f);
 		return;
 	}
 	f->held = true;
-	xf->held[xf->nheld++] = f;
+	da->held[da->nheld++] = f;
 	/* a disk tier that holds the file whole (a remount's fill): held for
 	 * the reader's open, nothing to read */
 	if (e->be->ops->holds && f->cur &&
 	    e->be->ops->holds(e->be, f->cur->bf, f->size)) {
-		xf->on_disk++;
-		opener_wake(e, false);
+		da->on_disk++;
+		pf_opener_wake(e, false);
 		return;
 	}
 	f->fill_pending = true;
 	f->ghost_upto = 0;
 	f->ghost_want = f->size;
-	xf->pend[xf->npend++] = f;
-	xfile_plan(e, later);
+	da->pend[da->npend++] = f;
+	pf_dirahead_plan(e, later);
 }
 
 /*
@@ -822,53 +822,53 @@ void xfile_hold(struct pf_engine *e, struct pf_efile *f,
  */
 static void fill_shed(struct pf_engine *e)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	size_t max = pf_pool_max(e->pool);
 
 	bool prefix = true;
 
 	if (pf_pool_in_use(e->pool) <= max / 2)
 		return;
-	for (size_t i = xf->shed;
-	     i < xf->nheld && pf_pool_in_use(e->pool) > max / 4; i++) {
-		struct pf_efile *f = xf->held[i];
+	for (size_t i = da->shed;
+	     i < da->nheld && pf_pool_in_use(e->pool) > max / 4; i++) {
+		struct pf_efile *f = da->held[i];
 
 		if (f->fill_pending || filled(f, false) != f->size) {
 			prefix = false;	/* still being read: later */
 			continue;
 		}
-		file_drop_blocks(e, f);
+		pf_cache_file_drop_blocks(e, f);
 		if (prefix)
-			xf->shed = i + 1;
+			da->shed = i + 1;
 	}
 }
 
 /* Under the lock: read ahead what the fill's files still lack, as much as
  * fetch_room() allows (it keeps slots for demand reads). */
-void xfile_plan(struct pf_engine *e, struct deferred *later)
+void pf_dirahead_plan(struct pf_engine *e, struct deferred *later)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	size_t i = 0;
 	bool memory;
 
-	if (!xf || !xf->npend || e->stopping)
+	if (!da || !da->npend || e->stopping)
 		return;
 	fill_budget(e, &memory);
 	if (!memory)
 		fill_shed(e);
-	while (i < xf->npend) {
-		struct pf_efile *f = xf->pend[i];
+	while (i < da->npend) {
+		struct pf_efile *f = da->pend[i];
 		struct fetch_builder fb = { .fill = true };
 		struct cover c = { 0 };
 
-		f->ghost_upto = cover_range(e, f, f->ghost_upto, f->size, &c,
+		f->ghost_upto = pf_cover_range(e, f, f->ghost_upto, f->size, &c,
 					    &fb, later);
-		fetch_builder_flush(e, &fb, later);
+		pf_fetch_builder_flush(e, &fb, later);
 		if (f->ghost_upto < f->size)
 			break;
 		f->fill_pending = false;
-		xf->pend[i] = xf->pend[--xf->npend];
-		opener_wake(e, false);
+		da->pend[i] = da->pend[--da->npend];
+		pf_opener_wake(e, false);
 	}
 }
 
@@ -876,9 +876,9 @@ void xfile_plan(struct pf_engine *e, struct deferred *later)
  * On a next-file thread, under the lock (released while it opens): one
  * step of the fill, when one is due.  Returns true when it did one.
  */
-bool xfile_work(struct pf_engine *e)
+bool pf_dirahead_work(struct pf_engine *e)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	/* opens (a round trip each) do not take fetch slots: twice as many
 	 * files opening or waiting for a slot as read-ahead may have
 	 * requests in flight (a small file is one) keep the slots busy */
@@ -888,73 +888,73 @@ bool xfile_work(struct pf_engine *e)
 	char *path;
 	uint64_t size;
 
-	if (!xf || (xf->state != FILL_RUNNING && xf->state != FILL_DONE) ||
-	    e->stopping || !opener_running(e))
+	if (!da || (da->state != FILL_RUNNING && da->state != FILL_DONE) ||
+	    e->stopping || !pf_opener_running(e))
 		return false;
 	now = engine_now(e);
-	if (xf->nheld && now - xf->t0 > FILL_HOLD_NS) {
+	if (da->nheld && now - da->t0 > FILL_HOLD_NS) {
 		/* versions pinned that long ago: let readers open anew */
-		xfile_release_all(e);
+		pf_dirahead_release_all(e);
 		return false;
 	}
-	if (xf->state != FILL_RUNNING)
+	if (da->state != FILL_RUNNING)
 		return false;
 	fill_budget(e, &memory);
-	if (memory && e->tot.bytes_unused - xf->unused0 >
-			      xf->bytes_total / 8 + 16ull * e->bs) {
+	if (memory && e->tot.bytes_unused - da->unused0 >
+			      da->bytes_total / 8 + 16ull * e->bs) {
 		fill_stop(e, "it no longer fits in memory");
 		return false;
 	}
-	if (xf->single || xf->next >= xf->list.n) {
-		if (!xf->opening && !xf->npend) {
-			xf->state = FILL_DONE;
+	if (da->single || da->next >= da->list.n) {
+		if (!da->opening && !da->npend) {
+			da->state = FILL_DONE;
 			pf_info("background fill of %s done",
-				xf->froot[0] ? xf->froot : "/");
+				da->froot[0] ? da->froot : "/");
 		}
 		return false;
 	}
-	if (xf->opening + xf->npend >= ahead)
+	if (da->opening + da->npend >= ahead)
 		return false;
-	path = strdup(xf->list.v[xf->next]);
-	size = xf->list.size[xf->next];
-	xf->next++;
+	path = strdup(da->list.v[da->next]);
+	size = da->list.size[da->next];
+	da->next++;
 	if (!path)
 		return false;
-	xf->opening++;
+	da->opening++;
 	pthread_mutex_unlock(&e->lock);
-	ghost_open(e, path, size, true);
+	pf_next_ghost_open(e, path, size, true);
 	free(path);
 	pthread_mutex_lock(&e->lock);
-	xf->opening--;
+	da->opening--;
 	return true;
 }
 
 /* Under the lock: the learner's and the fill's part of the stats file. */
-void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
 {
-	struct xfile *xf = e->xf;
+	struct dirahead *da = e->da;
 	unsigned learned = 0;
 	uint64_t done;
 	bool memory;
 
-	if (!xf)
+	if (!da)
 		return;
 	for (unsigned i = 0; i < XD_DIRS; i++)
-		if (xf->dirs[i].path && xf->dirs[i].runs >= XD_LEARN)
+		if (da->dirs[i].path && da->dirs[i].runs >= XD_LEARN)
 			learned++;
-	done = xf->bytes_done;
-	if (xf->nheld) {
+	done = da->bytes_done;
+	if (da->nheld) {
 		fill_budget(e, &memory);
 		done = 0;
-		for (size_t i = 0; i < xf->nheld; i++)
-			done += filled(xf->held[i], memory);
+		for (size_t i = 0; i < da->nheld; i++)
+			done += filled(da->held[i], memory);
 	}
 	pf_strbuf_addf(sb,
-		       ",\n  \"xfile\": {\"dirs_in_order\": %u, \"asked\": %"
+		       ",\n  \"dirahead\": {\"dirs_in_order\": %u, \"asked\": %"
 		       PRIu64 ", \"files_ahead\": %u, \"taken\": %" PRIu64
 		       ", \"latency_ms\": %.1f}",
-		       learned, xf->asked, e->nghosts, e->tot.next_taken,
-		       (double)xf->lat_ns / 1e6);
+		       learned, da->asked, e->nghosts, e->tot.next_taken,
+		       (double)da->lat_ns / 1e6);
 	/* the tiers: memory here; a disk tier (a backend decorator) reports
 	 * its own in "transport" */
 	pf_strbuf_addf(sb,
@@ -964,12 +964,12 @@ void xfile_stats(struct pf_engine *e, struct pf_strbuf *sb)
 		       e->tot.hits, e->tot.misses,
 		       (uint64_t)pf_pool_in_use(e->pool) * e->bs);
 	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
-		       fill_state_name[xf->state]);
-	pf_strbuf_add_json(sb, xf->froot ? xf->froot : "");
+		       fill_state_name[da->state]);
+	pf_strbuf_add_json(sb, da->froot ? da->froot : "");
 	pf_strbuf_addf(sb,
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
 		       PRIu64 ", \"bytes_done\": %" PRIu64
 		       ", \"bytes_total\": %" PRIu64 "}",
-		       xf->single ? (size_t)1 : xf->list.n, xf->nheld,
-		       xf->on_disk, done, xf->bytes_total);
+		       da->single ? (size_t)1 : da->list.n, da->nheld,
+		       da->on_disk, done, da->bytes_total);
 }

@@ -34,11 +34,11 @@
  * sizes, are held this way: a new one lets the oldest go if its reader did
  * not come within GHOST_FRESH_NS (its blocks are unread read-ahead, the
  * first memory evicted, counted as unused), else is let go itself.  With
- * nothing queued the pool runs the background fill's steps (xfile_work()).
+ * nothing queued the pool runs the background fill's steps (pf_dirahead_work()).
  *
- * Threads: the opener threads (next_job, ghost_open) list and open; READ
- * and completion threads ask (next_ask, next_push) and plan ghosts'
- * read-ahead, under e->lock.  next_stop() runs on the thread that shuts
+ * Threads: the opener threads (next_job, pf_next_ghost_open) list and open;
+ * READ and completion threads ask (pf_next_ask, pf_next_push) and plan ghosts'
+ * read-ahead, under e->lock.  pf_next_stop() runs on the thread that shuts
  * down, after opener_stop(): no job runs any more.  Locks: e->lock only
  * (the requests, the ghosts and the listing cache).
  */
@@ -58,7 +58,7 @@
 static void next_job(struct pf_engine *e, struct opener_job *j, bool cancel);
 
 /* Under the lock: queue a request for the opener pool. */
-void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
+void pf_next_push(struct pf_engine *e, int kind, const char *path, size_t len,
 	       uint64_t want)
 {
 	struct next_req *r;
@@ -76,22 +76,22 @@ void next_push(struct pf_engine *e, int kind, const char *path, size_t len,
 	/* the learner's opens are needed soonest: in order, before every
 	 * listing and next file */
 	r->job.prio = kind == NR_OPEN ? OPEN_PREDICTED : OPEN_SPECULATIVE;
-	if (!opener_submit(e, &r->job))
+	if (!pf_opener_submit(e, &r->job))
 		free(r);
 }
 
 /* Under the lock: ask the next-file threads for @f's successor. */
-void next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
+void pf_next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want)
 {
 	f->next_asked = true;
 	if (!e->cfg.next_file || f->ghost || f->held)
 		return;
-	next_push(e, NR_NEXT, f->path, strlen(f->path), want);
+	pf_next_push(e, NR_NEXT, f->path, strlen(f->path), want);
 	e->tot.next_asks++;
 }
 
 /* Under the lock: plan the read-ahead of ghost @f that is still missing. */
-void ghost_plan(struct pf_engine *e, struct pf_efile *f,
+void pf_next_ghost_plan(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later)
 {
 	struct fetch_builder fb = { 0 };
@@ -103,19 +103,20 @@ void ghost_plan(struct pf_engine *e, struct pf_efile *f,
 		end = f->size;
 	if (e->stopping || f->ghost_upto >= f->ghost_want)
 		return;
-	f->ghost_upto = cover_range(e, f, f->ghost_upto, end, &c, &fb, later);
-	fetch_builder_flush(e, &fb, later);
+	f->ghost_upto =
+		pf_cover_range(e, f, f->ghost_upto, end, &c, &fb, later);
+	pf_fetch_builder_flush(e, &fb, later);
 }
 
-void ghosts_plan(struct pf_engine *e, struct deferred *later)
+void pf_next_ghosts_plan(struct pf_engine *e, struct deferred *later)
 {
 	for (unsigned i = 0; i < e->nghosts; i++) {
 		struct pf_efile *g = e->ghosts[i];
 
 		if (g->ghost_upto < g->ghost_want)
-			ghost_plan(e, g, later);
+			pf_next_ghost_plan(e, g, later);
 	}
-	xfile_plan(e, later);
+	pf_dirahead_plan(e, later);
 }
 
 static void ghost_unlist(struct pf_engine *e, struct pf_efile *f)
@@ -134,15 +135,15 @@ static void ghost_unlist(struct pf_engine *e, struct pf_efile *f)
 }
 
 /* Under the lock: drop the engine's open and reference of ghost @f. */
-void ghost_release(struct pf_engine *e, struct pf_efile *f)
+void pf_next_ghost_release(struct pf_engine *e, struct pf_efile *f)
 {
 	ghost_unlist(e, f);
 	if (--f->opens == 0) {
-		bfile_ref_put(f->cur);
+		pf_fetch_bfile_ref_put(f->cur);
 		f->cur = NULL;
 	}
 	f->refs--;
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 }
 
 /*
@@ -150,17 +151,17 @@ void ghost_release(struct pf_engine *e, struct pf_efile *f)
  * open over to the reader when it is fresh (true: f->opens now counts the
  * reader's open), else let it go (false).
  */
-bool ghost_take(struct pf_engine *e, struct pf_efile *f)
+bool pf_next_ghost_take(struct pf_engine *e, struct pf_efile *f)
 {
 	if (engine_now(e) - f->ghost_ns > GHOST_FRESH_NS) {
-		ghost_release(e, f);
+		pf_next_ghost_release(e, f);
 		return false;
 	}
 	{
 		struct block *b = block_find(e, f, 0);
 
 		if (f->ghost_upto < f->ghost_want || !b || b->busy)
-			xfile_late(e, f);
+			pf_dirahead_late(e, f);
 	}
 	ghost_unlist(e, f);
 	f->refs--;
@@ -168,7 +169,7 @@ bool ghost_take(struct pf_engine *e, struct pf_efile *f)
 	return true;
 }
 
-int names_add_sized(struct names *ns, const char *name, uint64_t size)
+int pf_next_names_add_sized(struct names *ns, const char *name, uint64_t size)
 {
 	if (ns->n == ns->cap) {
 		size_t cap = ns->cap ? 2 * ns->cap : 64;
@@ -196,10 +197,10 @@ static int names_add(void *arg, const char *name, const struct stat *st)
 {
 	if (!S_ISREG(st->st_mode) || st->st_size == 0)
 		return 0;
-	return names_add_sized(arg, name, (uint64_t)st->st_size);
+	return pf_next_names_add_sized(arg, name, (uint64_t)st->st_size);
 }
 
-void names_clear(struct names *ns)
+void pf_next_names_clear(struct names *ns)
 {
 	for (size_t i = 0; i < ns->n; i++)
 		free(ns->v[i]);
@@ -218,7 +219,7 @@ static int name_size_cmp(const void *a, const void *b)
 }
 
 /* Sorts by name (byte order), keeping each size with its name. */
-void names_sort(struct names *ns)
+void pf_next_names_sort(struct names *ns)
 {
 	struct name_size *v;
 
@@ -241,12 +242,12 @@ void names_sort(struct names *ns)
 
 /* Under the lock: the file of @path in e->files, or NULL (an older
  * version that a newer one replaced is not that file, efile.c). */
-struct pf_efile *efile_lookup(struct pf_engine *e, const char *path)
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path)
 {
-	struct pf_efile *c = efile_by_path(e, path, NULL);
+	struct pf_efile *c = pf_efile_by_path(e, path, NULL);
 
 	while (c && c->stale)
-		c = efile_by_path(e, path, c);
+		c = pf_efile_by_path(e, path, c);
 	return c;
 }
 
@@ -260,7 +261,7 @@ struct pf_efile *efile_lookup(struct pf_engine *e, const char *path)
 static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
 				  bool fill, bool *shared)
 {
-	struct pf_efile *f = efile_lookup(e, path);
+	struct pf_efile *f = pf_efile_lookup(e, path);
 
 	*shared = false;
 	if (f) {
@@ -282,10 +283,10 @@ static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
 			return NULL;
 		f->refs++;
 	} else {
-		f = efile_alloc(e, strdup(path), 0);
+		f = pf_efile_alloc(e, strdup(path), 0);
 		if (!f)
 			return NULL;
-		efile_link(e, f);
+		pf_efile_link(e, f);
 	}
 	f->ghost = GHOST_OPENING;
 	return f;
@@ -297,7 +298,7 @@ static struct pf_efile *ghost_get(struct pf_engine *e, const char *path,
  * and read whole).  Returns the file (no reference for the caller), NULL
  * when not needed or on failure.
  */
-struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
+struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
 			    uint64_t want, bool fill)
 {
 	struct deferred later = { 0 };
@@ -308,44 +309,44 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 	int ret;
 
 	pthread_mutex_lock(&e->lock);
-	if (e->stopping || !opener_running(e))
+	if (e->stopping || !pf_opener_running(e))
 		f = NULL;
 	else
 		f = ghost_get(e, path, fill, &shared);
 	if (f && shared) {
-		xfile_hold(e, f, &later);
+		pf_dirahead_hold(e, f, &later);
 		pthread_mutex_unlock(&e->lock);
-		deferred_run(e, &later);
+		pf_fetch_deferred_run(e, &later);
 		return f;
 	}
 	pthread_mutex_unlock(&e->lock);
 	if (!f)
 		return NULL;
 	t0 = engine_now(e);
-	ret = efile_open(f, &st, true);
+	ret = pf_efile_open_at_backend(f, &st, true);
 
 	pthread_mutex_lock(&e->lock);
 	if (ret < 0) {
 		f->ghost = GHOST_NONE;
 		f->refs--;
-		efile_maybe_free(e, f);
+		pf_efile_maybe_free(e, f);
 		pthread_mutex_unlock(&e->lock);
 		return NULL;
 	}
-	if (f->ghost != GHOST_OPENING || e->stopping || !opener_running(e)) {
+	if (f->ghost != GHOST_OPENING || e->stopping || !pf_opener_running(e)) {
 		/* a reader opened it meanwhile, or shutdown: not needed */
-		ghost_release(e, f);
+		pf_next_ghost_release(e, f);
 		pthread_mutex_unlock(&e->lock);
 		return NULL;
 	}
 	f->ghost_ns = engine_now(e);
-	if (e->xf)
-		xfile_latency(e, f->ghost_ns - t0);
+	if (e->da)
+		pf_dirahead_latency(e, f->ghost_ns - t0);
 	if (fill) {
 		f->ghost = GHOST_NONE;
-		xfile_hold(e, f, &later);
+		pf_dirahead_hold(e, f, &later);
 		pthread_mutex_unlock(&e->lock);
-		deferred_run(e, &later);
+		pf_fetch_deferred_run(e, &later);
 		return f;
 	}
 	f->ghost = GHOST_OPEN;
@@ -357,10 +358,10 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 			      e->ghost_bytes + f->size >
 				      e->cfg.max_memory / 4) &&
 	       f->ghost_ns - e->ghosts[0]->ghost_ns > GHOST_FRESH_NS)
-		ghost_release(e, e->ghosts[0]);
+		pf_next_ghost_release(e, e->ghosts[0]);
 	if (e->nghosts == e->max_ghosts ||
 	    e->ghost_bytes + f->size > e->cfg.max_memory / 4) {
-		ghost_release(e, f);	/* not listed: drops its open */
+		pf_next_ghost_release(e, f); /* not listed: drops its open */
 		pthread_mutex_unlock(&e->lock);
 		return NULL;
 	}
@@ -369,9 +370,9 @@ struct pf_efile *ghost_open(struct pf_engine *e, const char *path,
 	e->tot.next_files++;
 	pf_debug("next file: %s opened ahead, %" PRIu64 " bytes read ahead",
 		 f->path, f->ghost_want);
-	ghost_plan(e, f, &later);
+	pf_next_ghost_plan(e, f, &later);
 	pthread_mutex_unlock(&e->lock);
-	deferred_run(e, &later);
+	pf_fetch_deferred_run(e, &later);
 	return f;
 }
 
@@ -384,7 +385,7 @@ struct next_cache {
 
 static void names_free(struct names *ns)
 {
-	names_clear(ns);
+	pf_next_names_clear(ns);
 	free(ns->v);
 	free(ns->size);
 	memset(ns, 0, sizeof(*ns));
@@ -464,7 +465,7 @@ static void next_open(struct pf_engine *e, const struct next_req *r)
 			next_cache_free(nc);
 			return;
 		}
-		names_sort(&nc->ns);
+		pf_next_names_sort(&nc->ns);
 		nc->listed = now;
 		path = next_cached(nc, r->path, dlen, base, now, &cached);
 		pthread_mutex_lock(&e->lock);
@@ -478,7 +479,7 @@ static void next_open(struct pf_engine *e, const struct next_req *r)
 	}
 	if (!path)
 		return;
-	ghost_open(e, path, r->want, false);
+	pf_next_ghost_open(e, path, r->want, false);
 	free(path);
 }
 
@@ -500,14 +501,15 @@ static int tree_entry(void *arg, const char *name, const struct stat *st)
 	int ret;
 
 	if (S_ISDIR(st->st_mode))
-		return names_add_sized(&w->sub, name, 0);
+		return pf_next_names_add_sized(&w->sub, name, 0);
 	if (!S_ISREG(st->st_mode) || st->st_size == 0)
 		return 0;
 	if (!w->dir[0])
-		return names_add_sized(w->ns, name, (uint64_t)st->st_size);
+		return pf_next_names_add_sized(
+			w->ns, name, (uint64_t)st->st_size);
 	if (asprintf(&path, "%s/%s", w->dir, name) < 0)
 		return 1;
-	ret = names_add_sized(w->ns, path, (uint64_t)st->st_size);
+	ret = pf_next_names_add_sized(w->ns, path, (uint64_t)st->st_size);
 	free(path);
 	return ret;
 }
@@ -544,9 +546,9 @@ static void next_list(struct pf_engine *e, const struct next_req *r)
 	struct names ns = { 0 };
 	int ret = tree_add(e, &ns, r->path, r->kind == NR_TREE, 0);
 
-	names_sort(&ns);
+	pf_next_names_sort(&ns);
 	pthread_mutex_lock(&e->lock);
-	xfile_listed(e, r, &ns, ret < 0 ? ret : 0);
+	pf_dirahead_listed(e, r, &ns, ret < 0 ? ret : 0);
 	pthread_mutex_unlock(&e->lock);
 	names_free(&ns);
 }
@@ -562,7 +564,7 @@ static void next_job(struct pf_engine *e, struct opener_job *j, bool cancel)
 	if (r->kind == NR_NEXT)
 		next_open(e, r);
 	else if (r->kind == NR_OPEN)
-		ghost_open(e, r->path, r->want, false);
+		pf_next_ghost_open(e, r->path, r->want, false);
 	else if (r->kind == NR_LIST || r->kind == NR_TREE)
 		next_list(e, r);
 	free(r);
@@ -570,13 +572,13 @@ static void next_job(struct pf_engine *e, struct opener_job *j, bool cancel)
 
 /* From pf_engine_new(), before opener_start(): the requests are made if
  * the backend can list (and the pool takes them). */
-int next_start(struct pf_engine *e)
+int pf_next_start(struct pf_engine *e)
 {
-	e->max_ghosts = e->cfg.xfile_files ? e->cfg.xfile_files : DEF_GHOSTS;
+	e->max_ghosts = e->cfg.dirahead_files ? e->cfg.dirahead_files : DEF_GHOSTS;
 	e->ghosts = calloc(e->max_ghosts, sizeof(*e->ghosts));
 	if (!e->ghosts)
 		return -1;
-	if (xfile_new(e) < 0)
+	if (pf_dirahead_new(e) < 0)
 		return -1;
 	if (!e->cfg.prefetch || !e->be->ops->readdir ||
 	    (!e->cfg.next_file && !e->cfg.fill))
@@ -587,14 +589,14 @@ int next_start(struct pf_engine *e)
 
 /* After opener_stop() (no job runs or is queued): lets every ghost and
  * held file go. */
-void next_stop(struct pf_engine *e)
+void pf_next_stop(struct pf_engine *e)
 {
 	pthread_mutex_lock(&e->lock);
 	e->next_running = false;
 	while (e->nghosts)
-		ghost_release(e, e->ghosts[0]);
-	if (e->xf)
-		xfile_release_all(e);
+		pf_next_ghost_release(e, e->ghosts[0]);
+	if (e->da)
+		pf_dirahead_release_all(e);
 	next_cache_free(e->ncache);
 	e->ncache = NULL;
 	pthread_mutex_unlock(&e->lock);

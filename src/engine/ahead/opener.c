@@ -28,16 +28,16 @@
  * speculation is not needed.
  *
  * The job belongs to its submitter, who embeds struct opener_job in its
- * own request; the pool owns it from opener_submit() until it calls the
+ * own request; the pool owns it from pf_opener_submit() until it calls the
  * job's function, which runs exactly once, with e->lock not held: to do
- * the job (cancel false), or from opener_stop() for a job never started
+ * the job (cancel false), or from pf_opener_stop() for a job never started
  * (cancel true), where it only lets go of what the job held.
  *
  * Threads: the opener threads (opener_main); submitters (FUSE workers, the
  * completion thread, the hint thread, opener threads themselves) under
- * e->lock; opener_stop() on the thread that quiesces or frees the engine.
+ * e->lock; pf_opener_stop() on the thread that quiesces or frees the engine.
  * Locks: e->lock guards the queues, the counts and the stop flag; the
- * threads wait on op->cond with it.  opener_stop() sets the flag, joins
+ * threads wait on op->cond with it.  pf_opener_stop() sets the flag, joins
  * the threads (so it returns only once every job in flight has returned:
  * pf_engine_quiesce() waits for the opens in flight) and then cancels
  * what is still queued.
@@ -52,7 +52,7 @@
 struct opener {
 	pthread_t threads[OPENER_THREADS];	/* set before threads start */
 	unsigned nthreads;	/* set before threads start; cleared (under
-				 * e->lock) by opener_stop() once joined */
+				 * e->lock) by pf_opener_stop() once joined */
 	bool (*idle)(struct pf_engine *e);	/* set before threads start */
 	pthread_cond_t cond;	/* with e->lock: a queue grew, idle work may
 				 * be due, or stop */
@@ -116,7 +116,7 @@ static void *opener_main(void *arg)
 	return NULL;
 }
 
-int opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e))
+int pf_opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e))
 {
 	struct opener *op = calloc(1, sizeof(*op));
 
@@ -136,7 +136,7 @@ int opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e))
 	return 0;
 }
 
-bool opener_submit(struct pf_engine *e, struct opener_job *j)
+bool pf_opener_submit(struct pf_engine *e, struct opener_job *j)
 {
 	struct opener *op = e->op;
 
@@ -151,7 +151,7 @@ bool opener_submit(struct pf_engine *e, struct opener_job *j)
 	return true;
 }
 
-void opener_wake(struct pf_engine *e, bool all)
+void pf_opener_wake(struct pf_engine *e, bool all)
 {
 	struct opener *op = e->op;
 
@@ -163,12 +163,12 @@ void opener_wake(struct pf_engine *e, bool all)
 		pthread_cond_signal(&op->cond);
 }
 
-bool opener_running(const struct pf_engine *e)
+bool pf_opener_running(const struct pf_engine *e)
 {
 	return e->op && !e->op->stop && e->op->nthreads;
 }
 
-void opener_stop(struct pf_engine *e)
+void pf_opener_stop(struct pf_engine *e)
 {
 	struct opener *op = e->op;
 	unsigned n;
@@ -198,19 +198,19 @@ void opener_stop(struct pf_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void opener_free(struct pf_engine *e)
+void pf_opener_free(struct pf_engine *e)
 {
 	struct opener *op = e->op;
 
 	if (!op)
 		return;
-	opener_stop(e);
+	pf_opener_stop(e);
 	pthread_cond_destroy(&op->cond);
 	free(op);
 	e->op = NULL;
 }
 
-void opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
+void pf_opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
 {
 	struct opener *op = e->op;
 	struct opener o;

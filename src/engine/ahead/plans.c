@@ -17,7 +17,7 @@
  * the backend, which may block.  Each pass of the thread (under e->lock
  * but for the opens): drains the plans' releases (their blocks go first in
  * line for eviction: mark_consumed), moves the pending ranges on (a range
- * is covered with cover_range() as read-ahead as fetch slots and memory
+ * is covered with pf_cover_range() as read-ahead as fetch slots and memory
  * allow, and is reported done to its plan once every block of it is in),
  * then asks the plans for more ranges.  A range's efile is kept alive by
  * one reference (hint_held) until its plan releases a range of it, so the
@@ -30,11 +30,11 @@
  * are held for at most MAX_HINT_OPEN files at once, until the plan
  * releases the file (so the reader's open shares it: over HTTP, no second
  * HEAD); the oldest with no pending range is closed when a new one is
- * needed.  The pool is stopped before hint_stop() runs (engine.c), so no
- * open job is left when hint_stop() lets the files go.
+ * needed.  The pool is stopped before pf_plans_stop() runs (engine.c), so no
+ * open job is left when pf_plans_stop() lets the files go.
  *
  * Threads: the hint thread, the opener threads (hint_open_job), and FUSE
- * workers and the completion thread through hint_read()/hint_kick() and
+ * workers and the completion thread through pf_plans_read()/pf_plans_kick() and
  * the control file.
  * Locks: the plan set and the plans are guarded by e->lock (their calls
  * are pure and short); the intern table by h->mu, a leaf taken after
@@ -86,8 +86,9 @@ struct hintfetch {
 	struct pf_hintset *set;
 	struct pf_hint_cfg cfg;
 	unsigned nplans;
-	/* the open handles, so that hint_free() frees those the kernel never
-	 * released (a writer that held the file when the daemon stopped) */
+	/* the open handles, so that pf_plans_free() frees those the kernel
+	 * never released (a writer that held the file when the daemon stopped)
+	 */
 	struct list handles;
 	unsigned following;
 	bool kick;
@@ -276,7 +277,7 @@ static uint64_t file_id(struct pf_engine *e, struct pf_efile *f)
 
 /* Under e->lock, from pf_efile_new(): the efile a plan made for @path
  * that no reader has yet, with a reference taken, or NULL. */
-struct pf_efile *hint_efile_find(struct pf_engine *e, const char *path)
+struct pf_efile *pf_plans_efile_find(struct pf_engine *e, const char *path)
 {
 	struct hintfetch *h = e->hf;
 	struct pf_efile *f = NULL;
@@ -295,8 +296,8 @@ struct pf_efile *hint_efile_find(struct pf_engine *e, const char *path)
 	return f;
 }
 
-/* Under e->lock, from efile_maybe_free(). */
-void hint_forget(struct pf_engine *e, struct pf_efile *f)
+/* Under e->lock, from pf_efile_maybe_free(). */
+void pf_plans_forget(struct pf_engine *e, struct pf_efile *f)
 {
 	struct hintfetch *h = e->hf;
 
@@ -325,15 +326,15 @@ static struct pf_efile *file_get(struct pf_engine *e, uint64_t id)
 			return NULL;
 		/* a reader's efile of that path made before the plan named
 		 * it */
-		f = efile_lookup(e, path);
+		f = pf_efile_lookup(e, path);
 		if (f) {
 			free(path);
 		} else {
-			f = efile_alloc(e, path, 0);
+			f = pf_efile_alloc(e, path, 0);
 			if (!f)
 				return NULL;
 			f->refs = 0;
-			efile_link(e, f);
+			pf_efile_link(e, f);
 		}
 		f->hint_id = id;
 		pthread_mutex_lock(&h->mu);
@@ -358,10 +359,10 @@ static void open_close_at(struct pf_engine *e, unsigned i)
 	h->nopen--;
 	f->hint_open = false;
 	if (--f->opens == 0) {
-		bfile_ref_put(f->cur);
+		pf_fetch_bfile_ref_put(f->cur);
 		f->cur = NULL;
 	}
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 }
 
 /*
@@ -386,7 +387,7 @@ static void file_put(struct pf_engine *e, struct pf_efile *f)
 	if (f->hint_held) {
 		f->hint_held = false;
 		f->refs--;
-		efile_maybe_free(e, f);
+		pf_efile_maybe_free(e, f);
 	}
 }
 
@@ -416,7 +417,7 @@ static void open_hold(struct pf_engine *e, struct pf_efile *f)
 		/* every held file has a range pending: rare, and bounded by
 		 * the open jobs; let this one go at once */
 		if (--f->opens == 0) {
-			bfile_ref_put(f->cur);
+			pf_fetch_bfile_ref_put(f->cur);
 			f->cur = NULL;
 		}
 		return;
@@ -452,7 +453,7 @@ static int file_open(struct pf_engine *e, struct pf_efile *f)
 		return -EAGAIN;
 	f->hint_job.fn = hint_open_job;
 	f->hint_job.prio = OPEN_DECLARED;
-	if (!opener_submit(e, &f->hint_job))
+	if (!pf_opener_submit(e, &f->hint_job))
 		return -EAGAIN;	/* shutting down */
 	f->hint_opening = true;
 	f->refs++;		/* while the job has it */
@@ -472,7 +473,7 @@ static void hint_open_job(struct pf_engine *e, struct opener_job *j,
 
 	/* the backend open may block: not under the lock */
 	if (!cancel)
-		ret = efile_open(f, &st, false);
+		ret = pf_efile_open_at_backend(f, &st, false);
 	pthread_mutex_lock(&e->lock);
 	h->nopening--;
 	f->hint_opening = false;
@@ -482,10 +483,10 @@ static void hint_open_job(struct pf_engine *e, struct opener_job *j,
 		h->opens++;
 		h->open_errors++;
 		f->hint_err = ret;
-	} else if (h->stop || !opener_running(e)) {
+	} else if (h->stop || !pf_opener_running(e)) {
 		h->opens++;
 		if (--f->opens == 0) {
-			bfile_ref_put(f->cur);
+			pf_fetch_bfile_ref_put(f->cur);
 			f->cur = NULL;
 		}
 	} else {
@@ -493,7 +494,7 @@ static void hint_open_job(struct pf_engine *e, struct opener_job *j,
 		open_hold(e, f);
 	}
 	f->refs--;
-	efile_maybe_free(e, f);
+	pf_efile_maybe_free(e, f);
 	if (!h->kick) {
 		h->kick = true;
 		pthread_cond_signal(&h->cond);
@@ -594,9 +595,9 @@ static bool pend_step(struct pf_engine *e, unsigned i, struct deferred *later)
 		end = f->size;
 	if (!pd->err && pd->upto < end) {
 		if (f->cur && !e->stopping) {
-			pd->upto = cover_range(e, f, pd->upto, end, &c, &fb,
+			pd->upto = pf_cover_range(e, f, pd->upto, end, &c, &fb,
 					       later);
-			fetch_builder_flush(e, &fb, later);
+			pf_fetch_builder_flush(e, &fb, later);
 		}
 	}
 	if (!pd->err && (pd->upto < end || range_busy(e, f, pd->r.off, end)))
@@ -668,7 +669,7 @@ static void *hint_main(void *arg)
 		h->kick = false;
 		hint_pass(e, &later);
 		pthread_mutex_unlock(&e->lock);
-		deferred_run(e, &later);
+		pf_fetch_deferred_run(e, &later);
 		pthread_mutex_lock(&e->lock);
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -676,7 +677,7 @@ static void *hint_main(void *arg)
 }
 
 /* Under e->lock: wake the hint thread. */
-void hint_kick(struct pf_engine *e)
+void pf_plans_kick(struct pf_engine *e)
 {
 	struct hintfetch *h = e->hf;
 
@@ -692,7 +693,7 @@ void hint_kick(struct pf_engine *e)
  * Returns true when a following plan holds @f (the pattern read-ahead
  * leaves it to the plan).
  */
-bool hint_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
+bool pf_plans_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 	       uint64_t len, uint64_t now)
 {
 	struct hintfetch *h = e->hf;
@@ -704,13 +705,13 @@ bool hint_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 	if (!id)
 		return false;
 	pf_hintset_read(h->set, id, off, len, now);
-	hint_kick(e);
+	pf_plans_kick(e);
 	return h->following > 0;
 }
 
 /* ---- setup --------------------------------------------------------------- */
 
-int hint_start(struct pf_engine *e)
+int pf_plans_start(struct pf_engine *e)
 {
 	struct hintfetch *h = calloc(1, sizeof(*h));
 	unsigned reserve = e->cfg.max_inflight / 4;
@@ -742,7 +743,7 @@ int hint_start(struct pf_engine *e)
 
 /* After opener_stop() (no open job is left): stops the thread, reports
  * the pending ranges, lets the files go.  Lock not held. */
-void hint_stop(struct pf_engine *e)
+void pf_plans_stop(struct pf_engine *e)
 {
 	struct hintfetch *h = e->hf;
 
@@ -777,8 +778,8 @@ void hint_stop(struct pf_engine *e)
 	pthread_mutex_unlock(&e->lock);
 }
 
-/* After hint_stop() and with every file gone. */
-void hint_free(struct pf_engine *e)
+/* After pf_plans_stop() and with every file gone. */
+void pf_plans_free(struct pf_engine *e)
 {
 	struct hintfetch *h = e->hf;
 
@@ -910,7 +911,7 @@ static void sb_put(void *arg, const char *s, size_t n)
 }
 
 /* Under no lock: the "plans" member of the stats file. */
-void hint_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
+void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
 {
 	struct hintfetch *h = e->hf;
 	struct pf_hint_stats *st = NULL;

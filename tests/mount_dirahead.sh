@@ -3,7 +3,7 @@
 # per READ, so a file that is not read ahead makes its reader wait):
 #  - one reader opening the small files of a directory in name order, with
 #    a pause between files: the files after the first few are opened and
-#    read ahead by the engine (stats: xfile "asked", "taken") and most of
+#    read ahead by the engine (stats: dirahead "asked", "taken") and most of
 #    their READs do not wait; every byte exact;
 #  - two readers at once, each in its own directory: the same in both;
 #  - next_file=off: nothing is opened ahead;
@@ -32,7 +32,7 @@ slowfs_mount "$DATA" "$SLOW" -o latency_ms=20 || { fail "slowfs mount"; finish; 
 # against the same path under the source, with a pause between files.
 TREEREAD=$HELPERS/treeread.py
 
-# The checks are lib.sh's stats_check over s["xfile"] (read-ahead across
+# The checks are lib.sh's stats_check over s["dirahead"] (read-ahead across
 # files) and s["fill"] (the background fill).  waited N: the expression
 # counting the files numbered N and up one of whose READs waited
 waited() {
@@ -65,9 +65,9 @@ if pf_mount "$SLOW" "$M"; then
 	stats_json "$M" >"$WORK/one.json"
 	pf_umount "$M"
 	stats_check "one reader: the directory was learned, files asked ahead" "$WORK/one.json" \
-		's["xfile"]["dirs_in_order"] >= 1 and s["xfile"]["asked"] >= '$((N - 8))
+		's["dirahead"]["dirs_in_order"] >= 1 and s["dirahead"]["asked"] >= '$((N - 8))
 	stats_check "one reader: files read ahead went to their reader" "$WORK/one.json" \
-		's["xfile"]["taken"] >= '$((N - 8))
+		's["dirahead"]["taken"] >= '$((N - 8))
 	# the 6th file on: at most 1 in 5 waits (the machine may be loaded)
 	stats_check "one reader: the files after the 5th mostly do not wait" "$WORK/one.json" \
 		"$(waited 5) <= $((N / 5))"
@@ -92,7 +92,7 @@ if pf_mount "$SLOW" "$M"; then
 	stats_json "$M" >"$WORK/two.json"
 	pf_umount "$M"
 	stats_check "two readers: both directories learned" "$WORK/two.json" \
-		's["xfile"]["dirs_in_order"] >= 2 and s["xfile"]["taken"] >= '$((2 * N - 16))
+		's["dirahead"]["dirs_in_order"] >= 2 and s["dirahead"]["taken"] >= '$((2 * N - 16))
 	stats_check "two readers: the files after the 5th mostly do not wait" "$WORK/two.json" \
 		"$(waited 5) <= $((2 * N / 5))"
 fi
@@ -106,7 +106,7 @@ if pf_mount "$SLOW" "$M" -o next_file=off; then
 	stats_json "$M" >"$WORK/off.json"
 	pf_umount "$M"
 	stats_check "next_file=off: nothing asked or opened ahead" "$WORK/off.json" \
-		's["xfile"]["asked"] == 0 and t["next_files"] == 0'
+		's["dirahead"]["asked"] == 0 and t["next_files"] == 0'
 fi
 
 # ---- a shuffled reader over a tree that fits ----------------------------------------
@@ -117,7 +117,7 @@ if pf_mount "$SLOW" "$M"; then
 		fail "fill: the shuffled reader failed"
 	fill_done "$M" "$WORK/fill1.json"
 	stats_check "fill: the shuffled reader was not read ahead across files" "$WORK/fill1.json" \
-		's["xfile"]["asked"] <= 16'
+		's["dirahead"]["asked"] <= 16'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "tree" and s["fill"]["bytes_total"] == 200 * 65536 and s["fill"]["bytes_done"] == s["fill"]["bytes_total"]'
 	if guard "$M" 120 "$TREEREAD" --shuffle 7 "$M" "$DATA" "${TREE[@]}"; then

@@ -1,8 +1,8 @@
 #!/bin/bash
-# bench/xfile.sh - many small files: read-ahead across files and the
+# bench/dirahead.sh - many small files: read-ahead across files and the
 # background fill, side by side in one run.
 #
-#   make bench && bench/xfile.sh [--latency-ms 50] [--bw 64M] [--classes 10]
+#   make bench && bench/dirahead.sh [--latency-ms 50] [--bw 64M] [--classes 10]
 #                                [--files 150] [--inorder-files 400]
 #                                [--no-rclone]
 #
@@ -43,16 +43,16 @@ while [ $# -gt 0 ]; do
 	--inorder-files) IFILES=$2; shift 2 ;;
 	--no-rclone) RCLONE=0; shift ;;
 	-h|--help) sed -n '2,/^# ran on is shared/p' "$0"; exit 0 ;;
-	*) echo "bench/xfile.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	*) echo "bench/dirahead.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
 for t in prefetchfs bench/delayproxy bench/mkdata; do
-	[ -x "$t" ] || { echo "bench/xfile.sh: $t missing: run 'make bench' first" >&2; exit 1; }
+	[ -x "$t" ] || { echo "bench/dirahead.sh: $t missing: run 'make bench' first" >&2; exit 1; }
 done
-command -v nginx >/dev/null || { echo "bench/xfile.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "bench/dirahead.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
 command -v rclone >/dev/null || RCLONE=0
 /usr/bin/python3 -c 'import torch' 2>/dev/null ||
-	{ echo "bench/xfile.sh: needs python3-torch" >&2; exit 1; }
+	{ echo "bench/dirahead.sh: needs python3-torch" >&2; exit 1; }
 
 . tests/lib.sh
 . tests/servers.sh
@@ -69,10 +69,10 @@ cat $(find "$WORK/www" -type f) >/dev/null
 # store [--json]: nginx over $WORK/www behind a delayproxy; prints its URL
 store() {
 	nginx_start "$WORK/www" "$@" >/dev/null ||
-		{ echo "bench/xfile.sh: nginx did not start" >&2; exit 1; }
+		{ echo "bench/dirahead.sh: nginx did not start" >&2; exit 1; }
 	local up=${NGINX_URL#http://}
 	delayproxy_start "${up%/}" "$LAT" "$BW" >/dev/null ||
-		{ echo "bench/xfile.sh: delayproxy did not start" >&2; exit 1; }
+		{ echo "bench/dirahead.sh: delayproxy did not start" >&2; exit 1; }
 }
 store --json
 URL=$DELAY_URL/
@@ -124,11 +124,11 @@ row() {
 	[ "$dg" = "$REF" ] && dg="same" || dg="DIFFERS"
 	printf '| %-40s | %8s | %8s | %6s |\n' "$label" "${w[0]:-?}" "${w[1]:--}" "$dg"
 }
-stats_line() { # mnt: the xfile and fill stats, one line
+stats_line() { # mnt: the dirahead and fill stats, one line
 	python3 - "$1/.prefetchfs/stats" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-x, f, t = s["xfile"], s["fill"], s["totals"]
+x, f, t = s["dirahead"], s["fill"], s["totals"]
 print("    (stats: files taken from the engine's opens %d, fill %s %d/%d bytes, hits %d misses %d waits %d)"
       % (x["taken"], f["state"], f["bytes_done"], f["bytes_total"], t["hits"], t["misses"], t["waits"]))
 PY
