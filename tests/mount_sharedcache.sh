@@ -4,7 +4,8 @@
 # origin (nginx, whose access log counts the GETs of file data).  Every
 # read is compared with the source byte for byte.
 #   1. a tree read through mount A, then through mount B (another node):
-#      B reads it without one GET of file data, every piece a hit
+#      B reads it without one GET of file data, every piece a hit; the
+#      stats and prefetchfs-stat show it
 #   2. values forged with memcached's own text protocol under the tier's
 #      keys (random bytes; one piece's value under another piece's key):
 #      never served, counted as dropped, those pieces read from nginx
@@ -82,6 +83,10 @@ echo "GETs of file data: A $before, B $((after - before))"
 check "B: no GET of file data reached nginx" [ "$after" -eq "$before" ]
 stats_check "B: every piece from the tier" "$B" "sc['pieces_missed'] == 0 and sc['misses'] == 0 and sc['hits'] > 0 and sc['bytes_hit'] >= $TOTAL"
 echo "B: $(stats_eval "$B" sc)"
+COLUMNS=80 "$TOP/prefetchfs-stat" -n 1 "$B" >"$WORK/stat.txt" 2>&1
+check "prefetchfs-stat shows the tier" grep -q "^shared cache: servers 2 of 2 up, 0 ejected   hit 100.0%   peers 6.9M" "$WORK/stat.txt"
+check "prefetchfs-stat: leases and the fill" grep -q "^  leases won 0, waited 0, timed out 0   fill from peers 0, timed out 0$" "$WORK/stat.txt"
+grep -A2 "^shared cache" "$WORK/stat.txt"
 pf_umount "$B" || fail "unmount B"
 
 # ---- 2. forged values ----------------------------------------------------------

@@ -306,6 +306,53 @@ static void print_plans(const struct pf_json *root)
 		       pf_json_str(pl, "why", ""));
 }
 
+/*
+ * The shared cache tier (-o shared_cache), when the mount has one: its
+ * servers, what it served and stored, what it refused, its leases; the
+ * interval's MB/s from the tier when there is a previous frame.
+ */
+static void print_shared(const struct snapshot *cur,
+			 const struct snapshot *prev, double dt)
+{
+	const struct pf_json *tr = pf_json_get(cur->root, "transport");
+	const struct pf_json *sc = tr ? pf_json_get(tr, "shared_cache") : NULL;
+	const struct pf_json *ptr = prev ? pf_json_get(prev->root, "transport")
+					 : NULL;
+	const struct pf_json *psc = ptr ? pf_json_get(ptr, "shared_cache")
+					: NULL;
+	double hit = sc ? pf_json_num(sc, "pieces_hit", 0) : 0;
+	double miss = sc ? pf_json_num(sc, "pieces_missed", 0) : 0;
+	char a[32], b[32], c[32], d[32];
+
+	if (!sc)
+		return;
+	/* 80 columns: "shared cache: servers 64 of 64 up, 0 ejected   hit
+	 * 100.0%   peers 123.4G, 1234.5 MB/s" */
+	line("shared cache: servers %.0f of %.0f up, %.0f ejected   hit %s%%   "
+	     "peers %s, %s MB/s",
+	     pf_json_num(sc, "servers_up", 0), pf_json_num(sc, "servers", 0),
+	     pf_json_num(sc, "servers_ejected", 0),
+	     fmt_num(a, sizeof(a), ratio_pct(hit, hit + miss), 1),
+	     fmt_size(b, sizeof(b), pf_json_num(sc, "bytes_hit", 0)),
+	     fmt_num(c, sizeof(c), psc && dt > 0 ?
+			     delta(sc, psc, "bytes_hit") / dt / 1048576 : NAN,
+		     1));
+	line("  source %s   stored %s (not: %.0f)   bad values %.0f   errors "
+	     "%.0f   ejections %.0f",
+	     fmt_size(a, sizeof(a), pf_json_num(sc, "bytes_fetched", 0)),
+	     fmt_size(d, sizeof(d), pf_json_num(sc, "bytes_stored", 0)),
+	     pf_json_num(sc, "store_dropped", 0),
+	     pf_json_num(sc, "dropped", 0), pf_json_num(sc, "errors", 0),
+	     pf_json_num(sc, "ejections", 0));
+	line("  leases won %.0f, waited %.0f, timed out %.0f   fill from "
+	     "peers %.0f, timed out %.0f",
+	     pf_json_num(sc, "leases_won", 0),
+	     pf_json_num(sc, "leases_waited", 0),
+	     pf_json_num(sc, "leases_timed_out", 0),
+	     pf_json_num(sc, "fill_waited", 0),
+	     pf_json_num(sc, "fill_timed_out", 0));
+}
+
 /* The daemon's warnings that cost an order of magnitude, one a line. */
 static void print_warnings(const struct pf_json *root)
 {
@@ -409,6 +456,7 @@ static void print_frame(const char *mnt, const struct snapshot *cur,
 	line("prefetched %s   fetched but never read %s",
 	     fmt_size(a, sizeof(a), pf_json_num(t, "bytes_prefetched", 0)),
 	     fmt_size(b, sizeof(b), pf_json_num(t, "bytes_unused", 0)));
+	print_shared(cur, prev, dt);
 	line("%s", "");
 
 	line("%-*s %3s %-7s %6s %6s %5s %6s %4s %7s %6s %7s", fw, "FILE", "STR",
