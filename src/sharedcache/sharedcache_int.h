@@ -52,8 +52,13 @@
 #define POLL_MS 5		/* a waiting op's first poll; doubling */
 #define POLL_MAX_MS 40		/* up to this */
 #define MGET_MAX 256		/* keys in one multi-get */
-/* the fill waits this long at most for a piece the node owning it reads */
-#define FILL_WAIT_MS 30000
+/*
+ * The fill waits this long at most for a piece the node owning it reads
+ * (then it reads the piece itself, under a lease): a reader may be waiting
+ * for that piece behind the fill, and a node ahead of its owner does better
+ * to read it than to wait.
+ */
+#define FILL_WAIT_MS 500
 /* a server whose node's fill seems idle is not waited for this long */
 #define QUIET_MS 10000
 #define DRAIN_MS 2000		/* destroy() finishes stores this long */

@@ -6,9 +6,9 @@
  * piece by piece:
  *  - the background fill (PF_BIO_FILL) of a piece another node's server
  *    holds by placement: that node's fill reads it from the store; wait
- *    for it (PC_FILLWAIT) up to FILL_WAIT_MS, less when nothing of that
- *    server has come to a wait since this one began for a lease's time
- *    (its node does not fill: the server is then "quiet" for QUIET_MS);
+ *    for it (PC_FILLWAIT) up to FILL_WAIT_MS, then take the lease path
+ *    below; when nothing of that server came meanwhile, its node does not
+ *    fill, and its pieces are not waited for during QUIET_MS;
  *  - else, with leases (-o shared_lease, ms): memcached add of the piece's
  *    lease key, which expires by itself.  Added: this node reads it from
  *    the store (PC_FETCH); there already: another node does, wait for it
@@ -472,17 +472,6 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 	}
 }
 
-/* The fill waited a lease's time (a second at least) for @pc and nothing
- * of its server came since: its node does not fill. */
-static bool fill_idle(struct sc *t, const struct sc_pc *pc, uint64_t now)
-{
-	uint64_t patience = (t->lease_ms > 1000 ? t->lease_ms : 1000) *
-			    1000000ull;
-
-	return now - pc->since >= patience &&
-	       atomic_load(&t->srv[pc->owner].seen_ns) < pc->since;
-}
-
 /* After a look-up: answer @op, read what is missing, or park it. */
 static void look_decide(struct sc_look *lk, struct sc_op *op)
 {
@@ -505,13 +494,15 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 			}
 			break;
 		case PC_FILLWAIT:
-			if (now >= pc->until || fill_idle(t, pc, now)) {
-				if (now < pc->until)
-					atomic_store(&t->srv[pc->owner].quiet_until,
-						     now + QUIET_MS * 1000000ull);
-				atomic_fetch_add(&t->st.fill_timed_out, 1);
-				decide(lk, op, pc, now, false);
-			}
+			if (now < pc->until)
+				break;
+			/* nothing of its server came while this one
+			 * waited: its node does not fill */
+			if (atomic_load(&t->srv[pc->owner].seen_ns) < pc->since)
+				atomic_store(&t->srv[pc->owner].quiet_until,
+					     now + QUIET_MS * 1000000ull);
+			atomic_fetch_add(&t->st.fill_timed_out, 1);
+			decide(lk, op, pc, now, false);
 			break;
 		default:
 			break;
