@@ -25,10 +25,15 @@
 #             background fill reads the whole tree on every node)
 #   cache_dir each node alone with a disk cache (-o cache_dir)
 #   tier      the nodes with the shared tier
+#   tier_small  the tier with max_memory a quarter of the tree (32M at
+#             least): no background fill, every epoch's reads come from
+#             the tier, the data set's home after epoch 1
+#   alone_small (not by default) each node alone with that max_memory:
+#             every epoch from the origin
 # Then, with the tier, --same N nodes read one file of --same-size
-# (default 64M) at the same moment (leases); and in the tier run of the
-# largest N, one memcached (the last node's) is killed in the middle of
-# epoch 2 (--no-kill: not).
+# (default 64M) at the same moment (leases); and in the tier_small run of
+# the largest N, one memcached (the last node's) is killed in the middle
+# of epoch 2 (--no-kill: not).
 # Every epoch is checked: each rank's order-independent digest of the
 # bytes read must equal the local copy's.
 #
@@ -46,10 +51,16 @@
 #   --epochs N        (default 3)
 #   --latency-ms MS   first-byte latency of the origin (default 50)
 #   --bw RATE         the origin's bandwidth per connection (default 64M)
-#   --systems "..."   subset of "alone cache_dir tier" (local always runs)
+#   --systems "..."   subset of "alone cache_dir tier tier_small
+#                     alone_small" (default all but alone_small; local
+#                     always runs)
 #   --same N          nodes of the one-file run (default 4; 0: none)
 #   --same-size SIZE  its file (default 64M; the issue's figure: 256M)
 #   --no-kill         no memcached killed in epoch 2
+#   --timeout-ms MS   the tier's shared_timeout (default 100: here N nodes,
+#                     their memcached servers and trainers share 2 cores,
+#                     and the scheduler is the network; on a LAN the
+#                     default 5 holds)
 #   --pf-opts OPTS    more -o options for every prefetchfs
 #   --out DIR         where the results go (default bench/results)
 set -uo pipefail
@@ -61,10 +72,11 @@ FSIZE=64K
 EPOCHS=3
 LAT=50
 BW=64M
-SYSTEMS="alone cache_dir tier"
+SYSTEMS="alone cache_dir tier tier_small"
 SAME=4
 SAME_SIZE=64M
 KILL=1
+TIMEOUT_MS=100
 PF_OPTS=""
 OUT=bench/results
 WORKERS=2
@@ -86,6 +98,7 @@ while [ $# -gt 0 ]; do
 	--same) need_arg "$@"; SAME=$2; shift 2 ;;
 	--same-size) need_arg "$@"; SAME_SIZE=$2; shift 2 ;;
 	--no-kill) KILL=0; shift ;;
+	--timeout-ms) need_arg "$@"; TIMEOUT_MS=$2; shift 2 ;;
 	--pf-opts) need_arg "$@"; PF_OPTS=$2; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -97,7 +110,8 @@ for v in $NODES "$FILES" "$EPOCHS"; do
 done
 [[ $SAME =~ ^[0-9]+$ ]] || usage_err "--same '$SAME' is not a number"
 for s in $SYSTEMS; do
-	[[ " alone cache_dir tier " == *" $s "* ]] || usage_err "--systems: unknown '$s' (alone, cache_dir, tier)"
+	[[ " alone cache_dir tier tier_small alone_small " == *" $s "* ]] ||
+		usage_err "--systems: unknown '$s' (alone, cache_dir, tier, tier_small, alone_small)"
 done
 for v in $NODES $SAME; do
 	[ "$v" -le 8 ] || usage_err "at most 8 nodes (127.0.0.2 to .9)"
@@ -138,6 +152,9 @@ SAME_BYTES=$(bytes_of "$SAME_SIZE")
 [ "$SAME" -gt 0 ] && { head -c "$SAME_BYTES" /dev/urandom >"$D/same.bin" || exit 1; }
 find "$D" -type f -exec cat {} + >/dev/null	# the origin serves from the page cache
 TREE=$(find "$D/tree" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+SMALL=$((TREE / 4 >> 20))
+[ "$SMALL" -lt 32 ] && SMALL=32
+SMALL=${SMALL}M
 nginx_start "$D" --json >/dev/null || { echo "bench/cluster.sh: nginx did not start" >&2; exit 1; }
 delayproxy_start "127.0.0.1:$NGINX_PORT" "$LAT" "$(bytes_of "$BW")" >/dev/null ||
 	{ echo "bench/cluster.sh: delayproxy did not start" >&2; exit 1; }
@@ -183,7 +200,7 @@ nodes_up() {
 		for ((i = 0; i < n; i++)); do ROOTS+=("$D"); done
 		return 0
 	fi
-	if [ "$sys" = tier ]; then
+	if [ "$sys" = tier ] || [ "$sys" = tier_small ]; then
 		for ((i = 0; i < n; i++)); do
 			memcached_start "127.0.0.$((i + 2))" >/dev/null || return 1
 			MCS+=("$MC_SERVER")
@@ -194,8 +211,11 @@ nodes_up() {
 	for ((i = 0; i < n; i++)); do
 		o=max_memory=512M
 		case $sys in
+		*_small) o=max_memory=$SMALL ;;
+		esac
+		case $sys in
 		cache_dir) o=$o,cache_dir=$WORK/cache.$n.$i,cache_size=256M ;;
-		tier) o=$o,shared_cache=$list,shared_secret=$SECRET,shared_self=${MCS[$i]} ;;
+		tier*) o=$o,shared_cache=$list,shared_secret=$SECRET,shared_self=${MCS[$i]},shared_timeout=$TIMEOUT_MS ;;
 		esac
 		[ -n "$PF_OPTS" ] && o=$o,$PF_OPTS
 		pf_mount "$URL" "$WORK/m.$sys.$n.$i" -o "$o" >"$WORK/mount.log" 2>&1 ||
@@ -218,7 +238,7 @@ nodes_down() {
 # $WORK/r.SYS.N.RANK (their lines) and $WORK/b.SYS.N/origin.EPOCH
 FAILED=0
 run() {
-	local sys=$1 n=$2 i bar pids=() killer="" rc
+	local sys=$1 n=$2 i bar pids=() killer="" rc cpu d
 	bar=$WORK/b.$sys.$n
 	say "$sys, $n node(s)"
 	mkdir -p "$bar"
@@ -232,8 +252,9 @@ run() {
 			"${ROOTS[$i]}/tree" >"$WORK/r.$sys.$n.$i" 2>"$WORK/r.$sys.$n.$i.err" &
 		pids+=($!)
 	done
-	# one memcached killed in the middle of epoch 2, in the largest tier run
-	if [ "$sys" = tier ] && [ "$KILL" = 1 ] && [ "$n" = "$NMAX" ] && [ "$n" -gt 1 ] && [ "$EPOCHS" -ge 2 ]; then
+	# one memcached killed in the middle of epoch 2, in the largest
+	# tier_small run
+	if [ "$sys" = tier_small ] && [ "$KILL" = 1 ] && [ "$n" = "$NMAX" ] && [ "$n" -gt 1 ] && [ "$EPOCHS" -ge 2 ]; then
 		(
 			while [ ! -e "$bar/origin.1" ]; do sleep 0.05; done
 			sleep 1
@@ -251,15 +272,19 @@ run() {
 		fi
 	done
 	[ -n "$killer" ] && { kill "$killer" 2>/dev/null; wait "$killer" 2>/dev/null; }
+	cpu=0
 	for ((i = 0; i < n; i++)); do
 		[ "$sys" = local ] && break
 		stats_json "${ROOTS[$i]}" >"$WORK/s.$sys.$n.$i.json" 2>/dev/null
-		CPU[$sys.$n.$i]=$(daemon_cpu "${DPIDS[$i]}")
+		cpu=$(echo "$cpu + $(daemon_cpu "${DPIDS[$i]}")" | bc)
 	done
+	for d in "${MCDIRS[@]}"; do
+		cpu=$(echo "$cpu + $(daemon_cpu "$(cat "$d/pid")" || echo 0)" | bc)
+	done
+	[ "$sys" = local ] || echo "$sys	$n	$cpu" >>"$WORK/cpu"
 	nodes_down
 }
 
-declare -A CPU
 NMAX=0
 for n in $NODES; do [ "$n" -gt "$NMAX" ] && NMAX=$n; done
 for n in $NODES; do
@@ -367,15 +392,19 @@ PY
 	echo "    bench/cluster.sh $ARGS"
 	echo
 	echo "Origin: $DELAY_DESC. Tree: $FILES files of $FSIZE ($((TREE >> 20)) MiB), $EPOCHS epochs, trainers examples/folder_loader.py --workers $WORKERS --batch $BATCH --compute-ms $COMPUTE, one per node (DistributedSampler)."
-	[ "$KILL" = 1 ] && [ "$NMAX" -gt 1 ] && [[ " $SYSTEMS " == *" tier "* ]] &&
-		echo "In the tier run of $NMAX nodes, node $NMAX's memcached was killed 1 s into epoch 2."
+	echo "Each node: prefetchfs -o max_memory=512M (the *_small systems: $SMALL); with the tier, shared_timeout=$TIMEOUT_MS."
+	[ "$KILL" = 1 ] && [ "$NMAX" -gt 1 ] && [[ " $SYSTEMS " == *" tier_small "* ]] &&
+		echo "In the tier_small run of $NMAX nodes, node $NMAX's memcached was killed 1 s into epoch 2."
 	echo
 	cat "$WORK/table.md"
 	echo
 	[ -n "$SAME_LINE" ] && echo "$SAME_LINE." && echo
+	echo "CPU seconds of the run's daemons (prefetchfs and memcached, every node): $(awk '{ printf("%s%s %s: %.1f", (NR > 1 ? ", " : ""), $1, $2, $3) }' "$WORK/cpu")."
+	echo
+	for s in tier tier_small; do
 	for n in $NODES; do
-		[[ " $SYSTEMS " == *" tier "* ]] || break
-		echo "tier, $n node(s): $($PY - "$WORK" tier "$n" <<'PY'
+		[[ " $SYSTEMS " == *" $s "* ]] || break
+		echo "$s, $n node(s): $($PY - "$WORK" "$s" "$n" <<'PY'
 import json, sys, os
 work, s, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tot = {}
@@ -384,11 +413,12 @@ for r in range(n):
         sc = json.load(open(os.path.join(work, "s.%s.%d.%d.json" % (s, n, r))))["transport"]["shared_cache"]
     except (OSError, ValueError, KeyError):
         continue
-    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "store_dropped"):
+    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped"):
         tot[k] = tot.get(k, 0) + sc.get(k, 0)
 print(", ".join("%s %d" % kv for kv in tot.items()))
 PY
 )"
+	done
 	done
 } >"$MD"
 cat "$MD"
