@@ -1,21 +1,17 @@
 /*
  * s3conf.c - resolves an s3:// source into bucket, prefix, region,
  * endpoint, addressing style and credentials, the way the AWS CLI would
- * for the same environment and shared files, and builds the URLs of its
- * objects and ListObjectsV2 pages.
+ * for the same environment and shared files (which s3profile.c reads);
+ * s3url.c builds the URLs of its objects and ListObjectsV2 pages.
  *
- * DESIGN: everything but ini_scan() is pure string work over the
- * caller's buffers; the environment comes through an injected lookup, so
- * the tests run without touching the real one.  Secrets (key values) are
- * copied only into struct pf_s3_cred and into the scratch structs
- * pf_aws_profile, which are wiped before pf_s3_resolve() and
- * pf_s3_profile_read() return (the latter's output is the caller's to
- * wipe); error messages name variables, profiles and files, never values.
- * The other credential sources (roles, SSO, processes, web identity,
- * containers, instance metadata) are creds.c's: this file only reads
- * their settings.  URLs are encoded
- * exactly as SigV4 wants the canonical request, because curl 7.88 signs
- * the path and the query as it finds them in the URL.
+ * DESIGN: pure string work over the caller's buffers (but for the shared
+ * files); the environment comes through an injected lookup, so the tests
+ * run without touching the real one.  Secrets (key values) are copied
+ * only into struct pf_s3_cred and into the scratch structs
+ * pf_aws_profile, which are wiped before pf_s3_resolve() returns; error
+ * messages name variables, profiles and files, never values.  The other
+ * credential sources (roles, SSO, processes, web identity, containers,
+ * instance metadata) are creds.c's: this file only reads their settings.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,8 +27,7 @@
 #include <sys/types.h>
 
 #include "pf_err.h"
-#include "pf_s3conf.h"
-#include "pf_strbuf.h"
+#include "s3conf_int.h"
 
 /* Longest bucket name and S3 key shown in an error message. */
 #define SHOW 80
@@ -43,16 +38,6 @@ const char *pf_s3_env_get(pf_env_fn env, const char *name)
 	const char *v = env ? env(name) : getenv(name);
 
 	return v && *v ? v : NULL;
-}
-
-static bool copy_str(char *dst, size_t dstlen, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= dstlen)
-		return false;
-	memcpy(dst, src, n + 1);
-	return true;
 }
 
 /* ---- the source: s3://bucket[/prefix] ---- */
@@ -183,12 +168,6 @@ static int check_region(const char *r, const char *from, char *err,
 		return -EINVAL;
 	}
 	return 0;
-}
-
-/* Where the host starts in "scheme://host[:port]" (validated). */
-static const char *endpoint_host(const char *ep)
-{
-	return strstr(ep, "://") + 3;
 }
 
 /* Length of the host part of @hp ("host[:port]" or "[v6][:port]"). */
@@ -327,246 +306,6 @@ static bool is_ip_host(const char *ep)
 	return h[0] == '[' || all_digits_and_dots(h, host_len(h));
 }
 
-/* ---- the AWS shared files ---- */
-
-/* Path of an AWS file: $VAR (with "~/" expanded), else ~/.aws/NAME. */
-static int aws_path(pf_env_fn env, const char *var, const char *name,
-		    char *out, size_t outlen, char *err, size_t errlen)
-{
-	const char *v = pf_s3_env_get(env, var);
-	const char *home = pf_s3_env_get(env, "HOME");
-	int n;
-
-	out[0] = '\0';
-	if (v && strncmp(v, "~/", 2) == 0 && home)
-		n = snprintf(out, outlen, "%s/%s", home, v + 2);
-	else if (v)
-		n = snprintf(out, outlen, "%s", v);
-	else if (home)
-		n = snprintf(out, outlen, "%s/.aws/%s", home, name);
-	else
-		return 0;	/* no file at all */
-	if (n < 0 || (size_t)n >= outlen) {
-		pf_err_set(err, errlen, "path of the AWS %s file is too long",
-		       name);
-		out[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
-static char *trim(char *s)
-{
-	size_t n;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' ||
-		     s[n - 1] == '\r' || s[n - 1] == '\n'))
-		s[--n] = '\0';
-	return s;
-}
-
-/*
- * Whether section @sect names @profile: in the credentials file
- * (INI_CRED) the section is the name itself; in the config file
- * (INI_CONF) it is "profile NAME", and "default" may also be written
- * bare; an SSO session (INI_SSO) is "sso-session NAME".
- */
-enum { INI_CRED, INI_CONF, INI_SSO };
-
-static bool section_is(const char *sect, int kind, const char *profile)
-{
-	const char *word = kind == INI_SSO ? "sso-session" : "profile";
-	size_t wl = strlen(word);
-
-	if (kind == INI_CRED)
-		return strcmp(sect, profile) == 0;
-	if (kind == INI_CONF && strcmp(sect, "default") == 0)
-		return strcmp(profile, "default") == 0;
-	if (strncmp(sect, word, wl) != 0 ||
-	    (sect[wl] != ' ' && sect[wl] != '\t'))
-		return false;
-	sect += wl;
-	while (*sect == ' ' || *sect == '\t')
-		sect++;
-	return strcmp(sect, profile) == 0;
-}
-
-static int store(char *dst, size_t dstlen, const char *val,
-		 const char *key, const char *profile, const char *path,
-		 char *err, size_t errlen)
-{
-	if (copy_str(dst, dstlen, val))
-		return 0;
-	pf_err_set(err, errlen, "%s of AWS profile '%s' in %s is too long "
-	       "(%zu bytes, at most %zu)", key, profile, path, strlen(val),
-	       dstlen - 1);
-	return -ENAMETOOLONG;
-}
-
-/* The settings of a profile that the credential chain reads. */
-#define PF_PROF_FIELD(name) \
-	{ #name, offsetof(struct pf_aws_profile, name), \
-	  sizeof(((struct pf_aws_profile *)0)->name) }
-static const struct {
-	const char *key;
-	size_t off;
-	size_t size;
-} prof_fields[] = {
-	PF_PROF_FIELD(role_arn),
-	PF_PROF_FIELD(source_profile),
-	PF_PROF_FIELD(credential_source),
-	PF_PROF_FIELD(credential_process),
-	PF_PROF_FIELD(web_identity_token_file),
-	PF_PROF_FIELD(role_session_name),
-	PF_PROF_FIELD(external_id),
-	PF_PROF_FIELD(duration_seconds),
-	PF_PROF_FIELD(sso_start_url),
-	PF_PROF_FIELD(sso_session),
-	PF_PROF_FIELD(sso_account_id),
-	PF_PROF_FIELD(sso_role_name),
-	PF_PROF_FIELD(sso_region),
-};
-#define NFIELDS (sizeof(prof_fields) / sizeof(prof_fields[0]))
-
-/* One "key = value" line of the profile's section. */
-static int ini_key(struct pf_aws_profile *p, int kind, char *key, char *val,
-		   const char *profile, const char *path, char *err,
-		   size_t errlen)
-{
-	if (kind == INI_SSO) {
-		/* an [sso-session] gives only these two */
-		if (strcasecmp(key, "sso_start_url") == 0)
-			return store(p->sso_start_url, sizeof(p->sso_start_url),
-				     val, key, profile, path, err, errlen);
-		if (strcasecmp(key, "sso_region") == 0)
-			return store(p->sso_region, sizeof(p->sso_region), val,
-				     key, profile, path, err, errlen);
-		return 0;
-	}
-	if (strcasecmp(key, "aws_access_key_id") == 0)
-		return store(p->access_key, sizeof(p->access_key), val, key,
-			     profile, path, err, errlen);
-	if (strcasecmp(key, "aws_secret_access_key") == 0)
-		return store(p->secret_key, sizeof(p->secret_key), val, key,
-			     profile, path, err, errlen);
-	/* aws_security_token is the older name boto still reads. */
-	if (strcasecmp(key, "aws_session_token") == 0 ||
-	    (strcasecmp(key, "aws_security_token") == 0 &&
-	     !p->session_token[0]))
-		return store(p->session_token, sizeof(p->session_token), val,
-			     key, profile, path, err, errlen);
-	if (kind == INI_CONF && strcasecmp(key, "region") == 0)
-		return store(p->region, sizeof(p->region), val, key, profile,
-			     path, err, errlen);
-	for (size_t i = 0; i < NFIELDS; i++) {
-		if (strcasecmp(key, prof_fields[i].key) != 0 || !*val)
-			continue;
-		if (strcmp(prof_fields[i].key, "role_session_name") &&
-		    strcmp(prof_fields[i].key, "external_id") &&
-		    strcmp(prof_fields[i].key, "duration_seconds") &&
-		    strcmp(prof_fields[i].key, "sso_region") &&
-		    strcmp(prof_fields[i].key, "sso_account_id") &&
-		    strcmp(prof_fields[i].key, "sso_role_name"))
-			p->other_creds = true;
-		return store((char *)p + prof_fields[i].off,
-			     prof_fields[i].size, val, key, profile, path,
-			     err, errlen);
-	}
-	return 0;
-}
-
-/*
- * Reads what file @path says about @profile into @p, with the rules of
- * Python's configparser as the AWS CLI uses it: '#' and ';' start comment
- * lines, '=' or ':' separates a key from its value, keys are
- * case-insensitive, and a line indented deeper than the key before it
- * continues that key's value (the nested "s3 =" settings), so it is no
- * key of its own.  Values are taken whole: an inline '#' is part of them.
- * A file that does not exist says nothing: returns 0.
- */
-static int ini_scan(const char *path, int kind, const char *profile,
-		    struct pf_aws_profile *p, char *err, size_t errlen)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	size_t key_indent = SIZE_MAX;
-	bool in = false;
-	FILE *f;
-	int ret = 0;
-
-	if (!path[0])
-		return 0;
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		ret = -errno;
-		pf_err_set(err, errlen, "cannot read %s: %s", path,
-		       strerror(-ret));
-		return ret;
-	}
-	for (;;) {
-		ssize_t n;
-		size_t indent;
-		char *s, *eq, *colon;
-
-		errno = 0;
-		n = getline(&line, &cap, f);
-		if (n < 0) {
-			/* A directory opens, then fails here: EISDIR. */
-			if (ferror(f)) {
-				ret = errno ? -errno : -EIO;
-				pf_err_set(err, errlen, "cannot read %s: %s",
-					path, strerror(-ret));
-			}
-			break;
-		}
-		if (memchr(line, '\0', (size_t)n))
-			continue;
-		indent = strspn(line, " \t");
-		s = trim(line + indent);
-		if (!*s || *s == '#' || *s == ';')
-			continue;
-		if (*s == '[') {
-			char *close = strrchr(s, ']');
-
-			key_indent = SIZE_MAX;
-			in = false;
-			if (!close)
-				continue;
-			*close = '\0';
-			in = section_is(trim(s + 1), kind, profile);
-			if (in)
-				p->found = true;
-			continue;
-		}
-		if (key_indent != SIZE_MAX && indent > key_indent)
-			continue;
-		eq = strchr(s, '=');
-		colon = strchr(s, ':');
-		if (colon && (!eq || colon < eq))
-			eq = colon;
-		if (!eq)
-			continue;
-		key_indent = indent;
-		if (!in)
-			continue;
-		*eq = '\0';
-		ret = ini_key(p, kind, trim(s), trim(eq + 1), profile, path,
-			      err, errlen);
-		if (ret < 0)
-			break;
-	}
-	if (line)
-		explicit_bzero(line, cap);
-	free(line);
-	fclose(f);
-	return ret;
-}
-
 /* ---- credentials ---- */
 
 /*
@@ -670,11 +409,228 @@ static int cred_from_prof(const struct pf_aws_profile *p, const char *profile,
 	return 1;
 }
 
-static int check_profile_name(const char *name, const char *from, char *err,
-			      size_t errlen)
+int pf_s3_check_profile_name(const char *name, const char *from, char *err,
+			     size_t errlen)
 {
 	if (strlen(name) > 128 || strpbrk(name, "[]\r\n")) {
 		pf_err_set(err, errlen, "bad AWS profile name (from %s)", from);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* pf_s3_resolve()'s state: each setting and where it came from. */
+struct resolve {
+	const struct pf_s3_opts *o;
+	pf_env_fn env;
+	struct pf_s3_conf *out;
+	const char *profile;
+	const char *profile_from;	/* NULL: the default profile */
+	const char *region;
+	const char *region_from;
+	/* what the credentials file and the config file say of the
+	 * profile (secrets: wiped before pf_s3_resolve() returns) */
+	struct pf_aws_profile *pc;
+	struct pf_aws_profile *pg;
+	char cred_path[512];
+	char conf_path[512];
+	char *err;
+	size_t errlen;
+};
+
+/* The profile: -o profile, else AWS_PROFILE, else "default". */
+static int pick_profile(struct resolve *r)
+{
+	if (r->o->profile && *r->o->profile) {
+		r->profile = r->o->profile;
+		r->profile_from = "-o profile";
+	} else if (pf_s3_env_get(r->env, "AWS_PROFILE")) {
+		r->profile = pf_s3_env_get(r->env, "AWS_PROFILE");
+		r->profile_from = "AWS_PROFILE";
+	}
+	if (!r->profile_from)
+		return 0;
+	return pf_s3_check_profile_name(r->profile, r->profile_from, r->err,
+				  r->errlen);
+}
+
+/* The region the options or the environment give, if any. */
+static void pick_region(struct resolve *r)
+{
+	if (r->o->region && *r->o->region) {
+		r->region = r->o->region;
+		r->region_from = "-o region";
+	} else if (pf_s3_env_get(r->env, "AWS_REGION")) {
+		r->region = pf_s3_env_get(r->env, "AWS_REGION");
+		r->region_from = "AWS_REGION";
+	} else if (pf_s3_env_get(r->env, "AWS_DEFAULT_REGION")) {
+		r->region = pf_s3_env_get(r->env, "AWS_DEFAULT_REGION");
+		r->region_from = "AWS_DEFAULT_REGION";
+	}
+}
+
+/* no_sign, else the environment's keys unless -o profile names others. */
+static int creds_before_files(struct resolve *r)
+{
+	struct pf_s3_conf *out = r->out;
+	/*
+	 * Like the AWS CLI's --profile, -o profile= names the credentials
+	 * to use even when the environment has keys; AWS_PROFILE does not
+	 * override AWS_ACCESS_KEY_ID.
+	 */
+	bool env_first = !(r->o->profile && *r->o->profile);
+	int ret;
+
+	if (r->o->no_sign) {
+		out->cred.anonymous = 1;
+		snprintf(out->cred.source, sizeof(out->cred.source),
+			 "none (no_sign)");
+	} else if (env_first) {
+		ret = cred_from_env(r->env, &out->cred, r->err, r->errlen);
+		if (ret < 0)
+			return ret;
+		/* web identity comes before the shared files */
+		if (!out->cred.source[0] &&
+		    pf_s3_env_get(r->env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
+			out->cred.chain = 1;
+	}
+	return 0;
+}
+
+/* The profile in the shared files: it must be there if it was named. */
+static int read_files(struct resolve *r)
+{
+	char *err = r->err;
+	size_t errlen = r->errlen;
+	int ret;
+
+	ret = pf_s3_aws_path(r->env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
+		       r->cred_path, sizeof(r->cred_path), err, errlen);
+	if (ret == 0)
+		ret = pf_s3_aws_path(r->env, "AWS_CONFIG_FILE", "config",
+			       r->conf_path, sizeof(r->conf_path), err,
+			       errlen);
+	if (ret == 0)
+		ret = pf_s3_ini_scan(r->cred_path, INI_CRED, r->profile, r->pc, err,
+			       errlen);
+	if (ret == 0)
+		ret = pf_s3_ini_scan(r->conf_path, INI_CONF, r->profile, r->pg, err,
+			       errlen);
+	if (ret < 0)
+		return ret;
+	if (r->profile_from && !r->pc->found && !r->pg->found) {
+		if (!r->cred_path[0] && !r->conf_path[0])
+			pf_err_set(err, errlen,
+				"AWS profile '%s' (from "
+				"%s) not found: HOME is not set, so "
+				"there is no ~/.aws/credentials or "
+				"~/.aws/config",
+				r->profile, r->profile_from);
+		else
+			pf_err_set(err, errlen,
+				"AWS profile '%s' (from "
+				"%s) not found in %s or %s",
+				r->profile, r->profile_from,
+				r->cred_path[0] ? r->cred_path : "(none)",
+				r->conf_path[0] ? r->conf_path : "(none)");
+		return -ENOENT;
+	}
+	if (!r->region && r->pg->region[0]) {
+		r->region = r->pg->region;
+		r->region_from = "the AWS config file";
+	}
+	return 0;
+}
+
+/*
+ * The profile's keys, else the rest of the chain (pf_creds_new()) where
+ * the profile or the default profile may lead there.
+ */
+static int creds_from_files(struct resolve *r)
+{
+	struct pf_s3_cred *cred = &r->out->cred;
+	int ret;
+
+	ret = cred_from_prof(r->pc, r->profile, r->cred_path, cred, r->err,
+			     r->errlen);
+	if (ret == 0)
+		ret = cred_from_prof(r->pg, r->profile, r->conf_path, cred,
+				     r->err, r->errlen);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 && (r->pc->other_creds || r->pg->other_creds ||
+			 !r->profile_from)) {
+		/*
+		 * A role, SSO, a process or web identity; or, for the
+		 * default profile, the container and instance sources:
+		 * pf_creds_new() goes on with the chain.
+		 */
+		cred->chain = 1;
+	} else if (ret == 0) {
+		pf_err_set(r->err, r->errlen,
+			"AWS profile '%s' (from %s) has no "
+			"credentials: put aws_access_key_id and "
+			"aws_secret_access_key, role_arn, "
+			"credential_process or sso_session in it, or "
+			"use -o no_sign for a public bucket",
+			r->profile, r->profile_from);
+		return -ENOKEY;
+	}
+	return 0;
+}
+
+/* The endpoint: -o endpoint, the environment, else AWS's for the region. */
+static int set_endpoint(struct resolve *r)
+{
+	struct pf_s3_conf *out = r->out;
+	const char *ep = NULL;
+	const char *ep_from = NULL;
+
+	if (r->o->endpoint && *r->o->endpoint) {
+		ep = r->o->endpoint;
+		ep_from = "-o endpoint";
+	} else if (pf_s3_env_get(r->env, "AWS_ENDPOINT_URL_S3")) {
+		ep = pf_s3_env_get(r->env, "AWS_ENDPOINT_URL_S3");
+		ep_from = "AWS_ENDPOINT_URL_S3";
+	} else if (pf_s3_env_get(r->env, "AWS_ENDPOINT_URL")) {
+		ep = pf_s3_env_get(r->env, "AWS_ENDPOINT_URL");
+		ep_from = "AWS_ENDPOINT_URL";
+	}
+	if (ep)
+		return parse_endpoint(ep, ep_from, out->endpoint,
+				      sizeof(out->endpoint), r->err,
+				      r->errlen);
+	snprintf(out->endpoint, sizeof(out->endpoint),
+		 "https://s3.%s.amazonaws.com%s", out->region,
+		 strncmp(out->region, "cn-", 3) == 0 ? ".cn" : "");
+	return 0;
+}
+
+/* Path or virtual-host addressing (auto: virtual on AWS's hosts). */
+static int set_addressing(struct resolve *r)
+{
+	const char *a = r->o->addressing;
+	struct pf_s3_conf *out = r->out;
+
+	if (!a || !*a || strcmp(a, "auto") == 0) {
+		out->path_style = !is_aws_host(out->endpoint) ||
+				  strchr(out->bucket, '.');
+	} else if (strcmp(a, "path") == 0) {
+		out->path_style = 1;
+	} else if (strcmp(a, "virtual") == 0) {
+		if (is_ip_host(out->endpoint)) {
+			pf_err_set(r->err, r->errlen, "addressing=virtual "
+			       "needs an endpoint with a DNS name, not an IP "
+			       "address (%s): use addressing=path",
+			       out->endpoint);
+			return -EINVAL;
+		}
+		out->path_style = 0;
+	} else {
+		pf_err_set(r->err, r->errlen,
+			"bad value for addressing: '%.*s' (path, "
+			"virtual or auto)",
+			SHOW, a);
 		return -EINVAL;
 	}
 	return 0;
@@ -685,451 +641,66 @@ int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
 		  size_t errlen)
 {
 	static const struct pf_s3_opts none;
-	struct pf_aws_profile *pc = NULL, *pg = NULL;
-	char cred_path[512], conf_path[512];
-	const char *profile = "default", *profile_from = NULL;
-	const char *region = NULL, *region_from = NULL;
-	const char *ep, *ep_from;
-	bool env_first, need_files;
+	struct resolve r = { .o = o ? o : &none, .env = env, .out = out,
+			     .profile = "default", .err = err,
+			     .errlen = errlen };
+	bool need_files;
 	int ret;
 
-	if (!o)
-		o = &none;
 	memset(out, 0, sizeof(*out));
 	if (err && errlen)
 		err[0] = '\0';
 	ret = parse_source(source, out, err, errlen);
+	if (ret == 0)
+		ret = pick_profile(&r);
 	if (ret < 0)
 		goto out;
-
-	if (o->profile && *o->profile) {
-		profile = o->profile;
-		profile_from = "-o profile";
-	} else if (pf_s3_env_get(env, "AWS_PROFILE")) {
-		profile = pf_s3_env_get(env, "AWS_PROFILE");
-		profile_from = "AWS_PROFILE";
-	}
-	if (profile_from) {
-		ret = check_profile_name(profile, profile_from, err, errlen);
-		if (ret < 0)
-			goto out;
-	}
-
-	if (o->region && *o->region) {
-		region = o->region;
-		region_from = "-o region";
-	} else if (pf_s3_env_get(env, "AWS_REGION")) {
-		region = pf_s3_env_get(env, "AWS_REGION");
-		region_from = "AWS_REGION";
-	} else if (pf_s3_env_get(env, "AWS_DEFAULT_REGION")) {
-		region = pf_s3_env_get(env, "AWS_DEFAULT_REGION");
-		region_from = "AWS_DEFAULT_REGION";
-	}
-
-	/*
-	 * Like the AWS CLI's --profile, -o profile= names the credentials
-	 * to use even when the environment has keys; AWS_PROFILE does not
-	 * override AWS_ACCESS_KEY_ID.
-	 */
-	env_first = !(o->profile && *o->profile);
-	if (o->no_sign) {
-		out->cred.anonymous = 1;
-		snprintf(out->cred.source, sizeof(out->cred.source),
-			 "none (no_sign)");
-	} else if (env_first) {
-		ret = cred_from_env(env, &out->cred, err, errlen);
-		if (ret < 0)
-			goto out;
-		/* web identity comes before the shared files */
-		if (!out->cred.source[0] &&
-		    pf_s3_env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
-			out->cred.chain = 1;
-	}
-	need_files = profile_from || !region ||
+	pick_region(&r);
+	ret = creds_before_files(&r);
+	if (ret < 0)
+		goto out;
+	need_files = r.profile_from || !r.region ||
 		     (!out->cred.anonymous && !out->cred.source[0] &&
 		      !out->cred.chain);
 
-	pc = calloc(1, sizeof(*pc));
-	pg = calloc(1, sizeof(*pg));
-	if (!pc || !pg) {
+	r.pc = calloc(1, sizeof(*r.pc));
+	r.pg = calloc(1, sizeof(*r.pg));
+	if (!r.pc || !r.pg) {
 		ret = -ENOMEM;
 		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	if (need_files) {
-		ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE",
-			       "credentials", cred_path, sizeof(cred_path),
-			       err, errlen);
-		if (ret == 0)
-			ret = aws_path(env, "AWS_CONFIG_FILE", "config",
-				       conf_path, sizeof(conf_path), err,
-				       errlen);
-		if (ret == 0)
-			ret = ini_scan(cred_path, INI_CRED, profile, pc, err,
-				       errlen);
-		if (ret == 0)
-			ret = ini_scan(conf_path, INI_CONF, profile, pg, err,
-				       errlen);
+		ret = read_files(&r);
 		if (ret < 0)
 			goto out;
-		if (profile_from && !pc->found && !pg->found) {
-			ret = -ENOENT;
-			if (!cred_path[0] && !conf_path[0])
-				pf_err_set(err, errlen,
-					"AWS profile '%s' (from "
-					"%s) not found: HOME is not set, so "
-					"there is no ~/.aws/credentials or "
-					"~/.aws/config",
-					profile, profile_from);
-			else
-				pf_err_set(err, errlen,
-					"AWS profile '%s' (from "
-					"%s) not found in %s or %s",
-					profile, profile_from,
-					cred_path[0] ? cred_path : "(none)",
-					conf_path[0] ? conf_path : "(none)");
-			goto out;
-		}
-		if (!region && pg->region[0]) {
-			region = pg->region;
-			region_from = "the AWS config file";
-		}
 	}
-
 	if (!out->cred.anonymous && !out->cred.source[0] &&
 	    !out->cred.chain) {
-		ret = cred_from_prof(pc, profile, cred_path, &out->cred, err,
-				     errlen);
-		if (ret == 0)
-			ret = cred_from_prof(pg, profile, conf_path,
-					     &out->cred, err, errlen);
+		ret = creds_from_files(&r);
 		if (ret < 0)
 			goto out;
-		if (ret == 0 && (pc->other_creds || pg->other_creds ||
-				 !profile_from)) {
-			/*
-			 * A role, SSO, a process or web identity; or, for
-			 * the default profile, the container and instance
-			 * sources: pf_creds_new() goes on with the chain.
-			 */
-			out->cred.chain = 1;
-		} else if (ret == 0) {
-			ret = -ENOKEY;
-			pf_err_set(err, errlen,
-				"AWS profile '%s' (from %s) has no "
-				"credentials: put aws_access_key_id and "
-				"aws_secret_access_key, role_arn, "
-				"credential_process or sso_session in it, or "
-				"use -o no_sign for a public bucket",
-				profile, profile_from);
-			goto out;
-		}
 	}
 
-	if (!region) {
-		region = "us-east-1";
-		region_from = "the default";
+	if (!r.region) {
+		r.region = "us-east-1";
+		r.region_from = "the default";
 	}
-	ret = check_region(region, region_from, err, errlen);
+	ret = check_region(r.region, r.region_from, err, errlen);
 	if (ret < 0)
 		goto out;
-	strcpy(out->region, region);
-
-	if (o->endpoint && *o->endpoint) {
-		ep = o->endpoint;
-		ep_from = "-o endpoint";
-	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3")) {
-		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3");
-		ep_from = "AWS_ENDPOINT_URL_S3";
-	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL")) {
-		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL");
-		ep_from = "AWS_ENDPOINT_URL";
-	} else {
-		ep = NULL;
-		ep_from = NULL;
-	}
-	if (ep) {
-		ret = parse_endpoint(ep, ep_from, out->endpoint,
-				     sizeof(out->endpoint), err, errlen);
-		if (ret < 0)
-			goto out;
-	} else {
-		snprintf(out->endpoint, sizeof(out->endpoint),
-			 "https://s3.%s.amazonaws.com%s", out->region,
-			 strncmp(out->region, "cn-", 3) == 0 ? ".cn" : "");
-	}
-
-	if (!o->addressing || !*o->addressing ||
-	    strcmp(o->addressing, "auto") == 0) {
-		out->path_style = !is_aws_host(out->endpoint) ||
-				  strchr(out->bucket, '.');
-	} else if (strcmp(o->addressing, "path") == 0) {
-		out->path_style = 1;
-	} else if (strcmp(o->addressing, "virtual") == 0) {
-		if (is_ip_host(out->endpoint)) {
-			ret = -EINVAL;
-			pf_err_set(err, errlen, "addressing=virtual needs an "
-			       "endpoint with a DNS name, not an IP address "
-			       "(%s): use addressing=path", out->endpoint);
-			goto out;
-		}
-		out->path_style = 0;
-	} else {
-		ret = -EINVAL;
-		pf_err_set(err, errlen,
-			"bad value for addressing: '%.*s' (path, "
-			"virtual or auto)",
-			SHOW, o->addressing);
-		goto out;
-	}
-	ret = 0;
+	strcpy(out->region, r.region);
+	ret = set_endpoint(&r);
+	if (ret == 0)
+		ret = set_addressing(&r);
 out:
-	if (pc)
-		explicit_bzero(pc, sizeof(*pc));
-	if (pg)
-		explicit_bzero(pg, sizeof(*pg));
-	free(pc);
-	free(pg);
+	if (r.pc)
+		explicit_bzero(r.pc, sizeof(*r.pc));
+	if (r.pg)
+		explicit_bzero(r.pg, sizeof(*r.pg));
+	free(r.pc);
+	free(r.pg);
 	if (ret < 0)
 		explicit_bzero(&out->cred, sizeof(out->cred));
 	return ret;
-}
-
-int pf_s3_profile_read(pf_env_fn env, const char *profile,
-		       struct pf_aws_profile *p, char *err, size_t errlen)
-{
-	struct pf_aws_profile *pc = NULL, *pg = NULL, *ps = NULL;
-	char cred_path[512], conf_path[512];
-	int ret;
-
-	memset(p, 0, sizeof(*p));
-	if (err && errlen)
-		err[0] = '\0';
-	ret = check_profile_name(profile, "the chain", err, errlen);
-	if (ret < 0)
-		return ret;
-	pc = calloc(1, sizeof(*pc));
-	pg = calloc(1, sizeof(*pg));
-	ps = calloc(1, sizeof(*ps));
-	if (!pc || !pg || !ps) {
-		ret = -ENOMEM;
-		pf_err_set(err, errlen, "out of memory");
-		goto out;
-	}
-	ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
-		       cred_path, sizeof(cred_path), err, errlen);
-	if (ret == 0)
-		ret = aws_path(env, "AWS_CONFIG_FILE", "config", conf_path,
-			       sizeof(conf_path), err, errlen);
-	if (ret == 0)
-		ret = ini_scan(cred_path, INI_CRED, profile, pc, err, errlen);
-	if (ret == 0)
-		ret = ini_scan(conf_path, INI_CONF, profile, pg, err, errlen);
-	if (ret < 0)
-		goto out;
-	if (!pc->found && !pg->found) {
-		ret = -ENOENT;
-		pf_err_set(err, errlen,
-			"AWS profile '%s' not found in %s or %s", profile,
-			cred_path[0] ? cred_path : "(none)",
-			conf_path[0] ? conf_path : "(none)");
-		goto out;
-	}
-	/* the credentials file wins, as for the AWS CLI */
-	if (pc->access_key[0] || pc->secret_key[0]) {
-		memcpy(p->access_key, pc->access_key, sizeof(p->access_key));
-		memcpy(p->secret_key, pc->secret_key, sizeof(p->secret_key));
-		memcpy(p->session_token, pc->session_token,
-		       sizeof(p->session_token));
-	} else {
-		memcpy(p->access_key, pg->access_key, sizeof(p->access_key));
-		memcpy(p->secret_key, pg->secret_key, sizeof(p->secret_key));
-		memcpy(p->session_token, pg->session_token,
-		       sizeof(p->session_token));
-	}
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const char *a = (const char *)pc + prof_fields[i].off;
-		const char *b = (const char *)pg + prof_fields[i].off;
-
-		memcpy((char *)p + prof_fields[i].off, *a ? a : b,
-		       prof_fields[i].size);
-	}
-	memcpy(p->region, pg->region, sizeof(p->region));
-	p->found = true;
-	p->other_creds = pc->other_creds || pg->other_creds;
-	snprintf(p->path, sizeof(p->path), "%s",
-		 pc->found ? cred_path : conf_path);
-	if (p->sso_session[0]) {
-		ret = ini_scan(conf_path, INI_SSO, p->sso_session, ps, err,
-			       errlen);
-		if (ret < 0)
-			goto out;
-		if (!ps->found) {
-			ret = -ENOENT;
-			pf_err_set(err, errlen,
-				"sso-session '%s' of AWS profile "
-				"'%s' not found in %s",
-				p->sso_session, profile,
-				conf_path[0] ? conf_path : "(none)");
-			goto out;
-		}
-		if (!p->sso_start_url[0])
-			memcpy(p->sso_start_url, ps->sso_start_url,
-			       sizeof(p->sso_start_url));
-		if (!p->sso_region[0])
-			memcpy(p->sso_region, ps->sso_region,
-			       sizeof(p->sso_region));
-	}
-	ret = 0;
-out:
-	if (pc)
-		explicit_bzero(pc, sizeof(*pc));
-	if (pg)
-		explicit_bzero(pg, sizeof(*pg));
-	free(pc);
-	free(pg);
-	free(ps);
-	if (ret < 0)
-		explicit_bzero(p, sizeof(*p));
-	return ret;
-}
-
-/* ---- URLs ---- */
-
-static bool unreserved(unsigned char ch)
-{
-	return isalnum(ch) || ch == '-' || ch == '_' || ch == '.' ||
-	       ch == '~';
-}
-
-/* Appends @in %-encoded (see pf_s3_uri_encode()) to @sb. */
-static void uri_encode(struct pf_strbuf *sb, const char *in, int keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *s = (const unsigned char *)in; *s; s++) {
-		/* isalnum() of the C locale: never a byte >= 0x80. */
-		bool keep = (*s < 0x80 && unreserved(*s)) ||
-			    (keep_slash && *s == '/');
-		char esc[3];
-
-		if (keep) {
-			pf_strbuf_addch(sb, *s);
-			continue;
-		}
-		esc[0] = '%';
-		esc[1] = hex[*s >> 4];
-		esc[2] = hex[*s & 15];
-		pf_strbuf_add(sb, esc, sizeof(esc));
-	}
-}
-
-/*
- * The length of a URL built in a fixed strbuf, or -ENAMETOOLONG (and ""
- * in the buffer) when it did not fit whole.
- */
-static int url_end(struct pf_strbuf *sb)
-{
-	if (sb->failed || sb->len > INT_MAX) {
-		pf_strbuf_reset(sb);
-		return -ENAMETOOLONG;
-	}
-	return (int)sb->len;
-}
-
-int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
-		     size_t outlen)
-{
-	struct pf_strbuf sb;
-
-	pf_strbuf_init_fixed(&sb, out, outlen);
-	uri_encode(&sb, in, keep_slash);
-	return url_end(&sb);
-}
-
-/* "scheme://host[:port]/bucket" or "scheme://bucket.host[:port]". */
-static void url_base(struct pf_strbuf *b, const struct pf_s3_conf *c)
-{
-	const char *host = endpoint_host(c->endpoint);
-	char scheme[16];
-	size_t slen = (size_t)(host - c->endpoint);
-
-	if (c->path_style || slen >= sizeof(scheme)) {
-		pf_strbuf_addstr(b, c->endpoint);
-		pf_strbuf_addstr(b, "/");
-		pf_strbuf_addstr(b, c->bucket);
-		return;
-	}
-	memcpy(scheme, c->endpoint, slen);
-	scheme[slen] = '\0';
-	pf_strbuf_addstr(b, scheme);
-	pf_strbuf_addstr(b, c->bucket);
-	pf_strbuf_addstr(b, ".");
-	pf_strbuf_addstr(b, host);
-}
-
-int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
-		     size_t outlen)
-{
-	struct pf_strbuf b;
-
-	if (!path || !*path || path[0] == '/')
-		return -EINVAL;
-	pf_strbuf_init_fixed(&b, out, outlen);
-	url_base(&b, c);
-	pf_strbuf_addstr(&b, "/");
-	uri_encode(&b, c->prefix, 1);
-	uri_encode(&b, path, 1);
-	return url_end(&b);
-}
-
-int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
-		   const char *token, unsigned max_keys, char *out,
-		   size_t outlen, char *list_prefix, size_t lplen)
-{
-	struct pf_strbuf b;
-	struct pf_strbuf lp;
-	char num[16];
-
-	if (!dir || dir[0] == '/' ||
-	    (*dir && dir[strlen(dir) - 1] == '/'))
-		return -EINVAL;
-	pf_strbuf_init_fixed(&lp, list_prefix, lplen);
-	pf_strbuf_addstr(&lp, c->prefix);
-	if (*dir) {
-		pf_strbuf_addstr(&lp, dir);
-		pf_strbuf_addstr(&lp, "/");
-	}
-	if (url_end(&lp) < 0)
-		return -ENAMETOOLONG;
-
-	pf_strbuf_init_fixed(&b, out, outlen);
-	url_base(&b, c);
-	/* Path-style lists "/bucket", virtual-hosted "/": as SDKs do. */
-	pf_strbuf_addstr(&b, c->path_style ? "?" : "/?");
-	if (token && *token) {
-		pf_strbuf_addstr(&b, "continuation-token=");
-		uri_encode(&b, token, 0);
-		pf_strbuf_addstr(&b, "&");
-	}
-	pf_strbuf_addstr(&b, "delimiter=%2F&list-type=2&max-keys=");
-	snprintf(num, sizeof(num), "%u", max_keys ? max_keys : 1000);
-	pf_strbuf_addstr(&b, num);
-	pf_strbuf_addstr(&b, "&prefix=");
-	uri_encode(&b, list_prefix, 0);
-	return url_end(&b);
-}
-
-void pf_s3_sigv4_param(const struct pf_s3_conf *c, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "aws:amz:%s:s3", c->region);
-}
-
-void pf_s3_describe(const struct pf_s3_conf *c, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "s3://%s/%s region=%s endpoint=%s "
-		 "addressing=%s credentials=%s", c->bucket, c->prefix,
-		 c->region, c->endpoint,
-		 c->path_style ? "path" : "virtual",
-		 c->cred.anonymous ? "none (no_sign)" : c->cred.source);
 }
