@@ -93,9 +93,9 @@ int pf_sc_seal(const struct pf_sc_keys *k, const uint8_t key[PF_SC_KEY_BYTES],
  * version, piece and length and is intact (@plain then holds garbage).
  */
 int pf_sc_unseal(const struct pf_sc_keys *k,
-		 const uint8_t key[PF_SC_KEY_BYTES], const struct pf_sc_fid *fid,
-		 uint64_t piece, const void *val, size_t vlen, void *plain,
-		 uint32_t len);
+		 const uint8_t key[PF_SC_KEY_BYTES],
+		 const struct pf_sc_fid *fid, uint64_t piece, const void *val,
+		 size_t vlen, void *plain, uint32_t len);
 
 /* ---- the server list ---- */
 

@@ -399,7 +399,8 @@ START_TEST(test_opts)
 	ck_assert_ptr_nonnull(strstr(err, "shared_secret"));
 	ck_assert_ptr_null(strchr(err, '\n'));
 	ck_assert_int_eq(parse_o(&o, "shared_cache=127.0.0.2:x,"
-				 "shared_secret=/s", err, sizeof(err)), -EINVAL);
+				 "shared_secret=/s", err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "bad value for shared_cache"));
 	ck_assert_int_eq(parse_o(&o, "shared_secret=/s", err, sizeof(err)),
 			 -EINVAL);

@@ -3,7 +3,8 @@
  * its options: the source's backend (a directory: posix; http(s)://: the
  * HTTP object store; s3://: S3), with -o shared_cache the shared tier
  * over it, and with -o cache_dir the disk cache over that (memory -> disk
- * cache -> shared tier -> store).  Called once by main() before the engine exists.
+ * cache -> shared tier -> store).  Called once by main() before the engine
+ * exists.
  */
 #include <errno.h>
 #include <inttypes.h>

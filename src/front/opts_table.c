@@ -117,7 +117,8 @@ static int set_shared_cache(struct pf_opts *o, const char *val)
 		o->shared_cache[0] = '\0';
 		return 0;
 	}
-	if (strlen(val) >= sizeof(o->shared_cache) || (val[0] == '@' && !val[1]))
+	if (strlen(val) >= sizeof(o->shared_cache) ||
+	    (val[0] == '@' && !val[1]))
 		return -EINVAL;
 	if (val[0] != '@') {
 		sv = calloc(PF_SC_SERVERS_MAX, sizeof(*sv));

@@ -36,7 +36,7 @@
 #define DEFAULT_STAGING (64ull << 20)
 #define DEFAULT_QUEUE (32ull << 20)
 
-/* ---- pass-through ops ---------------------------------------------------- */
+/* ---- pass-through ops ------------------------------------------------- */
 
 static int sc_getattr(struct pf_backend *be, const char *path,
 		      struct stat *st)
@@ -117,7 +117,7 @@ static void sc_close(struct pf_backend *be, struct pf_bfile *f)
 	free(f);
 }
 
-/* ---- stats ----------------------------------------------------------------- */
+/* ---- stats ------------------------------------------------------------ */
 
 #define CNT(name) ((uint64_t)atomic_load(&t->st.name))
 
@@ -172,7 +172,7 @@ uint64_t pf_sc_backend_memory(const struct pf_backend *be)
 	return t->staging_max + PF_SC_PIECE + PF_SC_SEAL_OVERHEAD;
 }
 
-/* ---- life cycle ------------------------------------------------------------ */
+/* ---- life cycle ------------------------------------------------------- */
 
 static void sc_cancel(struct pf_backend *be)
 {

@@ -39,40 +39,32 @@
 #define RETRY_S 1
 #define DEAD_S 5
 
+static bool set(memcached_st *mc, memcached_behavior_t b, uint64_t v)
+{
+	return memcached_behavior_set(mc, b, v) == MEMCACHED_SUCCESS;
+}
+
 memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
 			   unsigned timeout_ms, bool eject)
 {
 	memcached_st *mc = memcached_create(NULL);
-	bool ok = true;
+	bool ok;
 
 	if (!mc)
 		return NULL;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_DISTRIBUTION,
-				     MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA) ==
-	      MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_KETAMA_HASH,
-				     MEMCACHED_HASH_MD5) == MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_HASH,
-				     MEMCACHED_HASH_MD5) == MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_NO_BLOCK, 1) ==
-	      MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) ==
-	      MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT,
-				     4 * timeout_ms) == MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT,
-				     timeout_ms) == MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT,
-				     FAILURE_LIMIT) == MEMCACHED_SUCCESS;
-	ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT,
-				     RETRY_S) == MEMCACHED_SUCCESS;
-	if (eject) {
-		ok &= memcached_behavior_set(mc,
-				MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 1) ==
-		      MEMCACHED_SUCCESS;
-		ok &= memcached_behavior_set(mc, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT,
-					     DEAD_S) == MEMCACHED_SUCCESS;
-	}
+	ok = set(mc, MEMCACHED_BEHAVIOR_DISTRIBUTION,
+		 MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA) &&
+	     set(mc, MEMCACHED_BEHAVIOR_KETAMA_HASH, MEMCACHED_HASH_MD5) &&
+	     set(mc, MEMCACHED_BEHAVIOR_HASH, MEMCACHED_HASH_MD5) &&
+	     set(mc, MEMCACHED_BEHAVIOR_NO_BLOCK, 1) &&
+	     set(mc, MEMCACHED_BEHAVIOR_TCP_NODELAY, 1) &&
+	     set(mc, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, 4 * timeout_ms) &&
+	     set(mc, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, timeout_ms) &&
+	     set(mc, MEMCACHED_BEHAVIOR_SERVER_FAILURE_LIMIT, FAILURE_LIMIT) &&
+	     set(mc, MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, RETRY_S);
+	if (ok && eject)
+		ok = set(mc, MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 1) &&
+		     set(mc, MEMCACHED_BEHAVIOR_DEAD_TIMEOUT, DEAD_S);
 	for (unsigned i = 0; i < n && ok; i++)
 		ok = memcached_server_add(mc, sv[i].host,
 					  (in_port_t)sv[i].port) ==

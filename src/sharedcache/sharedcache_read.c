@@ -248,10 +248,10 @@ static void fetch_start(struct sc *t, struct sc_op *op)
 	op->ibio = (struct pf_bio){ .file = op->f->inner,
 				    .off = (op->p0 + f0) * PF_SC_PIECE,
 				    .iov = &op->iov, .iovcnt = 1,
-				    .done = fetch_done,
-				    .started = op->ubio->started ? inner_started :
-								   NULL,
-				    .priv = op, .flags = op->ubio->flags };
+				    .done = fetch_done, .priv = op,
+				    .flags = op->ubio->flags };
+	if (op->ubio->started)
+		op->ibio.started = inner_started;
 	for (unsigned i = f0; i < f1; i++)
 		if (op->pc[i].state == PC_FETCH)
 			atomic_fetch_add(&t->st.pieces_missed, 1);
@@ -398,7 +398,8 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 				pf_debug("shared cache: a value that does not "
 					 "open under key %.12s... (%zu bytes, "
 					 "piece %" PRIu64 " of %u): dropped",
-					 pc->text, memcached_result_length(&res),
+					 pc->text,
+					 memcached_result_length(&res),
 					 op->p0 + refs[k].i, pc->len);
 				continue;
 			}

@@ -109,7 +109,8 @@ static int add_entry(const char *s, size_t n, struct pf_sc_server *out,
 	if (ret < 0)
 		return ret;
 	for (unsigned i = 0; i < *cnt; i++)
-		if (out[i].port == sv.port && strcmp(out[i].host, sv.host) == 0) {
+		if (out[i].port == sv.port &&
+		    strcmp(out[i].host, sv.host) == 0) {
 			snprintf(err, errlen, "server %s:%u is twice in "
 				 "shared_cache", sv.host, sv.port);
 			return -EINVAL;
@@ -256,7 +257,8 @@ static bool is_local(const char *host, const struct ifaddrs *ifs)
 		if (x->ai_family == AF_INET &&
 		    (ntohl(in->sin_addr.s_addr) >> 24) == 127)
 			local = true;
-		for (const struct ifaddrs *i = ifs; i && !local; i = i->ifa_next)
+		for (const struct ifaddrs *i = ifs; i && !local;
+		     i = i->ifa_next)
 			if (i->ifa_addr && same_addr(x->ai_addr, i->ifa_addr))
 				local = true;
 	}
