@@ -9,7 +9,7 @@
  *                          thread (one multi-get), its leases and waits,
  *                          the store's read of what is missing, the reply
  *   sharedcache_store.c    the writer thread: pieces read from the store
- *                          sealed and stored, leases released, the
+ *                          sealed and stored, the
  *                          servers probed
  *   sharedcache_mc.c       libmemcached: the client's behaviours, which
  *                          server holds a key
@@ -29,7 +29,7 @@
  * hands the op back to the lookup threads when it still waits for
  * pieces, and then queues the pieces it read for the writer thread
  * (t->slock, t->scond), which owns the third client: it seals and stores
- * them, deletes their leases, and once a second probes every server.
+ * them, and once a second probes every server.
  * An op has one owner at a time (the queue, a lookup thread, the inner
  * backend, the store queue), so its fields need no lock.  No lock is held
  * across a memcached call, a submit or a done().
@@ -85,7 +85,9 @@ struct sc_pc {
 	uint8_t state;		/* enum pc_state */
 	uint64_t since;		/* ns: began waiting */
 	uint64_t until;		/* ns: stops waiting */
-	bool leased;		/* ours: released once stored */
+	bool leased;		/* this node took its lease */
+	bool bad;		/* its value did not open: read it from the
+				 * store, wait for no lease */
 	bool fetched;		/* read from the store: to be stored */
 	int16_t owner;		/* its server by placement; -1 unknown */
 };

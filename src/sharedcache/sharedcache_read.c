@@ -394,6 +394,10 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 					 memcached_result_value(&res),
 					 memcached_result_length(&res),
 					 op->buf + pc->off, pc->len) < 0) {
+				/* once: a waiting op looks again */
+				if (pc->bad)
+					continue;
+				pc->bad = true;
 				atomic_fetch_add(&t->st.dropped, 1);
 				pf_debug("shared cache: a value that does not "
 					 "open under key %.12s... (%zu bytes, "
@@ -463,6 +467,11 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 	if (rc == MEMCACHED_SUCCESS) {
 		pc->leased = true;
 		atomic_fetch_add(&t->st.leases_won, 1);
+	} else if (pc->bad) {
+		/* a lease and a value that does not open: the lease may be
+		 * the one of the node that stored before the value was
+		 * forged, and waiting would not end it */
+		pf_sc_mc_error(t, lk->mc, rc, "lease");
 	} else if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) {
 		pc->state = PC_WAIT;
 		pc->since = now;
@@ -489,17 +498,20 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 			decide(lk, op, pc, now, true);
 			break;
 		case PC_WAIT:
-			if (now >= pc->until) {
+			if (pc->bad) {
+				pc->state = PC_FETCH;
+			} else if (now >= pc->until) {
 				pc->state = PC_FETCH;
 				atomic_fetch_add(&t->st.leases_timed_out, 1);
 			}
 			break;
 		case PC_FILLWAIT:
-			if (now < pc->until)
+			if (now < pc->until && !pc->bad)
 				break;
 			/* nothing of its server came while this one
 			 * waited: its node does not fill */
-			if (atomic_load(&t->srv[pc->owner].seen_ns) < pc->since)
+			if (!pc->bad &&
+			    atomic_load(&t->srv[pc->owner].seen_ns) < pc->since)
 				atomic_store(&t->srv[pc->owner].quiet_until,
 					     now + QUIET_MS * 1000000ull);
 			atomic_fetch_add(&t->st.fill_timed_out, 1);

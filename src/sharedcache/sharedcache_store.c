@@ -2,8 +2,11 @@
  * sharedcache_store.c - the shared tier's writer thread.  The pieces a
  * read brought from the store are queued here after the reader was
  * answered; the writer seals each, stores it in memcached (set, no
- * expiry: memcached's LRU makes room) and deletes its lease, so that the
- * nodes waiting for it find it at their next look.  The queue is bounded
+ * expiry: memcached's LRU makes room), so that the nodes waiting for it
+ * find it at their next look.  Its lease is left to expire: a node that
+ * missed the piece a moment before it was stored finds the lease and waits
+ * a poll for it, where a released lease would have let it read the piece
+ * from the store again.  The queue is bounded
  * in bytes (cfg->queue): a read finding it full is not stored (counted
  * store_dropped), never waited for.  Once a second the writer probes every
  * server (a get of a key nobody stores, on a client of that server alone)
@@ -76,16 +79,7 @@ static void store_op(struct sc *t, struct sc_op *op)
 		} else {
 			pf_sc_mc_error(t, t->wmc, rc, "store");
 		}
-		if (pc->leased) {
-			char lease[PF_SC_KEY_TEXT + 1];
 
-			memcpy(lease, pc->text, sizeof(lease));
-			lease[0] = 'L';
-			rc = memcached_delete_by_key(t->wmc, pc->text,
-						     PF_SC_KEY_TEXT, lease,
-						     PF_SC_KEY_TEXT, 0);
-			pf_sc_mc_error(t, t->wmc, rc, "lease release");
-		}
 	}
 	pf_sc_op_free(op);
 }
