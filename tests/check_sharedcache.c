@@ -16,6 +16,7 @@
 
 #include "pf_opts.h"
 #include "pf_sharedcache.h"
+#include "../src/sharedcache/sharedcache_int.h"
 
 static struct pf_sc_keys keys;
 static struct pf_sc_fid fid;
@@ -361,6 +362,37 @@ START_TEST(test_servers_file)
 }
 END_TEST
 
+START_TEST(test_self)
+{
+	struct pf_sc_server sv[3];
+	char err[256];
+	unsigned n;
+	int idx;
+
+	ck_assert_int_eq(pf_sc_servers_parse("192.0.2.7:11211,127.0.0.3:11212,"
+					     "198.51.100.9:11211", sv, 3, &n,
+					     err, sizeof(err)), 0);
+	/* given */
+	ck_assert_int_eq(pf_sc_self_index(sv, n, "127.0.0.3:11212", &idx, err,
+					  sizeof(err)), 0);
+	ck_assert_int_eq(idx, 1);
+	ck_assert_int_eq(pf_sc_self_index(sv, n, "127.0.0.3:1", &idx, err,
+					  sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "not in the shared_cache list"));
+	/* auto: the one with a local address (documentation addresses are
+	 * nobody's) */
+	ck_assert_int_eq(pf_sc_self_index(sv, n, NULL, &idx, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(idx, 1);
+	/* two local ones: not known */
+	ck_assert_int_eq(pf_sc_servers_parse("127.0.0.2:1,127.0.0.3:1", sv, 3,
+					     &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(pf_sc_self_index(sv, n, NULL, &idx, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(idx, -1);
+}
+END_TEST
+
 /* Parses "prefetchfs -o @list SRC MNT"; the error (or "") in err. */
 static int parse_o(struct pf_opts *o, const char *list, char *err,
 		   size_t errlen)
@@ -432,6 +464,7 @@ int main(void)
 	tcase_add_test(tc, test_secret_file);
 	tcase_add_test(tc, test_servers);
 	tcase_add_test(tc, test_servers_file);
+	tcase_add_test(tc, test_self);
 	tcase_add_test(tc, test_opts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
