@@ -310,8 +310,22 @@ if [ "$SAME" -gt 0 ] && [[ " $SYSTEMS " == *" tier "* ]]; then
 			'BEGIN { printf "%d nodes read one file of %.0f MiB at the same moment: the origin sent %.2f x the file (without the tier: %d x); %s", n, f / 1048576, b / f, n, bad ? bad " read(s) differed" : "every byte exact" }')
 		[ $bad -eq 0 ] || FAILED=1
 		for ((i = 0; i < SAME; i++)); do
-			stats_json "${ROOTS[$i]}" >"$WORK/same.$i.json" 2>/dev/null
+			stats_json "${ROOTS[$i]}" >"$WORK/s.same.$SAME.$i.json" 2>/dev/null
 		done
+		SAME_LINE="$SAME_LINE; leases: $($PY - "$WORK" "$SAME" <<'PY'
+import json, os, sys
+work, n = sys.argv[1], int(sys.argv[2])
+tot = {}
+for r in range(n):
+    try:
+        sc = json.load(open(os.path.join(work, "s.same.%d.%d.json" % (n, r))))["transport"]["shared_cache"]
+    except (OSError, ValueError, KeyError):
+        continue
+    for k in ("leases_won", "leases_waited", "leases_timed_out", "store_dropped", "stored", "bypassed", "staging_waits"):
+        tot[k] = tot.get(k, 0) + sc.get(k, 0)
+print(", ".join("%s %d" % (k.replace("leases_", ""), v) for k, v in tot.items()))
+PY
+)"
 		nodes_down
 	else
 		SAME_LINE="the one-file run did not come up"

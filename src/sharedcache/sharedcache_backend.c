@@ -152,7 +152,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"server_failures\": %" PRIu64 ", \"leases_won\": %" PRIu64
 		 ", \"leases_waited\": %" PRIu64 ", \"leases_timed_out\": %"
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
-		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging\": %" PRIu64
+		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
+		 PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
 		 t->nsrv, up, ejected, t->self >= 0 ? t->srv[t->self].name : "",
 		 CNT(hits), CNT(misses), CNT(pieces_hit), CNT(pieces_missed),
@@ -161,6 +162,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(errors), CNT(ejections), CNT(server_failures),
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
 		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
+		 CNT(staging_waits),
 		 (uint64_t)atomic_load(&t->staging), t->staging_max,
 		 *rest ? ", " : "}", rest);
 }
@@ -182,6 +184,7 @@ static void sc_cancel(struct pf_backend *be)
 	t->cancelled = true;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
+	pf_sc_cancel_waits(t);
 	if (t->inner->ops->cancel)
 		t->inner->ops->cancel(t->inner);
 }

@@ -62,6 +62,9 @@
 /* a server whose node's fill seems idle is not waited for this long */
 #define QUIET_MS 10000
 #define DRAIN_MS 2000		/* destroy() finishes stores this long */
+/* a node waits for a piece under another's lease this many shared_lease
+ * at most, while the lease is there */
+#define LEASE_HOLD 3
 
 enum pc_state {
 	PC_WANT,	/* not looked up yet, or missing */
@@ -94,13 +97,22 @@ struct sc_pc {
 
 enum op_type { OP_READ, OP_PASS };
 
+struct sc_op;
+
+/* One read of the store: a run of consecutive pieces an op lacks. */
+struct sc_run {
+	struct pf_bio bio;
+	struct iovec iov;
+	struct sc_op *op;
+	unsigned f0, f1;	/* its pieces [f0, f1) */
+};
+
 struct sc_op {
 	enum op_type type;
 	struct sc *t;
 	struct sc_op *next;	/* the queue or wait list it is on */
 	struct pf_bio *ubio;	/* the reader's; NULL once answered */
-	struct pf_bio ibio;	/* to the inner backend */
-	struct iovec iov;	/* ibio's: a span of buf */
+	struct pf_bio ibio;	/* OP_PASS: the read to the inner backend */
 	struct pf_bfile *f;	/* until the reader is answered */
 	/* the file's version: the store's copy (the file may be closed by
 	 * then) */
@@ -108,13 +120,21 @@ struct sc_op {
 	uint64_t p0;		/* first piece */
 	uint64_t skip;		/* the reader's offset in buf */
 	uint64_t want;		/* bytes the reader gets (to EOF) */
-	char *buf;		/* the pieces, one after the other */
-	uint64_t bytes;		/* of buf (staging taken) */
+	char *buf;		/* the pieces, one after the other; NULL
+				 * while it waits for staging */
+	uint64_t bytes;		/* of buf (staging taken with it) */
 	uint64_t next_poll;	/* ns */
 	unsigned poll_ms;
-	unsigned f0, f1;	/* the pieces [f0, f1) read from the store */
+	/* the store's reads in flight: their completions (on the inner
+	 * backend's threads) each set their own pieces; the last one, and
+	 * the submitter's reference, hand the op on */
+	struct sc_run *runs;
+	atomic_uint pending;
+	atomic_int err;		/* the first read's error */
+	atomic_bool short_read;	/* the store gave fewer bytes: EOF */
+	atomic_bool missed;	/* pieces came from the store */
+	atomic_bool started;	/* ubio->started() called */
 	bool fill;		/* the engine's background fill */
-	bool started;		/* ubio->started() called */
 	unsigned npc;
 	struct sc_pc pc[];
 };
@@ -166,7 +186,8 @@ struct sc_stats {
 	sc_counter leases_timed_out;
 	sc_counter fill_waited;	/* pieces the fill took from their owner */
 	sc_counter fill_timed_out;
-	sc_counter bypassed;	/* reads past the tier: no staging left */
+	sc_counter bypassed;	/* reads past the tier: no memory */
+	sc_counter staging_waits; /* reads that waited for staging */
 };
 
 struct sc {
@@ -191,6 +212,8 @@ struct sc {
 	pthread_cond_t cond;
 	struct sc_op *qhead;
 	struct sc_op *qtail;
+	struct sc_op *swhead;	/* waiting for staging (no buffer yet) */
+	struct sc_op *swtail;
 	bool cancelled;		/* cancel(): ops fail, no new ones */
 	bool stopping;		/* the lookup threads are to exit */
 	struct sc_look look[LOOK_THREADS];
@@ -262,6 +285,8 @@ void *pf_sc_look_main(void *arg);
 void pf_sc_op_free(struct sc_op *op);
 /* Ends @op with @err for its reader (if it still has one). */
 void pf_sc_op_fail(struct sc_op *op, int err);
+/* Fails the ops waiting for staging (cancel()). */
+void pf_sc_cancel_waits(struct sc *t);
 
 /* ---- sharedcache_store.c ---- */
 

@@ -10,12 +10,13 @@
  *    below; when nothing of that server came meanwhile, its node does not
  *    fill, and its pieces are not waited for during QUIET_MS;
  *  - else, with leases (-o shared_lease, ms): memcached add of the piece's
- *    lease key, which expires by itself.  Added: this node reads it from
- *    the store (PC_FETCH); there already: another node does, wait for it
- *    (PC_WAIT) up to shared_lease, then read it from the store;
+ *    lease key, which expires by itself (lease_add()).  Added: this node
+ *    reads it from the store (PC_FETCH); there already: another node does,
+ *    wait for it (PC_WAIT), shared_lease at a time while the lease is
+ *    there (LEASE_HOLD times at most), then read it from the store;
  *  - without leases, or when memcached fails: read it from the store.
  * Pieces to read from the store are read with one read of the inner
- * backend (from the first to the last of them); waiting ops are looked up
+ * backend per run of consecutive ones, the runs at once; waiting ops are looked up
  * again every POLL_MS, doubling to POLL_MAX_MS.  The reader is answered
  * once every piece it asked for is there; then the pieces read from the
  * store go to the writer thread to be stored (sharedcache_store.c).
@@ -40,15 +41,31 @@
 
 /* ---- ops ---------------------------------------------------------------- */
 
-void pf_sc_op_free(struct sc_op *op)
+static void stage_kick(struct sc *t);
+
+/* Frees @op and gives its staging back, starting no waiting op. */
+static void op_release(struct sc_op *op)
 {
-	if (!op)
-		return;
 	if (op->buf) {
 		free(op->buf);
 		atomic_fetch_sub(&op->t->staging, op->bytes);
 	}
+	free(op->runs);
 	free(op);
+}
+
+void pf_sc_op_free(struct sc_op *op)
+{
+	struct sc *t;
+	bool staged;
+
+	if (!op)
+		return;
+	t = op->t;
+	staged = op->buf != NULL;
+	op_release(op);
+	if (staged)
+		stage_kick(t);
 }
 
 void pf_sc_op_fail(struct sc_op *op, int err)
@@ -73,12 +90,12 @@ static void copy_to_iov(const struct iovec *iov, int cnt, const char *src,
 	}
 }
 
+/* The reader's first bytes: once, whichever read of the store is first. */
 static void op_started(struct sc_op *op)
 {
-	if (!op->started && op->ubio && op->ubio->started) {
-		op->started = true;
+	if (op->ubio && op->ubio->started &&
+	    !atomic_exchange(&op->started, true))
 		op->ubio->started(op->ubio);
-	}
 }
 
 /*
@@ -107,10 +124,8 @@ static void op_reply(struct sc_op *op, int err)
 	if (avail > op->skip)
 		n = avail - op->skip < op->want ? avail - op->skip : op->want;
 	copy_to_iov(ubio->iov, ubio->iovcnt, op->buf + op->skip, n);
-	if (!op->started && ubio->started) {
-		op->started = true;
+	if (ubio->started && !atomic_exchange(&op->started, true))
 		ubio->started(ubio);
-	}
 	ubio->done(ubio, (int64_t)n);
 }
 
@@ -118,11 +133,8 @@ static void op_reply(struct sc_op *op, int err)
 static void op_finish(struct sc_op *op)
 {
 	struct sc *t = op->t;
-	bool missed = false;
-
-	for (unsigned i = 0; i < op->npc; i++)
-		missed |= op->pc[i].fetched;
-	atomic_fetch_add(missed ? &t->st.misses : &t->st.hits, 1);
+	atomic_fetch_add(atomic_load(&op->missed) ? &t->st.misses :
+						    &t->st.hits, 1);
 	op_reply(op, 0);
 	pf_sc_store(t, op);
 }
@@ -141,6 +153,43 @@ static bool look_queue(struct sc *t, struct sc_op *op)
 	return true;
 }
 
+/*
+ * Starts the ops waiting for staging, oldest first, while it lasts: their
+ * buffers, then the lookup threads.  Called by whoever gives staging back.
+ */
+static void stage_kick(struct sc *t)
+{
+	for (;;) {
+		struct sc_op *op;
+		struct pf_bio *ubio;
+		int err;
+
+		pthread_mutex_lock(&t->lock);
+		op = t->swhead;
+		if (!op || atomic_fetch_add(&t->staging, op->bytes) +
+				   op->bytes > t->staging_max) {
+			if (op)
+				atomic_fetch_sub(&t->staging, op->bytes);
+			pthread_mutex_unlock(&t->lock);
+			return;
+		}
+		t->swhead = op->next;
+		if (!t->swhead)
+			t->swtail = NULL;
+		pthread_mutex_unlock(&t->lock);
+		op->buf = malloc(op->bytes);
+		if (op->buf && look_queue(t, op))
+			continue;
+		/* (no kick from here: a chain of them could be long) */
+		ubio = op->ubio;
+		err = op->buf ? -ECANCELED : -ENOMEM;
+		if (!op->buf)
+			atomic_fetch_sub(&t->staging, op->bytes);
+		op_release(op);
+		ubio->done(ubio, err);
+	}
+}
+
 /* ---- the store's part: pass-through and the read of missing pieces ---- */
 
 static void pass_done(struct pf_bio *ibio, int64_t res)
@@ -155,6 +204,11 @@ static void pass_done(struct pf_bio *ibio, int64_t res)
 static void inner_started(struct pf_bio *ibio)
 {
 	op_started(ibio->priv);
+}
+
+static void run_started(struct pf_bio *bio)
+{
+	op_started(((struct sc_run *)bio->priv)->op);
 }
 
 /* Sends @ubio to the inner backend as it is. */
@@ -189,33 +243,66 @@ static bool waits(const struct sc_op *op)
 	return false;
 }
 
-static void fetch_done(struct pf_bio *ibio, int64_t res)
+/*
+ * Queues a copy of the pieces @op read from the store to be stored, and
+ * leaves them to @op as pieces it has (not to store again).  Without
+ * staging left for the copy, they are stored with @op, when it is done.
+ */
+static void store_early(struct sc *t, struct sc_op *op)
 {
-	struct sc_op *op = ibio->priv;
-	struct sc *t = op->t;
-	uint64_t base = op->pc[op->f0].off;
-	bool short_read = false;
+	size_t head = sizeof(*op) + op->npc * sizeof(struct sc_pc);
+	struct sc_op *cp;
+	char *buf;
 
-	if (res < 0) {
-		/* the store's error is the reader's; leases expire */
-		pf_sc_op_fail(op, (int)res);
+	if (atomic_fetch_add(&t->staging, op->bytes) + op->bytes >
+	    t->staging_max) {
+		atomic_fetch_sub(&t->staging, op->bytes);
 		return;
 	}
-	for (unsigned i = op->f0; i < op->f1; i++) {
-		struct sc_pc *pc = &op->pc[i];
-
-		if (pc->off - base + pc->len > (uint64_t)res) {
-			short_read = true;
-			break;
-		}
-		if (pc->state == PC_HAVE)
-			continue;
-		pc->state = PC_HAVE;
-		pc->fetched = true;
-		atomic_fetch_add(&t->st.bytes_fetched, pc->len);
+	cp = malloc(head);
+	buf = malloc(op->bytes);
+	if (!cp || !buf) {
+		free(cp);
+		free(buf);
+		atomic_fetch_sub(&t->staging, op->bytes);
+		return;
 	}
-	if (!short_read && waits(op)) {
-		/* other pieces are still to come from the tier */
+	memcpy(cp, op, head);
+	cp->buf = buf;
+	cp->ubio = NULL;
+	cp->f = NULL;
+	for (unsigned i = 0; i < op->npc; i++) {
+		if (!op->pc[i].fetched)
+			continue;
+		memcpy(cp->buf + op->pc[i].off, op->buf + op->pc[i].off,
+		       op->pc[i].len);
+		op->pc[i].fetched = false;
+	}
+	pf_sc_store(t, cp);
+}
+
+/* A read of the store ended (or was not made): the last one hands the op
+ * on, to the reader and the writer or back to the lookup threads. */
+static void fetch_put(struct sc_op *op)
+{
+	struct sc *t = op->t;
+	int err;
+
+	if (atomic_fetch_sub(&op->pending, 1) != 1)
+		return;
+	free(op->runs);
+	op->runs = NULL;
+	err = atomic_load(&op->err);
+	if (err < 0) {
+		/* the store's error is the reader's; leases expire */
+		pf_sc_op_fail(op, err);
+		return;
+	}
+	if (!atomic_load(&op->short_read) && waits(op)) {
+		/* other pieces are still to come from the tier: store these
+		 * now, other nodes may be waiting for them (and they for
+		 * pieces this op waits for) */
+		store_early(t, op);
 		if (!look_queue(t, op))
 			pf_sc_op_fail(op, -ECANCELED);
 		return;
@@ -223,44 +310,134 @@ static void fetch_done(struct pf_bio *ibio, int64_t res)
 	op_finish(op);
 }
 
-/* Reads the pieces from the first to the last PC_FETCH from the store. */
+static void fetch_done(struct pf_bio *bio, int64_t res)
+{
+	struct sc_run *r = bio->priv;
+	struct sc_op *op = r->op;
+	struct sc *t = op->t;
+	uint64_t base = op->pc[r->f0].off;
+	int zero = 0;
+
+	if (res < 0) {
+		atomic_compare_exchange_strong(&op->err, &zero, (int)res);
+		fetch_put(op);
+		return;
+	}
+	for (unsigned i = r->f0; i < r->f1; i++) {
+		struct sc_pc *pc = &op->pc[i];
+
+		if (pc->off - base + pc->len > (uint64_t)res) {
+			atomic_store(&op->short_read, true);
+			break;
+		}
+		pc->state = PC_HAVE;
+		pc->fetched = true;
+		atomic_store(&op->missed, true);
+		atomic_fetch_add(&t->st.bytes_fetched, pc->len);
+	}
+	fetch_put(op);
+}
+
+/*
+ * Reads the pieces in PC_FETCH from the store: one read per run of
+ * consecutive ones, all at once (a piece between two runs that is there,
+ * or that another node reads, is not read again).
+ */
 static void fetch_start(struct sc *t, struct sc_op *op)
 {
-	unsigned f0 = op->npc;
-	unsigned f1 = 0;
-	int ret;
+	unsigned nrun = 0;
+	unsigned k = 0;
 
 	for (unsigned i = 0; i < op->npc; i++)
-		if (op->pc[i].state == PC_FETCH) {
-			if (i < f0)
-				f0 = i;
-			f1 = i + 1;
-		}
-	/* a piece between them that waits is read with them */
-	for (unsigned i = f0; i < f1; i++)
-		if (op->pc[i].state != PC_HAVE)
-			op->pc[i].state = PC_FETCH;
-	op->f0 = f0;
-	op->f1 = f1;
-	op->iov.iov_base = op->buf + op->pc[f0].off;
-	op->iov.iov_len = op->pc[f1 - 1].off + op->pc[f1 - 1].len -
-			  op->pc[f0].off;
-	op->ibio = (struct pf_bio){ .file = op->f->inner,
-				    .off = (op->p0 + f0) * PF_SC_PIECE,
-				    .iov = &op->iov, .iovcnt = 1,
-				    .done = fetch_done, .priv = op,
-				    .flags = op->ubio->flags };
-	if (op->ubio->started)
-		op->ibio.started = inner_started;
-	for (unsigned i = f0; i < f1; i++)
-		if (op->pc[i].state == PC_FETCH)
-			atomic_fetch_add(&t->st.pieces_missed, 1);
-	ret = pf_backend_submit(t->inner, &op->ibio);
-	if (ret < 0)
-		pf_sc_op_fail(op, ret);
+		if (op->pc[i].state == PC_FETCH &&
+		    (i == 0 || op->pc[i - 1].state != PC_FETCH))
+			nrun++;
+	op->runs = calloc(nrun, sizeof(*op->runs));
+	if (!op->runs) {
+		pf_sc_op_fail(op, -ENOMEM);
+		return;
+	}
+	/* the runs' completions and this submitter's reference */
+	atomic_store(&op->pending, nrun + 1);
+	atomic_store(&op->err, 0);
+	atomic_store(&op->short_read, false);
+	for (unsigned i = 0; i < op->npc; i++) {
+		struct sc_run *r;
+
+		if (op->pc[i].state != PC_FETCH ||
+		    (i > 0 && op->pc[i - 1].state == PC_FETCH))
+			continue;
+		r = &op->runs[k++];
+		r->op = op;
+		r->f0 = i;
+		r->f1 = i;
+		while (r->f1 < op->npc && op->pc[r->f1].state == PC_FETCH)
+			r->f1++;
+		atomic_fetch_add(&t->st.pieces_missed, r->f1 - r->f0);
+		r->iov.iov_base = op->buf + op->pc[r->f0].off;
+		r->iov.iov_len = op->pc[r->f1 - 1].off +
+				 op->pc[r->f1 - 1].len - op->pc[r->f0].off;
+		r->bio = (struct pf_bio){ .file = op->f->inner,
+					  .off = (op->p0 + r->f0) *
+						 PF_SC_PIECE,
+					  .iov = &r->iov, .iovcnt = 1,
+					  .done = fetch_done, .priv = r,
+					  .flags = op->ubio->flags };
+		if (op->ubio->started)
+			r->bio.started = run_started;
+	}
+	for (k = 0; k < nrun; k++) {
+		struct sc_run *r = &op->runs[k];
+		int ret = pf_backend_submit(t->inner, &r->bio);
+
+		if (ret < 0)
+			fetch_done(&r->bio, ret);
+	}
+	fetch_put(op);
 }
 
 /* ---- submit ------------------------------------------------------------- */
+
+/*
+ * Takes staging for @op's buffer and queues it for the lookup threads;
+ * without staging left (the stores lag, or many ops wait for other
+ * nodes' pieces), @op waits for it: back-pressure, rather than reads past
+ * the tier that would each cost the store a read the tier could spare.
+ * Only when no memory can be had does a read go past the tier.
+ */
+static int submit_staged(struct sc *t, struct sc_op *op)
+{
+	struct pf_bio *ubio = op->ubio;
+
+	if (atomic_fetch_add(&t->staging, op->bytes) + op->bytes <=
+	    t->staging_max) {
+		op->buf = malloc(op->bytes);
+		if (!op->buf) {
+			atomic_fetch_sub(&t->staging, op->bytes);
+			free(op);
+			atomic_fetch_add(&t->st.bypassed, 1);
+			return submit_pass(t, ubio);
+		}
+		if (look_queue(t, op))
+			return 0;
+		op->ubio = NULL;
+		pf_sc_op_free(op);
+		return -ESHUTDOWN;
+	}
+	atomic_fetch_sub(&t->staging, op->bytes);
+	pthread_mutex_lock(&t->lock);
+	if (t->cancelled || t->stopping) {
+		pthread_mutex_unlock(&t->lock);
+		free(op);
+		return -ESHUTDOWN;
+	}
+	sc_append(&t->swhead, &t->swtail, op);
+	pthread_mutex_unlock(&t->lock);
+	atomic_fetch_add(&t->st.staging_waits, 1);
+	/* staging may have come back before it was queued */
+	stage_kick(t);
+	return 0;
+}
 
 int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 {
@@ -294,19 +471,9 @@ int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 	if (bytes > f->fid.size)
 		bytes = f->fid.size;
 	bytes -= p0 * PF_SC_PIECE;
-	if (atomic_fetch_add(&t->staging, bytes) + bytes > t->staging_max) {
-		atomic_fetch_sub(&t->staging, bytes);
-		atomic_fetch_add(&t->st.bypassed, 1);
-		return submit_pass(t, bio);
-	}
 	op = calloc(1, sizeof(*op) + npc * sizeof(struct sc_pc));
-	if (op)
-		op->buf = malloc(bytes);
-	if (!op || !op->buf) {
-		free(op);
-		atomic_fetch_sub(&t->staging, bytes);
+	if (!op)
 		return submit_pass(t, bio);
-	}
 	op->type = OP_READ;
 	op->t = t;
 	op->ubio = bio;
@@ -326,12 +493,7 @@ int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 					   f->fid.size - po : PF_SC_PIECE);
 		op->pc[i].owner = -1;
 	}
-	if (!look_queue(t, op)) {
-		op->ubio = NULL;
-		pf_sc_op_free(op);
-		return -ESHUTDOWN;
-	}
-	return 0;
+	return submit_staged(t, op);
 }
 
 /* ---- the lookup threads ------------------------------------------------- */
@@ -440,14 +602,31 @@ static bool fill_waits(struct sc *t, struct sc_op *op, struct sc_pc *pc,
 	return atomic_load(&s->up) && now >= atomic_load(&s->quiet_until);
 }
 
+/*
+ * memcached add of @pc's lease.  It lives LEASE_HOLD times shared_lease and
+ * two seconds (memcached's whole seconds): a node waiting for the piece
+ * looks at the lease again every shared_lease and waits on while it is
+ * there, LEASE_HOLD times at most, so that a holder whose read of the
+ * store is queued behind its others (deep read-ahead) is not read around.
+ */
+static memcached_return_t lease_add(struct sc_look *lk, struct sc_pc *pc)
+{
+	struct sc *t = lk->t;
+	char lease[PF_SC_KEY_TEXT + 1];
+	time_t ttl = (time_t)(LEASE_HOLD * t->lease_ms / 1000 + 2);
+
+	memcpy(lease, pc->text, sizeof(lease));
+	lease[0] = 'L';
+	return memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
+				    PF_SC_KEY_TEXT, "1", 1, ttl, 0);
+}
+
 /* A piece that is missing: wait for it, or read it from the store. */
 static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 		   uint64_t now, bool fill_ok)
 {
 	struct sc *t = lk->t;
-	char lease[PF_SC_KEY_TEXT + 1];
 	memcached_return_t rc;
-	time_t ttl;
 
 	if (fill_ok && fill_waits(t, op, pc, now)) {
 		pc->state = PC_FILLWAIT;
@@ -458,12 +637,7 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 	pc->state = PC_FETCH;
 	if (!t->lease_ms)
 		return;
-	memcpy(lease, pc->text, sizeof(lease));
-	lease[0] = 'L';
-	/* whole seconds (memcached's), and more than the wait */
-	ttl = (time_t)(t->lease_ms / 1000 + 2);
-	rc = memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
-				  PF_SC_KEY_TEXT, "1", 1, ttl, 0);
+	rc = lease_add(lk, pc);
 	if (rc == MEMCACHED_SUCCESS) {
 		pc->leased = true;
 		atomic_fetch_add(&t->st.leases_won, 1);
@@ -482,6 +656,31 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 	}
 }
 
+/*
+ * @pc waited shared_lease for another node's read: while that node's lease
+ * is there, wait on (LEASE_HOLD times in all); once it is gone, or after
+ * that, read the piece (under the lease if it could be taken).
+ */
+static void lease_again(struct sc_look *lk, struct sc_pc *pc, uint64_t now)
+{
+	struct sc *t = lk->t;
+	memcached_return_t rc;
+
+	if (now - pc->since < LEASE_HOLD * t->lease_ms * 1000000ull) {
+		rc = lease_add(lk, pc);
+		if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) {
+			pc->until = now + t->lease_ms * 1000000ull;
+			return;
+		}
+		if (rc == MEMCACHED_SUCCESS)
+			pc->leased = true;
+		else
+			pf_sc_mc_error(t, lk->mc, rc, "lease");
+	}
+	pc->state = PC_FETCH;
+	atomic_fetch_add(&t->st.leases_timed_out, 1);
+}
+
 /* After a look-up: answer @op, read what is missing, or park it. */
 static void look_decide(struct sc_look *lk, struct sc_op *op)
 {
@@ -498,12 +697,10 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 			decide(lk, op, pc, now, true);
 			break;
 		case PC_WAIT:
-			if (pc->bad) {
+			if (pc->bad)
 				pc->state = PC_FETCH;
-			} else if (now >= pc->until) {
-				pc->state = PC_FETCH;
-				atomic_fetch_add(&t->st.leases_timed_out, 1);
-			}
+			else if (now >= pc->until)
+				lease_again(lk, pc, now);
 			break;
 		case PC_FILLWAIT:
 			if (now < pc->until && !pc->bad)
@@ -640,6 +837,18 @@ static struct sc_op *take_queued(struct sc *t)
 	return head;
 }
 
+void pf_sc_cancel_waits(struct sc *t)
+{
+	struct sc_op *w;
+
+	pthread_mutex_lock(&t->lock);
+	w = t->swhead;
+	t->swhead = NULL;
+	t->swtail = NULL;
+	pthread_mutex_unlock(&t->lock);
+	fail_list(w, -ECANCELED);
+}
+
 void *pf_sc_look_main(void *arg)
 {
 	struct sc_look *lk = arg;
@@ -671,10 +880,14 @@ void *pf_sc_look_main(void *arg)
 		}
 		if (t->stopping) {
 			struct sc_op *q = t->qhead;
+			struct sc_op *w = t->swhead;
 
 			t->qhead = NULL;
 			t->qtail = NULL;
+			t->swhead = NULL;
+			t->swtail = NULL;
 			pthread_mutex_unlock(&t->lock);
+			fail_list(w, -ECANCELED);
 			fail_list(q, -ECANCELED);
 			fail_list(batch, -ECANCELED);
 			fail_list(lk->waiting, -ECANCELED);

@@ -8,7 +8,8 @@
  * a poll for it, where a released lease would have let it read the piece
  * from the store again.  The queue is bounded
  * in bytes (cfg->queue): a read finding it full is not stored (counted
- * store_dropped), never waited for.  Once a second the writer probes every
+ * store_dropped), never waited for, unless it holds pieces this node took
+ * the lease of, which other nodes wait for (their staging bounds them).  Once a second the writer probes every
  * server (a get of a key nobody stores, on a client of that server alone)
  * for the stats' servers_up and the fill's choice of whom to wait for.
  *
@@ -30,15 +31,20 @@
 void pf_sc_store(struct sc *t, struct sc_op *op)
 {
 	unsigned n = 0;
+	bool leased = false;
 
-	for (unsigned i = 0; i < op->npc; i++)
+	for (unsigned i = 0; i < op->npc; i++) {
 		n += op->pc[i].fetched;
+		leased |= op->pc[i].fetched && op->pc[i].leased;
+	}
 	if (!n) {
 		pf_sc_op_free(op);
 		return;
 	}
 	pthread_mutex_lock(&t->slock);
-	if (t->sstop || t->sq_bytes + op->bytes > t->queue_max) {
+	/* pieces under this node's lease are waited for by others: they
+	 * go past the queue's bound (staging still bounds them) */
+	if (t->sstop || (t->sq_bytes + op->bytes > t->queue_max && !leased)) {
 		pthread_mutex_unlock(&t->slock);
 		atomic_fetch_add(&t->st.store_dropped, n);
 		pf_sc_op_free(op);
