@@ -35,7 +35,10 @@ PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson)
 PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
-LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) -lpthread -lm
+# the disk cache's MAC (ChaCha20-Poly1305)
+CRYPTO_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto)
+CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto)
+LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(CRYPTO_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -105,7 +108,8 @@ $(LIB): $(LIB_OBJS)
 
 ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o)
 $(ALL_OBJS): %.o: %.c
-	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
+	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) \
+		$(CRYPTO_CFLAGS) -c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \

@@ -328,7 +328,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 {
 	struct pf_dc_cfg dcfg = { .size = cfg->size,
 				  .block_size = cfg->block_size,
-				  .index_max = cfg->index_max };
+				  .index_max = cfg->index_max,
+				  .dirfd = cfg->dirfd };
 	sigset_t all;
 	sigset_t old;
 	struct dcb *d;

@@ -180,15 +180,17 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 /* How long the mount waits for the pool's warm-up (ready_thread()). */
 #define WARM_WAIT_MS 500
 
-/* The backend for SOURCE; on failure prints one line and returns < 0. */
+/*
+ * The backend for SOURCE; on failure prints one line and returns < 0.
+ * @cachefd: the cache directory (checked), or -1.
+ */
 static int backend_new(const struct pf_opts *o, enum src_kind kind,
-		       const char *src, struct pf_backend **be, char *desc,
-		       size_t desclen)
+		       const char *src, int cachefd, struct pf_backend **be,
+		       char *desc, size_t desclen)
 {
 	struct pf_posix_cfg pcfg = { 0 };
 	struct pf_obj_cfg ocfg = { 0 };
-	char listings[2 * PATH_MAX + 32];
-	char cwd[PATH_MAX];
+	char listings[PATH_MAX + 32];
 	char err[1024];
 	int ret;
 
@@ -227,21 +229,18 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
 	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
 	ocfg.s3.no_sign = o->no_sign;
-	if (o->cache_dir[0] && !o->manifest[0]) {
-		/* the listings outlive the mount: one file per source */
+	if (cachefd >= 0 && !o->manifest[0]) {
+		/* the listings outlive the mount: one file per source, opened
+		 * relative to the directory (the daemon changes to / once
+		 * mounted, and the path could be changed under it) */
 		uint64_t h = 1469598103934665603ull;
 
 		for (const char *c = src; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		/* absolute: the daemon changes to / once mounted */
-		if (o->cache_dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
-			snprintf(listings, sizeof(listings),
-				 "%s/%s/listings-%016" PRIx64, cwd,
-				 o->cache_dir, h);
-		else
-			snprintf(listings, sizeof(listings),
-				 "%s/listings-%016" PRIx64, o->cache_dir, h);
+		snprintf(listings, sizeof(listings), "%s/listings-%016" PRIx64,
+			 o->cache_dir, h);
 		ocfg.listings = listings;
+		ocfg.listings_dirfd = cachefd;
 	}
 	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
 		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
@@ -513,6 +512,7 @@ int main(int argc, char **argv)
 	enum src_kind kind;
 	char err[512];
 	int pipefd[2] = { -1, -1 };
+	int cachefd = -1;
 	int logfd = -1;
 	int status = 1;
 	int ret;
@@ -611,11 +611,21 @@ int main(int argc, char **argv)
 		}
 	}
 
-	ret = backend_new(&o, kind, src, &be, desc, sizeof(desc));
+	if (o.cache_dir[0]) {
+		/* checked once, before the source is listed (it keeps the
+		 * listings too); the store works in the directory checked */
+		cachefd = pf_dc_dir_open(o.cache_dir, err, sizeof(err));
+		if (cachefd < 0) {
+			fprintf(stderr, "prefetchfs: %s\n", err);
+			goto out;
+		}
+	}
+	ret = backend_new(&o, kind, src, cachefd, &be, desc, sizeof(desc));
 	if (ret < 0)
 		goto out;
 	if (o.cache_dir[0]) {
 		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
+						 .dirfd = cachefd,
 						 .source = src,
 						 .size = o.cache_size };
 		struct pf_backend *dbe;
@@ -803,6 +813,8 @@ out_engine:
 out_be:
 	be->ops->destroy(be);
 out:
+	if (cachefd >= 0)
+		close(cachefd);
 	/* finishes the trace file, whichever way we leave */
 	pf_trace_stop();
 	fuse_opt_free_args(&args);

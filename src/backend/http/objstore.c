@@ -609,6 +609,8 @@ static void obj_destroy(struct pf_backend *be)
 		}
 	}
 	free(o->dirs);
+	if (o->listings)
+		close(o->listings_dirfd);
 	free(o->listings);
 	free(o->source);
 	pthread_mutex_destroy(&o->lock);
@@ -923,7 +925,8 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	if (!o->manifest) {
-		pf_obj_listings_start(o, source, cfg->listings);
+		pf_obj_listings_start(o, source, cfg->listings_dirfd,
+				      cfg->listings);
 		pf_obj_ahead_start(o, cfg->list_ahead);
 	}
 	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
@@ -984,7 +987,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	ret = check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
-	pf_obj_listings_start(o, source, cfg->listings);
+	pf_obj_listings_start(o, source, cfg->listings_dirfd, cfg->listings);
 	pf_obj_ahead_start(o, cfg->list_ahead);
 	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
 	*out = &o->be;
