@@ -8,6 +8,8 @@
 #ifndef PF_LOG_H
 #define PF_LOG_H
 
+#include <stddef.h>
+
 enum pf_log_level {
 	PF_LOG_ERR = 0,
 	PF_LOG_WARN,
@@ -23,6 +25,16 @@ int pf_log_parse_level(const char *s, enum pf_log_level *out);
 
 void pf_log(enum pf_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Opens @path, a file the daemon writes (log_file=, trace=), for writing,
+ * @flags O_APPEND or O_TRUNC: a new file is 0600; the last component is
+ * never followed if a symlink, and an existing file is taken only if it is
+ * a regular file of this euid with one link, truncated (O_TRUNC) only
+ * after that check.  A descriptor, or -errno and in err what is wrong
+ * ("a symlink: refused", ...).
+ */
+int pf_log_file_open(const char *path, int flags, char *err, size_t errlen);
 
 /*
  * Warnings that change performance by an order of magnitude (a server

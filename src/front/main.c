@@ -567,11 +567,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.log_file[0]) {
 		/* before the fork, so that a bad path is said here */
-		logfd = open(o.log_file, O_WRONLY | O_APPEND | O_CREAT |
-					 O_CLOEXEC, 0600);
+		logfd = pf_log_file_open(o.log_file, O_APPEND, err,
+					 sizeof(err));
 		if (logfd < 0) {
 			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
-				o.log_file, strerror(errno));
+				o.log_file, err);
 			return 1;
 		}
 	}
