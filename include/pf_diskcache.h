@@ -123,6 +123,11 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	       struct pf_dc **out, char *err, size_t errlen);
 /* Flushes data and journal to disk, releases the lock, frees. */
 void pf_dc_close(struct pf_dc *dc);
+/*
+ * The daemon's mount is gone: a new daemon may wait for the lock (see
+ * diskcache_dir.c) rather than be refused.  Any thread.
+ */
+void pf_dc_exiting(struct pf_dc *dc);
 
 void pf_dc_key_of(const char *source, const char *path,
 		  const struct stat *st, struct pf_dc_key *key);
@@ -236,5 +241,12 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
  * it out of -o max_memory.
  */
 uint64_t pf_diskcache_backend_memory(const struct pf_backend *be);
+
+/*
+ * The mount the decorator @be serves is gone (the FUSE session ended):
+ * says so in the lock file, so that a mount on the same directory waits
+ * for this daemon's exit instead of being refused.  Any thread.
+ */
+void pf_diskcache_backend_exiting(struct pf_backend *be);
 
 #endif

@@ -175,6 +175,14 @@ START_TEST(test_keys)
 	ck_assert(a.a != b.a);
 	pf_dc_key_of("http://g/", "d/f", &st, &b);
 	ck_assert(a.a != b.a);
+	/* ctime and the inode number: what no touch(1) restores */
+	st.st_ctim.tv_nsec = 1;
+	pf_dc_key_of("http://h/", "d/f", &st, &b);
+	ck_assert(a.a != b.a && a.b != b.b);
+	st.st_ctim.tv_nsec = 0;
+	st.st_ino = 7;
+	pf_dc_key_of("http://h/", "d/f", &st, &b);
+	ck_assert(a.a != b.a && a.b != b.b);
 }
 END_TEST
 

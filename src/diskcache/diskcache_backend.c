@@ -403,3 +403,8 @@ out:
 	dcb_free(d);
 	return ret;
 }
+
+void pf_diskcache_backend_exiting(struct pf_backend *be)
+{
+	pf_dc_exiting(to_d(be)->dc);
+}

@@ -21,18 +21,35 @@
  * The key is 32 random bytes in DIR/key (0600), written once when the
  * directory has none (or a damaged one): the journal of blocks sealed
  * under another key is then discarded (diskcache.c).
+ *
+ * DIR/lock is flock()ed by the daemon using the directory and says who
+ * that is: "PID serving", then "PID exiting" once its FUSE session has
+ * ended (the mount is gone, the cache still writes what it holds back and
+ * closes).  A new daemon waits up to LOCK_WAIT_MS for an exiting one, with
+ * one line, so that a mount right after an unmount succeeds; a serving one
+ * gets LOCK_GRACE_MS (its session may have ended a moment ago and not be
+ * marked yet), then the new daemon is refused: one directory serves one
+ * mount.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pf_diskcache.h"
+#include "pf_log.h"
 #include "diskcache_int.h"
+
+#define LOCK_WAIT_MS 10000	/* for a daemon that is exiting */
+#define LOCK_GRACE_MS 500	/* for one that says it serves */
+#define LOCK_POLL_MS 20
 
 int pf_dc_dir_open(const char *dir, char *err, size_t errlen)
 {
@@ -229,4 +246,85 @@ int pf_dc_dir_key(int dirfd, unsigned char *key, bool *fresh, char *err,
 		return key_new(dirfd, key, err, errlen);
 	}
 	return 0;
+}
+
+void pf_dc_dir_lock_mark(int lockfd, const char *state)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(),
+			 state);
+
+	if (pwrite(lockfd, line, (size_t)n, 0) != n ||
+	    ftruncate(lockfd, n) < 0)
+		pf_debug("disk cache: writing the lock file: %s",
+			 strerror(errno));
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The holder's pid and whether it says it is exiting, from @fd. */
+static long lock_holder(int fd, bool *exiting)
+{
+	char line[64];
+	ssize_t n = pread(fd, line, sizeof(line) - 1, 0);
+
+	*exiting = false;
+	if (n <= 0)
+		return 0;	/* an older build's empty lock file */
+	line[n] = '\0';
+	*exiting = strstr(line, " exiting") != NULL;
+	return strtol(line, NULL, 10);
+}
+
+int pf_dc_dir_lock(int dirfd, const char *dir, char *err, size_t errlen)
+{
+	struct timespec poll = { 0, LOCK_POLL_MS * 1000000L };
+	uint64_t t0 = ms_now();
+	bool said = false;
+	char why[128];
+	int fd;
+	int ret;
+
+	fd = pf_dc_file_open(dirfd, "lock", O_RDWR | O_CREAT, why,
+			     sizeof(why));
+	if (fd < 0) {
+		snprintf(err, errlen, "cache_dir '%s': %s", dir, why);
+		return fd;
+	}
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		bool exiting;
+		long pid;
+
+		if (errno != EWOULDBLOCK) {
+			ret = -errno;
+			snprintf(err, errlen, "cache_dir '%s': lock: %s", dir,
+				 strerror(-ret));
+			goto bad;
+		}
+		pid = lock_holder(fd, &exiting);
+		if (ms_now() - t0 >= (exiting ? LOCK_WAIT_MS : LOCK_GRACE_MS)) {
+			snprintf(err, errlen, "cache_dir '%s' is in use by "
+				 "another prefetchfs (pid %ld)", dir, pid);
+			ret = -EBUSY;
+			goto bad;
+		}
+		if (exiting && !said) {
+			pf_warn("cache_dir '%s': the prefetchfs that used it "
+				"(pid %ld) is exiting: waiting for it (up to "
+				"%d s)", dir, pid, LOCK_WAIT_MS / 1000);
+			said = true;
+		}
+		nanosleep(&poll, NULL);
+	}
+	pf_dc_dir_lock_mark(fd, "serving");
+	return fd;
+bad:
+	close(fd);
+	return ret;
 }

@@ -150,6 +150,17 @@ static inline void op_append(struct op **head, struct op **tail,
 	*tail = op;
 }
 
+/* A 64-bit mixer (splitmix64's finaliser): keys and hash buckets. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
 /* ---- diskcache_dir.c, diskcache_mac.c: for the store ---- */
 
 /*
@@ -158,6 +169,14 @@ static inline void op_append(struct op **head, struct op **tail,
  */
 int pf_dc_dir_key(int dirfd, unsigned char *key, bool *fresh, char *err,
 		  size_t errlen);
+/*
+ * Opens and flocks DIR/lock, waiting for a daemon that is exiting (see
+ * diskcache_dir.c); the lock's descriptor, or -errno (-EBUSY: in use) and
+ * one line in err.
+ */
+int pf_dc_dir_lock(int dirfd, const char *dir, char *err, size_t errlen);
+/* Writes "PID @state" into the lock file (serving, exiting). */
+void pf_dc_dir_lock_mark(int lockfd, const char *state);
 /* The 64-bit MAC of block @blk of @key in @slot under @mkey and @nonce. */
 int pf_dc_mac(const unsigned char *mkey, uint64_t nonce, uint32_t slot,
 	      const struct pf_dc_key *key, uint64_t blk, const void *buf,

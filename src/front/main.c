@@ -773,6 +773,10 @@ int main(int argc, char **argv)
 		goto out_join;
 	}
 	ret = fuse_session_loop_mt(se, lcfg);
+	/* the mount is gone: a mount of the same cache_dir now waits for
+	 * this daemon to exit rather than be refused */
+	if (o.cache_dir[0])
+		pf_diskcache_backend_exiting(be);
 	pf_fuse_signals_stop();
 	fuse_loop_cfg_destroy(lcfg);
 	/* a stop asked for by a signal is a clean exit too */
