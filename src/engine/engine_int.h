@@ -250,6 +250,8 @@ struct pf_efile {
 	struct bfile_ref *cur; /* while opens > 0 */
 	uint64_t size;
 	struct timespec mtime;
+	struct timespec ctime;	/* a POSIX rewrite that restores the mtime
+				 * still has a new one */
 	bool have_version;
 	struct pf_tracker *tracker;
 	struct engine_stream *estreams; /* one per tracker stream, grown
