@@ -8,6 +8,9 @@
 #   make fuzz            build the listing parsers' libFuzzer targets (clang)
 #   make fuzz-run        run each for FUZZ_SECONDS (default 20)
 #   make install         PREFIX=/usr/local, DESTDIR=; make uninstall
+#   make docs            docs/options.md's table from prefetchfs --help-table
+#   make demo            the end-to-end demo (demo/demo.sh)
+#   make deb             prefetchfs_VERSION_ARCH.deb (docs/packaging.md)
 #   make V=1             show the commands
 
 CC ?= cc
@@ -26,18 +29,45 @@ override CFLAGS += -fsanitize=$(SANITIZE) -fno-sanitize-recover=$(SANITIZE) \
 override LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3)
-FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3)
-URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing)
-CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl)
+# The pkg-config packages a build needs, each with the Debian package that
+# has it (docs/packaging.md lists the build packages).  One missing stops
+# make with one line naming what to install, before pkg-config's own
+# output (silenced below) could repeat for each flag.  Goals that build
+# nothing (clean, uninstall, deps, check: it installs them first) skip it.
+PC_BUILD := fuse3:libfuse3-dev liburing:liburing-dev \
+	libcurl:libcurl4-openssl-dev expat:libexpat1-dev jansson:libjansson-dev \
+	libcrypto:libssl-dev
+PC_TEST := check:check
+pc_missing = $(foreach p,$(1),$(if $(shell $(PKG_CONFIG) --exists \
+	$(firstword $(subst :, ,$(p))) 2>/dev/null && echo y),,$(lastword \
+	$(subst :, ,$(p)))))
+NOBUILD_GOALS := clean uninstall deps check demo help
+BUILD_GOALS := $(filter-out $(NOBUILD_GOALS),$(or $(MAKECMDGOALS),all))
+ifneq ($(BUILD_GOALS),)
+ifeq ($(shell command -v $(PKG_CONFIG) 2>/dev/null),)
+$(error $(PKG_CONFIG) not found: apt-get install pkg-config)
+endif
+# the Check suites need check too
+PC_NEED := $(PC_BUILD) $(if $(filter tests check-run tests/check_%,\
+	$(BUILD_GOALS)),$(PC_TEST))
+PC_MISSING := $(strip $(call pc_missing,$(PC_NEED)))
+ifneq ($(PC_MISSING),)
+$(error missing build packages: apt-get install $(PC_MISSING))
+endif
+endif
+
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
+FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null)
+URING_LIBS := $(shell $(PKG_CONFIG) --libs liburing 2>/dev/null)
+CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 # the credential sources' answers: STS XML (expat), JSON (jansson)
-PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson)
-PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson)
-CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
-CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson 2>/dev/null)
+PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson 2>/dev/null)
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 # the disk cache's MAC (ChaCha20-Poly1305)
-CRYPTO_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto)
-CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto)
+CRYPTO_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto 2>/dev/null)
+CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
 LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(CRYPTO_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
@@ -69,7 +99,8 @@ endif
 #Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
 	backend/s3auth diskcache util
-FRONT_SRCS := src/front/main.c src/front/fuse_ll.c
+FRONT_SRCS := src/front/main.c src/front/fuse_ll.c src/front/meta.c \
+	src/front/fuse_push.c src/front/fuse_signals.c src/front/backend_stack.c
 STAT_SRCS := src/tools/stat_main.c
 LIB_SRCS := $(filter-out $(FRONT_SRCS),\
 	$(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
@@ -93,6 +124,20 @@ DOCDIR ?= $(PREFIX)/share/doc/prefetchfs
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 MOUNTHELPERDIR ?= /sbin
 INSTALL ?= install
+# The Python package (python/): where Debian's system python3 finds it,
+# /usr/lib/python3/dist-packages for PREFIX=/usr (the .deb),
+# PREFIX/lib/python3.X/dist-packages otherwise (/usr/local's is on its
+# path); laid out by its build backend, with a .dist-info.  Without
+# $(PYTHON) make install says so and leaves the module out.
+PYTHON ?= /usr/bin/python3
+PYTHON_INSTALLER ?= make
+ifeq ($(PREFIX),/usr)
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
+else
+PYTHONDIR ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c \
+	'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages
+endif
+PYBUILD := python/_backend/prefetchfs_build.py
 VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/front/main.c)
 # man pages: all generated from mount/prefetchfs.man by mount/man.awk
 MAN8 := mount/prefetchfs.8 mount/mount.fuse.prefetchfs.8
@@ -188,15 +233,27 @@ check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
 deps:
 	$(Q)tests/deps.sh
 
-# The end-to-end demo: installs, builds, runs bench/demo.sh (see README).
+# docs/options.md's table is `prefetchfs --help-table` (the options table
+# of src/front/opts.c); tests/mount_install.sh checks that they agree.
+# This writes the table again, below the line that says it is generated.
+docs: prefetchfs
+	$(Q)./prefetchfs --help-table >docs/options.md.tab
+	$(Q)awk 'FNR == NR { t = t $$0 "\n"; next } \
+		skip && /^\|/ { next } { skip = 0 } { print } \
+		/^<!-- generated: make docs/ { printf "%s", t; skip = 1 }' \
+		docs/options.md.tab docs/options.md >docs/options.md.tmp
+	$(Q)mv docs/options.md.tmp docs/options.md && rm -f docs/options.md.tab
+
+# The end-to-end demo: installs, builds, runs demo/demo.sh (see README).
 demo:
 	$(Q)tests/deps.sh
 	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
-	$(Q)bench/demo.sh
+	$(Q)demo/demo.sh
 
 # The daemon, prefetchfs-stat, the mount helper (in MOUNTHELPERDIR), man
-# pages, the systemd service template and the examples.  The helper and
-# the template get BINDIR written into them.
+# pages, the systemd service template, the examples and the Python
+# package (in PYTHONDIR).  The helper and the template get BINDIR written
+# into them.
 install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTHELPERDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
@@ -212,8 +269,24 @@ install: prefetchfs prefetchfs-stat man
 	$(INSTALL) -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1
 	$(INSTALL) -m 644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples
 	$(INSTALL) -m 644 $(FIO_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/fio
+	@if command -v $(PYTHON) >/dev/null 2>&1; then \
+		echo "$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER)"; \
+		$(PYTHON) $(PYBUILD) install $(DESTDIR)$(PYTHONDIR) $(PYTHON_INSTALLER); \
+	else \
+		echo "make install: no $(PYTHON): the Python module is not installed (PYTHON=)"; \
+	fi
+
+# make deb: prefetchfs_VERSION_ARCH.deb in DEB_OUT, built by
+# packaging/deb/build.sh (see its header) from a copy of the sources in
+# DEB_BUILD, with Debian's build flags, installed with PREFIX=/usr.
+DEB_OUT ?= .
+DEB_BUILD ?= build/deb
+deb:
+	$(Q)packaging/deb/build.sh $(VERSION) $(DEB_OUT) $(DEB_BUILD)
 
 uninstall:
+	rm -rf $(DESTDIR)$(PYTHONDIR)/prefetchfs \
+		$(DESTDIR)$(PYTHONDIR)/prefetchfs-[0-9]*.dist-info
 	rm -f $(DESTDIR)$(BINDIR)/prefetchfs $(DESTDIR)$(BINDIR)/prefetchfs-stat \
 		$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service \
@@ -229,8 +302,10 @@ clean:
 		tests/*.d $(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) \
 		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)
+	rm -rf build
 
-.PHONY: all man tests bench check check-run deps demo install uninstall clean
+.PHONY: all man tests bench check check-run deps docs demo install deb \
+	uninstall clean
 .PHONY: fuzz fuzz-run
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(STAT_SRCS:.c=.d) \
 	$(CHECK_SRCS:.c=.d) $(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

@@ -16,8 +16,8 @@
 #                   the host took it back costs a host fault (8 GiB
 #                   written to /dev/shm: 8.5 s, at once again 4.8-5.6 s).
 #                   Issue 14's four readers did not measurably pay it
-#                   (alternated with reporting off, README "Cost per
-#                   byte"), but other loads may.
+#                   (alternated with reporting off, docs/benchmarks.md,
+#                   "Cost per byte"), but other loads may.
 
 CLK_TCK=$(getconf CLK_TCK)
 

@@ -5,7 +5,7 @@
  *
  * Parsing is FUSE-free and side-effect free, so it is tested on its own.
  * Every -o option is one row of pf_opt_table[], which feeds the parser,
- * --help and --help-table (the README's table, checked against the man
+ * --help and --help-table (docs/options.md's table, checked against the man
  * page by tests/mount_install.sh).  Options FUSE itself understands
  * (allow_other, auto_unmount, ...) are collected into fuse_opts for the
  * front end; options that only mean something to mount(8), fstab or
@@ -136,11 +136,13 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 
 /* "64K", "1M", "2G", "4096", "1.5G", "1MiB" -> bytes.  -EINVAL if bad. */
 int pf_parse_size(const char *s, uint64_t *out);
+/* "0.5", "30" -> seconds, 0 to 1e9.  -EINVAL if bad. */
+int pf_opts_parse_seconds(const char *s, double *out);
 
 /* Prints the usage and every option with its default. */
 void pf_opts_usage(const char *prog, uint64_t ram_bytes);
 /* Prints the options as a Markdown table: option, default, range, meaning
- * (the README's; independent of this machine). */
+ * (docs/options.md's, written by make docs; independent of this machine). */
 void pf_opts_help_table(FILE *fp);
 
 #endif

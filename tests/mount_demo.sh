@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/demo.sh (what `make demo` runs) with a tiny dataset: it exits 0
+# demo/demo.sh (what `make demo` runs) with a tiny dataset: it exits 0
 # after printing its two tables (the shards; the shuffled PyTorch trainer
 # over a file tree, with its byte check), and leaves nothing behind (its
 # working directory /tmp/pftest.*, a mount, a daemon or a server); Ctrl-C
@@ -14,7 +14,7 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 	finish
 fi
 
-DEMO="$TOP/bench/demo.sh"
+DEMO="$TOP/demo/demo.sh"
 # 2 shards of 4 MiB and a tree of 40 files behind a fast "object store":
 # a few seconds and four PyTorch start-ups
 TINY=(--shards 2 --shard-size 4M --latency-ms 5 --bw 512M --batch 1M --compute-ms 1
@@ -71,7 +71,7 @@ rc=$?
 d=$(demo_work "$out")
 check "failing trainer: non-zero exit ($rc)" test "$rc" -ne 0 -a "$rc" -ne 124
 check "failing trainer: the last line names the step" \
-	bash -c 'tail -1 "$1" | grep -q "^bench/demo.sh: failed while running the trainer on .*/off "' _ "$out"
+	bash -c 'tail -1 "$1" | grep -q "^demo/demo.sh: failed while running the trainer on .*/off "' _ "$out"
 check "failing trainer: no table" bash -c '! grep -q "^reading the dataset" "$1"' _ "$out"
 [ -n "$d" ] && check "failing trainer: nothing left behind" nothing_left "$d"
 
@@ -84,7 +84,7 @@ d=$(demo_work "$out")
 check "failing tree trainer: non-zero exit ($rc)" test "$rc" -ne 0 -a "$rc" -ne 124
 check "failing tree trainer: the first table came" grep -q '^reading the dataset' "$out"
 check "failing tree trainer: the last line names the step" \
-	bash -c 'tail -1 "$1" | grep -q "^bench/demo.sh: failed while running examples/folder_loader.py on .*/tree (local copy) "' _ "$out"
+	bash -c 'tail -1 "$1" | grep -q "^demo/demo.sh: failed while running examples/folder_loader.py on .*/tree (local copy) "' _ "$out"
 check "failing tree trainer: no second table" bash -c '! grep -q "^shuffled file tree" "$1"' _ "$out"
 [ -n "$d" ] && check "failing tree trainer: nothing left behind" nothing_left "$d"
 
@@ -130,7 +130,7 @@ os.execv(sys.argv[1], sys.argv[1:])' "$DEMO" "$@" >"$out" 2>&1 &
 	rc=$?
 	check "Ctrl-C ($name): exit 130 ($rc)" test "$rc" -eq 130
 	check "Ctrl-C ($name): says so, naming the step" \
-		bash -c 'tail -1 "$1" | grep -q "^bench/demo.sh: interrupted while $2"' _ "$out" "$step"
+		bash -c 'tail -1 "$1" | grep -q "^demo/demo.sh: interrupted while $2"' _ "$out" "$step"
 	[ -n "$d" ] && check "Ctrl-C ($name): nothing left behind" nothing_left "$d"
 }
 ctrl_c shards "running the trainer on .*/off " off "${TINY[@]}" --compute-ms 5000

@@ -52,6 +52,20 @@ usr/local/share/doc/prefetchfs/examples/fio/per-shard.fio
 usr/local/share/doc/prefetchfs/examples/fio/scan.fio
 usr/local/share/doc/prefetchfs/examples/fio/random.fio
 usr/local/share/doc/prefetchfs/examples/fio/datawait.py"
+# the Python package, where /usr/bin/python3 finds it
+PYV=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+VER=$(sed -n 's/^#define PF_VERSION "\(.*\)"/\1/p' "$TOP/src/front/main.c")
+PYD=usr/local/lib/python$PYV/dist-packages
+for f in __init__ hints mount stats warm; do
+	FILES="$FILES
+$PYD/prefetchfs/$f.py"
+done
+for f in METADATA WHEEL RECORD INSTALLER top_level.txt; do
+	FILES="$FILES
+$PYD/prefetchfs-$VER.dist-info/$f"
+done
+check "/$PYD is on /usr/bin/python3's path" \
+	/usr/bin/python3 -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "/$PYD"
 if make_q install DESTDIR="$DEST"; then
 	ok "make install DESTDIR=$DEST"
 else
@@ -102,13 +116,13 @@ nodefault=$(awk '/^    -o [a-z_]+=/ { if (e != "" && e !~ /default/) print n; n 
 	{ if (e != "" && e !~ /default/) print n; e = "" }' "$WORK/help.txt")
 check "--help gives every option with a value its default${nodefault:+ (not: $nodefault)}" test -z "$nodefault"
 # One table of options feeds the parser, --help and --help-table; the man
-# page's entries and the README's table are checked against it, in the
+# page's entries and docs/options.md's table are checked against it, in the
 # same words, so that none of them can drift (fetch_size was 1024K in
 # --help, 1M in the man page).
 "$TOP/prefetchfs" --help-table >"$WORK/table.md"
-if python3 - "$WORK/table.md" "$TOP/mount/prefetchfs.man" "$TOP/README.md" >"$WORK/doc.out" 2>&1 <<'PY'
+if python3 - "$WORK/table.md" "$TOP/mount/prefetchfs.man" "$TOP/docs/options.md" >"$WORK/doc.out" 2>&1 <<'PY'
 import re, sys
-table, man, readme = sys.argv[1:4]
+table, man, options = sys.argv[1:4]
 rows = []
 for line in open(table):
     m = re.match(r'^\| `-o ([a-z_]+)[^`]*` \| (.*?) \| (.*?) \| (.*) \|$', line.rstrip("\n"))
@@ -150,15 +164,15 @@ for name, dflt, rng in rows:
     if rng and rng not in t:
         bad.append("%s: the man page does not give the range '%s'" % (name, rng))
 tab = open(table).read()
-rd = open(readme).read()
+rd = open(options).read()
 if tab not in rd:
-    bad.append("the README's options table is not `prefetchfs --help-table`")
+    bad.append("docs/options.md's table is not `prefetchfs --help-table`")
 for b in bad:
     print(b)
 sys.exit(1 if bad else 0)
 PY
 then
-	ok "the man page gives every option of --help-table its default and range, the README has the table"
+	ok "the man page gives every option of --help-table its default and range, docs/options.md has the table"
 else
 	fail "the documentation disagrees with the options table:"
 	cat "$WORK/doc.out"
@@ -168,10 +182,11 @@ for o in $(awk -F'`' '/^\| `-o / { print $2 }' "$WORK/table.md" | sed 's/^-o \([
 done
 check "--help lists every option of the table${nohelp:+ (not:$nohelp)}" test -z "${nohelp:-}"
 # the front end's static functions are lo_* (libfuse's passthrough_ll.c):
-# pf_* names are the public ones
-statics=$(nm "$TOP/src/front/fuse_ll.o" 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ && $3 !~ /\./ { print $3 }' | tr '\n' ' ')
-check "fuse_ll.c has no static pf_* function${statics:+ (has: $statics)}" \
-	bash -c 'nm "$1" | grep -q " T pf_fuse_push" && [ -z "$2" ]' _ "$TOP/src/front/fuse_ll.o" "$statics"
+# pf_* names are shared ones (front_int.h) or public (pf_fuse.h)
+FUSE_OBJS="fuse_ll.o meta.o fuse_push.o fuse_signals.o"
+statics=$(cd "$TOP/src/front" && nm $FUSE_OBJS 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ && $3 !~ /\./ { print $3 }' | tr '\n' ' ')
+check "the FUSE files ($FUSE_OBJS) have no static pf_* function${statics:+ (has: $statics)}" \
+	bash -c 'nm "$1" | grep -q " T pf_fuse_push$" && [ -z "$2" ]' _ "$TOP/src/front/fuse_push.o" "$statics"
 
 # ---- systemd units --------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then
@@ -243,6 +258,11 @@ if "$HELPER" "$SRC" "$M1" -o rw,max_memory=64M,log_level=warn,_netdev,nofail,noa
 	check "the mount is fuse.prefetchfs" \
 		bash -c 'grep -qE " $1 .* - fuse.prefetchfs " /proc/self/mountinfo' _ "$M1"
 	byte_exact "$M1" "helper mount"
+	check "the installed Python package reads the stats from a subdirectory" \
+		env PYTHONPATH="$P/lib/python$PYV/dist-packages" /usr/bin/python3 -c '
+import sys, prefetchfs
+s = prefetchfs.stats(sys.argv[1] + "/sub")
+sys.exit(not (prefetchfs.__file__.startswith(sys.argv[2]) and s.root == sys.argv[1] and s.reads > 0))' "$M1" "$P/"
 	check "the helper printed one line, where the log goes: $(cat "$WORK/helper.err")" \
 		bash -c '[ ! -s "$1" ] && one_line() { [ "$(wc -l <"$2")" -eq 1 ]; } && one_line x "$2" &&
 			grep -q "^prefetchfs: mounted on .*; the log goes to syslog (journalctl -t prefetchfs)$" "$2"' \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Push by read-ahead (-o push_by, src/fuse_ll.c pf_fuse_push()):
+# Push by read-ahead (-o push_by, src/front/fuse_push.c pf_fuse_push()):
 #   1. default, as root: a sequential reader's read-ahead reaches its page
 #      cache through the kernel's read-ahead of a clone of the mount; the
 #      stats count those READs (self_reads), none found its bytes missing,

@@ -1,4 +1,5 @@
-"""examples/prefetchfs_hints.py without a mount: the "mountpoint" is a temp
+"""The prefetchfs package's HintedSampler (python/prefetchfs/hints.py), through
+its old name examples/prefetchfs_hints.py, without a mount: the "mountpoint" is a temp
 directory whose .prefetchfs/plan is a regular file, so what HintedSampler
 writes can be read back.  Checks: the indices are those of the wrapped
 sampler (RandomSampler, DistributedSampler after set_epoch, a BatchSampler,
@@ -21,7 +22,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TOP, "examples"))
 
 import prefetchfs_hints  # noqa: E402
-from prefetchfs_hints import HintedSampler, mount_root  # noqa: E402
+from prefetchfs_hints import HintedSampler, find_root, mount_root  # noqa: E402
 
 import torch  # noqa: E402
 from torch.utils.data import (BatchSampler, DataLoader, Dataset,  # noqa: E402
@@ -209,6 +210,38 @@ class TestHints(Base):
         self.assertIn("#define PF_HINT_MAX_TEXT\t(256ull << 20)", h)
         self.assertEqual(prefetchfs_hints.MAX_ENTRIES, 4 << 20)
         self.assertEqual(prefetchfs_hints.MAX_TEXT, 256 << 20)
+
+    def test_subdirectory(self):
+        # the mount's root is found from a directory under it, or from a
+        # file, and the plan's paths are relative to the root
+        for given in (os.path.join(self.mnt, "d"),
+                      os.path.join(self.mnt, "d", "f3.bin"),
+                      os.path.join(self.mnt, "d", "not-yet")):
+            hs = HintedSampler([3, 1], self.locate, given)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                self.assertEqual(list(hs), [3, 1])
+            self.assertEqual(hs.mountpoint, self.mnt)
+            self.expect([3, 1])
+            hs.close()
+        self.assertEqual(find_root(os.path.join(self.mnt, "d")), self.mnt)
+
+    def test_not_a_mount_names_the_path(self):
+        os.unlink(self.plan)
+        given = os.path.join(self.mnt, "d")
+        hs = HintedSampler([1], self.locate, given)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.assertEqual(list(hs), [1])
+        self.assertEqual(len(w), 1)
+        msg = str(w[0].message)
+        self.assertIn(given + ": not a prefetchfs mount with hints", msg)
+        self.assertIn("up to the mount point", msg)
+        # the mount comes later: the next epoch declares
+        open(self.plan, "wb").close()
+        self.assertEqual(list(hs), [1])
+        self.expect([1])
+        hs.close()
 
     def test_mount_root(self):
         self.assertTrue(os.path.ismount(mount_root(self.mnt)))

@@ -9,53 +9,33 @@
  * thread (libfuse allows replying after the handler returned).  Errors
  * travel as -errno and become fuse_reply_err() only here.
  *
- * The virtual directory /.prefetchfs holds the stats file and the plan
- * file (declared read order, written by the mount's owner: see pf_hint.h
- * and pf_engine_hint_*); it is found by lookup but not listed by readdir.  A source entry of that name at the
- * root is neither found nor listed (see hide_meta_name()).  Statics are
- * lo_*, as in libfuse's passthrough_ll.c; pf_* names are public.
+ * The virtual directory /.prefetchfs (meta.c) holds the stats file and
+ * the plan file; it is found by lookup but not listed by readdir.  A
+ * source entry of that name at the root is neither found nor listed (see
+ * hide_meta_name()).  The pusher's own opens and READs (fuse_push.c) are
+ * answered here too.  Statics are lo_*, as in libfuse's passthrough_ll.c;
+ * pf_* names are the front end's (front_int.h) or public (pf_fuse.h).
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <stdio.h>
-#include <sys/mount.h>
-#include <sys/syscall.h>
 
-#include "pf_clock.h"
-#include "pf_fuse.h"
+#include "front_int.h"
 #include "pf_log.h"
-#include "pf_trace.h"
 
-static struct pf_fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
+/* ---- handles ----------------------------------------------------------- */
 
-/*
- * The first member of a directory's or the stats file's handle: on
- * fs->handles from its open until its release.  A handle the kernel never
- * releases (its holder still had it open when the daemon was told to
- * stop) is freed by pf_fuse_free_handles().
- */
-struct pf_fh {
-	struct list node;	/* on fs->handles (fs->handles_lock) */
-	void (*free)(struct pf_fh *fh);
-};
-
-static void fh_track(struct pf_fs *fs, struct pf_fh *fh,
-		     void (*free_fn)(struct pf_fh *))
+void pf_fuse_fh_track(struct pf_fs *fs, struct pf_fh *fh,
+		      void (*free_fn)(struct pf_fh *))
 {
 	fh->free = free_fn;
 	pthread_mutex_lock(&fs->handles_lock);
@@ -63,7 +43,7 @@ static void fh_track(struct pf_fs *fs, struct pf_fh *fh,
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
-static void fh_release(struct pf_fs *fs, struct pf_fh *fh)
+void pf_fuse_fh_release(struct pf_fs *fs, struct pf_fh *fh)
 {
 	pthread_mutex_lock(&fs->handles_lock);
 	list_del(&fh->node);
@@ -74,88 +54,8 @@ static void fh_release(struct pf_fs *fs, struct pf_fh *fh)
 void pf_fuse_free_handles(struct pf_fs *fs)
 {
 	while (!list_empty(&fs->handles))
-		fh_release(fs, container_of(fs->handles.next, struct pf_fh,
-					    node));
-}
-
-/* The pusher's thread: its opens and READs are its own read-ahead
- * (pf_fuse_push()); such an open's handle is SELF_FH. */
-static _Atomic pid_t self_tid;
-#define SELF_FH ((uint64_t)1)
-
-static bool from_self(fuse_req_t req)
-{
-	pid_t t = self_tid;
-
-	return t && fuse_req_ctx(req)->pid == t;
-}
-
-/* ---- the virtual stats entries --------------------------------------- */
-
-/*
- * The stats name files and readers: only the mount's owner reads them,
- * unless the mount is shared (allow_other, which brings
- * default_permissions, so these modes are what the kernel checks).
- */
-static bool shared(const struct pf_fs *fs)
-{
-	const char *p = strstr(fs->opts->fuse_opts, "allow_other");
-
-	return p && (p == fs->opts->fuse_opts || p[-1] == ',') &&
-	       (p[11] == ',' || p[11] == '\0');
-}
-
-/*
- * Attributes of the virtual entries.  The stats file gets the size and
- * time of a snapshot taken now (an open takes its own: it is served with
- * direct_io, so readers read until EOF whatever the size said).
- */
-static void meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
-{
-	mode_t others = shared(fs) ? 0055 : 0;
-
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
-	st->st_ctim = st->st_mtim;
-	st->st_atim = st->st_mtim;
-	if (ino == PF_META_DIR_INO) {
-		st->st_mode = S_IFDIR | 0500 | others;
-		st->st_nlink = 2;
-	} else if (ino == PF_META_PLAN_INO) {
-		st->st_mode = S_IFREG | 0200 | (others ? 0022 : 0);
-		st->st_nlink = 1;
-	} else {
-		char *buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
-
-		st->st_mode = S_IFREG | 0400 | (others & 0044);
-		st->st_nlink = 1;
-		st->st_size = buf ? (off_t)strlen(buf) : 0;
-		free(buf);
-	}
-}
-
-static bool is_meta(fuse_ino_t ino)
-{
-	return ino == PF_META_DIR_INO || ino == PF_META_STATS_INO ||
-	       ino == PF_META_PLAN_INO;
-}
-
-/* An open of the stats file: the snapshot its reads return. */
-struct stats_fh {
-	struct pf_fh fh;
-	char *buf;
-	size_t len;
-};
-
-static void stats_fh_free(struct pf_fh *fh)
-{
-	struct stats_fh *sf = (struct stats_fh *)fh;
-
-	free(sf->buf);
-	free(sf);
+		pf_fuse_fh_release(fs, container_of(fs->handles.next,
+						    struct pf_fh, node));
 }
 
 /* ---- metadata ---------------------------------------------------------- */
@@ -175,8 +75,8 @@ static void io_size(const struct pf_opts *o, struct stat *st)
 		st->st_blksize = DIO_BLKSIZE;
 }
 
-static void reply_entry(fuse_req_t req, const struct pf_opts *o,
-			fuse_ino_t ino, const struct stat *st)
+void pf_fuse_reply_entry(fuse_req_t req, const struct pf_opts *o,
+			 fuse_ino_t ino, const struct stat *st)
 {
 	struct fuse_entry_param e;
 
@@ -196,29 +96,8 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct stat st;
 	int ret;
 
-	if (parent == PF_ROOT_INO && strcmp(name, PF_META_DIR_NAME) == 0) {
-		meta_attr(fs, PF_META_DIR_INO, &st);
-		reply_entry(req, fs->opts, PF_META_DIR_INO, &st);
+	if (pf_meta_lookup(req, parent, name))
 		return;
-	}
-	if (parent == PF_META_DIR_INO) {
-		fuse_ino_t mi = PF_META_STATS_INO;
-
-		if (strcmp(name, PF_META_PLAN_NAME) == 0) {
-			mi = PF_META_PLAN_INO;
-		} else if (strcmp(name, PF_META_STATS_NAME) != 0) {
-			fuse_reply_err(req, ENOENT);
-			return;
-		}
-		struct fuse_entry_param e;
-
-		/* timeouts 0: the kernel asks again each time */
-		memset(&e, 0, sizeof(e));
-		e.ino = mi;
-		meta_attr(fs, mi, &e.attr);
-		fuse_reply_entry(req, &e);
-		return;
-	}
 	ret = pf_itable_lookup(fs->itable, parent, name, NULL, &st, &in);
 	if (ret == -ENOENT) {
 		/* negative entry, cached like positive ones: datasets
@@ -234,7 +113,7 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	reply_entry(req, fs->opts, in->ino, &st);
+	pf_fuse_reply_entry(req, fs->opts, in->ino, &st);
 }
 
 static void lo_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -263,8 +142,8 @@ static void lo_getattr(fuse_req_t req, fuse_ino_t ino,
 	int ret;
 
 	(void)fi;
-	if (is_meta(ino)) {
-		meta_attr(fs, ino, &st);
+	if (pf_meta_is(ino)) {
+		pf_meta_attr(fs, ino, &st);
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
@@ -290,7 +169,7 @@ static void lo_readlink(fuse_req_t req, fuse_ino_t ino)
 	int ret;
 
 	if (!in) {
-		fuse_reply_err(req, is_meta(ino) ? EINVAL : ESTALE);
+		fuse_reply_err(req, pf_meta_is(ino) ? EINVAL : ESTALE);
 		return;
 	}
 	ret = fs->be->ops->readlink(fs->be, in->path, buf, sizeof(buf));
@@ -409,11 +288,11 @@ static void lo_opendir(fuse_req_t req, fuse_ino_t ino,
 	if (ino == PF_META_DIR_INO) {
 		struct stat st;
 
-		meta_attr(fs, PF_META_STATS_INO, &st);
+		pf_meta_attr(fs, PF_META_STATS_INO, &st);
 		ret = dir_collect(d, PF_META_STATS_NAME, &st);
 		if (ret < 0)
 			goto err;
-		fh_track(fs, &d->fh, dir_fh_free);
+		pf_fuse_fh_track(fs, &d->fh, dir_fh_free);
 		fi->fh = (uintptr_t)d;
 		fuse_reply_open(req, fi);
 		return;
@@ -431,7 +310,7 @@ static void lo_opendir(fuse_req_t req, fuse_ino_t ino,
 	/* the listing is read once: the kernel may keep it */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	fh_track(fs, &d->fh, dir_fh_free);
+	pf_fuse_fh_track(fs, &d->fh, dir_fh_free);
 	fi->fh = (uintptr_t)d;
 	fuse_reply_open(req, fi);
 	return;
@@ -523,7 +402,7 @@ static void lo_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	(void)ino;
-	fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
+	pf_fuse_fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -604,53 +483,6 @@ static int open_current(struct pf_fs *fs, struct pf_inode *in,
 	return 1;
 }
 
-/*
- * The plan file: each open for writing is one plan (pf_engine_hint_*).
- * Only the mount's owner may write plans unless the mount is shared: the
- * kernel checks the mode only with default_permissions, so the caller's
- * uid is checked here too.
- */
-static void lo_open_plan(fuse_req_t req, struct fuse_file_info *fi)
-{
-	struct pf_fs *fs = fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct pf_engine_hint *h;
-	int ret;
-
-	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
-	    (ctx->uid != getuid() && !shared(fs))) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
-	ret = pf_engine_hint_open(fs->engine, &h);
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return;
-	}
-	fi->fh = (uintptr_t)h;
-	fi->direct_io = 1;	/* writes reach us as written */
-	fuse_reply_open(req, fi);
-}
-
-static void lo_write_plan(fuse_req_t req, fuse_ino_t ino, const char *buf,
-			  size_t size, off_t off, struct fuse_file_info *fi)
-{
-	struct pf_fs *fs = fs_of(req);
-	int ret;
-
-	if (ino != PF_META_PLAN_INO) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	ret = pf_engine_hint_write(fs->engine,
-				   (struct pf_engine_hint *)(uintptr_t)fi->fh,
-				   buf, size, (uint64_t)off);
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_write(req, (size_t)ret);
-}
-
 static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
@@ -660,7 +492,7 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	if (ino == PF_META_PLAN_INO) {
-		lo_open_plan(req, fi);
+		pf_meta_open_plan(req, fi);
 		return;
 	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -668,21 +500,7 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (ino == PF_META_STATS_INO) {
-		struct stats_fh *sf = calloc(1, sizeof(*sf));
-
-		if (sf)
-			sf->buf = pf_engine_stats_json(fs->engine,
-						       fs->backend_desc);
-		if (!sf || !sf->buf) {
-			free(sf);
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		sf->len = strlen(sf->buf);
-		fh_track(fs, &sf->fh, stats_fh_free);
-		fi->fh = (uintptr_t)sf;
-		fi->direct_io = 1;
-		fuse_reply_open(req, fi);
+		pf_meta_open_stats(req, fi);
 		return;
 	}
 	in = pf_itable_get(fs->itable, ino);
@@ -694,7 +512,7 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, S_ISDIR(in->mode) ? EISDIR : EINVAL);
 		return;
 	}
-	if (from_self(req)) {
+	if (pf_fuse_push_from_self(req)) {
 		/* the pusher: no open of the file, its page cache kept */
 		fi->fh = SELF_FH;
 		fi->keep_cache = 1;
@@ -759,23 +577,7 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	if (ino == PF_META_STATS_INO) {
-		struct stats_fh *sf = (struct stats_fh *)(uintptr_t)fi->fh;
-		size_t o = (size_t)off < sf->len ? (size_t)off : sf->len;
-		size_t n = sf->len - o < size ? sf->len - o : size;
-		/*
-		 * From a copy: once the kernel has the reply, the reader may
-		 * close and RELEASE free sf on another thread while this
-		 * writev is still returning (ASAN checks the iovec after it)
-		 */
-		char *copy = malloc(n + 1);
-
-		if (!copy) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		memcpy(copy, sf->buf + o, n);
-		fuse_reply_buf(req, copy, n);
-		free(copy);
+		pf_meta_read_stats(req, size, off, fi);
 		return;
 	}
 	if (fi->fh == SELF_FH) {
@@ -799,11 +601,8 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void lo_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	if (ino == PF_META_STATS_INO) {
-		fh_release(fs_of(req), (struct pf_fh *)(uintptr_t)fi->fh);
-	} else if (ino == PF_META_PLAN_INO) {
-		pf_engine_hint_close(fs_of(req)->engine,
-				     (struct pf_engine_hint *)(uintptr_t)fi->fh);
+	if (ino == PF_META_STATS_INO || ino == PF_META_PLAN_INO) {
+		pf_meta_release(req, ino, fi);
 	} else if (fi->fh == SELF_FH) {
 		/* the pusher's open: nothing to close */
 	} else {
@@ -824,7 +623,7 @@ static void lo_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
 		struct stat st;
 
 		/* open(O_TRUNC) of the plan file: nothing to cut */
-		meta_attr(fs_of(req), ino, &st);
+		pf_meta_attr(fs_of(req), ino, &st);
 		fuse_reply_attr(req, &st, 0);
 		return;
 	}
@@ -931,213 +730,6 @@ static void lo_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	fuse_reply_err(req, EROFS);
 }
 
-/* ---- shutdown on signals (see pf_fuse.h) -------------------------------- */
-
-static struct {
-	pthread_t tid;
-	pthread_t loop_tid;	/* the thread that runs the session loop */
-	struct pf_fs *fs;
-	atomic_bool done;	/* the loop has returned: stop waking it */
-	bool started;
-} sigctl;
-
-static void stop_sigset(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGHUP);
-}
-
-int pf_fuse_block_signals(void)
-{
-	sigset_t set;
-
-	stop_sigset(&set);
-	return -pthread_sigmask(SIG_BLOCK, &set, NULL);
-}
-
-/* SIGUSR1 only interrupts the loop thread's wait (no SA_RESTART). */
-static void wake_handler(int sig)
-{
-	(void)sig;
-}
-
-static void *signal_thread(void *arg)
-{
-	struct timespec tick = { .tv_nsec = 100 * 1000 * 1000 };
-	sigset_t set;
-	int sig = 0;
-
-	(void)arg;
-	stop_sigset(&set);
-	while (sigwait(&set, &sig) != 0)
-		;
-	if (atomic_load(&sigctl.done))
-		return NULL;	/* pf_fuse_signals_stop() */
-	pf_info("signal %d: unmounting", sig);
-	pf_engine_stop_push(sigctl.fs->engine);
-	fuse_session_exit(sigctl.fs->se);
-	/*
-	 * The loop waits in sem_wait(), its workers in read() of /dev/fuse:
-	 * interrupt the wait until the loop has seen the exit (a wake-up
-	 * just before it starts waiting would be lost).
-	 */
-	while (!atomic_load(&sigctl.done)) {
-		pthread_kill(sigctl.loop_tid, SIGUSR1);
-		nanosleep(&tick, NULL);
-	}
-	return NULL;
-}
-
-int pf_fuse_signals_start(struct pf_fs *fs)
-{
-	struct sigaction sa = { .sa_handler = wake_handler };
-	sigset_t usr1;
-	int ret;
-
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGUSR1, &sa, NULL) < 0)
-		return -errno;
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
-	sigctl.fs = fs;
-	sigctl.loop_tid = pthread_self();
-	atomic_store(&sigctl.done, false);
-	ret = -pthread_create(&sigctl.tid, NULL, signal_thread, NULL);
-	if (ret == 0) {
-		pthread_setname_np(sigctl.tid, "pf-signals");
-		sigctl.started = true;
-	}
-	return ret;
-}
-
-void pf_fuse_signals_stop(void)
-{
-	if (!sigctl.started)
-		return;
-	atomic_store(&sigctl.done, true);
-	/* a thread still in sigwait() takes this one and returns */
-	pthread_kill(sigctl.tid, SIGTERM);
-	pthread_join(sigctl.tid, NULL);
-	sigctl.started = false;
-}
-
-/* ---- pushing read-ahead into the page cache ------------------------------ */
-
-/*
- * Push by read-ahead (-o push_by=readahead).  notify_store creates 4 KiB
- * page-cache folios marked accessed (filemap_grab_folio() asks for
- * FGP_ACCESSED), so a reader's first read of each moves it to the active
- * LRU under the LRU lock: a quarter of the reader's read time in issue
- * 14's profile, 0.35 against 0.24 ms a MiB.  Pages the kernel's own
- * read-ahead allocates are not marked, and read like the local page cache.
- * So the pusher opens the file and has the kernel read the range ahead
- * (readahead(2), a read-ahead window a call); the READs that sends come
- * from the pusher's thread and are answered from the blocks in memory
- * (pf_engine_read_self()).  The file is opened through a clone of the
- * mount (open_tree(OPEN_TREE_CLONE), made anew for each push and closed
- * with it): an open file on the mount itself would make an unmount fail
- * with EBUSY while it is open, and a clone kept open would keep the file
- * system alive after the user's unmount.  Cloning needs CAP_SYS_ADMIN:
- * without it (or if anything fails) the push is a notify_store, and the
- * first failure is logged.
- */
-static _Atomic int ra_off;	/* push_by=readahead found not to work */
-#define RA_CHUNK ((uint64_t)1 << 20)	/* a READ at most (max_pages) */
-
-static int push_readahead(struct pf_fs *fs, const char *path, uint64_t off,
-			  uint64_t len)
-{
-	/* -o readahead_kb, 128 KiB where it is left to the kernel */
-	uint64_t chunk = fs->opts->readahead_kb ?
-				 (uint64_t)fs->opts->readahead_kb << 10 :
-				 128u << 10;
-	int tfd;
-	int fd;
-	int ret = 0;
-
-	if (chunk > RA_CHUNK)
-		chunk = RA_CHUNK;
-	tfd = (int)syscall(SYS_open_tree, AT_FDCWD, fs->mountpoint,
-			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (tfd < 0)
-		return -errno;
-	fd = openat(tfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		close(tfd);
-		return ret;
-	}
-	/* the kernel reads at most its read-ahead window a call */
-	for (uint64_t o = off; o < off + len && ret == 0; o += chunk) {
-		uint64_t n = off + len - o < chunk ? off + len - o : chunk;
-
-		if (readahead(fd, (off64_t)o, n) < 0)
-			ret = -errno;
-	}
-	close(fd);
-	close(tfd);
-	return ret;
-}
-
-void pf_fuse_push(void *arg, uint64_t ino, const char *path, uint64_t off,
-		  const struct iovec *iov, int iovcnt)
-{
-	struct pf_fs *fs = arg;
-	struct fuse_session *se = fs->se;
-	uint64_t t0 = pf_trace_on() ? pf_now_ns() : 0;
-	uint64_t start = off;
-	uint64_t total = 0;
-	int ret = 0;
-
-	if (!self_tid)
-		self_tid = (pid_t)syscall(SYS_gettid);
-	for (int i = 0; i < iovcnt; i++)
-		total += iov[i].iov_len;
-	if (!fs->opts->push_store && !ra_off && fs->mountpoint) {
-		ret = push_readahead(fs, path, off, total);
-		if (ret == 0) {
-			off += total;
-			goto out;
-		}
-		if (ret != -ENOENT && !atomic_exchange(&ra_off, 1))
-			pf_info("push by read-ahead not available (%s): "
-				"pushing with notify_store", strerror(-ret));
-		ret = 0;
-	}
-	/*
-	 * One store per run of adjacent buffers: libfuse writes a one-buffer
-	 * vector straight from it, where a longer one is first copied into
-	 * a buffer it allocates (and faults in) on every call.
-	 */
-	for (int i = 0; i < iovcnt;) {
-		struct fuse_bufvec bv = FUSE_BUFVEC_INIT(iov[i].iov_len);
-		char *base = iov[i].iov_base;
-		size_t len = iov[i].iov_len;
-
-		for (i++; i < iovcnt && (char *)iov[i].iov_base == base + len;
-		     i++)
-			len += iov[i].iov_len;
-		bv.buf[0].mem = base;
-		bv.buf[0].size = len;
-		ret = fuse_lowlevel_notify_store(se, ino, (off_t)off, &bv, 0);
-		/* -ENOENT: the kernel forgot the inode; nothing to do */
-		if (ret < 0 && ret != -ENOENT)
-			pf_debug("pushing %" PRIu64 "+%zu of inode %" PRIu64
-				 " to the page cache: %s",
-				 off, len, ino, strerror(-ret));
-		if (ret < 0)
-			break;
-		off += len;
-	}
-out:
-	if (pf_trace_on())
-		pf_trace_push(ino, start, off - start, t0, pf_now_ns(),
-			      ret < 0 ? -ret : 0);
-}
-
 /* ---- session ----------------------------------------------------------- */
 
 /*
@@ -1217,7 +809,7 @@ const struct fuse_lowlevel_ops pf_fuse_ops = {
 	.symlink = lo_erofs_symlink,
 	.rename = lo_erofs_rename,
 	.link = lo_erofs_link,
-	.write = lo_write_plan,
+	.write = pf_meta_write_plan,
 	.create = lo_erofs_create,
 	.setxattr = lo_erofs_setxattr,
 	.removexattr = lo_erofs_removexattr,

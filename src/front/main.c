@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -28,12 +27,12 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "backend_stack.h"
 #include "pf_diskcache.h"
 #include "pf_fuse.h"
 #include "pf_guard.h"
 #include "pf_mountinfo.h"
 #include "pf_log.h"
-#include "pf_objstore.h"
 #include "pf_trace.h"
 
 #ifndef PF_VERSION
@@ -61,23 +60,11 @@ static void raise_nofile(void)
 	}
 }
 
-enum src_kind { SRC_POSIX, SRC_HTTP, SRC_S3 };
-
-static enum src_kind source_kind(const char *src)
-{
-	if (strncasecmp(src, "http://", 7) == 0 ||
-	    strncasecmp(src, "https://", 8) == 0)
-		return SRC_HTTP;
-	if (strncasecmp(src, "s3://", 5) == 0)
-		return SRC_S3;
-	return SRC_POSIX;
-}
-
 static int check_source(const char *src)
 {
 	struct stat st;
 
-	if (source_kind(src) != SRC_POSIX)
+	if (pf_backend_stack_kind(src) != SRC_POSIX)
 		return 0;	/* checked by listing it, once started */
 	if (stat(src, &st) < 0) {
 		fprintf(stderr, "prefetchfs: source '%s': %s\n", src,
@@ -179,98 +166,6 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 #define OBJ_MIN_WINDOW (16ull << 20)
 /* How long the mount waits for the pool's warm-up (ready_thread()). */
 #define WARM_WAIT_MS 500
-
-/*
- * The backend for SOURCE; on failure prints one line and returns < 0.
- * @cachefd: the cache directory (checked), or -1.
- */
-static int backend_new(const struct pf_opts *o, enum src_kind kind,
-		       const char *src, int cachefd, struct pf_backend **be,
-		       char *desc, size_t desclen)
-{
-	struct pf_posix_cfg pcfg = { 0 };
-	struct pf_obj_cfg ocfg = { 0 };
-	char listings[PATH_MAX + 32];
-	char err[1024];
-	int ret;
-
-	if (kind == SRC_POSIX) {
-		/* twice the engine's reads at once, 64 at least */
-		pcfg.queue_depth = PF_ENGINE_MAX_REQUESTS(
-			o->engine.max_inflight) * 2;
-		if (pcfg.queue_depth < 64)
-			pcfg.queue_depth = 64;
-		pcfg.force_fallback = o->io_engine == 1;
-		ret = pf_posix_backend_new(src, &pcfg, be);
-		if (ret < 0) {
-			fprintf(stderr, "prefetchfs: source '%s': %s\n",
-				o->source, strerror(-ret));
-			return ret;
-		}
-		snprintf(desc, desclen, "posix:%s (%s)", src,
-			 pf_posix_backend_engine(*be));
-		return 0;
-	}
-	/* a connection per read in flight, and a few for opens and lists */
-	ocfg.max_conns = PF_ENGINE_MAX_REQUESTS(o->engine.max_inflight) + 4;
-	ocfg.connect_timeout_ms = o->connect_timeout * 1000;
-	ocfg.timeout_s = o->timeout;
-	ocfg.retries = o->retries;
-	ocfg.request_timeout_s = o->request_timeout;
-	ocfg.revalidate_s = o->revalidate;
-	ocfg.list_ahead = o->list_ahead;
-	ocfg.list_max = o->engine.max_memory / 4;
-	ocfg.backoff_ms = 100;
-	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;
-	ocfg.insecure = o->insecure;
-	ocfg.manifest = o->manifest[0] ? o->manifest : NULL;
-	ocfg.s3.region = o->region[0] ? o->region : NULL;
-	ocfg.s3.endpoint = o->endpoint[0] ? o->endpoint : NULL;
-	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
-	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
-	ocfg.s3.no_sign = o->no_sign;
-	if (cachefd >= 0 && !o->manifest[0]) {
-		/* the listings outlive the mount: one file per source, opened
-		 * relative to the directory (the daemon changes to / once
-		 * mounted, and the path could be changed under it) */
-		uint64_t h = 1469598103934665603ull;
-
-		for (const char *c = src; *c; c++)
-			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		snprintf(listings, sizeof(listings), "%s/listings-%016" PRIx64,
-			 o->cache_dir, h);
-		ocfg.listings = listings;
-		ocfg.listings_dirfd = cachefd;
-	}
-	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
-		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
-			strerror(errno));
-		return -errno;
-	}
-	if (kind == SRC_HTTP) {
-		if (o->endpoint[0] || o->region[0] || o->profile[0] ||
-		    o->addressing[0] || o->no_sign) {
-			fprintf(stderr, "prefetchfs: endpoint, region, "
-					"profile, addressing and no_sign are "
-					"for s3:// sources\n");
-			return -EINVAL;
-		}
-		ret = pf_http_backend_new(src, &ocfg, be, err, sizeof(err));
-	} else {
-		if (o->manifest[0]) {
-			fprintf(stderr, "prefetchfs: manifest is for "
-					"http(s):// sources\n");
-			return -EINVAL;
-		}
-		ret = pf_s3_backend_new(src, &ocfg, be, err, sizeof(err));
-	}
-	if (ret < 0) {
-		fprintf(stderr, "prefetchfs: %s\n", err);
-		return ret;
-	}
-	snprintf(desc, desclen, "%s", pf_obj_backend_desc(*be));
-	return 0;
-}
 
 /* FUSE splits options at commas: escape them (and backslashes). */
 static void escape_opt(const char *in, char *out, size_t size)
@@ -492,342 +387,427 @@ static int mount_session(struct fuse_session *se, const char *mnt,
 	return ret;
 }
 
-int main(int argc, char **argv)
-{
-	static struct pf_opts o;
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct fuse_loop_config *lcfg = NULL;
-	struct fuse_session *se = NULL;
-	struct pf_backend *be = NULL;
-	struct pf_engine *engine = NULL;
-	struct pf_itable *itable = NULL;
-	struct ready_ctx rc = { .notify_fd = -1 };
-	struct pf_fs fs = { 0 };
-	pthread_t ready_tid;
-	char mnt[PATH_MAX];
-	char src[PATH_MAX];
-	char fuse_opts[2 * PATH_MAX + 1200];
-	char fsname[2 * PATH_MAX];
-	char desc[PATH_MAX + 600];
-	enum src_kind kind;
-	char err[512];
-	int pipefd[2] = { -1, -1 };
-	int cachefd = -1;
-	int logfd = -1;
-	int status = 1;
-	int ret;
+/* ---- the daemon, step by step ----------------------------------------- */
 
-	pf_opts_default(&o, ram_bytes());
-	if (pf_opts_parse(&o, argc, argv, err, sizeof(err)) < 0) {
+/* What is up, in the order main() brings it up; tear_down() undoes it. */
+enum stage {
+	UP_NONE,
+	UP_BACKEND,	/* d->be */
+	UP_ENGINE,	/* d->engine */
+	UP_ITABLE,	/* d->itable, d->fs */
+	UP_SESSION,	/* d->se */
+	UP_SIGNALS,	/* libfuse's signal handlers */
+	UP_MOUNTED,	/* the session is mounted */
+	UP_READY,	/* ready_thread() runs */
+};
+
+struct daemon {
+	struct pf_opts o;
+	enum src_kind kind;
+	char src[PATH_MAX];	/* absolute path, or the URL */
+	char mnt[PATH_MAX];	/* absolute */
+	char desc[PATH_MAX + 600];	/* the backend, for the stats file */
+	int logfd;		/* -o log_file, or -1 */
+	struct fuse_args args;
+	struct pf_backend *be;
+	struct pf_engine *engine;
+	struct pf_itable *itable;
+	struct fuse_session *se;
+	struct pf_fs fs;
+	struct ready_ctx rc;
+	pthread_t ready_tid;
+	enum stage up;
+	int status;		/* the exit code */
+};
+
+/*
+ * Parses the command line: returns the exit code where the daemon stops
+ * here (a bad option 2; --help, --version 0), else -1.
+ */
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	struct pf_opts *o = &d->o;
+	char err[512];
+
+	pf_opts_default(o, ram_bytes());
+	if (pf_opts_parse(o, argc, argv, err, sizeof(err)) < 0) {
 		fprintf(stderr, "prefetchfs: %s\n", err);
 		return 2;
 	}
-	if (o.help == 2) {
+	if (o->help == 2) {
 		pf_opts_help_table(stdout);
 		return 0;
 	}
-	if (o.help) {
+	if (o->help) {
 		pf_opts_usage("prefetchfs", ram_bytes());
 		return 0;
 	}
-	if (o.version) {
+	if (o->version) {
 		printf("prefetchfs %s (libfuse %s)\n", PF_VERSION,
 		       fuse_pkgversion());
 		return 0;
 	}
-	pf_log_set_level(o.log_level);
-	if (check_source(o.source) < 0 || check_mountpoint(o.mountpoint) < 0)
-		return 1;
-	kind = source_kind(o.source);
-	if (kind != SRC_POSIX) {
-		if (strlen(o.source) >= sizeof(src)) {
+	pf_log_set_level(o->log_level);
+	return -1;
+}
+
+/*
+ * Checks SOURCE, MOUNTPOINT and the log file and resolves their paths;
+ * an object store gets its fetch defaults.  On failure prints one line
+ * and returns -1.
+ */
+static int check_args(struct daemon *d)
+{
+	struct pf_opts *o = &d->o;
+
+	if (check_source(o->source) < 0 || check_mountpoint(o->mountpoint) < 0)
+		return -1;
+	d->kind = pf_backend_stack_kind(o->source);
+	if (d->kind != SRC_POSIX) {
+		if (strlen(o->source) >= sizeof(d->src)) {
 			fprintf(stderr, "prefetchfs: source URL too long\n");
-			return 1;
+			return -1;
 		}
-		strcpy(src, o.source);
-		if (!o.fetch_size_set)
-			o.engine.fetch_size = OBJ_FETCH_SIZE;
+		strcpy(d->src, o->source);
+		if (!o->fetch_size_set)
+			o->engine.fetch_size = OBJ_FETCH_SIZE;
 		/* a fetch is one vectored read (see pf_opts_max_fetch) */
-		while (!o.fetch_size_set && o.engine.fetch_size >
-			pf_opts_max_fetch(o.engine.block_size))
-			o.engine.fetch_size /= 2;
-		if (!o.min_window_set && o.engine.max_window >= OBJ_MIN_WINDOW)
-			o.engine.min_window = OBJ_MIN_WINDOW;
-	} else if (!realpath(o.source, src)) {
-		fprintf(stderr, "prefetchfs: source '%s': %s\n", o.source,
+		while (!o->fetch_size_set && o->engine.fetch_size >
+			pf_opts_max_fetch(o->engine.block_size))
+			o->engine.fetch_size /= 2;
+		if (!o->min_window_set &&
+		    o->engine.max_window >= OBJ_MIN_WINDOW)
+			o->engine.min_window = OBJ_MIN_WINDOW;
+	} else if (!realpath(o->source, d->src)) {
+		fprintf(stderr, "prefetchfs: source '%s': %s\n", o->source,
 			strerror(errno));
-		return 1;
+		return -1;
 	}
-	if (!realpath(o.mountpoint, mnt)) {
+	if (!realpath(o->mountpoint, d->mnt)) {
 		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n",
-			o.mountpoint, strerror(errno));
-		return 1;
+			o->mountpoint, strerror(errno));
+		return -1;
 	}
-	if (check_mountpoint_free(mnt, o.mountpoint, o.nonempty) < 0)
-		return 1;
-	if (o.log_file[0]) {
+	if (check_mountpoint_free(d->mnt, o->mountpoint, o->nonempty) < 0)
+		return -1;
+	if (o->log_file[0]) {
 		/* before the fork, so that a bad path is said here */
-		logfd = pf_log_file_open(o.log_file, O_APPEND, err,
-					 sizeof(err));
-		if (logfd < 0) {
+		char err[256];
+
+		d->logfd = pf_log_file_open(o->log_file, O_APPEND, err,
+					    sizeof(err));
+		if (d->logfd < 0) {
 			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
-				o.log_file, err);
-			return 1;
+				o->log_file, err);
+			return -1;
 		}
 	}
+	return 0;
+}
 
-	if (!o.foreground) {
-		pid_t pid;
+/*
+ * Unless -f: forks; the parent waits for the child's verdict and returns
+ * its exit code, the child returns -1 and goes on (so does -f).
+ */
+static int fork_daemon(struct daemon *d)
+{
+	int pipefd[2] = { -1, -1 };
+	pid_t pid;
 
-		if (pipe2(pipefd, O_CLOEXEC) < 0) {
-			fprintf(stderr, "prefetchfs: pipe: %s\n",
-				strerror(errno));
-			return 1;
-		}
-		pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "prefetchfs: fork: %s\n",
-				strerror(errno));
-			return 1;
-		}
-		if (pid > 0) {
-			close(pipefd[1]);
-			return wait_child(pid, pipefd[0], &o, o.mountpoint);
-		}
-		close(pipefd[0]);
-		rc.notify_fd = pipefd[1];
+	if (d->o.foreground)
+		return -1;
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		fprintf(stderr, "prefetchfs: pipe: %s\n", strerror(errno));
+		return 1;
 	}
-	/* before any thread exists: see pf_fuse_block_signals() */
-	pf_fuse_block_signals();
-	raise_nofile();
-	if (o.trace[0]) {
-		struct pf_trace_cfg tc = { .path = o.trace,
-					   .seconds = o.trace_seconds };
-
-		/* before detach(), which changes to / */
-		if (pf_trace_open(&tc, err, sizeof(err)) < 0) {
-			fprintf(stderr, "prefetchfs: %s\n", err);
-			goto out;
-		}
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "prefetchfs: fork: %s\n", strerror(errno));
+		return 1;
 	}
-
-	if (o.cache_dir[0]) {
-		/* checked once, before the source is listed (it keeps the
-		 * listings too); the store works in the directory checked */
-		cachefd = pf_dc_dir_open(o.cache_dir, err, sizeof(err));
-		if (cachefd < 0) {
-			fprintf(stderr, "prefetchfs: %s\n", err);
-			goto out;
-		}
+	if (pid > 0) {
+		close(pipefd[1]);
+		return wait_child(pid, pipefd[0], &d->o, d->o.mountpoint);
 	}
-	ret = backend_new(&o, kind, src, cachefd, &be, desc, sizeof(desc));
-	if (ret < 0)
-		goto out;
-	if (o.cache_dir[0]) {
-		struct pf_diskcache_cfg dcfg = { .dir = o.cache_dir,
-						 .dirfd = cachefd,
-						 .source = src,
-						 .size = o.cache_size };
-		struct pf_backend *dbe;
+	close(pipefd[0]);
+	d->rc.notify_fd = pipefd[1];
+	return -1;
+}
 
-		/* the least the memory cache works with (opts.c checks it) */
-		uint64_t floor = 4 * o.engine.fetch_size +
-				 4 * (uint64_t)o.engine.block_size;
-		uint64_t dmem;
+/* -o trace: the trace file, opened before detach() changes to / */
+static int trace_open(struct daemon *d)
+{
+	struct pf_trace_cfg tc = { .path = d->o.trace,
+				   .seconds = d->o.trace_seconds };
+	char err[512];
 
-		/* the index: an eighth of it (larger blocks if need be) */
-		dcfg.index_max = o.engine.max_memory / 8;
-		dcfg.max_read = o.engine.fetch_size;
-		/* staging, inside max_memory: a tenth of it, no more than
-		 * the fetches in flight fill, at least 4 fetches (a fetch
-		 * finding no room bypasses the cache) */
-		dcfg.staging = o.engine.max_memory / 10;
-		if (dcfg.staging > o.engine.max_inflight * o.engine.fetch_size)
-			dcfg.staging = o.engine.max_inflight *
-				       o.engine.fetch_size;
-		if (dcfg.staging < 4 * o.engine.fetch_size)
-			dcfg.staging = 4 * o.engine.fetch_size;
-		if (dcfg.staging > o.engine.max_memory - floor)
-			dcfg.staging = o.engine.max_memory - floor + 1;
-
-		ret = pf_diskcache_backend_new(be, &dcfg, &dbe, err,
-					       sizeof(err));
-		if (ret < 0) {
-			fprintf(stderr, "prefetchfs: %s\n", err);
-			goto out_be;
-		}
-		be = dbe;
-		/* the disk tier's staging and index come out of max_memory */
-		dmem = pf_diskcache_backend_memory(dbe);
-		o.engine.max_memory = o.engine.max_memory - floor > dmem ?
-				      o.engine.max_memory - dmem : floor;
+	if (!d->o.trace[0])
+		return 0;
+	if (pf_trace_open(&tc, err, sizeof(err)) < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", err);
+		return -1;
 	}
-	ret = pf_engine_new(&o.engine, be, &engine);
+	return 0;
+}
+
+/* The engine over the backend stack, the inode table, the FUSE state. */
+static int core_new(struct daemon *d)
+{
+	struct pf_fs *fs = &d->fs;
+	int ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
+
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache of "
 			"max_memory=%" PRIu64 "M: %s\n",
-			o.engine.max_memory >> 20, strerror(-ret));
-		goto out_be;
+			d->o.engine.max_memory >> 20, strerror(-ret));
+		return ret;
 	}
-	ret = pf_itable_new(be, engine, &itable);
+	d->up = UP_ENGINE;
+	ret = pf_itable_new(d->be, d->engine, &d->itable);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: %s\n", strerror(-ret));
-		goto out_engine;
+		return ret;
 	}
-	fs.opts = &o;
-	fs.be = be;
-	fs.engine = engine;
-	fs.itable = itable;
-	fs.backend_desc = desc;
-	pthread_mutex_init(&fs.init_lock, NULL);
-	pthread_mutex_init(&fs.handles_lock, NULL);
-	list_init(&fs.handles);
-	pthread_cond_init(&fs.init_cond, NULL);
+	d->up = UP_ITABLE;
+	fs->opts = &d->o;
+	fs->be = d->be;
+	fs->engine = d->engine;
+	fs->itable = d->itable;
+	fs->backend_desc = d->desc;
+	pthread_mutex_init(&fs->init_lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	list_init(&fs->handles);
+	pthread_cond_init(&fs->init_cond, NULL);
+	return 0;
+}
 
-	escape_opt(src, fsname, sizeof(fsname));
+/* The FUSE session with the mount's options, mounted on d->mnt. */
+static int session_mount(struct daemon *d, const char *argv0)
+{
+	const struct pf_opts *o = &d->o;
+	char fuse_opts[2 * PATH_MAX + 1200];
+	char fsname[2 * PATH_MAX];
+
+	escape_opt(d->src, fsname, sizeof(fsname));
 	/* not "ro": the plan file (hints) is written; every other change
 	 * gets EROFS from fuse_ll.c */
 	snprintf(fuse_opts, sizeof(fuse_opts),
 		 "fsname=%s,subtype=prefetchfs%s%s", fsname,
-		 o.fuse_opts[0] ? "," : "", o.fuse_opts);
-	if (fuse_opt_add_arg(&args, argv[0]) < 0 ||
-	    fuse_opt_add_arg(&args, "-o") < 0 ||
-	    fuse_opt_add_arg(&args, fuse_opts) < 0 ||
-	    (o.debug && fuse_opt_add_arg(&args, "-d") < 0)) {
+		 o->fuse_opts[0] ? "," : "", o->fuse_opts);
+	if (fuse_opt_add_arg(&d->args, argv0) < 0 ||
+	    fuse_opt_add_arg(&d->args, "-o") < 0 ||
+	    fuse_opt_add_arg(&d->args, fuse_opts) < 0 ||
+	    (o->debug && fuse_opt_add_arg(&d->args, "-d") < 0)) {
 		fprintf(stderr, "prefetchfs: out of memory\n");
-		goto out_itable;
+		return -1;
 	}
-	se = fuse_session_new(&args, &pf_fuse_ops, sizeof(pf_fuse_ops), &fs);
-	if (!se) {
+	d->se = fuse_session_new(&d->args, &pf_fuse_ops, sizeof(pf_fuse_ops),
+				 &d->fs);
+	if (!d->se) {
 		fprintf(stderr, "prefetchfs: cannot create the FUSE session "
 				"(bad FUSE option?)\n");
-		goto out_itable;
+		return -1;
 	}
-	fs.se = se;
-	if (fuse_set_signal_handlers(se) < 0) {
+	d->up = UP_SESSION;
+	d->fs.se = d->se;
+	if (fuse_set_signal_handlers(d->se) < 0) {
 		fprintf(stderr, "prefetchfs: cannot set signal handlers\n");
-		goto out_session;
+		return -1;
 	}
-	if (mount_session(se, mnt, o.mountpoint) < 0)
-		goto out_signals;
+	d->up = UP_SIGNALS;
+	if (mount_session(d->se, d->mnt, o->mountpoint) < 0)
+		return -1;
+	d->up = UP_MOUNTED;
+	return 0;
+}
 
-	fs.mountpoint = mnt;
-	ret = pf_engine_start_push(engine, pf_fuse_push, &fs);
+/* The pusher, the trace and the thread that says when the mount is ready. */
+static int threads_start(struct daemon *d)
+{
+	struct ready_ctx *rc = &d->rc;
+	int ret;
+
+	d->fs.mountpoint = d->mnt;
+	ret = pf_engine_start_push(d->engine, pf_fuse_push, &d->fs);
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot start a thread: %s\n",
 			strerror(-ret));
-		goto out_unmount;
+		return ret;
 	}
-	if (o.trace[0]) {
-		char title[sizeof(desc) + PATH_MAX + 16];
+	if (d->o.trace[0]) {
+		char title[sizeof(d->desc) + PATH_MAX + 16];
 
-		snprintf(title, sizeof(title), "prefetchfs %s on %s", desc,
-			 mnt);
+		snprintf(title, sizeof(title), "prefetchfs %s on %s", d->desc,
+			 d->mnt);
 		ret = pf_trace_start(title);
 		if (ret < 0) {
 			fprintf(stderr, "prefetchfs: cannot start tracing: "
 				"%s\n", strerror(-ret));
-			goto out_unmount;
+			return ret;
 		}
-		pf_info("tracing the first %g s to %s", o.trace_seconds,
-			o.trace);
+		pf_info("tracing the first %g s to %s", d->o.trace_seconds,
+			d->o.trace);
 	}
-	rc.fs = &fs;
-	rc.se = se;
-	rc.engine = engine;
-	rc.mountpoint = mnt;
-	rc.readahead_kb = o.readahead_kb;
-	if (pthread_create(&ready_tid, NULL, ready_thread, &rc) != 0) {
+	rc->fs = &d->fs;
+	rc->se = d->se;
+	rc->engine = d->engine;
+	rc->mountpoint = d->mnt;
+	rc->readahead_kb = d->o.readahead_kb;
+	if (pthread_create(&d->ready_tid, NULL, ready_thread, rc) != 0) {
 		fprintf(stderr, "prefetchfs: cannot start a thread\n");
-		goto out_unmount;
+		return -1;
 	}
-	if (!o.foreground) {
-		if (logfd < 0)
+	d->up = UP_READY;
+	return 0;
+}
+
+/*
+ * Brings the daemon up (after the fork, if any): the backend stack, the
+ * engine and inode table, the mounted session, its threads.  Each step
+ * prints its failure; d->up says how far it came.
+ */
+static int start_up(struct daemon *d, const char *argv0)
+{
+	/* before any thread exists: see pf_fuse_block_signals() */
+	pf_fuse_block_signals();
+	raise_nofile();
+	if (trace_open(d) < 0)
+		return -1;
+	if (pf_backend_stack_new(&d->o, d->kind, d->src, &d->be, d->desc,
+				 sizeof(d->desc)) < 0)
+		return -1;
+	d->up = UP_BACKEND;
+	if (core_new(d) < 0 || session_mount(d, argv0) < 0 ||
+	    threads_start(d) < 0)
+		return -1;
+	return 0;
+}
+
+/* Detaches (unless -f), then serves the session until it ends. */
+static void serve(struct daemon *d, int argc, char **argv)
+{
+	const struct pf_opts *o = &d->o;
+	struct fuse_loop_config *lcfg;
+	int ret;
+
+	if (!o->foreground) {
+		if (d->logfd < 0)
 			pf_log_use_syslog(1);
-		detach(logfd);
-	} else if (logfd >= 0) {
-		fprintf(stderr, "prefetchfs: the log goes to %s\n", o.log_file);
-		dup2(logfd, 2);
+		detach(d->logfd);
+	} else if (d->logfd >= 0) {
+		fprintf(stderr, "prefetchfs: the log goes to %s\n",
+			o->log_file);
+		dup2(d->logfd, 2);
 	}
 	/* from the main thread, which lives as long as the daemon */
-	ret = pf_guard_start(mnt, argv, argc);
+	ret = pf_guard_start(d->mnt, argv, argc);
 	if (ret < 0)
-		pf_warn("no guard for the connection of %s: %s", mnt,
+		pf_warn("no guard for the connection of %s: %s", d->mnt,
 			strerror(-ret));
 	pf_info("mounted %s on %s (max_memory %" PRIu64 "M, prefetch %s, "
 		"fetch_size %" PRIu64 "K)",
-		desc, mnt, o.engine.max_memory >> 20,
-		o.engine.prefetch ? "on" : "off", o.engine.fetch_size >> 10);
+		d->desc, d->mnt, o->engine.max_memory >> 20,
+		o->engine.prefetch ? "on" : "off", o->engine.fetch_size >> 10);
 
 	lcfg = fuse_loop_cfg_create();
 	if (!lcfg) {
 		pf_err("out of memory");
-		goto out_join;
+		return;
 	}
-	fuse_loop_cfg_set_max_threads(lcfg, o.max_threads);
-	fuse_loop_cfg_set_idle_threads(lcfg, o.max_threads);
-	ret = pf_fuse_signals_start(&fs);
+	fuse_loop_cfg_set_max_threads(lcfg, o->max_threads);
+	fuse_loop_cfg_set_idle_threads(lcfg, o->max_threads);
+	ret = pf_fuse_signals_start(&d->fs);
 	if (ret < 0) {
 		pf_err("cannot start the signal thread: %s", strerror(-ret));
 		fuse_loop_cfg_destroy(lcfg);
-		goto out_join;
+		return;
 	}
-	ret = fuse_session_loop_mt(se, lcfg);
+	ret = fuse_session_loop_mt(d->se, lcfg);
 	/* the mount is gone: a mount of the same cache_dir now waits for
 	 * this daemon to exit rather than be refused */
-	if (o.cache_dir[0])
-		pf_diskcache_backend_exiting(be);
+	if (o->cache_dir[0])
+		pf_diskcache_backend_exiting(d->be);
 	pf_fuse_signals_stop();
 	fuse_loop_cfg_destroy(lcfg);
 	/* a stop asked for by a signal is a clean exit too */
-	status = ret < 0 ? 1 : 0;
-	pf_info("unmounting %s", mnt);
+	d->status = ret < 0 ? 1 : 0;
+	pf_info("unmounting %s", d->mnt);
+}
 
-out_join:
-	/* wake the thread in case INIT never came; unmount first so that
-	 * its statfs cannot wait for a server that is gone */
-	fuse_session_exit(se);
-	pthread_mutex_lock(&fs.init_lock);
-	pthread_cond_broadcast(&fs.init_cond);
-	pthread_mutex_unlock(&fs.init_lock);
-	fuse_session_unmount(se);
-	pthread_join(ready_tid, NULL);
-	goto out_signals;
-out_unmount:
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	/*
-	 * The pusher and backend completions still answer requests of the
-	 * session: let them finish before it goes.  The engine closes its
-	 * backend files when freed, so the backend goes last.
-	 */
-	pf_engine_stop_push(engine);
-	/* a hung server must not hold up the exit: cancel what it owes */
-	if (be->ops->cancel)
-		be->ops->cancel(be);
-	pf_engine_quiesce(engine);
-	fuse_session_destroy(se);
-	pf_fuse_free_handles(&fs);
-out_itable:
-	pf_itable_free(itable);
-out_engine:
-	pf_engine_free(engine);
-out_be:
-	be->ops->destroy(be);
-out:
-	if (cachefd >= 0)
-		close(cachefd);
+/* Undoes what is up (d->up), in reverse; returns the exit code. */
+static int tear_down(struct daemon *d)
+{
+	struct pf_fs *fs = &d->fs;
+
+	if (d->up >= UP_READY) {
+		/* wake the thread in case INIT never came; unmount first
+		 * so that its statfs cannot wait for a server that is
+		 * gone */
+		fuse_session_exit(d->se);
+		pthread_mutex_lock(&fs->init_lock);
+		pthread_cond_broadcast(&fs->init_cond);
+		pthread_mutex_unlock(&fs->init_lock);
+	}
+	if (d->up >= UP_MOUNTED)
+		fuse_session_unmount(d->se);
+	if (d->up >= UP_READY)
+		pthread_join(d->ready_tid, NULL);
+	if (d->up >= UP_SIGNALS)
+		fuse_remove_signal_handlers(d->se);
+	if (d->up >= UP_SESSION) {
+		/*
+		 * The pusher and backend completions still answer requests
+		 * of the session: let them finish before it goes.  The
+		 * engine closes its backend files when freed, so the
+		 * backend goes last.
+		 */
+		pf_engine_stop_push(d->engine);
+		/* a hung server must not hold up the exit: cancel what it
+		 * owes */
+		if (d->be->ops->cancel)
+			d->be->ops->cancel(d->be);
+		pf_engine_quiesce(d->engine);
+		fuse_session_destroy(d->se);
+		pf_fuse_free_handles(fs);
+	}
+	if (d->up >= UP_ITABLE)
+		pf_itable_free(d->itable);
+	if (d->up >= UP_ENGINE)
+		pf_engine_free(d->engine);
+	if (d->up >= UP_BACKEND)
+		d->be->ops->destroy(d->be);
 	/* finishes the trace file, whichever way we leave */
 	pf_trace_stop();
-	fuse_opt_free_args(&args);
-	if (rc.notify_fd >= 0) {
+	fuse_opt_free_args(&d->args);
+	if (d->rc.notify_fd >= 0) {
 		char bad = 1;
 
-		if (write(rc.notify_fd, &bad, 1) != 1)
-			status = 1;
-		close(rc.notify_fd);
+		if (write(d->rc.notify_fd, &bad, 1) != 1)
+			d->status = 1;
+		close(d->rc.notify_fd);
 	}
-	return status;
+	return d->status;
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d = {
+		.logfd = -1,
+		.args = FUSE_ARGS_INIT(0, NULL),
+		.rc = { .notify_fd = -1 },
+		.up = UP_NONE,
+		.status = 1,
+	};
+	int ret = parse_args(&d, argc, argv);
+
+	if (ret >= 0)
+		return ret;
+	if (check_args(&d) < 0)
+		return 1;
+	ret = fork_daemon(&d);
+	if (ret >= 0)
+		return ret;
+	if (start_up(&d, argv[0]) == 0)
+		serve(&d, argc, argv);
+	return tear_down(&d);
 }

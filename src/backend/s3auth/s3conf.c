@@ -680,216 +680,287 @@ static int check_profile_name(const char *name, const char *from, char *err,
 	return 0;
 }
 
-int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
-		  pf_env_fn env, struct pf_s3_conf *out, char *err,
-		  size_t errlen)
+/* pf_s3_resolve()'s state: each setting and where it came from. */
+struct resolve {
+	const struct pf_s3_opts *o;
+	pf_env_fn env;
+	struct pf_s3_conf *out;
+	const char *profile;
+	const char *profile_from;	/* NULL: the default profile */
+	const char *region;
+	const char *region_from;
+	/* what the credentials file and the config file say of the
+	 * profile (secrets: wiped before pf_s3_resolve() returns) */
+	struct pf_aws_profile *pc;
+	struct pf_aws_profile *pg;
+	char cred_path[512];
+	char conf_path[512];
+	char *err;
+	size_t errlen;
+};
+
+/* The profile: -o profile, else AWS_PROFILE, else "default". */
+static int pick_profile(struct resolve *r)
 {
-	static const struct pf_s3_opts none;
-	struct pf_aws_profile *pc = NULL, *pg = NULL;
-	char cred_path[512], conf_path[512];
-	const char *profile = "default", *profile_from = NULL;
-	const char *region = NULL, *region_from = NULL;
-	const char *ep, *ep_from;
-	bool env_first, need_files;
-	int ret;
-
-	if (!o)
-		o = &none;
-	memset(out, 0, sizeof(*out));
-	if (err && errlen)
-		err[0] = '\0';
-	ret = parse_source(source, out, err, errlen);
-	if (ret < 0)
-		goto out;
-
-	if (o->profile && *o->profile) {
-		profile = o->profile;
-		profile_from = "-o profile";
-	} else if (pf_s3_env_get(env, "AWS_PROFILE")) {
-		profile = pf_s3_env_get(env, "AWS_PROFILE");
-		profile_from = "AWS_PROFILE";
+	if (r->o->profile && *r->o->profile) {
+		r->profile = r->o->profile;
+		r->profile_from = "-o profile";
+	} else if (pf_s3_env_get(r->env, "AWS_PROFILE")) {
+		r->profile = pf_s3_env_get(r->env, "AWS_PROFILE");
+		r->profile_from = "AWS_PROFILE";
 	}
-	if (profile_from) {
-		ret = check_profile_name(profile, profile_from, err, errlen);
-		if (ret < 0)
-			goto out;
-	}
+	if (!r->profile_from)
+		return 0;
+	return check_profile_name(r->profile, r->profile_from, r->err,
+				  r->errlen);
+}
 
-	if (o->region && *o->region) {
-		region = o->region;
-		region_from = "-o region";
-	} else if (pf_s3_env_get(env, "AWS_REGION")) {
-		region = pf_s3_env_get(env, "AWS_REGION");
-		region_from = "AWS_REGION";
-	} else if (pf_s3_env_get(env, "AWS_DEFAULT_REGION")) {
-		region = pf_s3_env_get(env, "AWS_DEFAULT_REGION");
-		region_from = "AWS_DEFAULT_REGION";
+/* The region the options or the environment give, if any. */
+static void pick_region(struct resolve *r)
+{
+	if (r->o->region && *r->o->region) {
+		r->region = r->o->region;
+		r->region_from = "-o region";
+	} else if (pf_s3_env_get(r->env, "AWS_REGION")) {
+		r->region = pf_s3_env_get(r->env, "AWS_REGION");
+		r->region_from = "AWS_REGION";
+	} else if (pf_s3_env_get(r->env, "AWS_DEFAULT_REGION")) {
+		r->region = pf_s3_env_get(r->env, "AWS_DEFAULT_REGION");
+		r->region_from = "AWS_DEFAULT_REGION";
 	}
+}
 
+/* no_sign, else the environment's keys unless -o profile names others. */
+static int creds_before_files(struct resolve *r)
+{
+	struct pf_s3_conf *out = r->out;
 	/*
 	 * Like the AWS CLI's --profile, -o profile= names the credentials
 	 * to use even when the environment has keys; AWS_PROFILE does not
 	 * override AWS_ACCESS_KEY_ID.
 	 */
-	env_first = !(o->profile && *o->profile);
-	if (o->no_sign) {
+	bool env_first = !(r->o->profile && *r->o->profile);
+	int ret;
+
+	if (r->o->no_sign) {
 		out->cred.anonymous = 1;
 		snprintf(out->cred.source, sizeof(out->cred.source),
 			 "none (no_sign)");
 	} else if (env_first) {
-		ret = cred_from_env(env, &out->cred, err, errlen);
+		ret = cred_from_env(r->env, &out->cred, r->err, r->errlen);
 		if (ret < 0)
-			goto out;
+			return ret;
 		/* web identity comes before the shared files */
 		if (!out->cred.source[0] &&
-		    pf_s3_env_get(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
+		    pf_s3_env_get(r->env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
 			out->cred.chain = 1;
 	}
-	need_files = profile_from || !region ||
+	return 0;
+}
+
+/* The profile in the shared files: it must be there if it was named. */
+static int read_files(struct resolve *r)
+{
+	char *err = r->err;
+	size_t errlen = r->errlen;
+	int ret;
+
+	ret = aws_path(r->env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
+		       r->cred_path, sizeof(r->cred_path), err, errlen);
+	if (ret == 0)
+		ret = aws_path(r->env, "AWS_CONFIG_FILE", "config",
+			       r->conf_path, sizeof(r->conf_path), err,
+			       errlen);
+	if (ret == 0)
+		ret = ini_scan(r->cred_path, INI_CRED, r->profile, r->pc, err,
+			       errlen);
+	if (ret == 0)
+		ret = ini_scan(r->conf_path, INI_CONF, r->profile, r->pg, err,
+			       errlen);
+	if (ret < 0)
+		return ret;
+	if (r->profile_from && !r->pc->found && !r->pg->found) {
+		if (!r->cred_path[0] && !r->conf_path[0])
+			pf_err_set(err, errlen,
+				"AWS profile '%s' (from "
+				"%s) not found: HOME is not set, so "
+				"there is no ~/.aws/credentials or "
+				"~/.aws/config",
+				r->profile, r->profile_from);
+		else
+			pf_err_set(err, errlen,
+				"AWS profile '%s' (from "
+				"%s) not found in %s or %s",
+				r->profile, r->profile_from,
+				r->cred_path[0] ? r->cred_path : "(none)",
+				r->conf_path[0] ? r->conf_path : "(none)");
+		return -ENOENT;
+	}
+	if (!r->region && r->pg->region[0]) {
+		r->region = r->pg->region;
+		r->region_from = "the AWS config file";
+	}
+	return 0;
+}
+
+/*
+ * The profile's keys, else the rest of the chain (pf_creds_new()) where
+ * the profile or the default profile may lead there.
+ */
+static int creds_from_files(struct resolve *r)
+{
+	struct pf_s3_cred *cred = &r->out->cred;
+	int ret;
+
+	ret = cred_from_prof(r->pc, r->profile, r->cred_path, cred, r->err,
+			     r->errlen);
+	if (ret == 0)
+		ret = cred_from_prof(r->pg, r->profile, r->conf_path, cred,
+				     r->err, r->errlen);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 && (r->pc->other_creds || r->pg->other_creds ||
+			 !r->profile_from)) {
+		/*
+		 * A role, SSO, a process or web identity; or, for the
+		 * default profile, the container and instance sources:
+		 * pf_creds_new() goes on with the chain.
+		 */
+		cred->chain = 1;
+	} else if (ret == 0) {
+		pf_err_set(r->err, r->errlen,
+			"AWS profile '%s' (from %s) has no "
+			"credentials: put aws_access_key_id and "
+			"aws_secret_access_key, role_arn, "
+			"credential_process or sso_session in it, or "
+			"use -o no_sign for a public bucket",
+			r->profile, r->profile_from);
+		return -ENOKEY;
+	}
+	return 0;
+}
+
+/* The endpoint: -o endpoint, the environment, else AWS's for the region. */
+static int set_endpoint(struct resolve *r)
+{
+	struct pf_s3_conf *out = r->out;
+	const char *ep = NULL;
+	const char *ep_from = NULL;
+
+	if (r->o->endpoint && *r->o->endpoint) {
+		ep = r->o->endpoint;
+		ep_from = "-o endpoint";
+	} else if (pf_s3_env_get(r->env, "AWS_ENDPOINT_URL_S3")) {
+		ep = pf_s3_env_get(r->env, "AWS_ENDPOINT_URL_S3");
+		ep_from = "AWS_ENDPOINT_URL_S3";
+	} else if (pf_s3_env_get(r->env, "AWS_ENDPOINT_URL")) {
+		ep = pf_s3_env_get(r->env, "AWS_ENDPOINT_URL");
+		ep_from = "AWS_ENDPOINT_URL";
+	}
+	if (ep)
+		return parse_endpoint(ep, ep_from, out->endpoint,
+				      sizeof(out->endpoint), r->err,
+				      r->errlen);
+	snprintf(out->endpoint, sizeof(out->endpoint),
+		 "https://s3.%s.amazonaws.com%s", out->region,
+		 strncmp(out->region, "cn-", 3) == 0 ? ".cn" : "");
+	return 0;
+}
+
+/* Path or virtual-host addressing (auto: virtual on AWS's hosts). */
+static int set_addressing(struct resolve *r)
+{
+	const char *a = r->o->addressing;
+	struct pf_s3_conf *out = r->out;
+
+	if (!a || !*a || strcmp(a, "auto") == 0) {
+		out->path_style = !is_aws_host(out->endpoint) ||
+				  strchr(out->bucket, '.');
+	} else if (strcmp(a, "path") == 0) {
+		out->path_style = 1;
+	} else if (strcmp(a, "virtual") == 0) {
+		if (is_ip_host(out->endpoint)) {
+			pf_err_set(r->err, r->errlen, "addressing=virtual "
+			       "needs an endpoint with a DNS name, not an IP "
+			       "address (%s): use addressing=path",
+			       out->endpoint);
+			return -EINVAL;
+		}
+		out->path_style = 0;
+	} else {
+		pf_err_set(r->err, r->errlen,
+			"bad value for addressing: '%.*s' (path, "
+			"virtual or auto)",
+			SHOW, a);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int pf_s3_resolve(const char *source, const struct pf_s3_opts *o,
+		  pf_env_fn env, struct pf_s3_conf *out, char *err,
+		  size_t errlen)
+{
+	static const struct pf_s3_opts none;
+	struct resolve r = { .o = o ? o : &none, .env = env, .out = out,
+			     .profile = "default", .err = err,
+			     .errlen = errlen };
+	bool need_files;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (err && errlen)
+		err[0] = '\0';
+	ret = parse_source(source, out, err, errlen);
+	if (ret == 0)
+		ret = pick_profile(&r);
+	if (ret < 0)
+		goto out;
+	pick_region(&r);
+	ret = creds_before_files(&r);
+	if (ret < 0)
+		goto out;
+	need_files = r.profile_from || !r.region ||
 		     (!out->cred.anonymous && !out->cred.source[0] &&
 		      !out->cred.chain);
 
-	pc = calloc(1, sizeof(*pc));
-	pg = calloc(1, sizeof(*pg));
-	if (!pc || !pg) {
+	r.pc = calloc(1, sizeof(*r.pc));
+	r.pg = calloc(1, sizeof(*r.pg));
+	if (!r.pc || !r.pg) {
 		ret = -ENOMEM;
 		pf_err_set(err, errlen, "out of memory");
 		goto out;
 	}
 	if (need_files) {
-		ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE",
-			       "credentials", cred_path, sizeof(cred_path),
-			       err, errlen);
-		if (ret == 0)
-			ret = aws_path(env, "AWS_CONFIG_FILE", "config",
-				       conf_path, sizeof(conf_path), err,
-				       errlen);
-		if (ret == 0)
-			ret = ini_scan(cred_path, INI_CRED, profile, pc, err,
-				       errlen);
-		if (ret == 0)
-			ret = ini_scan(conf_path, INI_CONF, profile, pg, err,
-				       errlen);
+		ret = read_files(&r);
 		if (ret < 0)
 			goto out;
-		if (profile_from && !pc->found && !pg->found) {
-			ret = -ENOENT;
-			if (!cred_path[0] && !conf_path[0])
-				pf_err_set(err, errlen,
-					"AWS profile '%s' (from "
-					"%s) not found: HOME is not set, so "
-					"there is no ~/.aws/credentials or "
-					"~/.aws/config",
-					profile, profile_from);
-			else
-				pf_err_set(err, errlen,
-					"AWS profile '%s' (from "
-					"%s) not found in %s or %s",
-					profile, profile_from,
-					cred_path[0] ? cred_path : "(none)",
-					conf_path[0] ? conf_path : "(none)");
-			goto out;
-		}
-		if (!region && pg->region[0]) {
-			region = pg->region;
-			region_from = "the AWS config file";
-		}
 	}
-
 	if (!out->cred.anonymous && !out->cred.source[0] &&
 	    !out->cred.chain) {
-		ret = cred_from_prof(pc, profile, cred_path, &out->cred, err,
-				     errlen);
-		if (ret == 0)
-			ret = cred_from_prof(pg, profile, conf_path,
-					     &out->cred, err, errlen);
+		ret = creds_from_files(&r);
 		if (ret < 0)
 			goto out;
-		if (ret == 0 && (pc->other_creds || pg->other_creds ||
-				 !profile_from)) {
-			/*
-			 * A role, SSO, a process or web identity; or, for
-			 * the default profile, the container and instance
-			 * sources: pf_creds_new() goes on with the chain.
-			 */
-			out->cred.chain = 1;
-		} else if (ret == 0) {
-			ret = -ENOKEY;
-			pf_err_set(err, errlen,
-				"AWS profile '%s' (from %s) has no "
-				"credentials: put aws_access_key_id and "
-				"aws_secret_access_key, role_arn, "
-				"credential_process or sso_session in it, or "
-				"use -o no_sign for a public bucket",
-				profile, profile_from);
-			goto out;
-		}
 	}
 
-	if (!region) {
-		region = "us-east-1";
-		region_from = "the default";
+	if (!r.region) {
+		r.region = "us-east-1";
+		r.region_from = "the default";
 	}
-	ret = check_region(region, region_from, err, errlen);
+	ret = check_region(r.region, r.region_from, err, errlen);
 	if (ret < 0)
 		goto out;
-	strcpy(out->region, region);
-
-	if (o->endpoint && *o->endpoint) {
-		ep = o->endpoint;
-		ep_from = "-o endpoint";
-	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3")) {
-		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL_S3");
-		ep_from = "AWS_ENDPOINT_URL_S3";
-	} else if (pf_s3_env_get(env, "AWS_ENDPOINT_URL")) {
-		ep = pf_s3_env_get(env, "AWS_ENDPOINT_URL");
-		ep_from = "AWS_ENDPOINT_URL";
-	} else {
-		ep = NULL;
-		ep_from = NULL;
-	}
-	if (ep) {
-		ret = parse_endpoint(ep, ep_from, out->endpoint,
-				     sizeof(out->endpoint), err, errlen);
-		if (ret < 0)
-			goto out;
-	} else {
-		snprintf(out->endpoint, sizeof(out->endpoint),
-			 "https://s3.%s.amazonaws.com%s", out->region,
-			 strncmp(out->region, "cn-", 3) == 0 ? ".cn" : "");
-	}
-
-	if (!o->addressing || !*o->addressing ||
-	    strcmp(o->addressing, "auto") == 0) {
-		out->path_style = !is_aws_host(out->endpoint) ||
-				  strchr(out->bucket, '.');
-	} else if (strcmp(o->addressing, "path") == 0) {
-		out->path_style = 1;
-	} else if (strcmp(o->addressing, "virtual") == 0) {
-		if (is_ip_host(out->endpoint)) {
-			ret = -EINVAL;
-			pf_err_set(err, errlen, "addressing=virtual needs an "
-			       "endpoint with a DNS name, not an IP address "
-			       "(%s): use addressing=path", out->endpoint);
-			goto out;
-		}
-		out->path_style = 0;
-	} else {
-		ret = -EINVAL;
-		pf_err_set(err, errlen,
-			"bad value for addressing: '%.*s' (path, "
-			"virtual or auto)",
-			SHOW, o->addressing);
-		goto out;
-	}
-	ret = 0;
+	strcpy(out->region, r.region);
+	ret = set_endpoint(&r);
+	if (ret == 0)
+		ret = set_addressing(&r);
 out:
-	if (pc)
-		explicit_bzero(pc, sizeof(*pc));
-	if (pg)
-		explicit_bzero(pg, sizeof(*pg));
-	free(pc);
-	free(pg);
+	if (r.pc)
+		explicit_bzero(r.pc, sizeof(*r.pc));
+	if (r.pg)
+		explicit_bzero(r.pg, sizeof(*r.pg));
+	free(r.pc);
+	free(r.pg);
 	if (ret < 0)
 		explicit_bzero(&out->cred, sizeof(out->cred));
 	return ret;

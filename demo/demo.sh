@@ -1,10 +1,10 @@
 #!/bin/bash
-# bench/demo.sh - what `make demo` runs: a dataset in a slow object store,
+# demo/demo.sh - what `make demo` runs: a dataset in a slow object store,
 # an unchanged trainer, and its data wait with and without prefetchfs;
 # then a shuffled PyTorch trainer over a tree of small files, without and
 # with the disk cache.
 #
-#   bench/demo.sh [--shards N] [--shard-size SIZE] [--latency-ms MS]
+#   demo/demo.sh [--shards N] [--shard-size SIZE] [--latency-ms MS]
 #                 [--bw BYTES_PER_SEC] [--batch SIZE] [--compute-ms MS]
 #                 [--tree-files N] [--tree-file-size SIZE]
 #                 [--tree-compute-ms MS]
@@ -59,17 +59,17 @@ while [ $# -gt 0 ]; do
 	--tree-file-size) TREE_FSIZE=$2; shift 2 ;;
 	--tree-compute-ms) TREE_COMPUTE=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
-	*) echo "bench/demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+	*) echo "demo/demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 done
 for t in prefetchfs bench/delayproxy bench/mkdata; do
-	[ -x "$t" ] || { echo "bench/demo.sh: $t missing: run 'make demo'" >&2; exit 1; }
+	[ -x "$t" ] || { echo "demo/demo.sh: $t missing: run 'make demo'" >&2; exit 1; }
 done
-command -v nginx >/dev/null || { echo "bench/demo.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "demo/demo.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
 [[ $TREE_FILES =~ ^[0-9]+$ ]] ||
-	{ echo "bench/demo.sh: --tree-files '$TREE_FILES' is not a number" >&2; exit 2; }
+	{ echo "demo/demo.sh: --tree-files '$TREE_FILES' is not a number" >&2; exit 2; }
 if [ "$TREE_FILES" -gt 0 ] && ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
-	echo "bench/demo.sh: /usr/bin/python3 cannot import torch: run tests/deps.sh" \
+	echo "demo/demo.sh: /usr/bin/python3 cannot import torch: run tests/deps.sh" \
 		"(or --tree-files 0)" >&2
 	exit 1
 fi
@@ -90,9 +90,9 @@ demo_exit() {
 	trap '' INT TERM HUP
 	what=$(cat "$WORK/step" 2>/dev/null)
 	if [ $rc -eq 130 ] || [ $rc -eq 143 ]; then
-		echo "bench/demo.sh: interrupted while ${what:-starting}: unmounting and stopping the servers" >&2
+		echo "demo/demo.sh: interrupted while ${what:-starting}: unmounting and stopping the servers" >&2
 	elif [ $rc -ne 0 ]; then
-		echo "bench/demo.sh: failed while ${what:-starting} (exit $rc)" >&2
+		echo "demo/demo.sh: failed while ${what:-starting} (exit $rc)" >&2
 	fi
 	cleanup
 	exit $rc
@@ -244,6 +244,6 @@ tree_rows "prefetchfs -o cache_dir, mounted again" "$pf_again" 3
 echo
 echo "bytes ok = the digest of what the trainer read equals the local copy's"
 step "checking the bytes read"
-[ $BAD = 0 ] || { echo "bench/demo.sh: a trainer read other bytes than the local copy's" >&2; exit 1; }
+[ $BAD = 0 ] || { echo "demo/demo.sh: a trainer read other bytes than the local copy's" >&2; exit 1; }
 step "stopping the mounts"
 finish
