@@ -12,7 +12,7 @@
 #   4. a cached block rewritten and its journal record fixed up by someone
 #      without the key: the remount serves the source's bytes
 #   5. a POSIX file rewritten with its size and mtime restored (touch -d):
-#      the remount serves the new bytes
+#      the remount serves the new bytes; so does the next open in a mount
 #   6. a read-only cache_dir: refused with one line
 # With PF_BIN=<a build before issue 28> sections 1-5 fail.
 . "$(dirname "$0")/lib.sh"
@@ -189,6 +189,15 @@ after=$(stat -c '%s %y' "$SRC/v.bin")
 check "5. size and mtime restored to the nanosecond ($after)" [ "$before" = "$after" ]
 pf_mount_ready "$SRC" "$M" -o "cache_dir=$C5,cache_size=16M" || { fail "mount"; finish; }
 check "5. the remount serves the new bytes" cmp -s "$WORK/v.new" "$M/v.bin"
+pf_umount "$M" || fail "unmount"
+# the same within one mount: the engine's blocks and the kernel's pages
+pf_mount_ready "$SRC" "$M" || { fail "mount"; finish; }
+check "5. one mount: byte-exact" cmp -s "$WORK/v.new" "$M/v.bin"
+before=$(stat -c '%s %y' "$SRC/v.bin")
+mkfile "$WORK/v.new2" 200000
+cat "$WORK/v.new2" >"$SRC/v.bin"
+touch -d "$(echo "$before" | cut -d' ' -f2-)" "$SRC/v.bin"
+check "5. one mount: the next open reads the new bytes" cmp -s "$WORK/v.new2" "$M/v.bin"
 pf_umount "$M" || fail "unmount"
 
 # ---- 6. a read-only cache_dir ----------------------------------------------------
