@@ -554,7 +554,12 @@ static int trace_open(struct daemon *d)
 static int core_new(struct daemon *d)
 {
 	struct pf_fs *fs = &d->fs;
-	int ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
+	int ret;
+
+	/* a plan's paths are checked against attributes this old at most,
+	 * as the kernel's default_permissions checks its cached ones */
+	d->o.engine.attr_ttl_ns = (uint64_t)(d->o.attr_timeout * 1e9);
+	ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
 
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache of "
