@@ -146,46 +146,33 @@ static void hdrs_free(struct pf_creq *r)
 	r->hdrs = NULL;
 }
 
-/* Sets up and adds one try of @r to the multi. */
-static int start(struct pf_curl *c, struct pf_creq *r,
-		 struct pf_creq **active)
+/*
+ * The credentials of this try, copied under the provider's lock: a retry
+ * after a renewal is signed with the new ones.  *sigp is the caller's to
+ * wipe and free.
+ */
+static int try_sign(struct pf_curl *c, struct pf_creq *r,
+		    struct pf_creds_sig **sigp)
 {
-	int64_t left = r->deadline_ns - pf_now_ns();
-	CURL *e;
-	char range[64];
-	char hdr[256];
-	struct pf_creds_sig *sig = NULL;
-	const char *if_match;
-	int64_t pin_mtime;
+	struct pf_creds_sig *sig = malloc(sizeof(*sig));
+	int ret;
 
-	if (left <= 0)
-		return -ETIMEDOUT;
-	if (c->sigv4) {
-		/*
-		 * The credentials of this try, copied under the provider's
-		 * lock: a retry after a renewal is signed with the new ones.
-		 */
-		int ret;
-
-		sig = malloc(sizeof(*sig));
-		if (!sig)
-			return -ENOMEM;
-		ret = pf_creds_sign(c->creds, sig);
-		if (ret < 0) {
-			free(sig);
-			snprintf(r->errmsg, sizeof(r->errmsg), "the AWS "
-				 "credentials have expired");
-			return ret;
-		}
-	}
-	e = easy_get(c);
-	if (!e) {
-		if (sig) {
-			pf_creds_sig_wipe(sig);
-			free(sig);
-		}
+	if (!sig)
 		return -ENOMEM;
+	ret = pf_creds_sign(c->creds, sig);
+	if (ret < 0) {
+		free(sig);
+		snprintf(r->errmsg, sizeof(r->errmsg), "the AWS "
+			 "credentials have expired");
+		return ret;
 	}
+	*sigp = sig;
+	return 0;
+}
+
+/* What a try of @r starts from, on the easy handle @e. */
+static void try_reset(struct pf_curl *c, struct pf_creq *r, CURL *e)
+{
 	r->easy = e;
 	r->loop = c;
 	r->got_start = r->got;
@@ -204,7 +191,12 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 		r->buflen = 0;
 	}
 	hdrs_free(r);
+}
 
+/* The options of every try: callbacks, timeouts, TLS, the signature. */
+static void easy_setup(struct pf_curl *c, struct pf_creq *r, CURL *e,
+		       int64_t left, const struct pf_creds_sig *sig)
+{
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -245,10 +237,15 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 		if (sig->token_hdr[0])
 			r->hdrs = curl_slist_append(r->hdrs, sig->token_hdr);
 	}
-	if (sig) {
-		pf_creds_sig_wipe(sig);
-		free(sig);
-	}
+}
+
+/* If-Match or If-Unmodified-Since: the version the file pinned. */
+static void add_validators(struct pf_creq *r)
+{
+	const char *if_match;
+	int64_t pin_mtime;
+	char hdr[256];
+
 	pf_creq_validators(r, &if_match, &pin_mtime);
 	if (if_match) {
 		snprintf(hdr, sizeof(hdr), "If-Match: %s", if_match);
@@ -262,6 +259,40 @@ static int start(struct pf_curl *c, struct pf_creq *r,
 			 "If-Unmodified-Since: %a, %d %b %Y %H:%M:%S GMT", &tm);
 		r->hdrs = curl_slist_append(r->hdrs, hdr);
 	}
+}
+
+/* Sets up and adds one try of @r to the multi. */
+static int start(struct pf_curl *c, struct pf_creq *r,
+		 struct pf_creq **active)
+{
+	int64_t left = r->deadline_ns - pf_now_ns();
+	CURL *e;
+	char range[64];
+	struct pf_creds_sig *sig = NULL;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	if (c->sigv4) {
+		int ret = try_sign(c, r, &sig);
+
+		if (ret < 0)
+			return ret;
+	}
+	e = easy_get(c);
+	if (!e) {
+		if (sig) {
+			pf_creds_sig_wipe(sig);
+			free(sig);
+		}
+		return -ENOMEM;
+	}
+	try_reset(c, r, e);
+	easy_setup(c, r, e, left, sig);
+	if (sig) {
+		pf_creds_sig_wipe(sig);
+		free(sig);
+	}
+	add_validators(r);
 	if (r->kind == PF_CREQ_HEAD)
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	if (r->kind == PF_CREQ_RANGE) {

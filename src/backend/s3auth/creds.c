@@ -325,6 +325,147 @@ nomem:
 	return NULL;
 }
 
+static struct source *no_memory(char *err, size_t errlen, int *ret)
+{
+	pf_err_set(err, errlen, "out of memory");
+	*ret = -ENOMEM;
+	return NULL;
+}
+
+/* role_arn with web_identity_token_file: AssumeRoleWithWebIdentity */
+static struct source *webid_from_prof(struct pf_creds *c,
+				      const struct pf_aws_profile *p,
+				      const char *name, char *err,
+				      size_t errlen, int *ret)
+{
+	struct source *s = src_new(SRC_WEBID);
+
+	if (!s)
+		return no_memory(err, errlen, ret);
+	snprintf(s->file, sizeof(s->file), "%s", p->web_identity_token_file);
+	snprintf(s->role_arn, sizeof(s->role_arn), "%s", p->role_arn);
+	if (p->role_session_name[0])
+		snprintf(s->session_name, sizeof(s->session_name), "%s",
+			 p->role_session_name);
+	else
+		session_name(c->env, s->session_name, sizeof(s->session_name));
+	snprintf(s->duration, sizeof(s->duration), "%s", p->duration_seconds);
+	snprintf(s->desc, sizeof(s->desc), "web identity (role %s, "
+		 "token file %s, profile %s in %s)", p->role_arn,
+		 p->web_identity_token_file, name, p->path);
+	return s;
+}
+
+/* role_arn: AssumeRole with the credentials of role_base() */
+static struct source *role_from_prof(struct pf_creds *c,
+				     const struct pf_aws_profile *p,
+				     const char *name, int depth, char *err,
+				     size_t errlen, int *ret)
+{
+	struct source *b = role_base(c, p, name, depth, err, errlen, ret);
+	struct source *s;
+
+	if (!b)
+		return NULL;
+	s = src_new(SRC_ROLE);
+	if (!s) {
+		src_free(b);
+		return no_memory(err, errlen, ret);
+	}
+	s->base = b;
+	snprintf(s->role_arn, sizeof(s->role_arn), "%s", p->role_arn);
+	if (p->role_session_name[0])
+		snprintf(s->session_name, sizeof(s->session_name), "%s",
+			 p->role_session_name);
+	else
+		session_name(c->env, s->session_name, sizeof(s->session_name));
+	snprintf(s->external_id, sizeof(s->external_id), "%s",
+		 p->external_id);
+	snprintf(s->duration, sizeof(s->duration), "%s", p->duration_seconds);
+	snprintf(s->desc, sizeof(s->desc), "role %s of profile %s in "
+		 "%s (AssumeRole with %.200s)", p->role_arn, name, p->path,
+		 b->desc);
+	return s;
+}
+
+/* sso_*: the SSO portal's role credentials */
+static struct source *sso_from_prof(struct pf_creds *c,
+				    const struct pf_aws_profile *p,
+				    const char *name, char *err,
+				    size_t errlen, int *ret)
+{
+	struct source *s;
+
+	if (!p->sso_start_url[0] || !p->sso_account_id[0] ||
+	    !p->sso_role_name[0] ||
+	    (!p->sso_region[0] &&
+	     !pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))) {
+		pf_err_set(err, errlen, "AWS profile '%s' is an SSO "
+		       "profile without sso_start_url, "
+		       "sso_account_id, sso_role_name and "
+		       "sso_region (in it or its sso-session)", name);
+		*ret = -EINVAL;
+		return NULL;
+	}
+	s = src_new(SRC_SSO);
+	if (!s)
+		return no_memory(err, errlen, ret);
+	snprintf(s->profile, sizeof(s->profile), "%s", name);
+	snprintf(s->sso_start_url, sizeof(s->sso_start_url), "%s",
+		 p->sso_start_url);
+	snprintf(s->sso_account, sizeof(s->sso_account), "%s",
+		 p->sso_account_id);
+	snprintf(s->sso_role, sizeof(s->sso_role), "%s", p->sso_role_name);
+	if (pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))
+		snprintf(s->url, sizeof(s->url), "%s",
+			 pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"));
+	else
+		snprintf(s->url, sizeof(s->url), "https://portal.sso."
+			 "%s.amazonaws.com", p->sso_region);
+	snprintf(s->desc, sizeof(s->desc), "SSO (role %s of account "
+		 "%s, profile %s in %s)", p->sso_role_name,
+		 p->sso_account_id, name, p->path);
+	return s;
+}
+
+/* credential_process */
+static struct source *process_from_prof(const struct pf_aws_profile *p,
+					const char *name, char *err,
+					size_t errlen, int *ret)
+{
+	struct source *s = src_new(SRC_PROCESS);
+
+	if (!s)
+		return no_memory(err, errlen, ret);
+	snprintf(s->profile, sizeof(s->profile), "%s", name);
+	snprintf(s->cmd, sizeof(s->cmd), "%s", p->credential_process);
+	snprintf(s->desc, sizeof(s->desc), "credential_process of "
+		 "profile %s in %s", name, p->path);
+	return s;
+}
+
+/* aws_access_key_id and aws_secret_access_key */
+static struct source *keys_from_prof(const struct pf_aws_profile *p,
+				     const char *name, char *err,
+				     size_t errlen, int *ret)
+{
+	struct source *s = src_new(SRC_STATIC);
+
+	if (!s)
+		return no_memory(err, errlen, ret);
+	memcpy(s->val.access_key, p->access_key, sizeof(s->val.access_key));
+	memcpy(s->val.secret_key, p->secret_key, sizeof(s->val.secret_key));
+	memcpy(s->val.session_token, p->session_token,
+	       sizeof(s->val.session_token));
+	snprintf(s->desc, sizeof(s->desc), "keys of profile %s in %s", name,
+		 p->path);
+	return s;
+}
+
+/*
+ * The source profile @name leads to, @depth source_profile hops from the
+ * first; NULL with *ret < 0 (said in @err) if it leads nowhere.
+ */
 static struct source *from_profile(struct pf_creds *c, const char *name,
 				   int depth, char *err, size_t errlen,
 				   int *ret)
@@ -333,11 +474,8 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 	struct source *s = NULL;
 
 	*ret = 0;
-	if (!p) {
-		*ret = -ENOMEM;
-		pf_err_set(err, errlen, "out of memory");
-		return NULL;
-	}
+	if (!p)
+		return no_memory(err, errlen, ret);
 	if (depth > MAX_DEPTH) {
 		pf_err_set(err, errlen, "AWS profile '%s': more than %d "
 		       "source_profile hops (a loop?)", name, MAX_DEPTH);
@@ -348,115 +486,26 @@ static struct source *from_profile(struct pf_creds *c, const char *name,
 	if (*ret < 0)
 		goto out;
 	if (p->role_arn[0] && p->web_identity_token_file[0]) {
-		s = src_new(SRC_WEBID);
-		if (!s)
-			goto nomem;
-		snprintf(s->file, sizeof(s->file), "%s",
-			 p->web_identity_token_file);
-		snprintf(s->role_arn, sizeof(s->role_arn), "%s", p->role_arn);
-		if (p->role_session_name[0])
-			snprintf(s->session_name, sizeof(s->session_name),
-				 "%s", p->role_session_name);
-		else
-			session_name(c->env, s->session_name,
-				     sizeof(s->session_name));
-		snprintf(s->duration, sizeof(s->duration), "%s",
-			 p->duration_seconds);
-		snprintf(s->desc, sizeof(s->desc), "web identity (role %s, "
-			 "token file %s, profile %s in %s)", p->role_arn,
-			 p->web_identity_token_file, name, p->path);
+		s = webid_from_prof(c, p, name, err, errlen, ret);
 	} else if (p->role_arn[0]) {
-		struct source *b = role_base(c, p, name, depth, err, errlen,
-					     ret);
-
-		if (!b)
-			goto out;
-		s = src_new(SRC_ROLE);
-		if (!s) {
-			src_free(b);
-			goto nomem;
-		}
-		s->base = b;
-		snprintf(s->role_arn, sizeof(s->role_arn), "%s", p->role_arn);
-		if (p->role_session_name[0])
-			snprintf(s->session_name, sizeof(s->session_name),
-				 "%s", p->role_session_name);
-		else
-			session_name(c->env, s->session_name,
-				     sizeof(s->session_name));
-		snprintf(s->external_id, sizeof(s->external_id), "%s",
-			 p->external_id);
-		snprintf(s->duration, sizeof(s->duration), "%s",
-			 p->duration_seconds);
-		snprintf(s->desc, sizeof(s->desc), "role %s of profile %s in "
-			 "%s (AssumeRole with %.200s)", p->role_arn, name,
-			 p->path, b->desc);
+		s = role_from_prof(c, p, name, depth, err, errlen, ret);
 	} else if (p->web_identity_token_file[0]) {
 		pf_err_set(err, errlen, "AWS profile '%s' has "
 		       "web_identity_token_file but no role_arn", name);
 		*ret = -EINVAL;
 	} else if (p->sso_start_url[0] || p->sso_session[0] ||
 		   p->sso_account_id[0]) {
-		if (!p->sso_start_url[0] || !p->sso_account_id[0] ||
-		    !p->sso_role_name[0] ||
-		    (!p->sso_region[0] &&
-		     !pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))) {
-			pf_err_set(err, errlen, "AWS profile '%s' is an SSO "
-			       "profile without sso_start_url, "
-			       "sso_account_id, sso_role_name and "
-			       "sso_region (in it or its sso-session)", name);
-			*ret = -EINVAL;
-			goto out;
-		}
-		s = src_new(SRC_SSO);
-		if (!s)
-			goto nomem;
-		snprintf(s->profile, sizeof(s->profile), "%s", name);
-		snprintf(s->sso_start_url, sizeof(s->sso_start_url), "%s",
-			 p->sso_start_url);
-		snprintf(s->sso_account, sizeof(s->sso_account), "%s",
-			 p->sso_account_id);
-		snprintf(s->sso_role, sizeof(s->sso_role), "%s",
-			 p->sso_role_name);
-		if (pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"))
-			snprintf(s->url, sizeof(s->url), "%s",
-				 pf_s3_env_get(c->env, "AWS_ENDPOINT_URL_SSO"));
-		else
-			snprintf(s->url, sizeof(s->url), "https://portal.sso."
-				 "%s.amazonaws.com", p->sso_region);
-		snprintf(s->desc, sizeof(s->desc), "SSO (role %s of account "
-			 "%s, profile %s in %s)", p->sso_role_name,
-			 p->sso_account_id, name, p->path);
+		s = sso_from_prof(c, p, name, err, errlen, ret);
 	} else if (p->credential_process[0]) {
-		s = src_new(SRC_PROCESS);
-		if (!s)
-			goto nomem;
-		snprintf(s->profile, sizeof(s->profile), "%s", name);
-		snprintf(s->cmd, sizeof(s->cmd), "%s", p->credential_process);
-		snprintf(s->desc, sizeof(s->desc), "credential_process of "
-			 "profile %s in %s", name, p->path);
+		s = process_from_prof(p, name, err, errlen, ret);
 	} else if (p->access_key[0] && p->secret_key[0]) {
-		s = src_new(SRC_STATIC);
-		if (!s)
-			goto nomem;
-		memcpy(s->val.access_key, p->access_key,
-		       sizeof(s->val.access_key));
-		memcpy(s->val.secret_key, p->secret_key,
-		       sizeof(s->val.secret_key));
-		memcpy(s->val.session_token, p->session_token,
-		       sizeof(s->val.session_token));
-		snprintf(s->desc, sizeof(s->desc), "keys of profile %s in %s",
-			 name, p->path);
+		s = keys_from_prof(p, name, err, errlen, ret);
 	} else {
 		pf_err_set(err, errlen, "AWS profile '%s' in %s has no "
 		       "credentials (keys, role_arn, credential_process, "
 		       "sso_* or web_identity_token_file)", name, p->path);
 		*ret = -ENOKEY;
 	}
-	goto out;
-nomem:
-	pf_err_set(err, errlen, "out of memory");
-	*ret = -ENOMEM;
 out:
 	explicit_bzero(p, sizeof(*p));
 	free(p);
@@ -579,30 +628,22 @@ static void *refresh_main(void *arg)
 
 /* ---- the provider ---- */
 
-int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
-		 struct pf_creds **out, char *err, size_t errlen)
+/* The provider with its settings, no source yet; NULL if out of memory. */
+static struct pf_creds *creds_alloc(const struct pf_s3_conf *conf,
+				    const struct pf_creds_cfg *cfg)
 {
 	struct pf_creds *c = calloc(1, sizeof(*c));
 	pthread_condattr_t ca;
 	const char *m;
-	char why[700] = "";
-	char when[32];
-	int ret = 0;
 
-	*out = NULL;
-	if (err && errlen)
-		err[0] = '\0';
-	if (!c) {
-		pf_err_set(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!c)
+		return NULL;
 	c->env = cfg->env;
 	snprintf(c->region, sizeof(c->region), "%s",
 		 cfg->region && *cfg->region ? cfg->region : conf->region);
 	if (cfg->cacert && !(c->cacert = strdup(cfg->cacert))) {
 		free(c);
-		pf_err_set(err, errlen, "out of memory");
-		return -ENOMEM;
+		return NULL;
 	}
 	c->insecure = cfg->insecure;
 	c->margin_s = cfg->margin_s;
@@ -614,7 +655,177 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	return c;
+}
 
+/* The keys pf_s3_resolve() found (environment or a profile's). */
+static int static_source(struct pf_creds *c, const struct pf_s3_conf *conf,
+			 char *err, size_t errlen)
+{
+	c->src = src_new(SRC_STATIC);
+	if (!c->src) {
+		pf_err_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(c->src->val.access_key, conf->cred.access_key,
+	       sizeof(c->src->val.access_key));
+	memcpy(c->src->val.secret_key, conf->cred.secret_key,
+	       sizeof(c->src->val.secret_key));
+	memcpy(c->src->val.session_token, conf->cred.session_token,
+	       sizeof(c->src->val.session_token));
+	snprintf(c->src->desc, sizeof(c->src->desc), "%s", conf->cred.source);
+	return 0;
+}
+
+/*
+ * The default chain's steps 2 to 4 (the environment's keys, step 1, were
+ * pf_s3_resolve()'s): web identity, the shared files' profile
+ * (AWS_PROFILE or default), a container endpoint.  Sets c->src to the
+ * first configured; @tried says what was not.
+ */
+static int chain_before_imds(struct pf_creds *c, char *tried,
+			     size_t triedlen, char *err, size_t errlen)
+{
+	const char *prof = pf_s3_env_get(c->env, "AWS_PROFILE");
+	struct pf_aws_profile *p = calloc(1, sizeof(*p));
+	char why[700] = "";
+	int ret = 0;
+	int r;
+
+	if (!p) {
+		pf_err_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (!prof)
+		prof = "default";
+	snprintf(tried, triedlen, "environment (no AWS_ACCESS_KEY_ID)");
+	/* 2. web identity */
+	c->src = webid_from_env(c->env, err, errlen, &ret);
+	if (!c->src && !ret) {
+		snprintf(tried + strlen(tried), triedlen - strlen(tried),
+			 ", web identity (no AWS_WEB_IDENTITY_TOKEN_FILE)");
+		/* 3. the shared files */
+		r = pf_s3_profile_read(c->env, prof, p, why, sizeof(why));
+		if (r == 0 && (p->other_creds || (p->access_key[0] &&
+						  p->secret_key[0])))
+			c->src = from_profile(c, prof, 0, err, errlen, &ret);
+		else if (r < 0 && r != -ENOENT)
+			pf_debug("AWS credentials: profile '%s' "
+				 "skipped: %s", prof, why);
+		if (!c->src && !ret)
+			snprintf(tried + strlen(tried),
+				 triedlen - strlen(tried),
+				 ", profile '%s' (%s)", prof,
+				 r == 0 ? "no credentials in it" :
+					  "not found");
+	}
+	explicit_bzero(p, sizeof(*p));
+	free(p);
+	/* 4. container */
+	if (!c->src && !ret) {
+		c->src = container_from_env(c->env, err, errlen, &ret);
+		if (!c->src && !ret)
+			snprintf(tried + strlen(tried),
+				 triedlen - strlen(tried),
+				 ", container (no AWS_CONTAINER_"
+				 "CREDENTIALS_RELATIVE_URI or "
+				 "_FULL_URI)");
+	}
+	return ret;
+}
+
+/*
+ * The default chain, in the AWS SDKs' order.  Returns 1 if it ended at
+ * the EC2 instance metadata, which is tried, not required, so it is
+ * fetched here (the failure names what was tried before); 0 if c->src is
+ * to be fetched.
+ */
+static int default_chain(struct pf_creds *c, char *err, size_t errlen)
+{
+	char tried[600];
+	char why[700] = "";
+	int ret = chain_before_imds(c, tried, sizeof(tried), err, errlen);
+
+	if (ret < 0 || c->src)
+		return ret;
+	/* 5. EC2 instance metadata: the last, tried, not required */
+	c->src = imds_from_env(c->env, &ret, err, errlen);
+	if (!c->src && !ret) {
+		pf_err_set(err, errlen,
+			"no AWS credentials: tried "
+			"%s, EC2 instance metadata (disabled "
+			"by AWS_EC2_METADATA_DISABLED); set "
+			"AWS_ACCESS_KEY_ID and "
+			"AWS_SECRET_ACCESS_KEY, configure a "
+			"profile, or use -o no_sign for a "
+			"public bucket",
+			tried);
+		return -ENOKEY;
+	}
+	if (!c->src)
+		return ret;
+	ret = pf_creds_fetch_source(c, c->src, &c->cur, why, sizeof(why));
+	if (ret < 0) {
+		pf_err_set(err, errlen, "no AWS "
+		       "credentials: tried %s, %s; set "
+		       "AWS_ACCESS_KEY_ID and "
+		       "AWS_SECRET_ACCESS_KEY, "
+		       "configure a profile, or use "
+		       "-o no_sign for a public "
+		       "bucket", tried, why);
+		return ret == -EACCES ? -EACCES : -ENOKEY;
+	}
+	return 1;
+}
+
+/* Fetched: credentials that expire get the refresh thread. */
+static int creds_fetched(struct pf_creds *c, char *err, size_t errlen)
+{
+	char when[32];
+	int ret;
+
+	c->fetched = wall_now();
+	snprintf(c->desc, sizeof(c->desc), "%s", c->src->desc);
+	if (c->cur.expiry && c->cur.expiry <= c->fetched) {
+		fmt_time(c->cur.expiry, when, sizeof(when));
+		pf_err_set(err, errlen, "AWS credentials from %s expired at %s "
+		       "when fetched (is the clock right?)", c->desc, when);
+		return -EACCES;
+	}
+	if (!c->cur.expiry) {
+		pf_debug("AWS credentials from %s", c->desc);
+		return 0;
+	}
+	fmt_time(c->cur.expiry, when, sizeof(when));
+	/* the mount line names the source: one line at mount */
+	pf_debug("AWS credentials from %s; they expire at %s and are "
+		 "renewed %u s before", c->desc, when, c->margin_s);
+	ret = -pthread_create(&c->thread, NULL, refresh_main, c);
+	if (ret < 0) {
+		pf_err_set(err, errlen, "cannot start the credential "
+		       "refresh thread: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_setname_np(c->thread, "pf-creds");
+	c->started = true;
+	return 0;
+}
+
+int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
+		 struct pf_creds **out, char *err, size_t errlen)
+{
+	struct pf_creds *c;
+	char why[700] = "";
+	int ret = 0;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	c = creds_alloc(conf, cfg);
+	if (!c) {
+		pf_err_set(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	if (conf->cred.anonymous) {
 		c->anonymous = true;
 		snprintf(c->desc, sizeof(c->desc), "none (no_sign)");
@@ -622,105 +833,14 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		return 0;
 	}
 	if (!conf->cred.chain) {
-		c->src = src_new(SRC_STATIC);
-		if (!c->src) {
-			ret = -ENOMEM;
-			pf_err_set(err, errlen, "out of memory");
-			goto fail;
-		}
-		memcpy(c->src->val.access_key, conf->cred.access_key,
-		       sizeof(c->src->val.access_key));
-		memcpy(c->src->val.secret_key, conf->cred.secret_key,
-		       sizeof(c->src->val.secret_key));
-		memcpy(c->src->val.session_token, conf->cred.session_token,
-		       sizeof(c->src->val.session_token));
-		snprintf(c->src->desc, sizeof(c->src->desc), "%s",
-			 conf->cred.source);
+		ret = static_source(c, conf, err, errlen);
 	} else if (cfg->profile && *cfg->profile) {
 		/* -o profile: that profile, nothing else */
 		c->src = from_profile(c, cfg->profile, 0, err, errlen, &ret);
 	} else {
-		const char *prof = pf_s3_env_get(c->env, "AWS_PROFILE");
-		struct pf_aws_profile *p = calloc(1, sizeof(*p));
-		char tried[600];
-		int r;
-
-		if (!p) {
-			ret = -ENOMEM;
-			pf_err_set(err, errlen, "out of memory");
-			goto fail;
-		}
-		if (!prof)
-			prof = "default";
-		snprintf(tried, sizeof(tried), "environment (no "
-			 "AWS_ACCESS_KEY_ID)");
-		/* 2. web identity */
-		c->src = webid_from_env(c->env, err, errlen, &ret);
-		if (!c->src && !ret) {
-			snprintf(tried + strlen(tried),
-				 sizeof(tried) - strlen(tried), ", web "
-				 "identity (no AWS_WEB_IDENTITY_TOKEN_FILE)");
-			/* 3. the shared files */
-			r = pf_s3_profile_read(c->env, prof, p, why,
-					       sizeof(why));
-			if (r == 0 && (p->other_creds || (p->access_key[0] &&
-							  p->secret_key[0])))
-				c->src = from_profile(c, prof, 0, err, errlen,
-						      &ret);
-			else if (r < 0 && r != -ENOENT)
-				pf_debug("AWS credentials: profile '%s' "
-					 "skipped: %s", prof, why);
-			if (!c->src && !ret)
-				snprintf(tried + strlen(tried),
-					 sizeof(tried) - strlen(tried),
-					 ", profile '%s' (%s)", prof,
-					 r == 0 ? "no credentials in it" :
-						  "not found");
-		}
-		explicit_bzero(p, sizeof(*p));
-		free(p);
-		/* 4. container */
-		if (!c->src && !ret) {
-			c->src = container_from_env(c->env, err, errlen, &ret);
-			if (!c->src && !ret)
-				snprintf(tried + strlen(tried),
-					 sizeof(tried) - strlen(tried),
-					 ", container (no AWS_CONTAINER_"
-					 "CREDENTIALS_RELATIVE_URI or "
-					 "_FULL_URI)");
-		}
-		/* 5. EC2 instance metadata: the last, tried, not required */
-		if (!c->src && !ret) {
-			c->src = imds_from_env(c->env, &ret, err, errlen);
-			if (!c->src && !ret) {
-				pf_err_set(err, errlen,
-					"no AWS credentials: tried "
-					"%s, EC2 instance metadata (disabled "
-					"by AWS_EC2_METADATA_DISABLED); set "
-					"AWS_ACCESS_KEY_ID and "
-					"AWS_SECRET_ACCESS_KEY, configure a "
-					"profile, or use -o no_sign for a "
-					"public bucket",
-					tried);
-				ret = -ENOKEY;
-			} else if (c->src) {
-				ret = pf_creds_fetch_source(
-					c, c->src, &c->cur, why, sizeof(why));
-				if (ret < 0) {
-					pf_err_set(err, errlen, "no AWS "
-					       "credentials: tried %s, %s; set "
-					       "AWS_ACCESS_KEY_ID and "
-					       "AWS_SECRET_ACCESS_KEY, "
-					       "configure a profile, or use "
-					       "-o no_sign for a public "
-					       "bucket", tried, why);
-					ret = ret == -EACCES ? -EACCES :
-							       -ENOKEY;
-					goto fail;
-				}
-				goto fetched;
-			}
-		}
+		ret = default_chain(c, err, errlen);
+		if (ret == 1)
+			goto fetched;
 	}
 	if (ret < 0 || !c->src) {
 		if (!ret) {
@@ -736,31 +856,9 @@ int pf_creds_new(const struct pf_s3_conf *conf, const struct pf_creds_cfg *cfg,
 		goto fail;
 	}
 fetched:
-	c->fetched = wall_now();
-	snprintf(c->desc, sizeof(c->desc), "%s", c->src->desc);
-	if (c->cur.expiry && c->cur.expiry <= c->fetched) {
-		fmt_time(c->cur.expiry, when, sizeof(when));
-		pf_err_set(err, errlen, "AWS credentials from %s expired at %s "
-		       "when fetched (is the clock right?)", c->desc, when);
-		ret = -EACCES;
+	ret = creds_fetched(c, err, errlen);
+	if (ret < 0)
 		goto fail;
-	}
-	if (c->cur.expiry) {
-		fmt_time(c->cur.expiry, when, sizeof(when));
-		/* the mount line names the source: one line at mount */
-		pf_debug("AWS credentials from %s; they expire at %s and are "
-			 "renewed %u s before", c->desc, when, c->margin_s);
-		ret = -pthread_create(&c->thread, NULL, refresh_main, c);
-		if (ret < 0) {
-			pf_err_set(err, errlen, "cannot start the credential "
-			       "refresh thread: %s", strerror(-ret));
-			goto fail;
-		}
-		pthread_setname_np(c->thread, "pf-creds");
-		c->started = true;
-	} else {
-		pf_debug("AWS credentials from %s", c->desc);
-	}
 	*out = c;
 	return 0;
 fail:

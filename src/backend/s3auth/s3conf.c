@@ -1,21 +1,17 @@
 /*
  * s3conf.c - resolves an s3:// source into bucket, prefix, region,
  * endpoint, addressing style and credentials, the way the AWS CLI would
- * for the same environment and shared files, and builds the URLs of its
- * objects and ListObjectsV2 pages.
+ * for the same environment and shared files (which s3profile.c reads);
+ * s3url.c builds the URLs of its objects and ListObjectsV2 pages.
  *
- * DESIGN: everything but ini_scan() is pure string work over the
- * caller's buffers; the environment comes through an injected lookup, so
- * the tests run without touching the real one.  Secrets (key values) are
- * copied only into struct pf_s3_cred and into the scratch structs
- * pf_aws_profile, which are wiped before pf_s3_resolve() and
- * pf_s3_profile_read() return (the latter's output is the caller's to
- * wipe); error messages name variables, profiles and files, never values.
- * The other credential sources (roles, SSO, processes, web identity,
- * containers, instance metadata) are creds.c's: this file only reads
- * their settings.  URLs are encoded
- * exactly as SigV4 wants the canonical request, because curl 7.88 signs
- * the path and the query as it finds them in the URL.
+ * DESIGN: pure string work over the caller's buffers (but for the shared
+ * files); the environment comes through an injected lookup, so the tests
+ * run without touching the real one.  Secrets (key values) are copied
+ * only into struct pf_s3_cred and into the scratch structs
+ * pf_aws_profile, which are wiped before pf_s3_resolve() returns; error
+ * messages name variables, profiles and files, never values.  The other
+ * credential sources (roles, SSO, processes, web identity, containers,
+ * instance metadata) are creds.c's: this file only reads their settings.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -31,8 +27,7 @@
 #include <sys/types.h>
 
 #include "pf_err.h"
-#include "pf_s3conf.h"
-#include "pf_strbuf.h"
+#include "s3conf_int.h"
 
 /* Longest bucket name and S3 key shown in an error message. */
 #define SHOW 80
@@ -43,16 +38,6 @@ const char *pf_s3_env_get(pf_env_fn env, const char *name)
 	const char *v = env ? env(name) : getenv(name);
 
 	return v && *v ? v : NULL;
-}
-
-static bool copy_str(char *dst, size_t dstlen, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= dstlen)
-		return false;
-	memcpy(dst, src, n + 1);
-	return true;
 }
 
 /* ---- the source: s3://bucket[/prefix] ---- */
@@ -183,12 +168,6 @@ static int check_region(const char *r, const char *from, char *err,
 		return -EINVAL;
 	}
 	return 0;
-}
-
-/* Where the host starts in "scheme://host[:port]" (validated). */
-static const char *endpoint_host(const char *ep)
-{
-	return strstr(ep, "://") + 3;
 }
 
 /* Length of the host part of @hp ("host[:port]" or "[v6][:port]"). */
@@ -327,246 +306,6 @@ static bool is_ip_host(const char *ep)
 	return h[0] == '[' || all_digits_and_dots(h, host_len(h));
 }
 
-/* ---- the AWS shared files ---- */
-
-/* Path of an AWS file: $VAR (with "~/" expanded), else ~/.aws/NAME. */
-static int aws_path(pf_env_fn env, const char *var, const char *name,
-		    char *out, size_t outlen, char *err, size_t errlen)
-{
-	const char *v = pf_s3_env_get(env, var);
-	const char *home = pf_s3_env_get(env, "HOME");
-	int n;
-
-	out[0] = '\0';
-	if (v && strncmp(v, "~/", 2) == 0 && home)
-		n = snprintf(out, outlen, "%s/%s", home, v + 2);
-	else if (v)
-		n = snprintf(out, outlen, "%s", v);
-	else if (home)
-		n = snprintf(out, outlen, "%s/.aws/%s", home, name);
-	else
-		return 0;	/* no file at all */
-	if (n < 0 || (size_t)n >= outlen) {
-		pf_err_set(err, errlen, "path of the AWS %s file is too long",
-		       name);
-		out[0] = '\0';
-		return -ENAMETOOLONG;
-	}
-	return 0;
-}
-
-static char *trim(char *s)
-{
-	size_t n;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	n = strlen(s);
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' ||
-		     s[n - 1] == '\r' || s[n - 1] == '\n'))
-		s[--n] = '\0';
-	return s;
-}
-
-/*
- * Whether section @sect names @profile: in the credentials file
- * (INI_CRED) the section is the name itself; in the config file
- * (INI_CONF) it is "profile NAME", and "default" may also be written
- * bare; an SSO session (INI_SSO) is "sso-session NAME".
- */
-enum { INI_CRED, INI_CONF, INI_SSO };
-
-static bool section_is(const char *sect, int kind, const char *profile)
-{
-	const char *word = kind == INI_SSO ? "sso-session" : "profile";
-	size_t wl = strlen(word);
-
-	if (kind == INI_CRED)
-		return strcmp(sect, profile) == 0;
-	if (kind == INI_CONF && strcmp(sect, "default") == 0)
-		return strcmp(profile, "default") == 0;
-	if (strncmp(sect, word, wl) != 0 ||
-	    (sect[wl] != ' ' && sect[wl] != '\t'))
-		return false;
-	sect += wl;
-	while (*sect == ' ' || *sect == '\t')
-		sect++;
-	return strcmp(sect, profile) == 0;
-}
-
-static int store(char *dst, size_t dstlen, const char *val,
-		 const char *key, const char *profile, const char *path,
-		 char *err, size_t errlen)
-{
-	if (copy_str(dst, dstlen, val))
-		return 0;
-	pf_err_set(err, errlen, "%s of AWS profile '%s' in %s is too long "
-	       "(%zu bytes, at most %zu)", key, profile, path, strlen(val),
-	       dstlen - 1);
-	return -ENAMETOOLONG;
-}
-
-/* The settings of a profile that the credential chain reads. */
-#define PF_PROF_FIELD(name) \
-	{ #name, offsetof(struct pf_aws_profile, name), \
-	  sizeof(((struct pf_aws_profile *)0)->name) }
-static const struct {
-	const char *key;
-	size_t off;
-	size_t size;
-} prof_fields[] = {
-	PF_PROF_FIELD(role_arn),
-	PF_PROF_FIELD(source_profile),
-	PF_PROF_FIELD(credential_source),
-	PF_PROF_FIELD(credential_process),
-	PF_PROF_FIELD(web_identity_token_file),
-	PF_PROF_FIELD(role_session_name),
-	PF_PROF_FIELD(external_id),
-	PF_PROF_FIELD(duration_seconds),
-	PF_PROF_FIELD(sso_start_url),
-	PF_PROF_FIELD(sso_session),
-	PF_PROF_FIELD(sso_account_id),
-	PF_PROF_FIELD(sso_role_name),
-	PF_PROF_FIELD(sso_region),
-};
-#define NFIELDS (sizeof(prof_fields) / sizeof(prof_fields[0]))
-
-/* One "key = value" line of the profile's section. */
-static int ini_key(struct pf_aws_profile *p, int kind, char *key, char *val,
-		   const char *profile, const char *path, char *err,
-		   size_t errlen)
-{
-	if (kind == INI_SSO) {
-		/* an [sso-session] gives only these two */
-		if (strcasecmp(key, "sso_start_url") == 0)
-			return store(p->sso_start_url, sizeof(p->sso_start_url),
-				     val, key, profile, path, err, errlen);
-		if (strcasecmp(key, "sso_region") == 0)
-			return store(p->sso_region, sizeof(p->sso_region), val,
-				     key, profile, path, err, errlen);
-		return 0;
-	}
-	if (strcasecmp(key, "aws_access_key_id") == 0)
-		return store(p->access_key, sizeof(p->access_key), val, key,
-			     profile, path, err, errlen);
-	if (strcasecmp(key, "aws_secret_access_key") == 0)
-		return store(p->secret_key, sizeof(p->secret_key), val, key,
-			     profile, path, err, errlen);
-	/* aws_security_token is the older name boto still reads. */
-	if (strcasecmp(key, "aws_session_token") == 0 ||
-	    (strcasecmp(key, "aws_security_token") == 0 &&
-	     !p->session_token[0]))
-		return store(p->session_token, sizeof(p->session_token), val,
-			     key, profile, path, err, errlen);
-	if (kind == INI_CONF && strcasecmp(key, "region") == 0)
-		return store(p->region, sizeof(p->region), val, key, profile,
-			     path, err, errlen);
-	for (size_t i = 0; i < NFIELDS; i++) {
-		if (strcasecmp(key, prof_fields[i].key) != 0 || !*val)
-			continue;
-		if (strcmp(prof_fields[i].key, "role_session_name") &&
-		    strcmp(prof_fields[i].key, "external_id") &&
-		    strcmp(prof_fields[i].key, "duration_seconds") &&
-		    strcmp(prof_fields[i].key, "sso_region") &&
-		    strcmp(prof_fields[i].key, "sso_account_id") &&
-		    strcmp(prof_fields[i].key, "sso_role_name"))
-			p->other_creds = true;
-		return store((char *)p + prof_fields[i].off,
-			     prof_fields[i].size, val, key, profile, path,
-			     err, errlen);
-	}
-	return 0;
-}
-
-/*
- * Reads what file @path says about @profile into @p, with the rules of
- * Python's configparser as the AWS CLI uses it: '#' and ';' start comment
- * lines, '=' or ':' separates a key from its value, keys are
- * case-insensitive, and a line indented deeper than the key before it
- * continues that key's value (the nested "s3 =" settings), so it is no
- * key of its own.  Values are taken whole: an inline '#' is part of them.
- * A file that does not exist says nothing: returns 0.
- */
-static int ini_scan(const char *path, int kind, const char *profile,
-		    struct pf_aws_profile *p, char *err, size_t errlen)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	size_t key_indent = SIZE_MAX;
-	bool in = false;
-	FILE *f;
-	int ret = 0;
-
-	if (!path[0])
-		return 0;
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		ret = -errno;
-		pf_err_set(err, errlen, "cannot read %s: %s", path,
-		       strerror(-ret));
-		return ret;
-	}
-	for (;;) {
-		ssize_t n;
-		size_t indent;
-		char *s, *eq, *colon;
-
-		errno = 0;
-		n = getline(&line, &cap, f);
-		if (n < 0) {
-			/* A directory opens, then fails here: EISDIR. */
-			if (ferror(f)) {
-				ret = errno ? -errno : -EIO;
-				pf_err_set(err, errlen, "cannot read %s: %s",
-					path, strerror(-ret));
-			}
-			break;
-		}
-		if (memchr(line, '\0', (size_t)n))
-			continue;
-		indent = strspn(line, " \t");
-		s = trim(line + indent);
-		if (!*s || *s == '#' || *s == ';')
-			continue;
-		if (*s == '[') {
-			char *close = strrchr(s, ']');
-
-			key_indent = SIZE_MAX;
-			in = false;
-			if (!close)
-				continue;
-			*close = '\0';
-			in = section_is(trim(s + 1), kind, profile);
-			if (in)
-				p->found = true;
-			continue;
-		}
-		if (key_indent != SIZE_MAX && indent > key_indent)
-			continue;
-		eq = strchr(s, '=');
-		colon = strchr(s, ':');
-		if (colon && (!eq || colon < eq))
-			eq = colon;
-		if (!eq)
-			continue;
-		key_indent = indent;
-		if (!in)
-			continue;
-		*eq = '\0';
-		ret = ini_key(p, kind, trim(s), trim(eq + 1), profile, path,
-			      err, errlen);
-		if (ret < 0)
-			break;
-	}
-	if (line)
-		explicit_bzero(line, cap);
-	free(line);
-	fclose(f);
-	return ret;
-}
-
 /* ---- credentials ---- */
 
 /*
@@ -670,8 +409,8 @@ static int cred_from_prof(const struct pf_aws_profile *p, const char *profile,
 	return 1;
 }
 
-static int check_profile_name(const char *name, const char *from, char *err,
-			      size_t errlen)
+int pf_s3_check_profile_name(const char *name, const char *from, char *err,
+			     size_t errlen)
 {
 	if (strlen(name) > 128 || strpbrk(name, "[]\r\n")) {
 		pf_err_set(err, errlen, "bad AWS profile name (from %s)", from);
@@ -711,7 +450,7 @@ static int pick_profile(struct resolve *r)
 	}
 	if (!r->profile_from)
 		return 0;
-	return check_profile_name(r->profile, r->profile_from, r->err,
+	return pf_s3_check_profile_name(r->profile, r->profile_from, r->err,
 				  r->errlen);
 }
 
@@ -765,17 +504,17 @@ static int read_files(struct resolve *r)
 	size_t errlen = r->errlen;
 	int ret;
 
-	ret = aws_path(r->env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
+	ret = pf_s3_aws_path(r->env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
 		       r->cred_path, sizeof(r->cred_path), err, errlen);
 	if (ret == 0)
-		ret = aws_path(r->env, "AWS_CONFIG_FILE", "config",
+		ret = pf_s3_aws_path(r->env, "AWS_CONFIG_FILE", "config",
 			       r->conf_path, sizeof(r->conf_path), err,
 			       errlen);
 	if (ret == 0)
-		ret = ini_scan(r->cred_path, INI_CRED, r->profile, r->pc, err,
+		ret = pf_s3_ini_scan(r->cred_path, INI_CRED, r->profile, r->pc, err,
 			       errlen);
 	if (ret == 0)
-		ret = ini_scan(r->conf_path, INI_CONF, r->profile, r->pg, err,
+		ret = pf_s3_ini_scan(r->conf_path, INI_CONF, r->profile, r->pg, err,
 			       errlen);
 	if (ret < 0)
 		return ret;
@@ -964,243 +703,4 @@ out:
 	if (ret < 0)
 		explicit_bzero(&out->cred, sizeof(out->cred));
 	return ret;
-}
-
-int pf_s3_profile_read(pf_env_fn env, const char *profile,
-		       struct pf_aws_profile *p, char *err, size_t errlen)
-{
-	struct pf_aws_profile *pc = NULL, *pg = NULL, *ps = NULL;
-	char cred_path[512], conf_path[512];
-	int ret;
-
-	memset(p, 0, sizeof(*p));
-	if (err && errlen)
-		err[0] = '\0';
-	ret = check_profile_name(profile, "the chain", err, errlen);
-	if (ret < 0)
-		return ret;
-	pc = calloc(1, sizeof(*pc));
-	pg = calloc(1, sizeof(*pg));
-	ps = calloc(1, sizeof(*ps));
-	if (!pc || !pg || !ps) {
-		ret = -ENOMEM;
-		pf_err_set(err, errlen, "out of memory");
-		goto out;
-	}
-	ret = aws_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials",
-		       cred_path, sizeof(cred_path), err, errlen);
-	if (ret == 0)
-		ret = aws_path(env, "AWS_CONFIG_FILE", "config", conf_path,
-			       sizeof(conf_path), err, errlen);
-	if (ret == 0)
-		ret = ini_scan(cred_path, INI_CRED, profile, pc, err, errlen);
-	if (ret == 0)
-		ret = ini_scan(conf_path, INI_CONF, profile, pg, err, errlen);
-	if (ret < 0)
-		goto out;
-	if (!pc->found && !pg->found) {
-		ret = -ENOENT;
-		pf_err_set(err, errlen,
-			"AWS profile '%s' not found in %s or %s", profile,
-			cred_path[0] ? cred_path : "(none)",
-			conf_path[0] ? conf_path : "(none)");
-		goto out;
-	}
-	/* the credentials file wins, as for the AWS CLI */
-	if (pc->access_key[0] || pc->secret_key[0]) {
-		memcpy(p->access_key, pc->access_key, sizeof(p->access_key));
-		memcpy(p->secret_key, pc->secret_key, sizeof(p->secret_key));
-		memcpy(p->session_token, pc->session_token,
-		       sizeof(p->session_token));
-	} else {
-		memcpy(p->access_key, pg->access_key, sizeof(p->access_key));
-		memcpy(p->secret_key, pg->secret_key, sizeof(p->secret_key));
-		memcpy(p->session_token, pg->session_token,
-		       sizeof(p->session_token));
-	}
-	for (size_t i = 0; i < NFIELDS; i++) {
-		const char *a = (const char *)pc + prof_fields[i].off;
-		const char *b = (const char *)pg + prof_fields[i].off;
-
-		memcpy((char *)p + prof_fields[i].off, *a ? a : b,
-		       prof_fields[i].size);
-	}
-	memcpy(p->region, pg->region, sizeof(p->region));
-	p->found = true;
-	p->other_creds = pc->other_creds || pg->other_creds;
-	snprintf(p->path, sizeof(p->path), "%s",
-		 pc->found ? cred_path : conf_path);
-	if (p->sso_session[0]) {
-		ret = ini_scan(conf_path, INI_SSO, p->sso_session, ps, err,
-			       errlen);
-		if (ret < 0)
-			goto out;
-		if (!ps->found) {
-			ret = -ENOENT;
-			pf_err_set(err, errlen,
-				"sso-session '%s' of AWS profile "
-				"'%s' not found in %s",
-				p->sso_session, profile,
-				conf_path[0] ? conf_path : "(none)");
-			goto out;
-		}
-		if (!p->sso_start_url[0])
-			memcpy(p->sso_start_url, ps->sso_start_url,
-			       sizeof(p->sso_start_url));
-		if (!p->sso_region[0])
-			memcpy(p->sso_region, ps->sso_region,
-			       sizeof(p->sso_region));
-	}
-	ret = 0;
-out:
-	if (pc)
-		explicit_bzero(pc, sizeof(*pc));
-	if (pg)
-		explicit_bzero(pg, sizeof(*pg));
-	free(pc);
-	free(pg);
-	free(ps);
-	if (ret < 0)
-		explicit_bzero(p, sizeof(*p));
-	return ret;
-}
-
-/* ---- URLs ---- */
-
-static bool unreserved(unsigned char ch)
-{
-	return isalnum(ch) || ch == '-' || ch == '_' || ch == '.' ||
-	       ch == '~';
-}
-
-/* Appends @in %-encoded (see pf_s3_uri_encode()) to @sb. */
-static void uri_encode(struct pf_strbuf *sb, const char *in, int keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *s = (const unsigned char *)in; *s; s++) {
-		/* isalnum() of the C locale: never a byte >= 0x80. */
-		bool keep = (*s < 0x80 && unreserved(*s)) ||
-			    (keep_slash && *s == '/');
-		char esc[3];
-
-		if (keep) {
-			pf_strbuf_addch(sb, *s);
-			continue;
-		}
-		esc[0] = '%';
-		esc[1] = hex[*s >> 4];
-		esc[2] = hex[*s & 15];
-		pf_strbuf_add(sb, esc, sizeof(esc));
-	}
-}
-
-/*
- * The length of a URL built in a fixed strbuf, or -ENAMETOOLONG (and ""
- * in the buffer) when it did not fit whole.
- */
-static int url_end(struct pf_strbuf *sb)
-{
-	if (sb->failed || sb->len > INT_MAX) {
-		pf_strbuf_reset(sb);
-		return -ENAMETOOLONG;
-	}
-	return (int)sb->len;
-}
-
-int pf_s3_uri_encode(const char *in, int keep_slash, char *out,
-		     size_t outlen)
-{
-	struct pf_strbuf sb;
-
-	pf_strbuf_init_fixed(&sb, out, outlen);
-	uri_encode(&sb, in, keep_slash);
-	return url_end(&sb);
-}
-
-/* "scheme://host[:port]/bucket" or "scheme://bucket.host[:port]". */
-static void url_base(struct pf_strbuf *b, const struct pf_s3_conf *c)
-{
-	const char *host = endpoint_host(c->endpoint);
-	char scheme[16];
-	size_t slen = (size_t)(host - c->endpoint);
-
-	if (c->path_style || slen >= sizeof(scheme)) {
-		pf_strbuf_addstr(b, c->endpoint);
-		pf_strbuf_addstr(b, "/");
-		pf_strbuf_addstr(b, c->bucket);
-		return;
-	}
-	memcpy(scheme, c->endpoint, slen);
-	scheme[slen] = '\0';
-	pf_strbuf_addstr(b, scheme);
-	pf_strbuf_addstr(b, c->bucket);
-	pf_strbuf_addstr(b, ".");
-	pf_strbuf_addstr(b, host);
-}
-
-int pf_s3_object_url(const struct pf_s3_conf *c, const char *path, char *out,
-		     size_t outlen)
-{
-	struct pf_strbuf b;
-
-	if (!path || !*path || path[0] == '/')
-		return -EINVAL;
-	pf_strbuf_init_fixed(&b, out, outlen);
-	url_base(&b, c);
-	pf_strbuf_addstr(&b, "/");
-	uri_encode(&b, c->prefix, 1);
-	uri_encode(&b, path, 1);
-	return url_end(&b);
-}
-
-int pf_s3_list_url(const struct pf_s3_conf *c, const char *dir,
-		   const char *token, unsigned max_keys, char *out,
-		   size_t outlen, char *list_prefix, size_t lplen)
-{
-	struct pf_strbuf b;
-	struct pf_strbuf lp;
-	char num[16];
-
-	if (!dir || dir[0] == '/' ||
-	    (*dir && dir[strlen(dir) - 1] == '/'))
-		return -EINVAL;
-	pf_strbuf_init_fixed(&lp, list_prefix, lplen);
-	pf_strbuf_addstr(&lp, c->prefix);
-	if (*dir) {
-		pf_strbuf_addstr(&lp, dir);
-		pf_strbuf_addstr(&lp, "/");
-	}
-	if (url_end(&lp) < 0)
-		return -ENAMETOOLONG;
-
-	pf_strbuf_init_fixed(&b, out, outlen);
-	url_base(&b, c);
-	/* Path-style lists "/bucket", virtual-hosted "/": as SDKs do. */
-	pf_strbuf_addstr(&b, c->path_style ? "?" : "/?");
-	if (token && *token) {
-		pf_strbuf_addstr(&b, "continuation-token=");
-		uri_encode(&b, token, 0);
-		pf_strbuf_addstr(&b, "&");
-	}
-	pf_strbuf_addstr(&b, "delimiter=%2F&list-type=2&max-keys=");
-	snprintf(num, sizeof(num), "%u", max_keys ? max_keys : 1000);
-	pf_strbuf_addstr(&b, num);
-	pf_strbuf_addstr(&b, "&prefix=");
-	uri_encode(&b, list_prefix, 0);
-	return url_end(&b);
-}
-
-void pf_s3_sigv4_param(const struct pf_s3_conf *c, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "aws:amz:%s:s3", c->region);
-}
-
-void pf_s3_describe(const struct pf_s3_conf *c, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "s3://%s/%s region=%s endpoint=%s "
-		 "addressing=%s credentials=%s", c->bucket, c->prefix,
-		 c->region, c->endpoint,
-		 c->path_style ? "path" : "virtual",
-		 c->cred.anonymous ? "none (no_sign)" : c->cred.source);
 }
