@@ -69,6 +69,15 @@ struct pf_engine_cfg {
 	 * long).  0: each check asks.
 	 */
 	uint64_t attr_ttl_ns;
+	/*
+	 * A READ waits this long at most for its bytes, fetches, retries and
+	 * refetches included, then gets EIO; and a range whose fetch failed
+	 * with -ETIMEDOUT (the source's request deadline passed) fails the
+	 * READs that would fetch it again with EIO at once, for as long: the
+	 * kernel's retries of a failed READ (page by page) would each wait a
+	 * deadline more.  0: no bound (a directory source).
+	 */
+	uint64_t read_timeout_ns;
 };
 
 /*

@@ -441,6 +441,37 @@ void pf_fetch_started(struct pf_bio *bio)
 	pf_fetch_deferred_run(e, &later);
 }
 
+/*
+ * Under the lock: the fetch of [off, end) of @f timed out at the source
+ * (its request deadline passed): READs that would fetch it again fail at
+ * once until cfg.read_timeout_ns from now (read.c), rather than each wait
+ * a deadline more.  Two ranges are kept: the one expiring first goes.
+ */
+static void timed_out_note(struct pf_engine *e, struct pf_efile *f,
+			   uint64_t off, uint64_t end)
+{
+	uint64_t until = engine_now(e) + e->cfg.read_timeout_ns;
+	unsigned i = f->timed_out[0].until <= f->timed_out[1].until ? 0 : 1;
+
+	if (!e->cfg.read_timeout_ns)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		/* overlapping or touching a live one: grow it */
+		if (f->timed_out[k].until > until - e->cfg.read_timeout_ns &&
+		    off <= f->timed_out[k].end && f->timed_out[k].off <= end) {
+			i = k;
+			if (f->timed_out[k].off < off)
+				off = f->timed_out[k].off;
+			if (f->timed_out[k].end > end)
+				end = f->timed_out[k].end;
+			break;
+		}
+	}
+	f->timed_out[i].off = off;
+	f->timed_out[i].end = end;
+	f->timed_out[i].until = until;
+}
+
 void pf_fetch_done(struct pf_bio *bio, int64_t res)
 {
 	struct fetch *ft = bio->priv;
@@ -461,6 +492,11 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	pthread_mutex_lock(&e->lock);
 	e->inflight--;
 	e->inflight_bytes -= ft->len;
+	if (err == ETIMEDOUT) {
+		/* the readers get EIO, and so do their retries for a while */
+		timed_out_note(e, f, ft->off, ft->off + ft->len);
+		err = EIO;
+	}
 	if (err) {
 		e->tot.fetch_errors++;
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",

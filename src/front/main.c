@@ -559,6 +559,14 @@ static int core_new(struct daemon *d)
 	/* a plan's paths are checked against attributes this old at most,
 	 * as the kernel's default_permissions checks its cached ones */
 	d->o.engine.attr_ttl_ns = (uint64_t)(d->o.attr_timeout * 1e9);
+	/* an object store's READ waits no longer than a request may take
+	 * (request_timeout, or its default for a fetch: see pf_curl.h) */
+	if (d->kind != SRC_POSIX)
+		d->o.engine.read_timeout_ns =
+			(d->o.request_timeout ? (uint64_t)d->o.request_timeout
+					      : 2ull * d->o.timeout +
+						(d->o.engine.fetch_size >> 18)) *
+			1000000000ull;
 	ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
 
 	if (ret < 0) {

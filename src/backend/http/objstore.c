@@ -510,6 +510,10 @@ static void oio_done(struct pf_creq *r, int err)
 	struct pf_bio *bio = io->bio;
 	int64_t res = err < 0 ? err : (int64_t)r->len;
 
+	/* the engine answers READs EIO either way, and fails the range's
+	 * next READs at once for a while: they would time out again */
+	if (err == -EIO && r->timed_out)
+		res = -ETIMEDOUT;
 	if (err < 0 && err != -ECANCELED)
 		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
 			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
