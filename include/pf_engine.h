@@ -234,8 +234,22 @@ struct pf_engine_totals {
 				  * own: for read-ahead in flight (or for
 				  * memory); waits, never hits */
 	uint64_t wait_ns;
+	uint64_t miss_wait_ns;	/* of the waits of READs that missed */
 	uint64_t bytes_served;	/* answered to READs, and pushed to the
 				 * page cache (bytes_pushed) */
+	uint64_t bytes_hit;	/* answered to READs at once (hits) */
+	/*
+	 * The page cache, estimated: the kernel asks for nothing it holds,
+	 * so an open by readers that made no READ and had nothing pushed
+	 * was served by it whole.  Counted when the last reader's handle
+	 * of a file closes (handles open at once are one): quiet_opens and
+	 * their files' sizes, quiet_bytes; opens counts every reader's
+	 * open.  Partial page-cache hits (a READ for the rest) count
+	 * nothing; an open that read nothing at all counts as served.
+	 */
+	uint64_t opens;
+	uint64_t quiet_opens;
+	uint64_t quiet_bytes;
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
@@ -247,6 +261,8 @@ struct pf_engine_totals {
 	uint64_t next_taken;	/* files opened ahead whose open went to
 				 * their reader (no round trip) */
 	uint64_t fetches;
+	uint64_t fetches_done;	/* completed without error ... */
+	uint64_t fetch_ns;	/* ... taking this long, issue to end */
 	uint64_t fetch_errors;
 	uint64_t fetches_started; /* whose first bytes the backend said
 				   * arrived (pf_bio.started: http, s3) */
@@ -318,5 +334,40 @@ int pf_engine_hint_open(struct pf_engine *e, const struct pf_engine_cred *cred,
 int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *h,
 			 const char *buf, size_t len, uint64_t off);
 void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
+
+/*
+ * Warm-ups (preload.c; prefetchfs-warm): one struct pf_engine_preload per
+ * handle of the control file.  open: -EOPNOTSUPP without prefetch.
+ * write: lines, each a file's path relative to the mount root ending in
+ * '\n' (a line may straddle writes; a leading '/' is the root; '#' lines
+ * are skipped), queued in order and read whole into the cache tiers
+ * unless a tier holds the file already; returns @len, or -EINVAL (a NUL
+ * byte, a path with a ".." component), -ENAMETOOLONG (a line over 4095
+ * bytes) for the whole write.  status: one JSON line into @buf,
+ *   {"files_total": N, "files": N, "cached": N, "failed": N,
+ *    "bytes": N, "bytes_cached": N, "active": N, "error": "..."|null}
+ * (files and bytes done, those a tier held already among them; active:
+ * files queued, opening or being read; error: the first failure, ENOSPC
+ * when the files exceed what the tiers hold), its length.  close: the job
+ * stops (queued paths dropped), @p is freed.  Any thread, no lock held.
+ */
+struct pf_engine_preload;
+/*
+ * @cred: the writer (NULL: the daemon's own, unchecked).  A job reads only
+ * the files its writer may read (another is "No such file or directory",
+ * as a missing one); another user than the owner may have
+ * PF_WARM_PER_USER jobs open (-EMFILE) and queue max_memory / 16 bytes of
+ * paths in each (-ENOSPC).
+ */
+#define PF_WARM_PER_USER 8
+int pf_engine_preload_open(struct pf_engine *e,
+			   const struct pf_engine_cred *cred,
+			   struct pf_engine_preload **out);
+int pf_engine_preload_write(struct pf_engine *e, struct pf_engine_preload *p,
+			    const char *buf, size_t len);
+int pf_engine_preload_status(struct pf_engine *e, struct pf_engine_preload *p,
+			     char *buf, size_t size);
+void pf_engine_preload_close(struct pf_engine *e,
+			     struct pf_engine_preload *p);
 
 #endif

@@ -207,7 +207,7 @@ mkdir -m 700 "$C6"
 if mount --bind "$C6" "$C6" && mount -o remount,bind,ro "$C6"; then
 	CLEANUP_HOOKS+=("umount '$C6'")
 	check "6. a read-only cache_dir: refused, one line" refused "$C6" "$WORK/out6"
-	check "6. the line says why" grep -q "Read-only file system" "$WORK/out6"
+	check "6. the line says why" grep -qi "read-only" "$WORK/out6"
 	cat "$WORK/out6"
 else
 	fail "6. cannot make a read-only bind mount"

@@ -15,6 +15,10 @@
 #      share of the entries (ENOSPC), the daemon's memory stays within
 #      max_memory's quarter (not with a sanitizer: its memory is not the
 #      daemon's)
+#   5. the warm file (prefetchfs-warm's channel) as nobody: root's 0600
+#      file and the file in the 0700 directory fail as the absent one
+#      ("No such file or directory"), nothing of them is read; nobody's
+#      warm-ups are refused past its share (EMFILE)
 # With PF_BIN=<a build before issue 28> every section fails.
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -169,5 +173,33 @@ check "4. root still opens a plan" \
 	python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY))' "$PLAN"
 touch "$WORK/pub/n4.done"
 wait
+
+# ---- 5. warm-ups of nobody's -----------------------------------------------------
+
+before=$(stats_eval "$M" "t['bytes_fetched']")
+as_nobody python3 -c '
+import json, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.write(fd, b"secret.bin\npriv/hidden.bin\nnone.bin\n")
+for i in range(200):
+    st = json.loads(os.pread(fd, 4096, 0))
+    if st["active"] == 0:
+        break
+    time.sleep(0.05)
+print(json.dumps(st))
+fds = []
+try:
+    for i in range(100):
+        fds.append(os.open(sys.argv[1], os.O_RDWR))
+    print("opened", len(fds))
+except OSError as e:
+    print("opened", len(fds), e.strerror)' "$M/.prefetchfs/warm" >"$WORK/n5.out" 2>&1
+cat "$WORK/n5.out"
+check "5. the three fail alike" grep -q '"failed": 3' "$WORK/n5.out"
+check "5. as missing files" grep -q 'secret.bin: No such file or directory' "$WORK/n5.out"
+stats_check "5. nothing of them was read" "$M" "t['bytes_fetched'] == $before"
+check "5. neither secret is in the disk cache" \
+	eval "! grep -a -q -e '$MARK1' -e '$MARK2' '$C/data'"
+check "5. nobody's warm-ups are capped (EMFILE)" grep -q "Too many open files" "$WORK/n5.out"
 
 finish

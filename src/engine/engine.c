@@ -125,6 +125,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->closed);
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
+	e->t_start = engine_now(e);
 	ret = pf_read_deadline_start(e);
 	if (ret < 0)
 		goto out_pool;
@@ -184,6 +185,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 	 * let go */
 	pf_opener_stop(e);
 	pf_next_stop(e);
+	pf_preload_stop(e);
 	pf_plans_stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
@@ -210,6 +212,7 @@ void pf_engine_free(struct pf_engine *e)
 		return;
 	pf_opener_stop(e);
 	pf_next_stop(e);
+	pf_preload_stop(e);
 	pf_plans_stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
@@ -225,6 +228,7 @@ void pf_engine_free(struct pf_engine *e)
 		pf_efile_maybe_free(e, f);
 	}
 	pf_plans_free(e);
+	pf_preload_free(e);
 	pf_opener_free(e);
 	pf_engine_stop_push(e);
 	pf_read_deadline_stop(e);

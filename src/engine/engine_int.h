@@ -18,6 +18,8 @@
  *   dirahead.c   the cross-file learner (files of a directory opened in
  *                name order, by one reader or N striding ones) and the
  *                background fill of a shuffled tree that fits the cache
+ *   preload.c    warm-ups: files named through the control file read
+ *                whole into the cache tiers (prefetchfs-warm)
  *   hintfetch.c  declared plans: the control file's writes, the hint
  *                thread that fetches what the plans declare
  *                (ahead/plans.c; ahead/plans_access.c: what a plan's
@@ -298,6 +300,12 @@ struct pf_efile {
 	bool fill_pending;	/* on the fill's list to plan */
 	bool stale;		/* a newer version of its path replaced it
 				 * (pf_efile_retire()): READs fail, no open */
+	/* the page cache's share (pf_engine_totals): readers' handles open
+	 * (pf_efile_open/close), the READs and pushes since the first */
+	unsigned readers;
+	uint64_t reader_reads;
+	bool reader_pushed;
+	bool preload_kept;	/* a warm-up keeps a reference (preload.c) */
 };
 
 struct pf_engine {
@@ -380,6 +388,10 @@ struct pf_engine {
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	uint64_t t_start;	/* set before threads start: engine_now() at
+				 * pf_engine_new() (the stats' uptime) */
+	struct preload_set *pl;	/* warm-ups (preload.c); protected by
+				 * e->lock, made at the first */
 };
 
 /* What pf_cover_range() is asked to do and what it found (on the caller's
@@ -580,6 +592,13 @@ bool pf_plans_access_may_read(const struct pf_engine_cred *c,
  */
 int pf_plans_access_dirs(struct pf_engine *e, struct pf_plans_dirs *d,
 			 const struct pf_engine_cred *c, const char *path);
+/*
+ * plans_file.c: 0 if @c may read the regular file @path of the source
+ * (directories searched, the file readable), else -ENOENT, whether it is
+ * missing or denied.  @c NULL or root: 0.  No lock held.
+ */
+int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
+		      const char *path);
 /* dirahead.c */
 int pf_dirahead_new(struct pf_engine *e);
 void pf_dirahead_free(struct pf_engine *e);
@@ -598,6 +617,16 @@ void pf_dirahead_release_all(struct pf_engine *e);
 bool pf_dirahead_work(struct pf_engine *e);
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
+
+/* dirahead.c: what the fill (and a warm-up) may hold; *memory: of
+ * max_memory, else the backend's capacity (a disk tier) */
+uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory);
+
+/* preload.c (warm-ups, pf_engine_preload_*) */
+void pf_preload_plan(struct pf_engine *e, struct deferred *later);
+/* lock not held */
+void pf_preload_stop(struct pf_engine *e);
+void pf_preload_free(struct pf_engine *e);
 
 /* engine_trace.c (-o trace, see pf_trace.h) */
 void pf_etrace_counters(struct pf_engine *e, uint64_t now);

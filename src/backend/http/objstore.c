@@ -807,61 +807,6 @@ static int load_manifest(struct obj *o, const char *murl, char *err,
 	return 0;
 }
 
-/* The first listing at mount: the source exists and answers. */
-static int check_root(struct obj *o, const char *source, char *err,
-		      size_t errlen)
-{
-	struct listing l = { 0 };
-	char why[300] = "";
-	int ret;
-
-	ret = pf_obj_list_dir(o, "", &l, why, sizeof(why));
-	if (ret < 0) {
-		const char *hint = "";
-
-		if (ret == -EACCES && o->kind == KIND_S3)
-			hint = o->s3.cred.anonymous ?
-				       " (anonymous: give credentials, or "
-				       "check the bucket policy)" :
-				       " (check the credentials and region)";
-		else if (strstr(why, "certificate"))
-			hint = ": give the server's CA with -o cacert=FILE, or "
-			       "-o insecure not to verify it";
-		/* a network error says more than "Input/output error" */
-		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
-			 ret == -EIO && why[0] ? "" : strerror(-ret),
-			 why[0] && ret != -EIO ? ": " : "", why, hint);
-		pf_obj_ents_free(l.ents, l.n);
-		return ret;
-	}
-	pf_obj_listing_finish(&l, "");
-	if (!l.n)
-		pf_warn("'%s' is empty (no objects or directories under it): "
-			"check the source", source);
-	pthread_mutex_lock(&o->lock);
-	{
-		struct dir *d = pf_obj_dir_add(o, "");
-
-		if (!d) {
-			pthread_mutex_unlock(&o->lock);
-			pf_obj_ents_free(l.ents, l.n);
-			return -ENOMEM;
-		}
-		d->ents = l.ents;
-		d->n = l.n;
-		d->cap = l.cap;
-		d->state = D_LOADED;
-		/* not dirty: every mount lists the root again, so a daemon
-		 * that stops before it lists more (a second one on the
-		 * cache dir, refused) leaves the file alone */
-		d->learned = l.seen;
-		o->list_bytes += l.bytes;
-	}
-	pthread_mutex_unlock(&o->lock);
-	return 0;
-}
-
-
 /* What the constructors share: the limits of @cfg into @o and @cc. */
 static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
 			struct obj *o)
@@ -924,7 +869,7 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 				 cfg->manifest);
 		ret = load_manifest(o, murl, err, errlen);
 	} else {
-		ret = check_root(o, source, err, errlen);
+		ret = pf_obj_check_root(o, source, err, errlen);
 	}
 	if (ret < 0)
 		goto out;
@@ -988,7 +933,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 			 strerror(-ret));
 		goto out;
 	}
-	ret = check_root(o, source, err, errlen);
+	ret = pf_obj_check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
 	pf_obj_listings_start(o, source, cfg->listings_dirfd, cfg->listings);

@@ -118,6 +118,15 @@ static int dir_attr(struct pf_engine *e, struct pf_plans_dirs *d,
 	struct stat st;
 	int ret;
 
+	if (!d) {
+		/* no table: ask each time */
+		ret = e->be->ops->getattr(e->be, path, &st);
+		if (ret < 0)
+			return ret;
+		pf_plans_access_attr(&st, now, a);
+		*is_dir = S_ISDIR(st.st_mode);
+		return 0;
+	}
 	pthread_mutex_lock(&d->mu);
 	for (x = d->b[i]; x; x = x->next)
 		if (strcmp(x->path, path) == 0)

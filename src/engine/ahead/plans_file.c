@@ -206,6 +206,21 @@ check:
 	return 0;
 }
 
+int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
+		      const char *path)
+{
+	struct pf_plans_attr attr;
+	struct stat st;
+
+	if (!c || c->uid == 0)
+		return 0;
+	if (pf_plans_access_dirs(e, e->hf ? e->hf->dirs : NULL, c, path) < 0 ||
+	    e->be->ops->getattr(e->be, path, &st) < 0 || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	pf_plans_access_attr(&st, engine_now(e), &attr);
+	return pf_plans_access_may_read(c, &attr) ? 0 : -ENOENT;
+}
+
 /* ---- the control file (pf_engine.h) ------------------------------------- */
 
 /* Under e->lock: a plan ended (replaced or closed); bad_writes are kept
