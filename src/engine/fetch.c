@@ -442,6 +442,59 @@ void pf_fetch_started(struct pf_bio *bio)
 }
 
 /*
+ * Under the lock: the blocks of @ft, whose read ended with @err (0: ok),
+ * are no longer busy: their valid bytes, their READs tried again (or
+ * failed), pinned for the pusher if @pushed, else idle.
+ */
+static void blocks_done(struct pf_engine *e, struct fetch *ft, int err,
+			bool pushed, struct deferred *later)
+{
+	for (unsigned i = 0; i < ft->nblk; i++) {
+		struct block *b = ft->blk[i];
+		uint32_t flo = ft->flo[i];
+		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
+		struct parked_read *w = b->waiters;
+
+		b->busy = false;
+		b->rx = false;
+		b->waiters = NULL;
+		if (!err) {
+			if (b->vhi == b->vlo) {
+				b->vlo = flo;
+				b->vhi = fhi;
+			} else {
+				b->vlo = flo < b->vlo ? flo : b->vlo;
+				b->vhi = fhi > b->vhi ? fhi : b->vhi;
+			}
+			/* new bytes nobody has read yet */
+			b->read_seen = false;
+		} else if (flo < b->vhi && b->vlo < fhi) {
+			/*
+			 * The failed read may have written into the valid
+			 * bytes it covered (pf_fetch_range() covers them when
+			 * it extends them on both sides): bytes of another
+			 * version, or none, are valid no more.
+			 */
+			b->vlo = 0;
+			b->vhi = 0;
+		}
+		/* waiters of a failed block get the error, not a refetch */
+		for (struct parked_read *p = w; err && p; p = p->wnext)
+			p->err = err;
+		if (pushed) {
+			/* pinned for the pusher; its bytes are consumed in
+			 * the reader's page cache */
+			b->refs++;
+			b->read_seen = true;
+			b->pushed = true;
+		} else {
+			pf_cache_block_idle(e, b);
+		}
+		pf_read_retry(e, w, later);
+	}
+}
+
+/*
  * Under the lock: the fetch of [off, end) of @f timed out at the source
  * (its request deadline passed): READs that would fetch it again fail at
  * once until cfg.read_timeout_ns from now (read.c), rather than each wait
@@ -518,49 +571,7 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	}
 	/* decided before the blocks go idle: a detached one is freed then */
 	pushed = pf_push_wanted(e, ft, err);
-	for (unsigned i = 0; i < ft->nblk; i++) {
-		struct block *b = ft->blk[i];
-		uint32_t flo = ft->flo[i];
-		uint32_t fhi = flo + (uint32_t)ft->iov[i].iov_len;
-		struct parked_read *w = b->waiters;
-
-		b->busy = false;
-		b->rx = false;
-		b->waiters = NULL;
-		if (!err) {
-			if (b->vhi == b->vlo) {
-				b->vlo = flo;
-				b->vhi = fhi;
-			} else {
-				b->vlo = flo < b->vlo ? flo : b->vlo;
-				b->vhi = fhi > b->vhi ? fhi : b->vhi;
-			}
-			/* new bytes nobody has read yet */
-			b->read_seen = false;
-		} else if (flo < b->vhi && b->vlo < fhi) {
-			/*
-			 * The failed read may have written into the valid
-			 * bytes it covered (pf_fetch_range() covers them when
-			 * it extends them on both sides): bytes of another
-			 * version, or none, are valid no more.
-			 */
-			b->vlo = 0;
-			b->vhi = 0;
-		}
-		/* waiters of a failed block get the error, not a refetch */
-		for (struct parked_read *p = w; err && p; p = p->wnext)
-			p->err = err;
-		if (pushed) {
-			/* pinned for the pusher; its bytes are consumed in
-			 * the reader's page cache */
-			b->refs++;
-			b->read_seen = true;
-			b->pushed = true;
-		} else {
-			pf_cache_block_idle(e, b);
-		}
-		pf_read_retry(e, w, &later);
-	}
+	blocks_done(e, ft, err, pushed, &later);
 	if (pushed) {
 		pf_push_enqueue(e, ft);
 		/* the pusher holds its last page back: it stays in memory
