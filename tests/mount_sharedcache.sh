@@ -12,6 +12,12 @@
 #   3. B with another secret: nothing of A's is served, every byte exact
 #   4. no secret, a secret others may read, a short one: the mount is
 #      refused with one line
+#   5. the whole stack, a disk cache over the tier: a node with cache_dir
+#      reads A's tree from the tier (no GET), its disk cache keeps it, and
+#      its remount reads it from local disk (no look-up in the tier)
+#   6. a file replaced at the origin by one of the same size within the
+#      same minute (nginx's HTML index gives minutes): the next node reads
+#      the new bytes, never the tier's pieces of the old version
 # tests/run: parallel
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
@@ -179,4 +185,35 @@ refused "a short secret" "at least 16" "shared_cache=$MC1,shared_secret=$WORK/sh
 refused "a missing secret" "No such file" "shared_cache=$MC1,shared_secret=$WORK/nothing"
 refused "a bad server" "bad value for shared_cache" "shared_cache=$MC1:x,shared_secret=$SECRET"
 refused "shared_self not in the list" "not in the shared_cache list" "shared_cache=$MC1,shared_secret=$SECRET,shared_self=127.0.0.9:1"
+
+# ---- 5. the disk cache over the tier ---------------------------------------------
+
+F=$WORK/f
+FOPTS="$OPTS,cache_dir=$WORK/fcache,cache_size=64M"
+before=$(data_gets)
+pf_mount_ready "$NGINX_URL" "$F" -o "$FOPTS" || { fail "mount F"; finish; }
+check "disk cache over the tier: byte-exact" all_same "$F"
+stats_check "disk cache over the tier: the tier served what the disk cache missed" "$F" "c['misses'] > 0 and sc['pieces_hit'] > 0 and sc['pieces_missed'] == 0"
+for ((i = 0; i < 100; i++)); do
+	[ "$(stats_eval "$F" "c['bytes_cached'] >= $TOTAL")" = True ] && break
+	sleep 0.1
+done
+pf_umount "$F" || fail "unmount F"
+pf_mount_ready "$NGINX_URL" "$F" -o "$FOPTS" || { fail "remount F"; finish; }
+check "remount: byte-exact" all_same "$F"
+stats_check "remount: every read from local disk, none from the tier" "$F" "c['hits'] > 0 and c['misses'] == 0 and sc['hits'] + sc['misses'] == 0"
+after=$(data_gets)
+check "the stack: no GET of file data ($((after - before)))" [ "$after" -eq "$before" ]
+pf_umount "$F" || fail "unmount F"
+
+# ---- 6. a file replaced at the origin ---------------------------------------------
+
+past_mtime "$SRC/odd.bin"
+mkfile "$WORK/odd.v2" 1234567
+cat "$WORK/odd.v2" >"$SRC/odd.bin"	# the same size, a later second
+G=$WORK/g
+pf_mount_ready "$NGINX_URL" "$G" -o "$OPTS" || { fail "mount G"; finish; }
+check "replaced at the origin: the new bytes" cmp -s "$SRC/odd.bin" "$G/odd.bin"
+check "replaced at the origin: the rest byte-exact" all_same "$G"
+pf_umount "$G" || fail "unmount G"
 finish

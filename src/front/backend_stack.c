@@ -73,6 +73,9 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;
 	ocfg.insecure = o->insecure;
 	ocfg.manifest = o->manifest[0] ? o->manifest : NULL;
+	/* the shared tier serves a version's pieces without a GET: every
+	 * node must name it the same, exactly (no listing's minute) */
+	ocfg.exact_versions = o->shared_cache[0] != '\0';
 	ocfg.s3.region = o->region[0] ? o->region : NULL;
 	ocfg.s3.endpoint = o->endpoint[0] ? o->endpoint : NULL;
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
