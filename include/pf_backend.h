@@ -43,6 +43,8 @@ typedef int (*pf_dirent_fn)(void *arg, const char *name,
  * Result passed to done(): the number of bytes read into iov (less than the
  * iov total only when the end of the file was reached), or -errno.  Short
  * reads from the kernel are resubmitted by the backend, never reported.
+ * -ETIMEDOUT: the source gave no complete answer within the request's
+ * total deadline (http, s3: request_timeout), retries included.
  */
 struct pf_bio {
 	struct pf_bfile *file;
@@ -112,7 +114,7 @@ struct pf_backend_ops {
 	/*
 	 * Optional: the backend's own counters for the stats file, as one
 	 * JSON object written NUL-terminated into buf (truncation is the
-	 * backend's to avoid: size is at least 1024).  Any thread.
+	 * backend's to avoid: size is at least 4096).  Any thread.
 	 */
 	void (*stats_json)(struct pf_backend *be, char *buf, size_t size);
 	/*

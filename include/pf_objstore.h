@@ -49,7 +49,19 @@ struct pf_obj_cfg {
 					 * at mount (objstore_ahead.c) */
 	const char *listings;		/* NULL, or a file that keeps the
 					 * listings across mounts (in
-					 * -o cache_dir; objstore.c, DESIGN) */
+					 * -o cache_dir; objstore.c, DESIGN):
+					 * its path, for messages */
+	/*
+	 * Non-zero: every open reports a version that changes with the
+	 * object (a HEAD where the listing gave none), never the listing's
+	 * size and minute pinned by the first GET: a shared cache tier
+	 * keeps pieces by the version an open reports, and serves them
+	 * without a GET.  (cache_dir implies it.)
+	 */
+	int exact_versions;
+	int listings_dirfd;		/* with listings: its directory,
+					 * checked (pf_dc_dir_open()); the
+					 * file is opened relative to it */
 };
 
 /* @source: "http://host[:port]/prefix/" or https. */

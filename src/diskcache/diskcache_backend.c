@@ -230,7 +230,7 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 {
 	struct dcb *d = to_d(be);
 	struct pf_dc_stats s;
-	char inner[1024] = "";
+	char inner[3072] = "";
 	const char *rest = "";
 	uint64_t mapped;
 	size_t n;
@@ -363,7 +363,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 {
 	struct pf_dc_cfg dcfg = { .size = cfg->size,
 				  .block_size = cfg->block_size,
-				  .index_max = cfg->index_max };
+				  .index_max = cfg->index_max,
+				  .dirfd = cfg->dirfd };
 	sigset_t all;
 	sigset_t old;
 	struct dcb *d;
@@ -438,4 +439,9 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 out:
 	dcb_free(d);
 	return ret;
+}
+
+void pf_diskcache_backend_exiting(struct pf_backend *be)
+{
+	pf_dc_exiting(to_d(be)->dc);
 }

@@ -126,9 +126,12 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	e->t_start = engine_now(e);
+	ret = pf_read_deadline_start(e);
+	if (ret < 0)
+		goto out_pool;
 	if (cfg->prefetch && pf_plans_start(e) < 0) {
 		ret = -ENOMEM;
-		goto out_pool;
+		goto out_deadline;
 	}
 	if (pf_next_start(e) < 0) {
 		ret = -ENOMEM;
@@ -147,6 +150,8 @@ out_next:
 out_hint:
 	pf_plans_stop(e);
 	pf_plans_free(e);
+out_deadline:
+	pf_read_deadline_stop(e);
 out_pool:
 	free(e->ghosts);
 	pf_dirahead_free(e);
@@ -175,6 +180,8 @@ void pf_engine_quiesce(struct pf_engine *e)
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
 	pthread_mutex_unlock(&e->lock);
+	/* what is parked now is answered by its fetch, sent or cancelled */
+	pf_read_deadline_stop(e);
 	/* the opens in flight return first: they hold files the two below
 	 * let go */
 	pf_opener_stop(e);
@@ -225,6 +232,7 @@ void pf_engine_free(struct pf_engine *e)
 	pf_preload_free(e);
 	pf_opener_free(e);
 	pf_engine_stop_push(e);
+	pf_read_deadline_stop(e);
 	free(e->ghosts);
 	pf_dirahead_free(e);
 	pf_fill_free(e);

@@ -4,6 +4,7 @@
  *
  * The engine is one data path cut into files along it:
  *   read.c       a READ: look up its blocks, park it, answer it
+ *   read_deadline.c  a READ parked past read_timeout_ns gets EIO
  *   cache.c      blocks: the hash, the LRUs, buffers and eviction
  *   fetch.c      backend reads: fetch builders, the in-flight queue and
  *                completions
@@ -23,6 +24,8 @@
  *                whole into the cache tiers (prefetchfs-warm)
  *   hintfetch.c  declared plans: the control file's writes, the hint
  *                thread that fetches what the plans declare
+ *                (ahead/plans.c; ahead/plans_access.c: what a plan's
+ *                writer may read)
  *   efile.c      files: open generations, versions, references
  *   engine_stats.c, engine_trace.c  the stats file and the trace
  *   engine.c     create, quiesce, free
@@ -143,6 +146,8 @@ struct parked_read {
 	uint64_t wait_age;	/* whose fetch had been in flight this long
 				 * when the READ came (the first such) */
 	bool heap;
+	bool listed;		/* on e->parked (read_deadline.c) */
+	struct list dnode;
 	unsigned nblk;
 	struct block *blk[];
 };
@@ -259,6 +264,15 @@ struct pf_efile {
 	struct bfile_ref *cur; /* while opens > 0 */
 	uint64_t size;
 	struct timespec mtime;
+	struct timespec ctime;	/* a POSIX rewrite that restores the mtime
+				 * still has a new one */
+	/* ranges whose fetch timed out, failed at once until then
+	 * (cfg.read_timeout_ns; fetch.c, read.c) */
+	struct {
+		uint64_t off;
+		uint64_t end;
+		uint64_t until;
+	} timed_out[2];
 	bool have_version;
 	struct pf_tracker *tracker;
 	struct engine_stream *estreams; /* one per tracker stream, grown
@@ -330,6 +344,13 @@ struct pf_engine {
 	unsigned nclosed;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
+	/* READs parked on the heap, for their deadline (read_deadline.c);
+	 * protected by e->lock, as dl_stop */
+	struct list parked;
+	pthread_t dl_thread;	/* set before threads start */
+	pthread_cond_t dl_cond;	/* with e->lock: parked grew, or stop */
+	bool dl_running;	/* set before threads start */
+	bool dl_stop;
 	struct list wanting;	/* protected by e->lock: files whose
 				 * streams' read-ahead pf_fetch_room() refused,
 				 * served first when room frees (fetch.c) */
@@ -457,6 +478,13 @@ void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 void pf_read_block_unpin(struct pf_engine *e, struct block *b,
 		 struct deferred *later);
 
+/* read_deadline.c: READs parked past cfg.read_timeout_ns get EIO */
+int pf_read_deadline_start(struct pf_engine *e);
+/* under the lock: heap READ @p parked */
+void pf_read_deadline_park(struct pf_engine *e, struct parked_read *p);
+/* lock not held; idempotent */
+void pf_read_deadline_stop(struct pf_engine *e);
+
 /* readahead.c */
 uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
@@ -551,14 +579,45 @@ void pf_plans_forget(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 void pf_plans_stop(struct pf_engine *e);
 void pf_plans_free(struct pf_engine *e);
-void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb,
+			 const struct pf_engine_cred *viewer);
+/* plans_access.c: what a plan's writer may read */
+struct pf_plans_attr {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;
+	uint64_t at_ns;		/* when the backend gave them (engine clock) */
+};
+struct pf_plans_dirs;
+struct pf_plans_dirs *pf_plans_access_new(void);
+void pf_plans_access_free(struct pf_plans_dirs *d);
+void pf_plans_access_attr(const struct stat *st, uint64_t now,
+			  struct pf_plans_attr *a);
+/* whether @c may read a file of attributes @a */
+bool pf_plans_access_may_read(const struct pf_engine_cred *c,
+			      const struct pf_plans_attr *a);
+/*
+ * Whether @c may search every directory above @path, from the root: 0,
+ * -EACCES, -ENOENT / -ENOTDIR (one is missing or not a directory),
+ * -ENOMEM.  @c NULL or root: 0.  No lock held.
+ */
+int pf_plans_access_dirs(struct pf_engine *e, struct pf_plans_dirs *d,
+			 const struct pf_engine_cred *c, const char *path);
+/*
+ * plans_file.c: 0 if @c may read the regular file @path of the source
+ * (directories searched, the file readable), else -ENOENT, whether it is
+ * missing or denied.  @c NULL or root: 0.  No lock held.
+ */
+int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
+		      const char *path);
 /* dirahead.c */
 int pf_dirahead_new(struct pf_engine *e);
 void pf_dirahead_free(struct pf_engine *e);
 void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
 void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
 void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb);
+/* @paths: the fill's root too (the mount's owner sees it) */
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
 
@@ -576,11 +635,11 @@ void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 void pf_fill_plan(struct pf_engine *e, struct deferred *later);
 void pf_fill_fetched(struct pf_engine *e, const struct fetch *ft, int err);
 void pf_fill_release_all(struct pf_engine *e);
-void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
 /* what the fill (and a warm-up) may hold; *memory: of max_memory, else
  * the backend's capacity (a disk tier) */
 uint64_t pf_fill_budget(const struct pf_engine *e, bool *memory);
-void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
 /* on an opener thread, lock held on entry and return (dropped inside) */
 bool pf_fill_work(struct pf_engine *e);
 

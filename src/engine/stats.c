@@ -107,6 +107,14 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 {
+	return pf_engine_stats_json_for(e, backend_desc, NULL);
+}
+
+char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
+			       const struct pf_engine_cred *viewer)
+{
+	/* another user than the owner: totals, no path, its own plans */
+	bool all = !viewer || viewer->owner;
 	struct pf_strbuf sb;
 	struct pf_engine_totals t;
 	bool first = true;
@@ -117,7 +125,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	pf_strbuf_addf(&sb, "{\n  \"backend\": ");
 	pf_strbuf_add_json(&sb, backend_desc);
 	if (e->be->ops->stats_json) {
-		char bs[1024];
+		char bs[4096];
 
 		e->be->ops->stats_json(e->be, bs, sizeof(bs));
 		pf_strbuf_addf(&sb, ",\n  \"transport\": %s", bs);
@@ -181,13 +189,14 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  (double)(engine_now(e) - e->t_start) / 1e9);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
-	pf_dirahead_stats(e, &sb);
+	pf_dirahead_stats(e, &sb, all);
 	/* what the user can do that the daemon cannot (fill.c) */
 	pf_strbuf_addf(&sb, ",\n  \"advice\": [");
-	pf_fill_advice(e, &sb);
+	pf_fill_advice(e, &sb, all);
 	pf_strbuf_addf(&sb, "]");
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
-	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+	for (struct list *l = e->files.next; all && l != &e->files;
+	     l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
 		unsigned n;
 
@@ -202,7 +211,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	}
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
-	pf_plans_stats_json(e, &sb);
+	pf_plans_stats_json(e, &sb, viewer);
 	pf_opener_stats_json(e, &sb);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);

@@ -178,9 +178,9 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
  * May an open of @e (in @d, under o->lock) answer from the listing and
  * pin the version from its first GET?  Only for a listing that gave the
  * exact size and no version (nginx's HTML index), young enough to be
- * trusted as a version-giving one is, and only without cache_dir: the
- * disk cache keeps blocks by the version an open reports, and a lazy open
- * reports the listing's size and minute.
+ * trusted as a version-giving one is, and only without cache_dir or a
+ * shared cache tier (cfg->exact_versions): they keep blocks by the version
+ * an open reports, and a lazy open reports the listing's size and minute.
  */
 static bool lazy_ok(const struct obj *o, const struct dir *d,
 		    const struct ent *e)
@@ -510,6 +510,10 @@ static void oio_done(struct pf_creq *r, int err)
 	struct pf_bio *bio = io->bio;
 	int64_t res = err < 0 ? err : (int64_t)r->len;
 
+	/* the engine answers READs EIO either way, and fails the range's
+	 * next READs at once for a while: they would time out again */
+	if (err == -EIO && r->timed_out)
+		res = -ETIMEDOUT;
 	if (err < 0 && err != -ECANCELED)
 		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
 			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
@@ -609,6 +613,8 @@ static void obj_destroy(struct pf_backend *be)
 		}
 	}
 	free(o->dirs);
+	if (o->listings)
+		close(o->listings_dirfd);
 	free(o->listings);
 	free(o->source);
 	pthread_mutex_destroy(&o->lock);
@@ -806,7 +812,7 @@ static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
 			struct obj *o)
 {
 	o->revalidate_s = cfg->revalidate_s;
-	o->lazy_pins = !cfg->listings;
+	o->lazy_pins = !cfg->listings && !cfg->exact_versions;
 	o->list_max = cfg->list_max ? cfg->list_max : LIST_MAX_DEFAULT;
 	memset(cc, 0, sizeof(*cc));
 	cc->max_conns = cfg->max_conns;
@@ -868,7 +874,8 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	if (!o->manifest) {
-		pf_obj_listings_start(o, source, cfg->listings);
+		pf_obj_listings_start(o, source, cfg->listings_dirfd,
+				      cfg->listings);
 		pf_obj_ahead_start(o, cfg->list_ahead);
 	}
 	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
@@ -929,7 +936,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	ret = pf_obj_check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
-	pf_obj_listings_start(o, source, cfg->listings);
+	pf_obj_listings_start(o, source, cfg->listings_dirfd, cfg->listings);
 	pf_obj_ahead_start(o, cfg->list_ahead);
 	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
 	*out = &o->be;

@@ -570,8 +570,8 @@ void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 }
 
 /* Under the lock: the learner's part of the stats file, the tiers' and
- * the fill's. */
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
+ * the fill's (its paths when @paths). */
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 {
 	struct dirahead *da = e->da;
 	unsigned learned = 0;
@@ -595,5 +595,5 @@ void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
 		       "}}",
 		       e->tot.hits, e->tot.misses,
 		       (uint64_t)pf_pool_in_use(e->pool) * e->bs);
-	pf_fill_stats(e, sb);
+	pf_fill_stats(e, sb, paths);
 }

@@ -68,7 +68,7 @@
 /* the fill through a disk tier keeps at most max_memory / this in flight */
 #define THROUGH_SHARE 8
 #define THROUGH_PIECES 16
-#define ADVICE_MAX 400
+#define ADVICE_MAX 200
 #define ADVICE_PATH 160	/* bytes of a path the advice names */
 
 enum { FILL_OFF, FILL_LISTING, FILL_RUNNING, FILL_DONE, FILL_STOPPED,
@@ -100,8 +100,9 @@ struct fill {
 	size_t cpend;
 	size_t shed;		/* held[] below it: memory let go (a
 				 * reader may have brought some back) */
-	char advice[ADVICE_MAX]; /* "" or the advice (its log line less
-				  * "advice: "), once */
+	char advice[ADVICE_MAX]; /* "" or the advice, once: what follows
+				  * "random reads of " advice_what */
+	char advice_what[ADVICE_PATH + 1];
 };
 
 int pf_fill_new(struct pf_engine *e)
@@ -200,26 +201,31 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 	size_up(total / 7 * 8 + (1u << 20), disk, sizeof(disk));
 	size_up(total / 3 * 4 + e->cfg.memory_aside + (1u << 20), mem,
 		sizeof(mem));
+	snprintf(fl->advice_what, sizeof(fl->advice_what), "%s", what);
 	if (e->be->ops->capacity)
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "random reads of %.*s (%" PRIu64 " bytes) fit "
-			 "neither memory nor the disk cache: cache_size=%s "
-			 "(as much free in cache_dir) or max_memory=%s",
-			 ADVICE_PATH, what, total, disk, mem);
+			 " (%" PRIu64 " bytes) fit neither memory nor the disk "
+			 "cache: cache_size=%s (as much free in cache_dir) or "
+			 "max_memory=%s", total, disk, mem);
 	else
 		snprintf(fl->advice, sizeof(fl->advice),
-			 "random reads of %.*s (%" PRIu64 " bytes) do "
-			 "not fit memory: add cache_dir=DIR (%s free needed) "
-			 "or max_memory=%s", ADVICE_PATH, what, total, disk,
-			 mem);
-	pf_warn("advice: %s", fl->advice);
+			 " (%" PRIu64 " bytes) do not fit memory: add "
+			 "cache_dir=DIR (%s free needed) or max_memory=%s",
+			 total, disk, mem);
+	pf_warn("advice: random reads of %s%s", fl->advice_what, fl->advice);
 }
 
-/* Under the lock: the advice line, if any, as a JSON array's string. */
-void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb)
+/* Under the lock: the advice, if any, as a JSON array's string; the file
+ * it is about named when @paths (the mount's owner sees it). */
+void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 {
-	if (e->fill && e->fill->advice[0])
-		pf_strbuf_add_json(sb, e->fill->advice);
+	char line[ADVICE_MAX + ADVICE_PATH + 32];
+
+	if (!e->fill || !e->fill->advice[0])
+		return;
+	snprintf(line, sizeof(line), "random reads of %s%s",
+		 paths ? e->fill->advice_what : "a file", e->fill->advice);
+	pf_strbuf_add_json(sb, line);
 }
 
 /* Readers open the files below @root in random order (the learner). */
@@ -686,8 +692,9 @@ bool pf_fill_work(struct pf_engine *e)
 	return true;
 }
 
-/* Under the lock: the fill's part of the stats file. */
-void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb)
+/* Under the lock: the fill's part of the stats file (its root when
+ * @paths). */
+void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 {
 	struct fill *fl = e->fill;
 	uint64_t budget;
@@ -698,7 +705,7 @@ void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb)
 	budget = pf_fill_budget(e, &memory);
 	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
 		       fill_state_name[fl->state]);
-	pf_strbuf_add_json(sb, fl->froot ? fl->froot : "");
+	pf_strbuf_add_json(sb, fl->froot && paths ? fl->froot : "");
 	/* the budget says what to change when the fill is too big */
 	pf_strbuf_addf(sb,
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
