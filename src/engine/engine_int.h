@@ -411,7 +411,8 @@ struct cover {
 	unsigned stream;	/* for the fetches made */
 	struct parked_read *read; /* demand: pin blocks ready into its blk[] */
 	struct block *wait_on;	/* demand: first block to wait for */
-	bool nomem;		/* demand: a buffer or fetch was lacking */
+	bool nomem;		/* a buffer or fetch was lacking (read-ahead:
+				 * it stopped there) */
 	bool missed;		/* demand: a fetch was made */
 	bool gated;		/* read-ahead: stopped at pf_fetch_room() */
 	bool held;		/* read-ahead: stopped for first bytes to

@@ -527,10 +527,12 @@ static void fill_shed(struct pf_engine *e)
  * f->ghost_upto: the runs the tier holds are skipped, those it lacks
  * fetched for it (PF_BIO_CACHE, dropped from memory when done), while the
  * fill has less than max_memory / THROUGH_SHARE in flight and fl->limit
- * is not reached.  Returns true when @f is planned to its end.
+ * is not reached.  Returns 1 when @f is planned to its end, 0 when a block
+ * being fetched (a reader's) stopped it, -1 when room in flight or memory
+ * did (nothing more is planned now).
  */
-static bool fill_through(struct pf_engine *e, struct pf_efile *f,
-			 struct deferred *later)
+static int fill_through(struct pf_engine *e, struct pf_efile *f,
+			struct deferred *later)
 {
 	struct fill *fl = e->fill;
 	struct pf_backend *be = e->be;
@@ -563,7 +565,7 @@ static bool fill_through(struct pf_engine *e, struct pf_efile *f,
 			len = be->ops->held_run(be, f->cur->bf, off, len,
 						&held);
 		if (!len)
-			return true;	/* past the tier's end of it */
+			return 1;	/* past the tier's end of it */
 		if (len > f->size - off)
 			len = f->size - off;
 		if (held) {
@@ -572,15 +574,15 @@ static bool fill_through(struct pf_engine *e, struct pf_efile *f,
 			continue;
 		}
 		if (e->fill_inflight && e->fill_inflight + len > cap)
-			return false;
+			return -1;
 		reached = pf_cover_range(e, f, off, off + len, &c, &fb, later);
 		pf_fetch_builder_flush(e, &fb, later);
 		fl->planned += reached - off;
 		f->ghost_upto = reached;
 		if (reached < off + len)
-			return false;	/* no room, memory, or a busy block */
+			return c.gated || c.nomem ? -1 : 0;
 	}
-	return true;
+	return 1;
 }
 
 /* Under the lock: read ahead what the fill's files still lack, as much as
@@ -600,17 +602,25 @@ void pf_fill_plan(struct pf_engine *e, struct deferred *later)
 		struct pf_efile *f = fl->pend[i];
 		struct fetch_builder fb = { .fill = true };
 		struct cover c = { 0 };
+		int ret = 1;
 
 		if (fl->through) {
-			if (!fill_through(e, f, later))
-				break;
+			ret = fill_through(e, f, later);
 		} else {
 			f->ghost_upto = pf_cover_range(e, f, f->ghost_upto,
 						       f->size, &c, &fb,
 						       later);
 			pf_fetch_builder_flush(e, &fb, later);
 			if (f->ghost_upto < f->size)
-				break;
+				ret = c.gated || c.nomem ? -1 : 0;
+		}
+		/* a block being fetched for a reader (or the file opened
+		 * ahead of it) stops this file only: the next goes on */
+		if (ret < 0)
+			break;
+		if (ret == 0) {
+			i++;
+			continue;
 		}
 		f->fill_pending = false;
 		fl->pend[i] = fl->pend[--fl->npend];
