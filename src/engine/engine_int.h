@@ -5,11 +5,12 @@
  * The engine is one data path cut into files along it:
  *   read.c       a READ: look up its blocks, park it, answer it
  *   cache.c      blocks: the hash, the LRUs, buffers and eviction
+ *   cover.c      pf_cover_range(), the one walk over a range's blocks that
+ *                the READ path and every planner use
  *   fetch.c      backend reads: fetch builders, the in-flight queue and
  *                completions
  *   readahead.c  the windows planned ahead of each stream (the policy is
- *                pf_plan_ahead(), plan.c), and pf_cover_range(), the one walk
- *                over a range's blocks that every planner uses
+ *                pf_plan_ahead(), plan.c)
  *   push.c       the pusher thread and the tripwires
  *   opener.c     the pool of opener threads: backend opens and listings
  *                ahead of readers, for the three below
@@ -434,10 +435,12 @@ void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 void pf_read_block_unpin(struct pf_engine *e, struct block *b,
 		 struct deferred *later);
 
-/* readahead.c */
+/* cover.c */
 uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
 		     struct deferred *later);
+
+/* readahead.c */
 struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
 				   const struct engine_stream *s);
 void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
