@@ -206,6 +206,17 @@ struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 	return NULL;
 }
 
+/* Under the lock: the file of @path in e->files, or NULL (an older
+ * version that a newer one replaced is not that file). */
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path)
+{
+	struct pf_efile *c = pf_efile_by_path(e, path, NULL);
+
+	while (c && c->stale)
+		c = pf_efile_by_path(e, path, c);
+	return c;
+}
+
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag)
 {
@@ -228,7 +239,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		}
 	}
 	/* a file a plan fetched ahead of its reader: that one */
-	h = pf_plans_efile_find(e, path);
+	h = e->hooks->file_find(e, path);
 	if (h) {
 		h->tag = tag;
 		pthread_mutex_unlock(&e->lock);
@@ -294,7 +305,7 @@ void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 		return;
 	}
 	closed_del(e, f);
-	pf_plans_forget(e, f);
+	e->hooks->file_forget(e, f);
 	pf_cache_file_drop_blocks(e, f);
 	efile_unlink(e, f);
 	list_del(&f->wnode);
@@ -328,7 +339,7 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	if (ret >= 0) {
 		/* the cross-file learner (dirahead.c) */
 		pthread_mutex_lock(&f->e->lock);
-		pf_dirahead_opened(f->e, f);
+		f->e->hooks->file_opened(f->e, f);
 		pthread_mutex_unlock(&f->e->lock);
 	}
 	return ret;
@@ -355,7 +366,7 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 		 * the reader's open sees the file as it is now.  Its blocks
 		 * stay if the version did not change.
 		 */
-		if (pf_next_ghost_take(e, f)) {
+		if (e->hooks->file_take(e, f)) {
 			st->st_size = (off_t)f->size;
 			st->st_mtim = f->mtime;
 			if (pf_trace_on() && f->tag)
@@ -456,7 +467,7 @@ void pf_efile_retire(struct pf_efile *f)
 	pthread_mutex_lock(&e->lock);
 	f->stale = true;
 	/* the plans find the newer file by path from now on */
-	pf_plans_forget(e, f);
+	e->hooks->file_forget(e, f);
 	f->hint_id = 0;
 	/* no more read-ahead (READs fail before they reach it) */
 	pf_tracker_free(f->tracker);

@@ -12,17 +12,13 @@
  *   readahead.c  the windows planned ahead of each stream (the policy is
  *                pf_plan_ahead(), plan.c)
  *   push.c       the pusher thread and the tripwires
- *   opener.c     the pool of opener threads: backend opens and listings
- *                ahead of readers, for the three below
- *   nextfile.c   the next-file requests and the files opened ahead ("ghosts")
- *   dirahead.c   the cross-file learner (files of a directory opened in
- *                name order, by one reader or N striding ones) and the
- *                background fill of a shuffled tree that fits the cache
- *   hintfetch.c  declared plans: the control file's writes, the hint
- *                thread that fetches what the plans declare
  *   efile.c      files: open generations, versions, references
- *   engine_stats.c, engine_trace.c  the stats file and the trace
+ *   stats.c, trace.c  the stats file and the trace
  *   engine.c     create, quiesce, free
+ * The features across files live in ahead/ (ahead_int.h lists them: the
+ * opener pool, the next file and the files opened ahead, the learner and
+ * the fill, declared plans); the core calls them only through the hooks
+ * of hooks.h (e->hooks), ahead/ calls the core by name.
  *
  * DESIGN
  * One mutex, e->lock, guards every block, file, tracker and queue below;
@@ -30,7 +26,7 @@
  * (or pf_engine_start_push()) only and read without the lock.  Threads that
  * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
  * completion thread (pf_fetch_done), the pusher (push.c), the opener threads
- * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for
+ * (ahead/opener.c) and the hint thread (ahead/plans.c).  Each takes e->lock for
  * its bookkeeping and releases it before it calls out: the backend's
  * submit and open, the reply function, the push function.  Work found
  * under the lock is collected in a struct deferred and done after
@@ -52,6 +48,7 @@
 #include "pf_engine.h"
 #include "pf_list.h"
 #include "pf_pattern.h"
+#include "hooks.h"
 
 struct pf_strbuf;
 
@@ -61,8 +58,6 @@ struct pf_strbuf;
 /* files opened ahead of their readers, at most (cfg.dirahead_files: 0 means
  * this) */
 #define DEF_GHOSTS 256
-/* threads of the opener pool (opener.c says why 32) */
-#define OPENER_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 /* closed files that keep their pattern tracker, at most (efile.c) */
 #define CLOSED_TRACKERS 256
@@ -360,6 +355,9 @@ struct pf_engine {
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	/* the features across files (ahead/), as the core calls them;
+	 * set before threads start */
+	const struct pf_engine_hooks *hooks;
 };
 
 /* What pf_cover_range() is asked to do and what it found (on the caller's
@@ -390,6 +388,12 @@ struct deferred {
 
 /* ---- functions, by file; all but pf_fetch_deferred_run() under e->lock
  * ------- */
+
+/* engine.c: pf_engine_new() is pf_engine_create() with the features'
+ * hooks (ahead/ahead.c) */
+int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
+		     const struct pf_engine_hooks *hooks,
+		     struct pf_engine **out);
 
 /* cache.c */
 void pf_cache_lru_remove(struct block *b);
@@ -470,87 +474,12 @@ struct pf_efile *pf_efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void pf_efile_link(struct pf_engine *e, struct pf_efile *f);
 struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 			       struct pf_efile *after);
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path);
 void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost);
 
-/* opener.c (the job is defined with the structures above) */
-/* lock not held */
-int pf_opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e));
-void pf_opener_stop(struct pf_engine *e);
-void pf_opener_free(struct pf_engine *e);
-void pf_opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
-/* under e->lock; false (the job stays the caller's) once stopping */
-bool pf_opener_submit(struct pf_engine *e, struct opener_job *j);
-void pf_opener_wake(struct pf_engine *e, bool all);
-bool pf_opener_running(const struct pf_engine *e);
-
-/* nextfile.c */
-enum { NR_NEXT, NR_OPEN, NR_LIST, NR_TREE };
-struct next_req {
-	struct opener_job job;
-	int kind;		/* NR_*: the next file after path; open path
-				 * ahead; list directory path (learner);
-				 * list the tree under path (fill) */
-	uint64_t want;		/* bytes to read ahead */
-	char path[];
-};
-struct names {
-	char **v;
-	uint64_t *size;		/* with sizes (NR_TREE, NR_LIST) */
-	size_t n;
-	size_t cap;
-};
-void pf_next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
-void pf_next_push(struct pf_engine *e, int kind, const char *path, size_t len,
-	       uint64_t want);
-bool pf_next_ghost_take(struct pf_engine *e, struct pf_efile *f);
-struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path);
-void pf_next_names_clear(struct names *ns);
-int pf_next_names_add_sized(struct names *ns, const char *name, uint64_t size);
-void pf_next_names_sort(struct names *ns);
-/* lock not held */
-int pf_next_start(struct pf_engine *e);
-struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
-			    uint64_t want, bool fill);
-void pf_next_ghost_plan(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later);
-void pf_next_ghosts_plan(struct pf_engine *e, struct deferred *later);
-void pf_next_ghost_release(struct pf_engine *e, struct pf_efile *f);
-/* lock not held */
-void pf_next_stop(struct pf_engine *e);
-
-/* hintfetch.c */
-struct pf_strbuf;
-int pf_plans_start(struct pf_engine *e);
-void pf_plans_kick(struct pf_engine *e);
-bool pf_plans_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
-	       uint64_t len, uint64_t now);
-struct pf_efile *pf_plans_efile_find(struct pf_engine *e, const char *path);
-void pf_plans_forget(struct pf_engine *e, struct pf_efile *f);
-/* lock not held */
-void pf_plans_stop(struct pf_engine *e);
-void pf_plans_free(struct pf_engine *e);
-void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
-/* dirahead.c */
-int pf_dirahead_new(struct pf_engine *e);
-void pf_dirahead_free(struct pf_engine *e);
-void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
-void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
-		       const struct pf_stream *st, struct deferred *later);
-void pf_dirahead_plan(struct pf_engine *e, struct deferred *later);
-void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later);
-void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
-void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb);
-void pf_dirahead_release_all(struct pf_engine *e);
-/* on an opener thread, lock held on entry and return (dropped inside) */
-bool pf_dirahead_work(struct pf_engine *e);
-void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
-		  struct names *ns, int err);
-
-/* engine_trace.c (-o trace, see pf_trace.h) */
+/* trace.c (-o trace, see pf_trace.h) */
 void pf_etrace_counters(struct pf_engine *e, uint64_t now);
 void pf_etrace_read(
 	struct pf_efile *f, const struct parked_read *p, uint64_t now);

@@ -544,8 +544,7 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	if (pf_trace_on())
 		pf_etrace_fetch(e, ft, err ? -(int64_t)err : res);
 	plan_by_need(e, f, &later);
-	pf_next_ghosts_plan(e, &later);
-	pf_plans_kick(e);
+	e->hooks->fetch_done(e, &later);
 	if (!pushed)
 		pf_fetch_free(e, ft);
 	if (e->memwait) {

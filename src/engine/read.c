@@ -335,7 +335,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		}
 	}
 	/* a file a plan follows is read ahead by the plan */
-	if (pf_plans_read(e, f, off, size, now) || !stream || e->stopping) {
+	if (e->hooks->read(e, f, off, size, now) || !stream || e->stopping) {
 		stream = NULL;
 	} else if (!p || p->nblk == 0) {
 		/* parked (or failed): plan first, its answer comes later */

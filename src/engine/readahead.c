@@ -12,8 +12,8 @@
  * for read-ahead in flight gets deeper windows (grow_depth()), as far as
  * its demand rate and the store's latency ask (Little's law).  The walk
  * over the blocks of a range is pf_cover_range() (cover.c); a stream read
- * at random offsets may start the fill of its file
- * (pf_dirahead_random_file()).
+ * at random offsets may start the fill of its file (the random_stream
+ * hook, ahead/dirahead.c).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -271,9 +271,9 @@ void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
 			  &horizon, &next_want);
 	if (next_want && !f->next_asked)
-		pf_next_ask(e, f, next_want);
+		e->hooks->next_file(e, f, next_want);
 	if (st->pattern == PF_PAT_RANDOM)
-		pf_dirahead_random_file(e, f, st, later);
+		e->hooks->random_stream(e, f, st, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

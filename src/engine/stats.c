@@ -174,7 +174,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  t.files_state_bytes);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
-	pf_dirahead_stats(e, &sb);
+	e->hooks->stats_locked(e, &sb);
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
@@ -191,8 +191,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	}
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
-	pf_plans_stats_json(e, &sb);
-	pf_opener_stats_json(e, &sb);
+	e->hooks->stats(e, &sb);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);
 }

@@ -51,7 +51,7 @@
 #include "pf_hint.h"
 #include "pf_log.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define MAX_HINT_OPEN	1024	/* backend files held open for plans */
 #define MAX_PENDING	256	/* ranges being fetched */
