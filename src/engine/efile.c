@@ -1,6 +1,6 @@
 /*
  * efile.c - the engine's files: references, open generations, versions and
- * the engine's state of each stream (struct engine_stream).
+ * the engine's state of each stream (struct efile_stream).
  *
  * DESIGN
  * A struct pf_efile lives while it has owners (refs), opens or fetches in
@@ -23,7 +23,7 @@
  *
  * Memory.  An efile lives as long as the kernel's inode, so what it holds
  * is paid for every file the kernel remembers (a dataset of a million
- * files: a million efiles).  Its tracker and its engine_streams therefore
+ * files: a million efiles).  Its tracker and its efile_streams therefore
  * start with one stream and grow with its readers (pattern.c,
  * pf_efile_stream_get()), and only open files and the CLOSED_TRACKERS most
  * recently closed ones keep them: a file closed longer ago (on e->closed
@@ -52,7 +52,7 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
+struct efile_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
 {
 	if (id == 0)
 		return NULL;
@@ -69,10 +69,10 @@ struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
  * has streams, so the array stays as small as the tracker.  NULL when out
  * of memory.
  */
-struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id)
+struct efile_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id)
 {
-	struct engine_stream *s = pf_efile_stream_find(f, id);
-	struct engine_stream *more;
+	struct efile_stream *s = pf_efile_stream_find(f, id);
+	struct efile_stream *more;
 
 	if (s)
 		return s;

@@ -182,9 +182,13 @@ struct fetch_builder {
 	bool pushable;		/* for the fetches it makes */
 };
 
-/* The engine's per-stream accounting beside the tracker's learned state.
- * Protected by e->lock. */
-struct engine_stream {
+/*
+ * One stream of a file as the engine keeps it (f->estreams, by the
+ * tracker's stream id): its accounting and its read-ahead state, beside
+ * what the tracker learned of it (struct pf_stream).  Protected by
+ * e->lock.
+ */
+struct efile_stream {
 	unsigned id;		/* 0 = free */
 	uint64_t hits;
 	uint64_t misses;
@@ -248,7 +252,7 @@ struct pf_efile {
 	struct timespec mtime;
 	bool have_version;
 	struct pf_tracker *tracker;
-	struct engine_stream *estreams; /* one per tracker stream, grown
+	struct efile_stream *estreams; /* one per tracker stream, grown
 					 * on demand (pf_efile_stream_get()) */
 	unsigned nestreams;
 	struct list blocks;
@@ -373,7 +377,7 @@ struct cover {
 	bool held;		/* read-ahead: stopped for first bytes to
 				 * come (the first window's pieces, or
 				 * ramp_cap) */
-	struct engine_stream *es; /* read-ahead with a ramp cap: its stream */
+	struct efile_stream *es; /* read-ahead with a ramp cap: its stream */
 	uint64_t ramp_cap;	/* read-ahead: stop when es->unstarted
 				 * reaches it (0: no cap) */
 	bool whole_tail;	/* demand: fetch the last block to its end */
@@ -446,11 +450,11 @@ uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 
 /* readahead.c */
 struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
-				   const struct engine_stream *s);
+				   const struct efile_stream *s);
 void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
-		     struct engine_stream *s,
+		     struct efile_stream *s,
 		     const struct parked_read *p, uint64_t now);
-void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct efile_stream *s,
 		      const struct fetch *ft, uint64_t now);
 void pf_ra_plan_stream_again(struct pf_engine *e, struct pf_efile *f,
 	unsigned id, struct deferred *later);
@@ -466,9 +470,9 @@ uint64_t pf_push_tripwire(
 	struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
-struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id);
-/* may move f->estreams: hold no other engine_stream of @f across it */
-struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id);
+struct efile_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id);
+/* may move f->estreams: hold no other efile_stream of @f across it */
+struct efile_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id);
 size_t pf_efile_state_bytes(const struct pf_efile *f);
 struct pf_efile *pf_efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void pf_efile_link(struct pf_engine *e, struct pf_efile *f);
@@ -485,7 +489,7 @@ void pf_etrace_read(
 	struct pf_efile *f, const struct parked_read *p, uint64_t now);
 void pf_etrace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
 void pf_etrace_plan(struct pf_engine *e, struct pf_efile *f,
-		const struct pf_stream *st, const struct engine_stream *s,
+		const struct pf_stream *st, const struct efile_stream *s,
 		uint64_t issued);
 
 /* ---- small helpers, inline ---------------------------------------- */

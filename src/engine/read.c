@@ -141,7 +141,7 @@ void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 	uint64_t end = read_end(p);
 	uint64_t served = 0;
 	uint64_t now;
-	struct engine_stream *s;
+	struct efile_stream *s;
 	int cnt = 0;
 
 	if (!p->err) {

@@ -46,7 +46,7 @@
  * pf_ra_stream_plan_cfg() gives the planner a stream's depth.
  */
 struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
-				   const struct engine_stream *s)
+				   const struct efile_stream *s)
 {
 	struct pf_plan_cfg pc = e->plan;
 
@@ -56,7 +56,7 @@ struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
 }
 
 /* A read-ahead fetch of stream @s completed whole at @now. */
-void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct efile_stream *s,
 		      const struct fetch *ft, uint64_t now)
 {
 	uint64_t d = now > ft->t0 ? now - ft->t0 : 0;
@@ -79,7 +79,7 @@ void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
  * Window @win, demand measured on @st.
  */
 static bool depth_short(const struct pf_stream *st,
-			const struct engine_stream *s, unsigned d,
+			const struct efile_stream *s, unsigned d,
 			uint64_t win, uint64_t now)
 {
 	uint64_t busy;
@@ -100,7 +100,7 @@ static bool depth_short(const struct pf_stream *st,
 }
 
 static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
-		       struct engine_stream *s, uint64_t now)
+		       struct efile_stream *s, uint64_t now)
 {
 	uint64_t win;
 	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
@@ -130,7 +130,7 @@ static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
  * deepen it (grow_depth()).
  */
 void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
-		     struct engine_stream *s, const struct parked_read *p,
+		     struct efile_stream *s, const struct parked_read *p,
 		     uint64_t now)
 {
 	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
@@ -182,7 +182,7 @@ static uint64_t pieces_end(const struct pf_engine *e,
 
 /* Do streams other than @s have fetches in flight or queued? */
 static bool others_fetching(const struct pf_engine *e,
-			    const struct engine_stream *s)
+			    const struct efile_stream *s)
 {
 	return e->inflight + e->queued > s->inflight;
 }
@@ -223,7 +223,7 @@ static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
  */
 static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			     const struct pf_stream *st,
-			     const struct engine_stream *s,
+			     const struct efile_stream *s,
 			     const struct pf_plan_cfg *pc, uint64_t off,
 			     uint64_t end, struct cover *c,
 			     struct fetch_builder *fb, struct deferred *later)
@@ -254,7 +254,7 @@ void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	struct engine_stream *s = pf_efile_stream_get(f, st->id);
+	struct efile_stream *s = pf_efile_stream_get(f, st->id);
 	uint64_t issued = e->tot.bytes_prefetched;
 	struct fetch_builder fb = { 0 };
 	struct cover c = { 0 };

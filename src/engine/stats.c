@@ -76,7 +76,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 			 struct pf_efile *f, const struct pf_stream *st,
 			 bool *first)
 {
-	struct engine_stream *s = pf_efile_stream_find(f, st->id);
+	struct efile_stream *s = pf_efile_stream_find(f, st->id);
 	uint64_t win = pf_plan_window(st, &e->plan);
 	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
 	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
