@@ -2,7 +2,8 @@
  * objstore_dir.c - the object-storage backends' namespace: the table of
  * directory listings keyed by path, the listing of one directory at the
  * server (an HTTP index or JSON autoindex, or S3 ListObjectsV2 pages),
- * and the entries' stat.
+ * the entries' stat, and the tree a manifest gives, built at mount
+ * (pf_obj_load_manifest()).
  *
  * DESIGN
  * Entered by the FUSE worker threads through the ops (objstore.c:
@@ -512,4 +513,121 @@ void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now)
 	st->st_mtim.tv_nsec = e->nsec;
 	st->st_ctim = st->st_mtim;
 	st->st_atim = st->st_mtim;
+}
+
+/* ---- a manifest's tree (HTTP, -o manifest) ----------------------------- */
+
+/* Adds an entry to a directory built at mount (a manifest's). */
+static int dir_append(struct obj *o, struct dir *d, const char *name,
+		      int is_dir, int64_t size)
+{
+	struct listing l = { .ents = d->ents, .n = d->n, .cap = d->cap };
+	int ret = pf_obj_listing_add(&l, name, is_dir, size, -1);
+
+	d->ents = l.ents;
+	d->n = l.n;
+	d->cap = l.cap;
+	o->list_bytes += l.bytes;
+	return ret;
+}
+
+/* Every directory of a manifest path exists, listed in its parent. */
+static int manifest_dir(struct obj *o, const char *path, struct dir **out)
+{
+	struct dir *d = pf_obj_dir_find(o, path);
+	char parent[PATH_MAX];
+	const char *name;
+	struct dir *pd;
+
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	d = pf_obj_dir_add(o, path);
+	if (!d)
+		return -ENOMEM;
+	d->state = D_LOADED;
+	*out = d;
+	if (!*path)
+		return 0;
+	name = pf_obj_split_path(path, parent, sizeof(parent));
+	if (manifest_dir(o, parent, &pd) < 0)
+		return -ENOMEM;
+	return dir_append(o, pd, name, 1, 0);
+}
+
+struct mctx {
+	struct obj *o;
+	int err;
+};
+
+static int manifest_cb(void *arg, const struct pf_listent *e)
+{
+	struct mctx *m = arg;
+	char parent[PATH_MAX];
+	const char *name = pf_obj_split_path(e->name, parent, sizeof(parent));
+	struct dir *pd;
+
+	if (strlen(e->name) >= sizeof(parent))
+		return 0;
+	m->err = manifest_dir(m->o, parent, &pd);
+	if (m->err < 0)
+		return m->err;
+	m->err = dir_append(m->o, pd, name, 0, e->size);
+	if (m->err == 0 && m->o->list_bytes > m->o->list_max)
+		m->err = -EFBIG;
+	return m->err;
+}
+
+int pf_obj_load_manifest(struct obj *o, const char *murl, char *err,
+			  size_t errlen)
+{
+	struct pf_creq r = { .kind = PF_CREQ_DOC, .doc_max = DOC_MAX,
+			     .url = murl };
+	struct mctx m = { .o = o };
+	struct dir *root;
+	unsigned bad = 0;
+	int ret;
+
+	ret = pf_curl_run(o->curl, &r);
+	if (ret < 0) {
+		snprintf(err, errlen, "manifest '%s': %s (%s)", murl,
+			 strerror(-ret), r.errmsg);
+		free(r.buf);
+		return ret;
+	}
+	o->manifest = true;
+	if (manifest_dir(o, "", &root) < 0) {
+		free(r.buf);
+		return -ENOMEM;
+	}
+	ret = pf_list_parse_manifest(r.buf ? r.buf : "", r.buflen,
+				     manifest_cb, &m, &bad);
+	free(r.buf);
+	if (ret == -EINVAL) {
+		snprintf(err, errlen, "manifest '%s': line %u is not 'PATH "
+			 "SIZE' with a relative path", murl, bad);
+		return ret;
+	}
+	if (m.err == -EFBIG) {
+		snprintf(err, errlen, "manifest '%s': its tree would take more "
+			 "than %zu MiB (a quarter of max_memory)", murl,
+			 o->list_max >> 20);
+		return m.err;
+	}
+	if (ret < 0 || m.err < 0) {
+		snprintf(err, errlen, "manifest '%s': %s", murl,
+			 strerror(m.err < 0 ? -m.err : -ret));
+		return ret < 0 ? ret : m.err;
+	}
+	/* sort every directory (and settle duplicate names) */
+	for (size_t i = 0; i < o->nbuckets; i++)
+		for (struct dir *d = o->dirs[i]; d; d = d->hnext) {
+			struct listing l = { .ents = d->ents, .n = d->n,
+					     .cap = d->cap };
+
+			pf_obj_listing_finish(&l, d->path);
+			d->n = l.n;
+		}
+	return 0;
 }
