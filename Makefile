@@ -91,13 +91,15 @@ endif
 #   backend/s3auth/ S3 configuration and the AWS credential chain
 #   diskcache/      the disk cache, a decorator of any backend
 #   util/           pool, strings, JSON, log, io_uring, trace file
-#   tools/          prefetchfs-stat
+#   tools/          prefetchfs-stat, prefetchfs-warm
 #Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
 	backend/s3auth diskcache util
 FRONT_SRCS := src/front/main.c src/front/fuse_ll.c src/front/meta.c \
 	src/front/fuse_push.c src/front/fuse_signals.c src/front/backend_stack.c
-STAT_SRCS := src/tools/stat_main.c
+STAT_SRCS := src/tools/stat_main.c src/tools/stat_frame.c \
+	src/tools/stat_advice.c
+WARM_SRCS := src/tools/warm.c
 LIB_SRCS := $(filter-out $(FRONT_SRCS),\
 	$(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 LIB_OBJS := $(LIB_SRCS:.c=.o)
@@ -137,17 +139,17 @@ PYBUILD := python/_backend/prefetchfs_build.py
 VERSION := $(shell sed -n 's/^\#define PF_VERSION "\(.*\)"/\1/p' src/front/main.c)
 # man pages: all generated from mount/prefetchfs.man by mount/man.awk
 MAN8 := mount/prefetchfs.8 mount/mount.fuse.prefetchfs.8
-MAN1 := mount/prefetchfs-stat.1
+MAN1 := mount/prefetchfs-stat.1 mount/prefetchfs-warm.1
 EXAMPLES := $(wildcard examples/*.py) mount/fstab.example \
 	mount/mnt-imagenet.mount mount/imagenet.conf
 FIO_EXAMPLES := $(wildcard examples/fio/*)
 
-all: prefetchfs prefetchfs-stat man
+all: prefetchfs prefetchfs-stat prefetchfs-warm man
 
 $(LIB): $(LIB_OBJS)
 	$(QUIET_AR)rm -f $@ && $(AR) rcs $@ $^
 
-ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o)
+ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o) $(WARM_SRCS:.c=.o)
 $(ALL_OBJS): %.o: %.c
 	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
 
@@ -159,9 +161,14 @@ prefetchfs-stat: $(STAT_SRCS:.c=.o) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(STAT_SRCS:.c=.o) \
 		$(LIB) -lm
 
+prefetchfs-warm: $(WARM_SRCS:.c=.o) $(LIB)
+	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(WARM_SRCS:.c=.o) \
+		$(LIB) -lm
+
 man: $(MAN8) $(MAN1)
 
-src/tools/stat_main.o: override CFLAGS += -DPF_VERSION='"$(VERSION)"'
+src/tools/stat_main.o src/tools/warm.o: override CFLAGS += \
+	-DPF_VERSION='"$(VERSION)"'
 
 MAN_GEN = awk -v page=$* -v version='$(VERSION)' -f mount/man.awk \
 	mount/prefetchfs.man >$@.tmp && mv $@.tmp $@
@@ -222,7 +229,7 @@ check:
 # CHECK_JOBS: tests/run -j (the Check suites and the mount tests marked
 # parallel share the machine that many at a time; CHECK_JOBS=1: one by one)
 CHECK_JOBS ?= 2
-check-run: prefetchfs prefetchfs-stat man tests $(BENCH_BINS)
+check-run: prefetchfs prefetchfs-stat prefetchfs-warm man tests $(BENCH_BINS)
 	$(Q)tests/run -j $(CHECK_JOBS) $(CHECK_BINS)
 
 deps:
@@ -245,15 +252,16 @@ demo:
 	$(Q)$(MAKE) --no-print-directory prefetchfs $(BENCH_BINS)
 	$(Q)demo/demo.sh
 
-# The daemon, prefetchfs-stat, the mount helper (in MOUNTHELPERDIR), man
+# The daemon, prefetchfs-stat and prefetchfs-warm, the mount helper (in MOUNTHELPERDIR), man
 # pages, the systemd service template, the examples and the Python
 # package (in PYTHONDIR).  The helper and the template get BINDIR written
 # into them.
-install: prefetchfs prefetchfs-stat man
+install: prefetchfs prefetchfs-stat prefetchfs-warm man
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MOUNTHELPERDIR) \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)/examples/fio
-	$(INSTALL) -m 755 prefetchfs prefetchfs-stat $(DESTDIR)$(BINDIR)
+	$(INSTALL) -m 755 prefetchfs prefetchfs-stat prefetchfs-warm \
+		$(DESTDIR)$(BINDIR)
 	sed 's|@BINDIR@|$(BINDIR)|g' mount/mount.fuse.prefetchfs.in \
 		>$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs
 	chmod 755 $(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs
@@ -283,6 +291,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/prefetchfs \
 		$(DESTDIR)$(PYTHONDIR)/prefetchfs-[0-9]*.dist-info
 	rm -f $(DESTDIR)$(BINDIR)/prefetchfs $(DESTDIR)$(BINDIR)/prefetchfs-stat \
+		$(DESTDIR)$(BINDIR)/prefetchfs-warm \
 		$(DESTDIR)$(MOUNTHELPERDIR)/mount.fuse.prefetchfs \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/prefetchfs@.service \
 		$(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8))) \
@@ -293,7 +302,7 @@ uninstall:
 		$(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
-	rm -f prefetchfs prefetchfs-stat $(LIB) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(CHECK_BINS) \
+	rm -f prefetchfs prefetchfs-stat prefetchfs-warm $(LIB) $(ALL_OBJS) $(ALL_OBJS:.o=.d) $(CHECK_BINS) \
 		tests/*.d $(TEST_HELPER_BINS) tests/helpers/*.d $(BENCH_BINS) \
 		bench/*.d $(MAN8) $(MAN1)
 	rm -f $(FUZZ_BINS)
@@ -303,4 +312,5 @@ clean:
 	uninstall clean
 .PHONY: fuzz fuzz-run
 -include $(LIB_SRCS:.c=.d) $(FRONT_SRCS:.c=.d) $(STAT_SRCS:.c=.d) \
+	$(WARM_SRCS:.c=.d) \
 	$(CHECK_SRCS:.c=.d) $(BENCH_SRCS:.c=.d) $(TEST_HELPER_SRCS:.c=.d)

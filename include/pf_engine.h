@@ -203,8 +203,22 @@ struct pf_engine_totals {
 				  * own: for read-ahead in flight (or for
 				  * memory); waits, never hits */
 	uint64_t wait_ns;
+	uint64_t miss_wait_ns;	/* of the waits of READs that missed */
 	uint64_t bytes_served;	/* answered to READs, and pushed to the
 				 * page cache (bytes_pushed) */
+	uint64_t bytes_hit;	/* answered to READs at once (hits) */
+	/*
+	 * The page cache, estimated: the kernel asks for nothing it holds,
+	 * so an open by readers that made no READ and had nothing pushed
+	 * was served by it whole.  Counted when the last reader's handle
+	 * of a file closes (handles open at once are one): quiet_opens and
+	 * their files' sizes, quiet_bytes; opens counts every reader's
+	 * open.  Partial page-cache hits (a READ for the rest) count
+	 * nothing; an open that read nothing at all counts as served.
+	 */
+	uint64_t opens;
+	uint64_t quiet_opens;
+	uint64_t quiet_bytes;
 	uint64_t bytes_fetched;
 	uint64_t bytes_prefetched;
 	uint64_t bytes_unused;	/* prefetched, dropped without being read */
@@ -216,6 +230,8 @@ struct pf_engine_totals {
 	uint64_t next_taken;	/* files opened ahead whose open went to
 				 * their reader (no round trip) */
 	uint64_t fetches;
+	uint64_t fetches_done;	/* completed without error ... */
+	uint64_t fetch_ns;	/* ... taking this long, issue to end */
 	uint64_t fetch_errors;
 	uint64_t fetches_started; /* whose first bytes the backend said
 				   * arrived (pf_bio.started: http, s3) */
@@ -266,5 +282,31 @@ int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out);
 int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *h,
 			 const char *buf, size_t len, uint64_t off);
 void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
+
+/*
+ * Warm-ups (preload.c; prefetchfs-warm): one struct pf_engine_preload per
+ * handle of the control file.  open: -EOPNOTSUPP without prefetch.
+ * write: lines, each a file's path relative to the mount root ending in
+ * '\n' (a line may straddle writes; a leading '/' is the root; '#' lines
+ * are skipped), queued in order and read whole into the cache tiers
+ * unless a tier holds the file already; returns @len, or -EINVAL (a NUL
+ * byte, a path with a ".." component), -ENAMETOOLONG (a line over 4095
+ * bytes) for the whole write.  status: one JSON line into @buf,
+ *   {"files_total": N, "files": N, "cached": N, "failed": N,
+ *    "bytes": N, "bytes_cached": N, "active": N, "error": "..."|null}
+ * (files and bytes done, those a tier held already among them; active:
+ * files queued, opening or being read; error: the first failure, ENOSPC
+ * when the files exceed what the tiers hold), its length.  close: the job
+ * stops (queued paths dropped), @p is freed.  Any thread, no lock held.
+ */
+struct pf_engine_preload;
+int pf_engine_preload_open(struct pf_engine *e,
+			   struct pf_engine_preload **out);
+int pf_engine_preload_write(struct pf_engine *e, struct pf_engine_preload *p,
+			    const char *buf, size_t len);
+int pf_engine_preload_status(struct pf_engine *e, struct pf_engine_preload *p,
+			     char *buf, size_t size);
+void pf_engine_preload_close(struct pf_engine *e,
+			     struct pf_engine_preload *p);
 
 #endif

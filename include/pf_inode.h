@@ -33,6 +33,9 @@
 /* The control file of declared plans (hints, pf_hint.h). */
 #define PF_META_PLAN_INO 4
 #define PF_META_PLAN_NAME "plan"
+/* The control file of warm-ups (prefetchfs-warm, pf_engine_preload_*). */
+#define PF_META_WARM_INO 5
+#define PF_META_WARM_NAME "warm"
 
 struct pf_inode {
 	uint64_t ino;

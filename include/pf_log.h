@@ -1,12 +1,21 @@
 /*
  * pf_log.h - one log for the daemon and the library.
  *
- * Messages go to stderr (foreground) or syslog (background), each on one
- * line prefixed "prefetchfs: ".  Thread-safe.  pf_log_set_level() may be
- * called once at start-up, before other threads exist.
+ * Messages go to stderr (foreground), syslog (background), or a file
+ * (-o log_file, or in the background where there is no syslog socket),
+ * each on one line.  On stderr a line is "prefetchfs: MESSAGE"; in a file
+ * (stderr redirected to it, pf_log_use_file()) it carries the time and the
+ * process: "2026-11-28T07:24:48.123+0000 prefetchfs[1234]: warn: MESSAGE"
+ * (err and warn say so; info and debug have no word).  Thread-safe.
+ * pf_log_set_level(), pf_log_use_syslog() and pf_log_use_file() may be
+ * called at start-up, before other threads exist.
  */
 #ifndef PF_LOG_H
 #define PF_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
 
 enum pf_log_level {
 	PF_LOG_ERR = 0,
@@ -18,6 +27,25 @@ enum pf_log_level {
 void pf_log_set_level(enum pf_log_level level);
 /* 1 = syslog, 0 = stderr (the default) */
 void pf_log_use_syslog(int on);
+/* 1: stderr is a log file: every line gets a time stamp and the pid */
+void pf_log_use_file(int on);
+
+/* The socket syslog(3) writes to; pf_log_syslog_at() says whether
+ * @socket_path is a socket (anything else: syslog would drop the log). */
+#define PF_LOG_SYSLOG_SOCKET "/dev/log"
+bool pf_log_syslog_at(const char *socket_path);
+
+/*
+ * The log file of a daemon in the background where there is no syslog
+ * socket (a container): /var/log/prefetchfs.log for root, else
+ * $XDG_RUNTIME_DIR/prefetchfs.log (a directory of this user's), else
+ * /tmp/prefetchfs-UID.log.  0, or -ENAMETOOLONG if it does not fit @len.
+ */
+int pf_log_default_file(char *buf, size_t len);
+
+/* "2026-11-28T07:24:48.123+0000" (local time) into @buf; its length. */
+size_t pf_log_stamp(char *buf, size_t len, const struct timespec *ts);
+
 /* Parses "err", "warn", "info", "debug"; -EINVAL otherwise. */
 int pf_log_parse_level(const char *s, enum pf_log_level *out);
 

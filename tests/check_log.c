@@ -1,11 +1,18 @@
 /*
  * check_log.c - the warnings kept for the stats (pf_log_note): each text
- * once, cut to PF_LOG_NOTE_MAX - 1 bytes, at most PF_LOG_NOTES.
+ * once, cut to PF_LOG_NOTE_MAX - 1 bytes, at most PF_LOG_NOTES; a log
+ * file's lines carry a time stamp; a syslog socket is told from a file.
  */
 #include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "pf_log.h"
 
@@ -41,12 +48,94 @@ START_TEST(test_notes)
 }
 END_TEST
 
+static bool matches(const char *re, const char *s)
+{
+	regex_t r;
+	bool m;
+
+	ck_assert_int_eq(regcomp(&r, re, REG_EXTENDED | REG_NOSUB), 0);
+	m = regexec(&r, s, 0, NULL, 0) == 0;
+	regfree(&r);
+	return m;
+}
+
+START_TEST(test_stamp)
+{
+	struct timespec ts = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
+	char buf[64];
+	char line[2][256];
+	FILE *f = tmpfile();
+	int saved = dup(2);
+
+	ck_assert_uint_eq(pf_log_stamp(buf, sizeof(buf), &ts), strlen(buf));
+	ck_assert_msg(matches("^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:"
+			      "[0-5][0-9]:[0-5][0-9]\\.123[+-][0-9]{4}$", buf),
+		      "stamp '%s'", buf);
+	/* cut, never overrun */
+	ck_assert_uint_eq(pf_log_stamp(buf, 8, &ts), 7);
+
+	/* a log file: time, pid, and the level of a warning */
+	ck_assert_ptr_nonnull(f);
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	pf_log_set_level(PF_LOG_INFO);
+	pf_log_use_file(1);
+	pf_warn("a warning %d", 1);
+	pf_info("an info line");
+	pf_log_use_file(0);
+	pf_log_set_level(PF_LOG_ERR);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	ck_assert_ptr_nonnull(fgets(line[0], sizeof(line[0]), f));
+	ck_assert_ptr_nonnull(fgets(line[1], sizeof(line[1]), f));
+	fclose(f);
+	ck_assert_msg(matches("^[0-9-]{10}T[0-9:.]{12}[+-][0-9]{4} "
+			      "prefetchfs\\[[0-9]+\\]: warn: a warning 1\n$",
+			      line[0]), "line '%s'", line[0]);
+	ck_assert_msg(matches("^[0-9-]{10}T[0-9:.]{12}[+-][0-9]{4} "
+			      "prefetchfs\\[[0-9]+\\]: an info line\n$",
+			      line[1]), "line '%s'", line[1]);
+}
+END_TEST
+
+START_TEST(test_syslog_socket)
+{
+	char dir[] = "/tmp/check_log.XXXXXX";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char file[64];
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/log", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	ck_assert(!pf_log_syslog_at(sa.sun_path));	/* missing */
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert(pf_log_syslog_at(sa.sun_path));
+	close(fd);
+	unlink(sa.sun_path);
+	fclose(fopen(file, "w"));
+	ck_assert(!pf_log_syslog_at(file));		/* not a socket */
+	unlink(file);
+	rmdir(dir);
+
+	ck_assert_int_eq(pf_log_default_file(file, sizeof(file)), 0);
+	ck_assert(strstr(file, "prefetchfs"));
+	ck_assert_int_eq(pf_log_default_file(file, 4), -ENAMETOOLONG);
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_notes);
+	tcase_add_test(tc, test_stamp);
+	tcase_add_test(tc, test_syslog_socket);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pf_opts.h"
+#include "pf_suggest.h"
 
 #define RAM (24ull << 30)
 
@@ -385,6 +386,102 @@ START_TEST(test_object_storage)
 }
 END_TEST
 
+/* The candidate pf_suggest picks for @word among @cands (NULL-ended). */
+static const char *suggest(const char *word, const char *const *cands)
+{
+	static struct pf_suggest s;
+
+	pf_suggest_init(&s, word);
+	for (; *cands; cands++)
+		pf_suggest_offer(&s, *cands);
+	return pf_suggest_best(&s);
+}
+
+START_TEST(test_suggest_distance)
+{
+	static const char *const two[] = { "cache_dir", "cache_size", NULL };
+	static const char *const tie[] = { "abcd", "abce", NULL };
+	static const char *const pre[] = { "max_memory", "max_window",
+					   NULL };
+
+	ck_assert_uint_eq(pf_suggest_distance("", ""), 0);
+	ck_assert_uint_eq(pf_suggest_distance("abc", ""), 3);
+	ck_assert_uint_eq(pf_suggest_distance("kitten", "sitting"), 3);
+	/* a swap of neighbours is one slip, not two */
+	ck_assert_uint_eq(pf_suggest_distance("max_memroy", "max_memory"), 1);
+	ck_assert_uint_eq(pf_suggest_distance("cachedir", "cache_dir"), 1);
+	/* case and '-' for '_' are no difference */
+	ck_assert_uint_eq(pf_suggest_distance("Max-Memory", "max_memory"), 0);
+	ck_assert_uint_eq(pf_suggest_distance("ca", "abc"), 3);
+
+	ck_assert_str_eq(suggest("cachedir", two), "cache_dir");
+	ck_assert_str_eq(suggest("cache_sise", two), "cache_size");
+	ck_assert_ptr_null(suggest("frobnicate", two));
+	/* two as close: no guess */
+	ck_assert_ptr_null(suggest("abcf", tie));
+	/* short words allow one slip only */
+	ck_assert_ptr_null(suggest("ab", tie));
+	/* the start of exactly one name */
+	ck_assert_str_eq(suggest("max_mem", pre), "max_memory");
+	ck_assert_ptr_null(suggest("max_", pre));
+}
+END_TEST
+
+START_TEST(test_did_you_mean)
+{
+	expect_bad("max_memroy=1G", "did you mean 'max_memory'?");
+	expect_bad("cachedir=/var/cache/x", "did you mean 'cache_dir'?");
+	expect_bad("prefetch_batch=3", "did you mean 'prefetch_batches'?");
+	expect_bad("noatme", "did you mean 'noatime'?");
+	expect_bad("frobnicate=1", "unknown option 'frobnicate' (see --help)");
+}
+END_TEST
+
+/* A mistake on the command line: one line that says what to give. */
+static void expect_bad_args(const char *a1, const char *a2, const char *a3,
+			    const char *needle)
+{
+	struct pf_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, a1, a2, a3, NULL), -EINVAL);
+	ck_assert_msg(strstr(err, needle), "error for '%s %s %s' was '%s'",
+		      a1, a2, a3 ? a3 : "", err);
+	ck_assert_msg(!strchr(err, '\n'), "one line: '%s'", err);
+}
+
+START_TEST(test_flags_and_urls)
+{
+	/* GNU-style options are -o options */
+	expect_bad_args("--max_memory=1G", "/s", "/m",
+			"options go after -o (-o max_memory=1G)");
+	expect_bad_args("--cache_dir", "/s", "/m", "-o cache_dir=...");
+	expect_bad_args("--foregrund", "/s", "/m",
+			"did you mean '--foreground'?");
+	expect_bad_args("--max_memroy=1G", "/s", "/m",
+			"did you mean '-o max_memory'?");
+	/* SOURCE and MOUNTPOINT swapped: a URL is no mountpoint, and the
+	 * URL is not repeated (it may name a private bucket) */
+	expect_bad_args("/mnt/data", "https://example.com/data/", NULL,
+			"MOUNTPOINT is a URL (https://...): SOURCE comes "
+			"first");
+	expect_bad_args("/mnt/data", "s3://bucket/secret/", NULL,
+			"(s3://...)");
+	{
+		struct pf_opts o;
+		char err[256];
+
+		ck_assert_int_eq(parse(&o, err, "/mnt/data",
+				       "s3://bucket/secret/", NULL, NULL),
+				 -EINVAL);
+		ck_assert_ptr_null(strstr(err, "secret"));
+		/* a path holding "://" is a path */
+		ck_assert_int_eq(parse(&o, err, "/s", "/m/a://b", NULL, NULL),
+				 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("opts");
@@ -403,6 +500,9 @@ int main(void)
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_object_storage);
 	tcase_add_test(tc, test_direct_io);
+	tcase_add_test(tc, test_suggest_distance);
+	tcase_add_test(tc, test_did_you_mean);
+	tcase_add_test(tc, test_flags_and_urls);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -343,7 +343,7 @@ stats_check "9. stats: warnings has the server ignoring Range" \
 COLUMNS=80 "$TOP/prefetchfs-stat" -n 1 "$MA" >"$WORK/stat.txt" 2>&1
 check "9. prefetchfs-stat: a line 'warning: the server ignores Range'" \
 	grep -q '^warning: the server ignores Range' "$WORK/stat.txt"
-check "9. prefetchfs-stat: the warning is cut at 80 columns" \
+check "9. prefetchfs-stat: the warning fits 80 columns (wrapped: mount_stat.sh)" \
 	[ "$(awk 'length($0) > 80' "$WORK/stat.txt" | wc -l)" -eq 0 ]
 pf_umount "$MA" || fail "unmount of $MA"
 

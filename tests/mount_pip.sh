@@ -142,7 +142,7 @@ cat "$WORK/loader.out"
 
 # ---- warm() with the real prefetchfs-warm ------------------------------------------
 if [ -x "$TOP/prefetchfs-warm" ]; then
-	total=$(du -cb "$SRC/other" | awk 'END { print $1 }')
+	total=$(find "$SRC/other" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 	if guard "$M" 120 "$VPY" -c '
 import sys, prefetchfs
 seen = []

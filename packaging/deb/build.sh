@@ -145,7 +145,7 @@ sed -e "s|@VERSION@|$VERSION|" -e "s|@ARCH@|$ARCH|" -e "s|@MAINTAINER@|$MAINT|" 
 	-e "s|@SIZE@|$SIZE|" -e "s|@SHLIBS@|$SHLIBS|" -e "s|@TOOLS@|$TOOLS|" \
 	"$HERE/control.in" \
 	>"$R/DEBIAN/control"
-install -m 755 "$HERE/postinst" "$HERE/prerm" "$R/DEBIAN/"
+install -m 755 "$HERE/postinst" "$HERE/prerm" "$HERE/postrm" "$R/DEBIAN/"
 (cd "$R" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z |
 	xargs -0 md5sum) >"$R/DEBIAN/md5sums"
 chmod 644 "$R/DEBIAN/control" "$R/DEBIAN/md5sums"

@@ -337,8 +337,14 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 	int ret = pf_efile_open_at_backend(f, st, false);
 
 	if (ret >= 0) {
-		/* the cross-file learner (dirahead.c) */
 		pthread_mutex_lock(&f->e->lock);
+		/* the page cache's share: see pf_engine_totals */
+		if (f->readers++ == 0) {
+			f->reader_reads = 0;
+			f->reader_pushed = false;
+		}
+		f->e->tot.opens++;
+		/* the cross-file learner (ahead/dirahead.c) */
 		f->e->hooks->file_opened(f->e, f);
 		pthread_mutex_unlock(&f->e->lock);
 	}
@@ -451,6 +457,12 @@ void pf_efile_close(struct pf_efile *f)
 	struct bfile_ref *r = NULL;
 
 	pthread_mutex_lock(&e->lock);
+	if (f->readers && --f->readers == 0 && !f->reader_reads &&
+	    !f->reader_pushed && f->size) {
+		/* served whole by the page cache (pf_engine_totals) */
+		e->tot.quiet_opens++;
+		e->tot.quiet_bytes += f->size;
+	}
 	if (--f->opens == 0) {
 		r = f->cur;
 		f->cur = NULL;

@@ -129,6 +129,7 @@ int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->closed);
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
+	e->t_start = engine_now(e);
 	ret = hooks->start(e);
 	if (ret < 0)
 		goto out_pool;

@@ -284,6 +284,12 @@ struct pf_efile {
 	bool fill_pending;	/* on the fill's list to plan */
 	bool stale;		/* a newer version of its path replaced it
 				 * (pf_efile_retire()): READs fail, no open */
+	/* the page cache's share (pf_engine_totals): readers' handles open
+	 * (pf_efile_open/close), the READs and pushes since the first */
+	unsigned readers;
+	uint64_t reader_reads;
+	bool reader_pushed;
+	bool preload_kept;	/* a warm-up keeps a reference (preload.c) */
 };
 
 struct pf_engine {
@@ -354,11 +360,15 @@ struct pf_engine {
 	struct next_cache *ncache; /* protected by e->lock */
 	struct pf_efile **ghosts; /* protected by e->lock; max_ghosts */
 	unsigned nghosts;	/* protected by e->lock */
-	/* declared plans (hintfetch.c); set before threads start */
+	/* declared plans (ahead/plans.c); set before threads start */
 	struct hintfetch *hf;
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	uint64_t t_start;	/* set before threads start: engine_now() at
+				 * pf_engine_new() (the stats' uptime) */
+	struct preload_set *pl;	/* warm-ups (preload.c); protected by
+				 * e->lock, made at the first */
 	/* the features across files (ahead/), as the core calls them;
 	 * set before threads start */
 	const struct pf_engine_hooks *hooks;

@@ -475,8 +475,11 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
 		}
 	}
-	if (!err)
+	if (!err) {
 		e->tot.bytes_fetched += ft->len;
+		e->tot.fetches_done++;
+		e->tot.fetch_ns += engine_now(e) - ft->t0;
+	}
 	/* decided before the blocks go idle: a detached one is freed then */
 	pushed = pf_push_wanted(e, ft, err);
 	for (unsigned i = 0; i < ft->nblk; i++) {
@@ -547,6 +550,8 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	e->hooks->fetch_done(e, &later);
 	if (!pushed)
 		pf_fetch_free(e, ft);
+	/* after the free: a warm-up waits for f->fetches to reach 0 */
+	e->hooks->fetch_freed(e, &later);
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
 

@@ -2,8 +2,8 @@
  * hooks.h - how the engine core (the .c files of src/engine/) calls the
  * features across files (src/engine/ahead/: the next file and the files
  * opened ahead, the learner of directories read in order and the fill,
- * declared plans, the opener pool).  The core names none of them: it
- * calls this one table, which whoever builds the engine hands to
+ * declared plans, warm-ups, the opener pool).  The core names none of
+ * them: it calls this one table, which whoever builds the engine hands to
  * pf_engine_create() (pf_engine_new() in ahead/ahead.c), so ahead/
  * depends on the core and the core on nothing of ahead/.  Every hook is
  * set; e->hooks is set before threads start.
@@ -60,6 +60,9 @@ struct pf_engine_hooks {
 	/* fetch.c: a fetch completed, so there may be room in flight for
 	 * the features' read-ahead */
 	void (*fetch_done)(struct pf_engine *e, struct deferred *later);
+	/* fetch.c, after fetch_done: that fetch is freed too (its file's
+	 * f->fetches no longer counts it) */
+	void (*fetch_freed)(struct pf_engine *e, struct deferred *later);
 
 	/* ---- the stats file's JSON (stats.c) ---- */
 	/* under e->lock, before the streams */

@@ -218,6 +218,8 @@ static void *pusher_main(void *arg)
 			pthread_cond_broadcast(&e->push_cond);
 		}
 		e->tot.bytes_pushed += bytes;
+		if (bytes)
+			ft->file->reader_pushed = true;
 		/* served: the reader reads them in its page cache */
 		e->tot.bytes_served += bytes;
 		es = pf_efile_stream_find(ft->file, ft->stream);

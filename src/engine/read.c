@@ -178,11 +178,14 @@ void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 		}
 	} else {
 		e->tot.hits++;
+		e->tot.bytes_hit += served;
 		if (s)
 			s->hits++;
 	}
 	if (p->missed) {
 		e->tot.misses++;
+		if (p->waited)
+			e->tot.miss_wait_ns += now - p->t0;
 		if (s)
 			s->misses++;
 	}
@@ -297,6 +300,8 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 	p->cap = MAX_READ_BLOCKS;
 
 	pthread_mutex_lock(&e->lock);
+	/* counted before any reply: the reader's close may follow it */
+	f->reader_reads++;
 	if (f->stale) {
 		/* a newer version replaced it (pf_efile_retire()) */
 		pthread_mutex_unlock(&e->lock);

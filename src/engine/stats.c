@@ -142,12 +142,14 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  "  \"totals\": {\"reads\": %" PRIu64 ", \"hits\": %" PRIu64
 		  ", \"misses\": %" PRIu64 ", \"waits\": %" PRIu64
 		  ", \"inflight_waits\": %" PRIu64
-		  ", \"wait_ms\": %.3f, \"bytes_served\": %" PRIu64
+		  ", \"wait_ms\": %.3f, \"miss_wait_ms\": %.3f"
+		  ", \"bytes_served\": %" PRIu64 ", \"bytes_hit\": %" PRIu64
 		  ", \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_prefetched\": %" PRIu64
 		  ", \"bytes_unused\": %" PRIu64 ", \"bytes_pushed\": %" PRIu64
 		  ", \"self_reads\": %" PRIu64 ", \"self_misses\": %" PRIu64
 		  ", \"next_files\": %" PRIu64 ", \"fetches\": %" PRIu64
+		  ", \"fetches_done\": %" PRIu64 ", \"fetch_ms\": %.3f"
 		  ", \"fetch_errors\": %" PRIu64
 		  ", \"fetches_started\": %" PRIu64 ", \"inflight\": %u"
 		  ", \"memory_used\": %" PRIu64 ", \"memory_max\": %" PRIu64
@@ -158,20 +160,25 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  ", \"memory_warmed\": %" PRIu64
 		  ", \"files\": %" PRIu64
 		  ", \"files_state_bytes\": %" PRIu64
-		  "}",
+		  ", \"opens\": %" PRIu64 ", \"quiet_opens\": %" PRIu64
+		  ", \"quiet_bytes\": %" PRIu64
+		  "},\n  \"uptime_s\": %.3f",
 		  e->cfg.prefetch ? "true" : "false",
 		  e->push_fn ? "true" : "false", e->bs,
 		  e->cfg.fetch_size, e->cfg.max_inflight,
 		  e->cfg.prefetch_batches, t.reads, t.hits, t.misses, t.waits,
-		  t.inflight_waits, (double)t.wait_ns / 1e6, t.bytes_served, t.bytes_fetched,
+		  t.inflight_waits, (double)t.wait_ns / 1e6,
+		  (double)t.miss_wait_ns / 1e6, t.bytes_served, t.bytes_hit,
+		  t.bytes_fetched,
 		  t.bytes_prefetched, t.bytes_unused, t.bytes_pushed,
 		  t.self_reads, t.self_misses,
-		  t.next_files, t.fetches,
-		  t.fetch_errors, t.fetches_started, t.inflight,
+		  t.next_files, t.fetches, t.fetches_done,
+		  (double)t.fetch_ns / 1e6, t.fetch_errors, t.fetches_started, t.inflight,
 		  t.memory_used, t.memory_max,
 		  t.memory_inflight, t.memory_ahead, t.memory_reread,
 		  t.memory_mapped, t.memory_warmed, t.files,
-		  t.files_state_bytes);
+		  t.files_state_bytes, t.opens, t.quiet_opens, t.quiet_bytes,
+		  (double)(engine_now(e) - e->t_start) / 1e9);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	e->hooks->stats_locked(e, &sb);

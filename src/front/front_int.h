@@ -46,7 +46,7 @@ bool pf_fuse_push_from_self(fuse_req_t req);
 
 /*
  * meta.c: the virtual directory /.prefetchfs and its files (inodes
- * PF_META_*_INO).  pf_meta_lookup() answers a lookup of the directory or
+ * PF_META_*_INO: stats, plan, warm).  pf_meta_lookup() answers a lookup of the directory or
  * of a name in it and returns true, else returns false without answering.
  * The others answer their request; pf_meta_release() does not (the caller
  * replies).
@@ -55,8 +55,12 @@ bool pf_meta_is(fuse_ino_t ino);
 void pf_meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st);
 bool pf_meta_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi);
-void pf_meta_write_plan(fuse_req_t req, fuse_ino_t ino, const char *buf,
-			size_t size, off_t off, struct fuse_file_info *fi);
+void pf_meta_open_warm(fuse_req_t req, struct fuse_file_info *fi);
+void pf_meta_read_warm(fuse_req_t req, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+/* a write to the plan or the warm file */
+void pf_meta_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		   size_t size, off_t off, struct fuse_file_info *fi);
 void pf_meta_open_stats(fuse_req_t req, struct fuse_file_info *fi);
 void pf_meta_read_stats(fuse_req_t req, size_t size, off_t off,
 			struct fuse_file_info *fi);

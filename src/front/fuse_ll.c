@@ -495,6 +495,10 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		pf_meta_open_plan(req, fi);
 		return;
 	}
+	if (ino == PF_META_WARM_INO) {
+		pf_meta_open_warm(req, fi);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -580,6 +584,10 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		pf_meta_read_stats(req, size, off, fi);
 		return;
 	}
+	if (ino == PF_META_WARM_INO) {
+		pf_meta_read_warm(req, size, off, fi);
+		return;
+	}
 	if (fi->fh == SELF_FH) {
 		struct pf_fs *fs = fs_of(req);
 		struct pf_inode *in = pf_itable_get(fs->itable, ino);
@@ -601,7 +609,8 @@ static void lo_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void lo_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	if (ino == PF_META_STATS_INO || ino == PF_META_PLAN_INO) {
+	if (ino == PF_META_STATS_INO || ino == PF_META_PLAN_INO ||
+	    ino == PF_META_WARM_INO) {
 		pf_meta_release(req, ino, fi);
 	} else if (fi->fh == SELF_FH) {
 		/* the pusher's open: nothing to close */
@@ -619,7 +628,8 @@ static void lo_erofs_setattr(fuse_req_t req, fuse_ino_t ino,
 {
 	(void)attr;
 	(void)fi;
-	if (ino == PF_META_PLAN_INO && to_set == FUSE_SET_ATTR_SIZE) {
+	if ((ino == PF_META_PLAN_INO || ino == PF_META_WARM_INO) &&
+	    to_set == FUSE_SET_ATTR_SIZE) {
 		struct stat st;
 
 		/* open(O_TRUNC) of the plan file: nothing to cut */
@@ -809,7 +819,7 @@ const struct fuse_lowlevel_ops pf_fuse_ops = {
 	.symlink = lo_erofs_symlink,
 	.rename = lo_erofs_rename,
 	.link = lo_erofs_link,
-	.write = pf_meta_write_plan,
+	.write = pf_meta_write,
 	.create = lo_erofs_create,
 	.setxattr = lo_erofs_setxattr,
 	.removexattr = lo_erofs_removexattr,

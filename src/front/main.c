@@ -7,7 +7,8 @@
  * pipe once the mount is ready (INIT answered, read-ahead set) or fails;
  * the parent waits for that byte and exits 0 or 1, so `prefetchfs SRC MNT`
  * returns only when MNT can be used, and start-up errors still reach the
- * terminal.  After that the child detaches and logs to syslog.
+ * terminal.  After that the child detaches and logs to syslog (or a file,
+ * open_log()).
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -108,19 +110,36 @@ static int check_mountpoint(const char *mnt)
 	return 0;
 }
 
+/* Entries of directory @path but "." and "..", or -errno. */
+static long dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	long n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
 /*
  * Refuse what would hide or stack: a FUSE mount already on @mnt (a second
  * daemon on top of the first, or one whose daemon died) and, unless
- * @nonempty, a directory with files (they would be hidden).
+ * @nonempty, a directory with files (they would be hidden).  An empty
+ * directory @src as the source of a mount over a full one is the two
+ * arguments the other way round: said so.
  */
 static int check_mountpoint_free(const char *mnt, const char *shown,
-				 int nonempty)
+				 int nonempty, const char *src)
 {
 	struct pf_mountinfo mi;
 	struct statfs sfs;
-	DIR *d;
-	struct dirent *de;
-	unsigned n = 0;
+	long n;
 
 	if (pf_mountinfo_find(mnt, &mi) == 0 && pf_mountinfo_is_fuse(&mi)) {
 		/* the kernel answers stat() from its cache, statfs() asks */
@@ -138,21 +157,72 @@ static int check_mountpoint_free(const char *mnt, const char *shown,
 	}
 	if (nonempty)
 		return 0;
-	d = opendir(mnt);
-	if (!d) {
+	n = dir_entries(mnt);
+	if (n < 0) {
 		fprintf(stderr, "prefetchfs: mountpoint '%s': %s\n", shown,
-			strerror(errno));
+			strerror((int)-n));
 		return -1;
 	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 &&
-		    strcmp(de->d_name, "..") != 0)
-			n++;
-	closedir(d);
+	if (n && pf_backend_stack_kind(src) == SRC_POSIX &&
+	    dir_entries(src) == 0) {
+		fprintf(stderr, "prefetchfs: the source '%s' is empty and the "
+			"mountpoint '%s' holds %ld entries: SOURCE and "
+			"MOUNTPOINT the other way round? (prefetchfs [options] "
+			"SOURCE MOUNTPOINT)\n", src, shown, n);
+		return -1;
+	}
 	if (n) {
-		fprintf(stderr, "prefetchfs: mountpoint '%s' is not empty (%u "
+		fprintf(stderr, "prefetchfs: mountpoint '%s' is not empty (%ld "
 			"entries would be hidden): give -o nonempty to mount "
 			"over them\n", shown, n);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A cache_dir that cannot be written fails here, in one line, before
+ * anything reads from it (the listings an http(s):// or s3:// source
+ * keeps there would be read, and said so, first).  @dir is made by the
+ * disk cache if missing, so its parent must be writable then.
+ */
+static int check_cache_dir(const char *dir)
+{
+	char parent[PATH_MAX];
+	const char *at = dir;
+	struct statvfs sv;
+	char *slash;
+
+	if (access(dir, F_OK) < 0) {
+		snprintf(parent, sizeof(parent), "%s", dir);
+		while ((slash = strrchr(parent, '/')) && slash[1] == '\0' &&
+		       slash != parent)
+			*slash = '\0';	/* "dir/" */
+		slash = strrchr(parent, '/');
+		if (!slash)
+			snprintf(parent, sizeof(parent), ".");
+		else
+			slash[slash == parent] = '\0';
+		at = parent;
+	}
+	if (at != dir && access(at, F_OK) < 0) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s': %s does not "
+			"exist (the disk cache makes its last directory "
+			"only)\n", dir, at);
+		return -1;
+	}
+	if (statvfs(at, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s' is on a read-only "
+			"filesystem: the disk cache writes there; give a "
+			"writable directory, or no cache_dir\n", dir);
+		return -1;
+	}
+	if (access(at, W_OK | X_OK) < 0) {
+		fprintf(stderr, "prefetchfs: cache_dir '%s': %s%s%s: the disk "
+			"cache writes there; give a directory this user may "
+			"write, or no cache_dir\n", dir, at == dir ? "" :
+			"cannot be made in ", at == dir ? "" : at,
+			at == dir ? strerror(errno) : "");
 		return -1;
 	}
 	return 0;
@@ -279,8 +349,60 @@ static void *ready_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * Where the log goes, decided before the fork: -o log_file=FILE; else in
+ * the foreground stderr; else syslog, or where there is no syslog socket
+ * (a container) the file pf_log_default_file() names, or stderr if that
+ * cannot be written.  *fd is the file opened (-1: none); @where gets the
+ * words the mount's one line ends with.  -1 with the error printed when
+ * log_file cannot be opened.
+ */
+static int open_log(const struct pf_opts *o, int *fd, char *where,
+		    size_t len)
+{
+	const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+	char path[PATH_MAX];
+	struct stat st;
+
+	*fd = -1;
+	snprintf(where, len, "the log goes to syslog (journalctl -t "
+		 "prefetchfs)");
+	if (o->log_file[0]) {
+		/* before the fork, so that a bad path is said here */
+		*fd = open(o->log_file, flags, 0600);
+		if (*fd < 0) {
+			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
+				o->log_file, strerror(errno));
+			return -1;
+		}
+		snprintf(where, len, "the log goes to %s", o->log_file);
+		return 0;
+	}
+	if (o->foreground || pf_log_syslog_at(PF_LOG_SYSLOG_SOCKET))
+		return 0;
+	/* not another user's file, nor one a link points to */
+	if (pf_log_default_file(path, sizeof(path)) == 0)
+		*fd = open(path, flags | O_NOFOLLOW, 0600);
+	if (*fd >= 0 && (fstat(*fd, &st) < 0 || st.st_uid != geteuid() ||
+			 !S_ISREG(st.st_mode))) {
+		close(*fd);
+		*fd = -1;
+		errno = EPERM;
+	}
+	if (*fd >= 0)
+		snprintf(where, len, "no syslog here (no %s): the log goes "
+			 "to %s (-o log_file=FILE to choose)",
+			 PF_LOG_SYSLOG_SOCKET, path);
+	else
+		snprintf(where, len, "no syslog here (no %s) and %s: %s: the "
+			 "log goes to this stderr (-o log_file=FILE to "
+			 "choose)", PF_LOG_SYSLOG_SOCKET, path,
+			 strerror(errno));
+	return 0;
+}
+
 /* The parent: wait for the child's verdict. */
-static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
+static int wait_child(pid_t pid, int fd, const char *logwhere,
 		      const char *mnt)
 {
 	char c;
@@ -293,13 +415,8 @@ static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
 	close(fd);
 	if (n == 1 && c == 0) {
 		/* the one thing said on success: where to look later */
-		if (o->log_file[0])
-			fprintf(stderr, "prefetchfs: mounted on %s; the log "
-				"goes to %s\n", mnt, o->log_file);
-		else
-			fprintf(stderr, "prefetchfs: mounted on %s; the log "
-				"goes to syslog (journalctl -t prefetchfs)\n",
-				mnt);
+		fprintf(stderr, "prefetchfs: mounted on %s; %s\n", mnt,
+			logwhere);
 		return 0;
 	}
 	if (n == 1)
@@ -311,8 +428,11 @@ static int wait_child(pid_t pid, int fd, const struct pf_opts *o,
 	return 1;
 }
 
-/* Into the background; stderr (the log) goes to @logfd if >= 0. */
-static void detach(int logfd)
+/*
+ * Into the background; stderr (the log) goes to @logfd if >= 0, stays
+ * where it is with @keep_stderr (no syslog, no log file), else /dev/null.
+ */
+static void detach(int logfd, bool keep_stderr)
 {
 	int fd = open("/dev/null", O_RDWR);
 
@@ -323,7 +443,10 @@ static void detach(int logfd)
 	if (fd >= 0) {
 		dup2(fd, 0);
 		dup2(fd, 1);
-		dup2(logfd >= 0 ? logfd : fd, 2);
+		if (logfd >= 0)
+			dup2(logfd, 2);
+		else if (!keep_stderr)
+			dup2(fd, 2);
 		if (fd > 2)
 			close(fd);
 	}
@@ -406,7 +529,8 @@ struct daemon {
 	char src[PATH_MAX];	/* absolute path, or the URL */
 	char mnt[PATH_MAX];	/* absolute */
 	char desc[PATH_MAX + 600];	/* the backend, for the stats file */
-	int logfd;		/* -o log_file, or -1 */
+	int logfd;		/* the log file (open_log()), or -1 */
+	char logwhere[PATH_MAX + 200];	/* where the log goes, in words */
 	struct fuse_args args;
 	struct pf_backend *be;
 	struct pf_engine *engine;
@@ -487,19 +611,12 @@ static int check_args(struct daemon *d)
 			o->mountpoint, strerror(errno));
 		return -1;
 	}
-	if (check_mountpoint_free(d->mnt, o->mountpoint, o->nonempty) < 0)
+	if (check_mountpoint_free(d->mnt, o->mountpoint, o->nonempty,
+				  o->source) < 0)
 		return -1;
-	if (o->log_file[0]) {
-		/* before the fork, so that a bad path is said here */
-		d->logfd = open(o->log_file, O_WRONLY | O_APPEND | O_CREAT |
-					     O_CLOEXEC, 0600);
-		if (d->logfd < 0) {
-			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
-				o->log_file, strerror(errno));
-			return -1;
-		}
-	}
-	return 0;
+	if (o->cache_dir[0] && check_cache_dir(o->cache_dir) < 0)
+		return -1;
+	return open_log(o, &d->logfd, d->logwhere, sizeof(d->logwhere));
 }
 
 /*
@@ -524,7 +641,8 @@ static int fork_daemon(struct daemon *d)
 	}
 	if (pid > 0) {
 		close(pipefd[1]);
-		return wait_child(pid, pipefd[0], &d->o, d->o.mountpoint);
+		return wait_child(pid, pipefd[0], d->logwhere,
+				  d->o.mountpoint);
 	}
 	close(pipefd[0]);
 	d->rc.notify_fd = pipefd[1];
@@ -688,14 +806,17 @@ static void serve(struct daemon *d, int argc, char **argv)
 	int ret;
 
 	if (!o->foreground) {
-		if (d->logfd < 0)
+		bool syslog = pf_log_syslog_at(PF_LOG_SYSLOG_SOCKET);
+
+		if (d->logfd < 0 && syslog)
 			pf_log_use_syslog(1);
-		detach(d->logfd);
+		detach(d->logfd, !syslog);
 	} else if (d->logfd >= 0) {
 		fprintf(stderr, "prefetchfs: the log goes to %s\n",
 			o->log_file);
 		dup2(d->logfd, 2);
 	}
+	pf_log_use_file(d->logfd >= 0);
 	/* from the main thread, which lives as long as the daemon */
 	ret = pf_guard_start(d->mnt, argv, argc);
 	if (ret < 0)

@@ -1,8 +1,11 @@
 /*
  * meta.c - the virtual directory /.prefetchfs at the mount's root: the
  * stats file (a JSON snapshot of the engine's statistics, read by
- * prefetchfs-stat) and the plan file (declared read order, written by the
- * mount's owner: see pf_hint.h and pf_engine_hint_*).  The directory is
+ * prefetchfs-stat), the plan file (declared read order, written by the
+ * mount's owner: see pf_hint.h and pf_engine_hint_*) and the warm file
+ * (files to read into the cache tiers, written by the mount's owner, its
+ * progress read back: prefetchfs-warm, pf_engine_preload_*).  The
+ * directory is
  * found by lookup but not listed by readdir (fuse_ll.c hides a source
  * entry of its name).  Runs on the FUSE worker threads.
  */
@@ -53,6 +56,9 @@ void pf_meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
 	} else if (ino == PF_META_PLAN_INO) {
 		st->st_mode = S_IFREG | 0200 | (others ? 0022 : 0);
 		st->st_nlink = 1;
+	} else if (ino == PF_META_WARM_INO) {
+		st->st_mode = S_IFREG | 0600 | (others ? 0066 : 0);
+		st->st_nlink = 1;
 	} else {
 		char *buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
 
@@ -66,7 +72,7 @@ void pf_meta_attr(struct pf_fs *fs, fuse_ino_t ino, struct stat *st)
 bool pf_meta_is(fuse_ino_t ino)
 {
 	return ino == PF_META_DIR_INO || ino == PF_META_STATS_INO ||
-	       ino == PF_META_PLAN_INO;
+	       ino == PF_META_PLAN_INO || ino == PF_META_WARM_INO;
 }
 
 /* An open of the stats file: the snapshot its reads return. */
@@ -103,6 +109,8 @@ bool pf_meta_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 		if (strcmp(name, PF_META_PLAN_NAME) == 0) {
 			mi = PF_META_PLAN_INO;
+		} else if (strcmp(name, PF_META_WARM_NAME) == 0) {
+			mi = PF_META_WARM_INO;
 		} else if (strcmp(name, PF_META_STATS_NAME) != 0) {
 			fuse_reply_err(req, ENOENT);
 			return true;
@@ -147,12 +155,71 @@ void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-void pf_meta_write_plan(fuse_req_t req, fuse_ino_t ino, const char *buf,
-			size_t size, off_t off, struct fuse_file_info *fi)
+/*
+ * The warm file: each open is one warm-up (pf_engine_preload_*), opened
+ * for writing the paths and reading the progress back; the same owners as
+ * the plan file.
+ */
+void pf_meta_open_warm(fuse_req_t req, struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct pf_engine_preload *p;
+	int ret;
+
+	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
+	    (ctx->uid != getuid() && !shared(fs))) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	ret = pf_engine_preload_open(fs->engine, &p);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)p;
+	fi->direct_io = 1;	/* writes and reads reach us as made */
+	fuse_reply_open(req, fi);
+}
+
+/* A read of the warm file: the warm-up's progress, one JSON line. */
+void pf_meta_read_warm(fuse_req_t req, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	struct pf_fs *fs = fs_of(req);
+	char buf[8192];
+	int n = pf_engine_preload_status(
+		fs->engine, (struct pf_engine_preload *)(uintptr_t)fi->fh, buf,
+		sizeof(buf));
+	size_t o;
+
+	if (n < 0) {
+		fuse_reply_err(req, -n);
+		return;
+	}
+	o = (size_t)off < (size_t)n ? (size_t)off : (size_t)n;
+	fuse_reply_buf(req, buf + o, (size_t)n - o < size ? (size_t)n - o
+							   : size);
+}
+
+/* A write to the plan file or the warm file. */
+void pf_meta_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		   size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
 	int ret;
 
+	if (ino == PF_META_WARM_INO) {
+		ret = pf_engine_preload_write(
+			fs->engine,
+			(struct pf_engine_preload *)(uintptr_t)fi->fh, buf,
+			size);
+		if (ret < 0)
+			fuse_reply_err(req, -ret);
+		else
+			fuse_reply_write(req, (size_t)ret);
+		return;
+	}
 	if (ino != PF_META_PLAN_INO) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -208,7 +275,7 @@ void pf_meta_read_stats(fuse_req_t req, size_t size, off_t off,
 	free(copy);
 }
 
-/* A release of the stats file's or the plan file's handle. */
+/* A release of the stats, plan or warm file's handle. */
 void pf_meta_release(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
@@ -216,6 +283,10 @@ void pf_meta_release(fuse_req_t req, fuse_ino_t ino,
 
 	if (ino == PF_META_STATS_INO)
 		pf_fuse_fh_release(fs, (struct pf_fh *)(uintptr_t)fi->fh);
+	else if (ino == PF_META_WARM_INO)
+		pf_engine_preload_close(
+			fs->engine,
+			(struct pf_engine_preload *)(uintptr_t)fi->fh);
 	else
 		pf_engine_hint_close(fs->engine,
 				     (struct pf_engine_hint *)(uintptr_t)fi->fh);

@@ -26,6 +26,7 @@
 
 #include "pf_inode.h"
 #include "pf_opts.h"
+#include "pf_suggest.h"
 
 void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 {
@@ -285,6 +286,58 @@ static bool has_fuse_opt(const struct pf_opts *o, const char *opt)
 	return false;
 }
 
+/* The option (or fstab word) @name is a typo of, or NULL. */
+static const char *closest_option(const char *name)
+{
+	struct pf_suggest s;
+
+	pf_suggest_init(&s, name);
+	for (const struct pf_opt *d = pf_opt_table; d->name; d++)
+		pf_suggest_offer(&s, d->name);
+	for (const char *const *w = ignored; *w; w++)
+		pf_suggest_offer(&s, *w);
+	return pf_suggest_best(&s);
+}
+
+/*
+ * What to say of an unknown command-line flag @a: a -o option given as
+ * "--name=value" or a typo of a flag.  Writes "" when it knows nothing.
+ */
+static void unknown_flag_hint(const char *a, char *out, size_t len)
+{
+	static const char *const flags[] = {
+		"help", "help-table", "version", "foreground", "debug", NULL,
+	};
+	const char *name = a + strspn(a, "-");
+	size_t n = strcspn(name, "=");
+	char word[PF_SUGGEST_MAX + 1];
+	struct pf_suggest s;
+	const char *near;
+
+	out[0] = '\0';
+	if (!n || n > PF_SUGGEST_MAX)
+		return;
+	memcpy(word, name, n);
+	word[n] = '\0';
+	if (pf_opt_find(word)) {
+		snprintf(out, len, ": options go after -o (-o %s%s)", word,
+			 name[n] ? name + n : pf_opt_find(word)->arg ? "=..." :
+			 "");
+		return;
+	}
+	pf_suggest_init(&s, word);
+	for (const char *const *f = flags; *f; f++)
+		pf_suggest_offer(&s, *f);
+	near = pf_suggest_best(&s);
+	if (near) {
+		snprintf(out, len, ": did you mean '--%s'?", near);
+		return;
+	}
+	near = closest_option(word);
+	if (near)
+		snprintf(out, len, ": did you mean '-o %s'?", near);
+}
+
 #define BAD(...)                                                   \
 	do {                                                       \
 		snprintf(err, errlen, __VA_ARGS__);                \
@@ -356,8 +409,14 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 		BAD("prefetchfs mounts are read-only: option 'rw' is not "
 		    "supported");
 	d = pf_opt_find(opt);
-	if (!d)
+	if (!d) {
+		const char *near = closest_option(opt);
+
+		if (near)
+			BAD("unknown option '%s': did you mean '%s'? (see "
+			    "--help)", opt, near);
 		BAD("unknown option '%s' (see --help)", opt);
+	}
 	if (d->type == PF_OT_FUSE) {
 		char buf[512];
 
@@ -411,24 +470,33 @@ static int parse_list(struct pf_opts *o, const char *list, char *err,
  * carries credentials: they would show in /proc/mounts, the log and the
  * stats file.  The message does not repeat the URL for that reason.
  */
+/* The length of @s's URL scheme ("s3" of "s3://b"), 0 if not a URL. */
+static size_t scheme_len(const char *s)
+{
+	const char *colon = strstr(s, "://");
+	size_t n;
+
+	if (!colon || colon == s)
+		return 0;
+	n = (size_t)(colon - s);
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') &&
+		    !(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(i > 0 && ((s[i] >= '0' && s[i] <= '9') ||
+				s[i] == '+' || s[i] == '-' || s[i] == '.')))
+			return 0;	/* a path with "://" in it */
+	return n;
+}
+
 static int check_source_url(const char *src, char *err, size_t errlen)
 {
 	static const char *const schemes[] = { "http", "https", "s3", NULL };
-	const char *colon = strstr(src, "://");
+	size_t n = scheme_len(src);
 	const char *host;
-	size_t n;
 	bool known = false;
 
-	if (!colon)
+	if (!n)
 		return 0;
-	n = (size_t)(colon - src);
-	for (size_t i = 0; i < n; i++)
-		if (!(src[i] >= 'a' && src[i] <= 'z') &&
-		    !(src[i] >= 'A' && src[i] <= 'Z') &&
-		    !(i > 0 && ((src[i] >= '0' && src[i] <= '9') ||
-				src[i] == '+' || src[i] == '-' ||
-				src[i] == '.')))
-			return 0;	/* a path with "://" in it */
 	for (const char *const *s = schemes; *s; s++)
 		if (strlen(*s) == n && strncasecmp(src, *s, n) == 0)
 			known = true;
@@ -436,7 +504,7 @@ static int check_source_url(const char *src, char *err, size_t errlen)
 		BAD("source scheme '%.*s://' is not supported: SOURCE is a "
 		    "directory, http://, https:// or s3://", (int)(n > 16 ?
 		    16 : n), src);
-	host = colon + 3;
+	host = src + n + 3;
 	n = strcspn(host, "/?#");
 	if (memchr(host, '@', n))
 		BAD("the source URL must not hold credentials (user:password@"
@@ -483,7 +551,10 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 			if (ret < 0)
 				return ret;
 		} else if (a[0] == '-' && a[1] != '\0') {
-			BAD("unknown option '%s' (see --help)", a);
+			char hint[PF_SUGGEST_MAX + 64];
+
+			unknown_flag_hint(a, hint, sizeof(hint));
+			BAD("unknown option '%s'%s (see --help)", a, hint);
 		} else {
 			if (npos == 2)
 				BAD("unexpected argument '%s': give SOURCE "
@@ -499,6 +570,13 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 						"MOUNTPOINT");
 	o->source = pos[0];
 	o->mountpoint = pos[1];
+	/* (the URL is not repeated: it may name a private bucket) */
+	if (scheme_len(o->mountpoint))
+		BAD("MOUNTPOINT is a URL (%.*s://...): SOURCE comes first, "
+		    "then the directory to mount it on (prefetchfs [options] "
+		    "SOURCE MOUNTPOINT)",
+		    (int)(scheme_len(o->mountpoint) > 16 ?
+			  16 : scheme_len(o->mountpoint)), o->mountpoint);
 	ret = check_source_url(o->source, err, errlen);
 	if (ret < 0)
 		return ret;

@@ -1,17 +1,23 @@
 /*
- * log.c - the daemon's log: stderr in the foreground, syslog otherwise.
+ * log.c - the daemon's log: stderr in the foreground, syslog or a file
+ * otherwise (see pf_log.h).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "pf_log.h"
 
 static enum pf_log_level log_level = PF_LOG_INFO;
 static int log_syslog;
+static int log_stamp;		/* stderr is a log file: time and pid */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 /* pf_log_note(): under note_lock */
 static pthread_mutex_t note_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,6 +41,50 @@ void pf_log_use_syslog(int on)
 	log_syslog = on;
 	if (on)
 		openlog("prefetchfs", LOG_PID, LOG_DAEMON);
+}
+
+void pf_log_use_file(int on)
+{
+	log_stamp = on;
+}
+
+bool pf_log_syslog_at(const char *socket_path)
+{
+	struct stat st;
+
+	return stat(socket_path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+int pf_log_default_file(char *buf, size_t len)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/log/prefetchfs.log");
+	else if (run && run[0] == '/' && stat(run, &st) == 0 &&
+		 S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+		n = snprintf(buf, len, "%s/prefetchfs.log", run);
+	else
+		n = snprintf(buf, len, "/tmp/prefetchfs-%u.log",
+			     (unsigned)geteuid());
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+size_t pf_log_stamp(char *buf, size_t len, const struct timespec *ts)
+{
+	struct tm tm;
+	char zone[8];
+	int n;
+
+	if (!localtime_r(&ts->tv_sec, &tm) ||
+	    !strftime(zone, sizeof(zone), "%z", &tm))
+		snprintf(zone, sizeof(zone), "+0000");
+	n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03ld%s",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000000, zone);
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
 int pf_log_parse_level(const char *s, enum pf_log_level *out)
@@ -64,7 +114,20 @@ void pf_log(enum pf_log_level level, const char *fmt, ...)
 	} else {
 		/* one locked write a line so threads do not interleave */
 		pthread_mutex_lock(&log_lock);
-		fputs("prefetchfs: ", stderr);
+		if (log_stamp) {
+			struct timespec ts;
+			char when[40];
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			pf_log_stamp(when, sizeof(when), &ts);
+			fprintf(stderr, "%s prefetchfs[%ld]: %s", when,
+				(long)getpid(),
+				level <= PF_LOG_WARN ? level_names[level] : "");
+			if (level <= PF_LOG_WARN)
+				fputs(": ", stderr);
+		} else {
+			fputs("prefetchfs: ", stderr);
+		}
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 		pthread_mutex_unlock(&log_lock);

@@ -698,60 +698,120 @@ static struct obj *obj_alloc(void)
 	return o;
 }
 
-/* The first listing at mount: the source exists and answers. */
-static int check_root(struct obj *o, const char *source, char *err,
-		      size_t errlen)
+/* Adds an entry to a directory built at mount (a manifest's). */
+static int dir_append(struct obj *o, struct dir *d, const char *name,
+		      int is_dir, int64_t size)
 {
-	struct listing l = { 0 };
-	char why[300] = "";
-	int ret;
+	struct listing l = { .ents = d->ents, .n = d->n, .cap = d->cap };
+	int ret = pf_obj_listing_add(&l, name, is_dir, size, -1);
 
-	ret = pf_obj_list_dir(o, "", &l, why, sizeof(why));
-	if (ret < 0) {
-		const char *hint = "";
-
-		if (ret == -EACCES && o->kind == KIND_S3)
-			hint = o->s3.cred.anonymous ?
-				       " (anonymous: give credentials, or "
-				       "check the bucket policy)" :
-				       " (check the credentials and region)";
-		else if (strstr(why, "certificate"))
-			hint = ": give the server's CA with -o cacert=FILE, or "
-			       "-o insecure not to verify it";
-		/* a network error says more than "Input/output error" */
-		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
-			 ret == -EIO && why[0] ? "" : strerror(-ret),
-			 why[0] && ret != -EIO ? ": " : "", why, hint);
-		pf_obj_ents_free(l.ents, l.n);
-		return ret;
-	}
-	pf_obj_listing_finish(&l, "");
-	if (!l.n)
-		pf_warn("'%s' is empty (no objects or directories under it): "
-			"check the source", source);
-	pthread_mutex_lock(&o->lock);
-	{
-		struct dir *d = pf_obj_dir_add(o, "");
-
-		if (!d) {
-			pthread_mutex_unlock(&o->lock);
-			pf_obj_ents_free(l.ents, l.n);
-			return -ENOMEM;
-		}
-		d->ents = l.ents;
-		d->n = l.n;
-		d->cap = l.cap;
-		d->state = D_LOADED;
-		/* not dirty: every mount lists the root again, so a daemon
-		 * that stops before it lists more (a second one on the
-		 * cache dir, refused) leaves the file alone */
-		d->learned = l.seen;
-		o->list_bytes += l.bytes;
-	}
-	pthread_mutex_unlock(&o->lock);
-	return 0;
+	d->ents = l.ents;
+	d->n = l.n;
+	d->cap = l.cap;
+	o->list_bytes += l.bytes;
+	return ret;
 }
 
+/* Every directory of a manifest path exists, listed in its parent. */
+static int manifest_dir(struct obj *o, const char *path, struct dir **out)
+{
+	struct dir *d = pf_obj_dir_find(o, path);
+	char parent[PATH_MAX];
+	const char *name;
+	struct dir *pd;
+
+	if (d) {
+		*out = d;
+		return 0;
+	}
+	d = pf_obj_dir_add(o, path);
+	if (!d)
+		return -ENOMEM;
+	d->state = D_LOADED;
+	*out = d;
+	if (!*path)
+		return 0;
+	name = pf_obj_split_path(path, parent, sizeof(parent));
+	if (manifest_dir(o, parent, &pd) < 0)
+		return -ENOMEM;
+	return dir_append(o, pd, name, 1, 0);
+}
+
+struct mctx {
+	struct obj *o;
+	int err;
+};
+
+static int manifest_cb(void *arg, const struct pf_listent *e)
+{
+	struct mctx *m = arg;
+	char parent[PATH_MAX];
+	const char *name = pf_obj_split_path(e->name, parent, sizeof(parent));
+	struct dir *pd;
+
+	if (strlen(e->name) >= sizeof(parent))
+		return 0;
+	m->err = manifest_dir(m->o, parent, &pd);
+	if (m->err < 0)
+		return m->err;
+	m->err = dir_append(m->o, pd, name, 0, e->size);
+	if (m->err == 0 && m->o->list_bytes > m->o->list_max)
+		m->err = -EFBIG;
+	return m->err;
+}
+
+static int load_manifest(struct obj *o, const char *murl, char *err,
+			 size_t errlen)
+{
+	struct pf_creq r = { .kind = PF_CREQ_DOC, .doc_max = DOC_MAX,
+			     .url = murl };
+	struct mctx m = { .o = o };
+	struct dir *root;
+	unsigned bad = 0;
+	int ret;
+
+	ret = pf_curl_run(o->curl, &r);
+	if (ret < 0) {
+		snprintf(err, errlen, "manifest '%s': %s (%s)", murl,
+			 strerror(-ret), r.errmsg);
+		free(r.buf);
+		return ret;
+	}
+	o->manifest = true;
+	if (manifest_dir(o, "", &root) < 0) {
+		free(r.buf);
+		return -ENOMEM;
+	}
+	ret = pf_list_parse_manifest(r.buf ? r.buf : "", r.buflen,
+				     manifest_cb, &m, &bad);
+	free(r.buf);
+	if (ret == -EINVAL) {
+		snprintf(err, errlen, "manifest '%s': line %u is not 'PATH "
+			 "SIZE' with a relative path", murl, bad);
+		return ret;
+	}
+	if (m.err == -EFBIG) {
+		snprintf(err, errlen, "manifest '%s': its tree would take more "
+			 "than %zu MiB (a quarter of max_memory)", murl,
+			 o->list_max >> 20);
+		return m.err;
+	}
+	if (ret < 0 || m.err < 0) {
+		snprintf(err, errlen, "manifest '%s': %s", murl,
+			 strerror(m.err < 0 ? -m.err : -ret));
+		return ret < 0 ? ret : m.err;
+	}
+	/* sort every directory (and settle duplicate names) */
+	for (size_t i = 0; i < o->nbuckets; i++)
+		for (struct dir *d = o->dirs[i]; d; d = d->hnext) {
+			struct listing l = { .ents = d->ents, .n = d->n,
+					     .cap = d->cap };
+
+			pf_obj_listing_finish(&l, d->path);
+			d->n = l.n;
+		}
+	return 0;
+}
 
 /* What the constructors share: the limits of @cfg into @o and @cc. */
 static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
@@ -813,9 +873,9 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 		else
 			snprintf(murl, sizeof(murl), "%s%s", o->root,
 				 cfg->manifest);
-		ret = pf_obj_load_manifest(o, murl, err, errlen);
+		ret = load_manifest(o, murl, err, errlen);
 	} else {
-		ret = check_root(o, source, err, errlen);
+		ret = pf_obj_check_root(o, source, err, errlen);
 	}
 	if (ret < 0)
 		goto out;
@@ -878,7 +938,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 			 strerror(-ret));
 		goto out;
 	}
-	ret = check_root(o, source, err, errlen);
+	ret = pf_obj_check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
 	pf_obj_listings_start(o, source, cfg->listings);

@@ -2,8 +2,8 @@
  * objstore_dir.c - the object-storage backends' namespace: the table of
  * directory listings keyed by path, the listing of one directory at the
  * server (an HTTP index or JSON autoindex, or S3 ListObjectsV2 pages),
- * the entries' stat, and the tree a manifest gives, built at mount
- * (pf_obj_load_manifest()).
+ * the entries' stat, and the first listing at mount
+ * (pf_obj_check_root(): a source that names a file is said so).
  *
  * DESIGN
  * Entered by the FUSE worker threads through the ops (objstore.c:
@@ -515,119 +515,115 @@ void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now)
 	st->st_atim = st->st_mtim;
 }
 
-/* ---- a manifest's tree (HTTP, -o manifest) ----------------------------- */
+/* ---- the first listing, at mount ----------------------------------------- */
 
-/* Adds an entry to a directory built at mount (a manifest's). */
-static int dir_append(struct obj *o, struct dir *d, const char *name,
-		      int is_dir, int64_t size)
+/*
+ * After the first listing of @source failed with @ret or found nothing
+ * (@ret 0): whether @source names a file (an object) rather than a
+ * directory, and its size.  Over HTTP a file's URL with '/' appended is
+ * not found (404), so only then is the URL as given asked for (HEAD); a
+ * directory would have listed.  Over S3 "s3://b/key" lists the prefix
+ * "key/", empty when key is an object: a HEAD of that key says.
+ */
+static bool names_a_file(struct obj *o, const char *source, int ret,
+			 int64_t *size)
 {
-	struct listing l = { .ents = d->ents, .n = d->n, .cap = d->cap };
-	int ret = pf_obj_listing_add(&l, name, is_dir, size, -1);
+	struct pf_creq r = { .kind = PF_CREQ_HEAD };
+	char url[URL_MAX];
+	size_t n = strlen(source);
 
-	d->ents = l.ents;
-	d->n = l.n;
-	d->cap = l.cap;
-	o->list_bytes += l.bytes;
-	return ret;
-}
+	if (o->kind == KIND_HTTP) {
+		if (ret != -ENOENT || !n || source[n - 1] == '/')
+			return false;
+		snprintf(url, sizeof(url), "%s", source);
+	} else {
+		struct pf_s3_conf c = o->s3;
+		char key[sizeof(c.prefix)];
 
-/* Every directory of a manifest path exists, listed in its parent. */
-static int manifest_dir(struct obj *o, const char *path, struct dir **out)
-{
-	struct dir *d = pf_obj_dir_find(o, path);
-	char parent[PATH_MAX];
-	const char *name;
-	struct dir *pd;
-
-	if (d) {
-		*out = d;
-		return 0;
+		n = strlen(o->s3.prefix);
+		if (ret != 0 || n < 2)
+			return false;
+		snprintf(key, sizeof(key), "%.*s", (int)(n - 1), o->s3.prefix);
+		c.prefix[0] = '\0';
+		if (pf_s3_object_url(&c, key, url, sizeof(url)) < 0)
+			return false;
 	}
-	d = pf_obj_dir_add(o, path);
-	if (!d)
-		return -ENOMEM;
-	d->state = D_LOADED;
-	*out = d;
-	if (!*path)
-		return 0;
-	name = pf_obj_split_path(path, parent, sizeof(parent));
-	if (manifest_dir(o, parent, &pd) < 0)
-		return -ENOMEM;
-	return dir_append(o, pd, name, 1, 0);
+	r.url = url;
+	ret = pf_curl_run(o->curl, &r);
+	free(r.buf);
+	*size = r.size;
+	return ret == 0 && r.status == 200 && r.size >= 0;
 }
 
-struct mctx {
-	struct obj *o;
-	int err;
-};
-
-static int manifest_cb(void *arg, const struct pf_listent *e)
+/* The message for a @source that names a file of @size bytes. */
+static void file_source_err(const struct obj *o, const char *source,
+			    int64_t size, char *err, size_t errlen)
 {
-	struct mctx *m = arg;
-	char parent[PATH_MAX];
-	const char *name = pf_obj_split_path(e->name, parent, sizeof(parent));
-	struct dir *pd;
+	const char *slash = strrchr(source, '/');
+	int dirlen = slash ? (int)(slash - source + 1) : 0;
+	bool s3 = o->kind == KIND_S3;
 
-	if (strlen(e->name) >= sizeof(parent))
-		return 0;
-	m->err = manifest_dir(m->o, parent, &pd);
-	if (m->err < 0)
-		return m->err;
-	m->err = dir_append(m->o, pd, name, 0, e->size);
-	if (m->err == 0 && m->o->list_bytes > m->o->list_max)
-		m->err = -EFBIG;
-	return m->err;
+	snprintf(err, errlen, "'%s' is %s (%" PRId64 " bytes), not a %s: "
+		 "give the %s holding it (%.*s)", source,
+		 s3 ? "an object" : "a file", size, s3 ? "prefix" : "directory",
+		 s3 ? "prefix" : "URL of the directory", dirlen, source);
 }
 
-int pf_obj_load_manifest(struct obj *o, const char *murl, char *err,
-			  size_t errlen)
+int pf_obj_check_root(struct obj *o, const char *source, char *err,
+		      size_t errlen)
 {
-	struct pf_creq r = { .kind = PF_CREQ_DOC, .doc_max = DOC_MAX,
-			     .url = murl };
-	struct mctx m = { .o = o };
-	struct dir *root;
-	unsigned bad = 0;
+	struct listing l = { 0 };
+	char why[300] = "";
+	int64_t size;
 	int ret;
 
-	ret = pf_curl_run(o->curl, &r);
+	ret = pf_obj_list_dir(o, "", &l, why, sizeof(why));
+	if ((ret < 0 || !l.n) && names_a_file(o, source, ret, &size)) {
+		file_source_err(o, source, size, err, errlen);
+		pf_obj_ents_free(l.ents, l.n);
+		return -ENOTDIR;
+	}
 	if (ret < 0) {
-		snprintf(err, errlen, "manifest '%s': %s (%s)", murl,
-			 strerror(-ret), r.errmsg);
-		free(r.buf);
-		return ret;
-	}
-	o->manifest = true;
-	if (manifest_dir(o, "", &root) < 0) {
-		free(r.buf);
-		return -ENOMEM;
-	}
-	ret = pf_list_parse_manifest(r.buf ? r.buf : "", r.buflen,
-				     manifest_cb, &m, &bad);
-	free(r.buf);
-	if (ret == -EINVAL) {
-		snprintf(err, errlen, "manifest '%s': line %u is not 'PATH "
-			 "SIZE' with a relative path", murl, bad);
-		return ret;
-	}
-	if (m.err == -EFBIG) {
-		snprintf(err, errlen, "manifest '%s': its tree would take more "
-			 "than %zu MiB (a quarter of max_memory)", murl,
-			 o->list_max >> 20);
-		return m.err;
-	}
-	if (ret < 0 || m.err < 0) {
-		snprintf(err, errlen, "manifest '%s': %s", murl,
-			 strerror(m.err < 0 ? -m.err : -ret));
-		return ret < 0 ? ret : m.err;
-	}
-	/* sort every directory (and settle duplicate names) */
-	for (size_t i = 0; i < o->nbuckets; i++)
-		for (struct dir *d = o->dirs[i]; d; d = d->hnext) {
-			struct listing l = { .ents = d->ents, .n = d->n,
-					     .cap = d->cap };
+		const char *hint = "";
 
-			pf_obj_listing_finish(&l, d->path);
-			d->n = l.n;
+		if (ret == -EACCES && o->kind == KIND_S3)
+			hint = o->s3.cred.anonymous ?
+				       " (anonymous: give credentials, or "
+				       "check the bucket policy)" :
+				       " (check the credentials and region)";
+		else if (strstr(why, "certificate"))
+			hint = ": give the server's CA with -o cacert=FILE, or "
+			       "-o insecure not to verify it";
+		/* a network error says more than "Input/output error" */
+		snprintf(err, errlen, "cannot list '%s': %s%s%s%s", source,
+			 ret == -EIO && why[0] ? "" : strerror(-ret),
+			 why[0] && ret != -EIO ? ": " : "", why, hint);
+		pf_obj_ents_free(l.ents, l.n);
+		return ret;
+	}
+	pf_obj_listing_finish(&l, "");
+	if (!l.n)
+		pf_warn("'%s' is empty (no objects or directories under it): "
+			"check the source", source);
+	pthread_mutex_lock(&o->lock);
+	{
+		struct dir *d = pf_obj_dir_add(o, "");
+
+		if (!d) {
+			pthread_mutex_unlock(&o->lock);
+			pf_obj_ents_free(l.ents, l.n);
+			return -ENOMEM;
 		}
+		d->ents = l.ents;
+		d->n = l.n;
+		d->cap = l.cap;
+		d->state = D_LOADED;
+		/* not dirty: every mount lists the root again, so a daemon
+		 * that stops before it lists more (a second one on the
+		 * cache dir, refused) leaves the file alone */
+		d->learned = l.seen;
+		o->list_bytes += l.bytes;
+	}
+	pthread_mutex_unlock(&o->lock);
 	return 0;
 }

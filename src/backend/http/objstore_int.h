@@ -159,10 +159,13 @@ void pf_obj_log_fail(const char *what, const char *name,
 int pf_obj_list_dir(struct obj *o, const char *path, struct listing *l,
 	     char *why, size_t whylen);
 int pf_obj_dir_get(struct obj *o, const char *path, struct dir **out);
-/* At mount, no lock held: the manifest at @murl as the whole tree (HTTP,
- * -o manifest); < 0 with a one-line reason in @err */
-int pf_obj_load_manifest(struct obj *o, const char *murl, char *err,
-			 size_t errlen);
+/*
+ * The first listing, at mount: the source exists and answers, its root
+ * is loaded.  A source naming a file (an object) rather than a directory
+ * (a prefix) is said so in @err, with what to give instead (-ENOTDIR).
+ */
+int pf_obj_check_root(struct obj *o, const char *source, char *err,
+		      size_t errlen);
 struct ent *pf_obj_dir_lookup(struct dir *d, const char *name);
 const char *pf_obj_split_path(const char *path, char *dirbuf, size_t len);
 void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now);

@@ -38,18 +38,19 @@ out:
 	return ret;
 }
 
-/* The opens in flight return first: they hold files the two others let
- * go. */
+/* The opens in flight return first: they hold files the others let go. */
 static void ahead_stop(struct pf_engine *e)
 {
 	pf_opener_stop(e);
 	pf_next_stop(e);
+	pf_preload_stop(e);
 	pf_plans_stop(e);
 }
 
 static void ahead_free(struct pf_engine *e)
 {
 	pf_plans_free(e);
+	pf_preload_free(e);
 	pf_opener_free(e);
 	free(e->ghosts);
 	e->ghosts = NULL;
@@ -81,6 +82,7 @@ static const struct pf_engine_hooks ahead_hooks = {
 	.next_file = pf_next_ask,
 	.random_stream = pf_dirahead_random_file,
 	.fetch_done = ahead_fetch_done,
+	.fetch_freed = pf_preload_plan,
 	.stats_locked = pf_dirahead_stats,
 	.stats = ahead_stats,
 };

@@ -11,6 +11,8 @@
  *                striding) and the background fill of a shuffled tree
  *   plans.c      declared plans: the control file's writes, the hint
  *                thread (pf-hints) that fetches what the plans declare
+ *   preload.c    warm-ups: files named through the control file read
+ *                whole into the cache tiers (prefetchfs-warm)
  *   ahead.c      the hooks table and pf_engine_new()
  * Not installed; not for the core's files.
  */
@@ -95,5 +97,15 @@ void pf_dirahead_release_all(struct pf_engine *e);
 bool pf_dirahead_work(struct pf_engine *e);
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
+
+/* dirahead.c: what the fill (and a warm-up) may hold; *memory: of
+ * max_memory, else the backend's capacity (a disk tier) */
+uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory);
+
+/* preload.c (warm-ups, pf_engine_preload_*) */
+void pf_preload_plan(struct pf_engine *e, struct deferred *later);
+/* lock not held */
+void pf_preload_stop(struct pf_engine *e);
+void pf_preload_free(struct pf_engine *e);
 
 #endif

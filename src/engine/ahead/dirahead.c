@@ -544,6 +544,13 @@ void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f)
 
 /* What may be filled: 3/4 of the memory, or the backend's capacity (a disk
  * cache tier) if larger. */
+static uint64_t fill_budget(const struct pf_engine *e, bool *memory);
+
+uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory)
+{
+	return fill_budget(e, memory);
+}
+
 static uint64_t fill_budget(const struct pf_engine *e, bool *memory)
 {
 	uint64_t b = e->cfg.max_memory / 4 * 3;
@@ -934,11 +941,13 @@ void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
 {
 	struct dirahead *da = e->da;
 	unsigned learned = 0;
+	uint64_t budget;
 	uint64_t done;
 	bool memory;
 
 	if (!da)
 		return;
+	budget = fill_budget(e, &memory);
 	for (unsigned i = 0; i < XD_DIRS; i++)
 		if (da->dirs[i].path && da->dirs[i].runs >= XD_LEARN)
 			learned++;
@@ -966,10 +975,13 @@ void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
 	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
 		       fill_state_name[da->state]);
 	pf_strbuf_add_json(sb, da->froot ? da->froot : "");
+	/* the budget says what to change when the fill is too big */
 	pf_strbuf_addf(sb,
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
 		       PRIu64 ", \"bytes_done\": %" PRIu64
-		       ", \"bytes_total\": %" PRIu64 "}",
+		       ", \"bytes_total\": %" PRIu64 ", \"budget\": %" PRIu64
+		       ", \"budget_of\": \"%s\"}",
 		       da->single ? (size_t)1 : da->list.n, da->nheld,
-		       da->on_disk, done, da->bytes_total);
+		       da->on_disk, done, da->bytes_total, budget,
+		       memory ? "memory" : "disk");
 }
