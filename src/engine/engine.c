@@ -11,11 +11,10 @@
  * (on the thread that shuts the mount down) stops read-ahead, then the
  * features (their stop hook: the opener pool returns once the opens in
  * flight returned and cancels the queued ones, the files opened ahead are
- * let go, the hint thread stops), cancels queued fetches and waits on
- * e->idle_cond for those
- * in flight and for pf_fetch_done() calls still answering READs after they
- * unlocked (e->completing); pf_engine_free() then frees everything once no
- * other thread can enter.
+ * let go, warm-ups end, the hint thread stops), cancels queued fetches and
+ * waits on e->idle_cond for those in flight and for pf_fetch_done() calls
+ * still answering READs after they unlocked (e->completing);
+ * pf_engine_free() then frees everything once no other thread can enter.
  */
 #include <errno.h>
 #include <pthread.h>
