@@ -35,7 +35,8 @@ endif
 # output (silenced below) could repeat for each flag.  Goals that build
 # nothing (clean, uninstall, deps, check: it installs them first) skip it.
 PC_BUILD := fuse3:libfuse3-dev liburing:liburing-dev \
-	libcurl:libcurl4-openssl-dev expat:libexpat1-dev jansson:libjansson-dev
+	libcurl:libcurl4-openssl-dev expat:libexpat1-dev jansson:libjansson-dev \
+	libcrypto:libssl-dev
 PC_TEST := check:check
 pc_missing = $(foreach p,$(1),$(if $(shell $(PKG_CONFIG) --exists \
 	$(firstword $(subst :, ,$(p))) 2>/dev/null && echo y),,$(lastword \
@@ -64,7 +65,10 @@ PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson 2>/dev/null)
 PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) -lpthread -lm
+# the disk cache's MAC (ChaCha20-Poly1305)
+CRYPTO_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto 2>/dev/null)
+CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
+LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(CRYPTO_LIBS) -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -151,7 +155,8 @@ $(LIB): $(LIB_OBJS)
 
 ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o) $(WARM_SRCS:.c=.o)
 $(ALL_OBJS): %.o: %.c
-	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) -c -o $@ $<
+	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) \
+		$(CRYPTO_CFLAGS) -c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \

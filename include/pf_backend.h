@@ -52,6 +52,8 @@ typedef int (*pf_dirent_fn)(void *arg, const char *name,
  * Result passed to done(): the number of bytes read into iov (less than the
  * iov total only when the end of the file was reached), or -errno.  Short
  * reads from the kernel are resubmitted by the backend, never reported.
+ * -ETIMEDOUT: the source gave no complete answer within the request's
+ * total deadline (http, s3: request_timeout), retries included.
  */
 struct pf_bio {
 	struct pf_bfile *file;

@@ -143,6 +143,8 @@ struct pf_creq {
 	int changed;			/* the object is not the pinned
 					 * version (ETag, size, Last-Modified
 					 * differ; 412, 416) */
+	bool timed_out;			/* it failed (-EIO) because its
+					 * total deadline passed */
 
 	/* the loop's */
 	uint64_t got;			/* RANGE bytes in iov so far */

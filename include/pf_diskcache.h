@@ -10,9 +10,15 @@
  *    a read is cached and checks out, else from the wrapped backend, and
  *    then writes the fetched blocks to the store in the background.
  *
- * Cache blocks are keyed by (source, path, size, mtime with nanoseconds,
- * block index).  Object stores put a hash of the ETag in st_mtim.tv_nsec,
- * so a changed object has a new key and is never served from the cache.
+ * Cache blocks are keyed by (source, path, size, mtime and ctime with
+ * nanoseconds, inode number, block index).  Object stores put a hash of the
+ * ETag in st_mtim.tv_nsec, so a changed object has a new key and is never
+ * served from the cache; a POSIX file rewritten has a new ctime, which no
+ * one can set back.
+ *
+ * The directory is the daemon's own (0700, files 0600, nothing in it
+ * followed through a symlink) and every block is sealed with a MAC under
+ * a key kept in it: see diskcache_dir.c and diskcache_mac.c.
  *
  * Errors: >= 0 on success, -errno on failure.
  */
@@ -33,6 +39,14 @@ struct pf_dc_key {
 	uint64_t a;
 	uint64_t b;
 };
+
+/* The seal of one cached block: its nonce and MAC (diskcache_mac.c). */
+struct pf_dc_sum {
+	uint64_t nonce;
+	uint64_t tag;
+};
+
+#define PF_DC_KEY_LEN 32	/* bytes of DIR/key */
 
 struct pf_dc_cfg {
 	uint64_t size;		/* bytes; 0: leave 10% of the fs free */
@@ -56,6 +70,11 @@ struct pf_dc_cfg {
 	 * blocks, so this is the largest read / 1024.
 	 */
 	uint32_t min_block;
+	/*
+	 * > 0: the directory, already checked (pf_dc_dir_open(); the store
+	 * takes a copy and the name is for messages); else it is opened.
+	 */
+	int dirfd;
 };
 
 #define PF_DC_BLOCK (16u << 10)
@@ -78,15 +97,37 @@ struct pf_dc_stats {
 };
 
 /*
- * Opens (creating if needed) the store in directory @dir: takes an
- * exclusive lock on DIR/lock (-EBUSY if another daemon holds it), replays
- * DIR/journal, compacts it when it holds many dead records.  On error
- * writes one line to err.
+ * The cache directory @dir, created 0700 if missing: a descriptor of it,
+ * or -errno and one line in err when it cannot be used or is refused (a
+ * symlink, owned by another uid, writable by group or others).
+ */
+int pf_dc_dir_open(const char *dir, char *err, size_t errlen);
+/*
+ * Opens file @name of the directory @dirfd (from pf_dc_dir_open()) with
+ * @flags (O_RDONLY, O_WRONLY or O_RDWR, O_CREAT; O_EXCL: a temporary file,
+ * removed first if it exists), never following a symlink: a new file is
+ * 0600.  -errno and err ("'NAME' ...") if it cannot be opened or is not a
+ * regular file of this uid with one link.
+ */
+int pf_dc_file_open(int dirfd, const char *name, int flags, char *err,
+		    size_t errlen);
+
+/*
+ * Opens (creating if needed) the store in directory @dir: checks @dir
+ * (pf_dc_dir_open()), takes an exclusive lock on DIR/lock (-EBUSY if
+ * another daemon holds it), reads DIR/key (a new one empties the cache),
+ * replays DIR/journal, compacts it when it holds many dead records.  On
+ * error writes one line to err.
  */
 int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	       struct pf_dc **out, char *err, size_t errlen);
 /* Flushes data and journal to disk, releases the lock, frees. */
 void pf_dc_close(struct pf_dc *dc);
+/*
+ * The daemon's mount is gone: a new daemon may wait for the lock (see
+ * diskcache_dir.c) rather than be refused.  Any thread.
+ */
+void pf_dc_exiting(struct pf_dc *dc);
 
 void pf_dc_key_of(const char *source, const char *path,
 		  const struct stat *st, struct pf_dc_key *key);
@@ -108,11 +149,11 @@ uint64_t pf_dc_slot_off(const struct pf_dc *dc, uint32_t slot);
 /*
  * Looks up block @blk of @key, which must hold @len bytes.  On a hit
  * counts an access to it (the policy's clock), pins the slot (it is not
- * reused until pf_dc_unpin()) and returns the slot, *crc its checksum.
+ * reused until pf_dc_unpin()) and returns the slot, *sum its seal.
  * -ENOENT on a miss.
  */
 int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
-		 uint64_t blk, uint32_t len, uint32_t *crc);
+		 uint64_t blk, uint32_t len, struct pf_dc_sum *sum);
 void pf_dc_unpin(struct pf_dc *dc, uint32_t slot);
 /* Whether block @blk of @key is cached with @len bytes; touches nothing. */
 bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
@@ -127,8 +168,20 @@ bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
  */
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 		  uint64_t blk, uint32_t len);
-/* The slot's data is written: journal it and make it visible. */
-int pf_dc_commit(struct pf_dc *dc, uint32_t slot, uint32_t crc);
+/* The slot's data is written, sealed with @sum: journal it, make it
+ * visible. */
+int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum);
+/*
+ * Seals the @len bytes at @buf, block @blk of @key going to @slot: a fresh
+ * nonce and the MAC under the cache's key.  Any thread; no lock, no I/O.
+ */
+int pf_dc_seal(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	       uint32_t slot, const void *buf, uint32_t len,
+	       struct pf_dc_sum *sum);
+/* Whether bytes read from @slot are the block @sum sealed.  Any thread. */
+bool pf_dc_verify(struct pf_dc *dc, const struct pf_dc_key *key,
+		  uint64_t blk, uint32_t slot, const void *buf, uint32_t len,
+		  const struct pf_dc_sum *sum);
 void pf_dc_abort(struct pf_dc *dc, uint32_t slot);
 /*
  * The block in @slot failed its checksum or could not be read: forget it
@@ -147,7 +200,7 @@ void pf_dc_maintain(struct pf_dc *dc);
 /* Synchronous put and get of a whole block, for tests and tools. */
 int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      const void *buf, uint32_t len);
-/* -ENOENT: not cached; -EBADMSG: checksum failed (the block is dropped) */
+/* -ENOENT: not cached; -EBADMSG: the check failed (the block is dropped) */
 int pf_dc_get(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      void *buf, uint32_t len);
 
@@ -160,6 +213,7 @@ void pf_dc_get_stats(struct pf_dc *dc, struct pf_dc_stats *st);
 
 struct pf_diskcache_cfg {
 	const char *dir;	/* the cache directory */
+	int dirfd;		/* as in struct pf_dc_cfg */
 	const char *source;	/* names the source in the keys */
 	uint64_t size;		/* 0: keep 10% of the filesystem free */
 	uint32_t block_size;	/* 0: as in struct pf_dc_cfg */
@@ -187,5 +241,12 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
  * it out of -o max_memory.
  */
 uint64_t pf_diskcache_backend_memory(const struct pf_backend *be);
+
+/*
+ * The mount the decorator @be serves is gone (the FUSE session ended):
+ * says so in the lock file, so that a mount on the same directory waits
+ * for this daemon's exit instead of being refused.  Any thread.
+ */
+void pf_diskcache_backend_exiting(struct pf_backend *be);
 
 #endif

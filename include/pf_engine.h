@@ -62,6 +62,22 @@ struct pf_engine_cfg {
 	 */
 	uint64_t (*now_ns)(void *arg);
 	void *now_arg;
+	/*
+	 * How long the owners and modes a plan's paths are checked against
+	 * are trusted before they are asked for again (the mount's
+	 * attr_timeout: the kernel's own check trusts its attributes that
+	 * long).  0: each check asks.
+	 */
+	uint64_t attr_ttl_ns;
+	/*
+	 * A READ waits this long at most for its bytes, fetches, retries and
+	 * refetches included, then gets EIO; and a range whose fetch failed
+	 * with -ETIMEDOUT (the source's request deadline passed) fails the
+	 * READs that would fetch it again with EIO at once, for as long: the
+	 * kernel's retries of a failed READ (page by page) would each wait a
+	 * deadline more.  0: no bound (a directory source).
+	 */
+	uint64_t read_timeout_ns;
 };
 
 /*
@@ -70,6 +86,21 @@ struct pf_engine_cfg {
  * past read-ahead.  A backend's queue and connections are sized for this.
  */
 #define PF_ENGINE_MAX_REQUESTS(n) (4u * (n))
+
+/*
+ * Who opens a plan or reads the stats: the uid and groups the kernel gave
+ * for the request (fuse_req_ctx(), fuse_req_getgroups(); groups past
+ * PF_CRED_GROUPS are not counted, so such a user may be denied what one
+ * of them would allow).  owner: the mount's owner or root.
+ */
+#define PF_CRED_GROUPS 64
+struct pf_engine_cred {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t ngroups;
+	uint32_t groups[PF_CRED_GROUPS];
+	bool owner;
+};
 
 /* Defaults sized for a machine with @ram_bytes of memory. */
 void pf_engine_cfg_default(struct pf_engine_cfg *cfg, uint64_t ram_bytes);
@@ -268,6 +299,14 @@ void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
  * stream.  Returns a malloc'd NUL-terminated string (caller frees) or NULL.
  */
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc);
+/*
+ * The same as @viewer may see it: everything for the mount's owner (and
+ * root, and NULL); for any other user the settings and totals, no path
+ * (no streams, no directories read ahead or filled) and no plan but
+ * those it opened.
+ */
+char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
+			       const struct pf_engine_cred *viewer);
 
 /*
  * Declared plans (pf_hint.h, hintfetch.c): one struct pf_engine_hint per
@@ -278,7 +317,20 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc);
  * thread, no lock held.  close: the plan ends, @h is freed.
  */
 struct pf_engine_hint;
-int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out);
+
+/*
+ * open: @cred is the plan's writer (NULL: the daemon's own, unchecked).
+ * Each path of the plan must be readable by it, as default_permissions
+ * would check a read (plans_access.c), or it counts as missing.  Plans of
+ * users other than the owner are capped: at most PF_PLANS_PER_USER
+ * handles each and PF_HINTSET_MAX - PF_PLANS_OWNER_RESERVE together, and
+ * a quarter of the plans' entries each, three quarters together (-EMFILE
+ * at open, -ENOSPC at write): the owner can always open a plan.
+ */
+#define PF_PLANS_PER_USER 32
+#define PF_PLANS_OWNER_RESERVE 32
+int pf_engine_hint_open(struct pf_engine *e, const struct pf_engine_cred *cred,
+			struct pf_engine_hint **out);
 int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *h,
 			 const char *buf, size_t len, uint64_t off);
 void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
@@ -300,7 +352,16 @@ void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *h);
  * stops (queued paths dropped), @p is freed.  Any thread, no lock held.
  */
 struct pf_engine_preload;
+/*
+ * @cred: the writer (NULL: the daemon's own, unchecked).  A job reads only
+ * the files its writer may read (another is "No such file or directory",
+ * as a missing one); another user than the owner may have
+ * PF_WARM_PER_USER jobs open (-EMFILE) and queue max_memory / 16 bytes of
+ * paths in each (-ENOSPC).
+ */
+#define PF_WARM_PER_USER 8
 int pf_engine_preload_open(struct pf_engine *e,
+			   const struct pf_engine_cred *cred,
 			   struct pf_engine_preload **out);
 int pf_engine_preload_write(struct pf_engine *e, struct pf_engine_preload *p,
 			    const char *buf, size_t len);

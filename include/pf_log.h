@@ -53,6 +53,16 @@ void pf_log(enum pf_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * Opens @path, a file the daemon writes (log_file=, trace=), for writing,
+ * @flags O_APPEND or O_TRUNC: a new file is 0600; the last component is
+ * never followed if a symlink, and an existing file is taken only if it is
+ * a regular file of this euid with one link, truncated (O_TRUNC) only
+ * after that check.  A descriptor, or -errno and in err what is wrong
+ * ("a symlink: refused", ...).
+ */
+int pf_log_file_open(const char *path, int flags, char *err, size_t errlen);
+
+/*
  * Warnings that change performance by an order of magnitude (a server
  * ignoring Range, the io_uring fallback, read-ahead not set) are also kept
  * as short strings for the stats file ("warnings") and prefetchfs-stat.

@@ -49,7 +49,11 @@ struct pf_obj_cfg {
 					 * at mount (objstore_ahead.c) */
 	const char *listings;		/* NULL, or a file that keeps the
 					 * listings across mounts (in
-					 * -o cache_dir; objstore.c, DESIGN) */
+					 * -o cache_dir; objstore.c, DESIGN):
+					 * its path, for messages */
+	int listings_dirfd;		/* with listings: its directory,
+					 * checked (pf_dc_dir_open()); the
+					 * file is opened relative to it */
 };
 
 /* @source: "http://host[:port]/prefix/" or https. */

@@ -25,6 +25,7 @@
 #include "tmptree.h"
 
 #define BS 4096u
+#define JREC 64		/* bytes of a journal record */
 
 static char tmpdir[64];
 static char cdir[128];
@@ -174,6 +175,14 @@ START_TEST(test_keys)
 	ck_assert(a.a != b.a);
 	pf_dc_key_of("http://g/", "d/f", &st, &b);
 	ck_assert(a.a != b.a);
+	/* ctime and the inode number: what no touch(1) restores */
+	st.st_ctim.tv_nsec = 1;
+	pf_dc_key_of("http://h/", "d/f", &st, &b);
+	ck_assert(a.a != b.a && a.b != b.b);
+	st.st_ctim.tv_nsec = 0;
+	st.st_ino = 7;
+	pf_dc_key_of("http://h/", "d/f", &st, &b);
+	ck_assert(a.a != b.a && a.b != b.b);
 }
 END_TEST
 
@@ -478,7 +487,7 @@ START_TEST(test_compaction)
 		ck_assert_uint_gt(s.evictions, 1000);
 	}
 	ck_assert_int_le(file_size("journal"),
-			 (off_t)48 * (2 * cache + 1024 + 2));
+			 (off_t)JREC * (2 * cache + 1024 + 2));
 	pf_dc_close(dc);
 	dc = open_dc(cache);
 	/* the last files read are there (get_n checks the bytes) */
@@ -520,7 +529,7 @@ START_TEST(test_journal_cut_everywhere)
 		ck_assert_int_ge(put_n(dc, i, i % 3), 0);
 	pf_dc_close(dc);
 	jlen = file_size("journal");
-	ck_assert_int_eq(jlen, 48 * (nput + 1));
+	ck_assert_int_eq(jlen, JREC * (nput + 1));
 	path_in(jpath, "journal");
 	path_in(dpath, "data");
 	snprintf(saved, sizeof(saved), "%s/journal.saved", tmpdir);
@@ -528,7 +537,7 @@ START_TEST(test_journal_cut_everywhere)
 	copy_file(jpath, saved, jlen);
 	copy_file(dpath, dsaved, file_size("data"));
 	for (off_t cut = 0; cut <= jlen; cut++) {
-		unsigned whole = cut >= 48 ? (unsigned)(cut / 48 - 1) : 0;
+		unsigned whole = cut >= JREC ? (unsigned)(cut / JREC - 1) : 0;
 		unsigned present = 0;
 
 		copy_file(saved, jpath, cut);
@@ -568,23 +577,23 @@ START_TEST(test_journal_corrupt)
 	path_in(jpath, "journal");
 	fd = open(jpath, O_RDWR);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pread(fd, &c, 1, 6 * 48 + 20), 1);
+	ck_assert_int_eq(pread(fd, &c, 1, 6 * JREC + 20), 1);
 	c ^= 0x10;
-	ck_assert_int_eq(pwrite(fd, &c, 1, 6 * 48 + 20), 1);
+	ck_assert_int_eq(pwrite(fd, &c, 1, 6 * JREC + 20), 1);
 	close(fd);
 	dc = open_dc(64);
 	for (unsigned i = 0; i < 10; i++)
 		ck_assert_int_eq(get_n(dc, i, 0), i < 5);
 	pf_dc_close(dc);
-	ck_assert_int_eq(file_size("journal"), 6 * 48);
+	ck_assert_int_eq(file_size("journal"), 6 * JREC);
 
 	/* garbage of whole records after the end: ignored */
 	fd = open(jpath, O_WRONLY | O_APPEND);
 	{
-		char junk[96];
+		char junk[2 * JREC];
 
 		memset(junk, 0x5a, sizeof(junk));
-		ck_assert_int_eq(write(fd, junk, sizeof(junk)), 96);
+		ck_assert_int_eq(write(fd, junk, sizeof(junk)), 2 * JREC);
 	}
 	close(fd);
 	dc = open_dc(64);
@@ -595,10 +604,10 @@ START_TEST(test_journal_corrupt)
 	/* a journal that is all garbage: an empty cache, not an error */
 	fd = open(jpath, O_WRONLY | O_TRUNC);
 	{
-		char junk[480];
+		char junk[10 * JREC];
 
 		memset(junk, 0xff, sizeof(junk));
-		ck_assert_int_eq(write(fd, junk, sizeof(junk)), 480);
+		ck_assert_int_eq(write(fd, junk, sizeof(junk)), 10 * JREC);
 	}
 	close(fd);
 	dc = open_dc(64);

@@ -74,7 +74,7 @@ START_TEST(test_warm_then_nothing)
 	unsigned submits;
 
 	setup_tree(256u << 20, 100000, 10);
-	ck_assert_int_eq(pf_engine_preload_open(eng, &p), 0);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &p), 0);
 	/* any spelling of a path under the root; a line may straddle
 	 * writes; comments and empty lines are skipped */
 	ck_assert_int_eq(write_str(p, "d/f00\n./d//f01\n/d/f02\n# x\n\nd/f0"),
@@ -93,7 +93,7 @@ START_TEST(test_warm_then_nothing)
 	ck_assert_uint_ge(submits, 10);
 
 	/* again: memory holds every file, nothing is read */
-	ck_assert_int_eq(pf_engine_preload_open(eng, &q), 0);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &q), 0);
 	ck_assert_int_eq(write_str(q, "d/f00\nd/f01\nd/f02\nd/f03\nd/f04\n"
 				      "d/f05\nd/f06\nd/f07\nd/f08\nd/f09\n"),
 			 60);
@@ -116,7 +116,7 @@ START_TEST(test_bad_lines)
 	char line[5000];
 
 	setup_tree(256u << 20, 100000, 2);
-	ck_assert_int_eq(pf_engine_preload_open(eng, &p), 0);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &p), 0);
 	ck_assert_int_eq(write_str(p, "d/../../etc/passwd\n"), -EINVAL);
 	ck_assert_int_eq(pf_engine_preload_write(eng, p, "d/f00\0\n", 7),
 			 -EINVAL);
@@ -145,7 +145,7 @@ START_TEST(test_too_big)
 	struct pf_json *j;
 
 	setup_tree(32u << 20, 8u << 20, 8);
-	ck_assert_int_eq(pf_engine_preload_open(eng, &p), 0);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &p), 0);
 	ck_assert_int_eq(write_str(p, "d/f00\nd/f01\nd/f02\nd/f03\nd/f04\n"
 				      "d/f05\nd/f06\nd/f07\n"), 48);
 	wait_idle(p);
@@ -172,7 +172,7 @@ START_TEST(test_close_stops)
 	pthread_mutex_lock(&tb.lock);
 	tb.autocomplete = 0;
 	pthread_mutex_unlock(&tb.lock);
-	ck_assert_int_eq(pf_engine_preload_open(eng, &p), 0);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &p), 0);
 	ck_assert_int_eq(write_str(p, "d/f00\nd/f01\nd/f02\nd/f03\n"), 24);
 	for (int i = 0; i < 5000 && !(pending = count_pending(-1, NULL)); i++)
 		nanosleep(&ts, NULL);
@@ -196,7 +196,7 @@ START_TEST(test_no_prefetch)
 	struct pf_engine_preload *p;
 
 	setup_with(256u << 20, 0, 16, 0);
-	ck_assert_int_eq(pf_engine_preload_open(eng, &p), -EOPNOTSUPP);
+	ck_assert_int_eq(pf_engine_preload_open(eng, NULL, &p), -EOPNOTSUPP);
 }
 END_TEST
 

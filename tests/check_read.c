@@ -5,7 +5,10 @@
  * comes as READs of 1 MiB - 16 and 16 bytes).  Read-ahead must not wait
  * for the demand fetch of the block such a READ ends in, nor end its
  * first window off a block boundary; a reader at random offsets must not
- * get whole blocks it did not ask for.
+ * get whole blocks it did not ask for.  With read_timeout_ns (an object
+ * store's request_timeout) a READ still waiting then gets EIO
+ * (read_deadline.c), and the READs that would fetch again a range whose
+ * fetch timed out get EIO at once, until that time has passed again.
  */
 #include "engine_harness.h"
 
@@ -203,6 +206,68 @@ START_TEST(test_ready_read_answered_before_its_fetches)
 }
 END_TEST
 
+static void setup_deadline(void)
+{
+	fake_clock = 1;
+	setup_read_timeout_ns = 15000000000ull;
+	setup_with(256u << 20, 0, 16, 0);
+}
+
+/* Waits (up to 5 s: the deadline thread looks every 100 ms) for @r. */
+static bool answered(struct treq *r)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+START_TEST(test_read_waits_no_longer_than_its_deadline)
+{
+	memset(rq, 0, offsetof(struct treq, buf));
+	/* the fetch stays pending: a source that never answers */
+	pf_engine_read(ef, 0, 4096, t_reply, rq);
+	advance_ms(14000);
+	usleep(300000);
+	ck_assert_int_eq(__atomic_load_n(&rq->done, __ATOMIC_ACQUIRE), 0);
+	advance_ms(1001);
+	ck_assert(answered(rq));
+	ck_assert_int_eq(rq->err, EIO);
+	/* the fetch goes on; once in, the next READ has its bytes */
+	complete_pending();
+	read_sync(rq, 0, 4096);
+	ck_assert_int_eq(rq->err, 0);
+	assert_bytes(rq, 0, 4096);
+}
+END_TEST
+
+START_TEST(test_timed_out_range_fails_at_once)
+{
+	unsigned submits;
+
+	tb.fail_next = ETIMEDOUT;
+	read_sync(rq, 0, 65536);
+	ck_assert_int_eq(rq->err, EIO);
+	/* the kernel's retry of the READ, page by page: EIO, no refetch */
+	submits = tb.submits;
+	read_sync(rq, 4096, 4096);
+	ck_assert_int_eq(rq->err, EIO);
+	ck_assert_uint_eq(tb.submits, submits);
+	/* another range is read */
+	read_sync(rq, 32u << 20, 4096);
+	ck_assert_int_eq(rq->err, 0);
+	/* once the time has passed again, the range is fetched again */
+	advance_ms(15001);
+	submits = tb.submits;
+	read_sync(rq, 0, 4096);
+	ck_assert_int_eq(rq->err, 0);
+	assert_bytes(rq, 0, 4096);
+	ck_assert_uint_gt(tb.submits, submits);
+}
+END_TEST
+
 static Suite *read_suite(void)
 {
 	Suite *s = suite_create("read");
@@ -221,6 +286,13 @@ static Suite *read_suite(void)
 	tcase_add_checked_fixture(tc, setup_batch8, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_reread_of_dropped_page);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("deadline");
+	tcase_add_checked_fixture(tc, setup_deadline, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_read_waits_no_longer_than_its_deadline);
+	tcase_add_test(tc, test_timed_out_range_fails_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,7 +15,7 @@ set -eu
 # python3-yaml: the Kubernetes examples parsed (tests/mount_container.sh).
 # --bench is accepted for older callers: the list is the same.
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
-libcurl4-openssl-dev libexpat1-dev libjansson-dev check python3 openssl psmisc procps util-linux
+libcurl4-openssl-dev libssl-dev libexpat1-dev libjansson-dev check python3 openssl psmisc procps util-linux
 clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio
 gnuplot-nox rclone s3fs python3-venv dpkg-dev lintian python3-yaml"
 missing=()

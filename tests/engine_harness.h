@@ -486,6 +486,8 @@ static void advance_ms(unsigned ms)
 
 /* min_window of the engines harness_cfg() configures */
 static uint64_t setup_min_window = 1u << 20;
+/* and their read_timeout_ns (0: none, as over a directory) */
+static uint64_t setup_read_timeout_ns;
 
 /* The configuration the suites start from (on the fake clock if
  * fake_clock). */
@@ -496,6 +498,7 @@ static void harness_cfg(struct pf_engine_cfg *cfg, uint64_t max_memory,
 	cfg->max_memory = max_memory;
 	cfg->max_inflight = inflight;
 	cfg->min_window = setup_min_window;
+	cfg->read_timeout_ns = setup_read_timeout_ns;
 	if (fake_clock) {
 		fake_ns = 1000000000ull;
 		cfg->now_ns = t_now;

@@ -4,8 +4,11 @@
  * start-up, and the admission/eviction policy.
  *
  * DESIGN
- * Layout of the cache directory:
+ * Layout of the cache directory (0700, every file 0600, all opened through
+ * the directory's descriptor without following a symlink: see
+ * diskcache_dir.c):
  *   lock     flock()ed exclusively while a daemon uses the directory
+ *   key      32 random bytes, the key that seals every block
  *   data     nslots slots of block_size bytes (sparse: a slot takes disk
  *            space once written); slot i is at offset i * block_size.
  *            The default block is small (16K): a file's last block takes
@@ -13,16 +16,19 @@
  *            (110 KiB in 112 KiB), and blocks of one file written
  *            together land in consecutive slots, which the decorator
  *            reads and writes with one request
- *   journal  fixed 48-byte records, each with its own CRC32C: a header
+ *   journal  fixed 64-byte records, each with its own CRC32C: a header
  *            (block size, slots), then PUT (slot holds block blk of key,
- *            len bytes, data CRC32C) and DEL (slot is empty)
+ *            len bytes, sealed with nonce and tag) and DEL (slot is empty)
  * A block is written to its slot first and journalled after the write
- * completed; every read from the cache checks the block's CRC32C against
- * the journalled one.  So a kill -9 (or a power cut) at any moment leaves
- * at worst records whose data is missing or was overwritten by a later
- * write that was not journalled yet: those blocks fail the check, are
- * dropped and read from the store.  Replay stops at the first record that
- * is torn or fails its own CRC and truncates the journal there.
+ * completed; every read from the cache checks the block against the tag
+ * journalled with it, a MAC under DIR/key of the block's key, index,
+ * length and bytes (diskcache_mac.c).  So a kill -9 (or a power cut) at
+ * any moment leaves at worst records whose data is missing or was
+ * overwritten by a later write that was not journalled yet: those blocks
+ * fail the check, are dropped and read from the store; and a block
+ * rewritten by anyone without the key (its record too) fails it the same
+ * way.  Replay stops at the first record that is torn or fails its own
+ * CRC and truncates the journal there.
  * Start-up reads the journal once: its length is bounded by compaction
  * (rewritten with one PUT per live slot when it holds more than
  * 2 x nslots records), so start-up time grows with the cache's size in
@@ -59,24 +65,28 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "pf_diskcache.h"
 #include "pf_log.h"
+#include "diskcache_int.h"
 
-#define J_MAGIC 0x314a4650u	/* "PFJ1" */
+#define J_MAGIC 0x324a4650u	/* "PFJ2": records with a MAC (PFJ1: CRC32C) */
 #define J_HDR 1u
 #define J_PUT 2u
 #define J_DEL 3u
-#define J_REC 48
+#define J_REC 64
 #define SCAN_MAX 64
 #define COLD_FACTOR 8
 #define JOURNAL_FACTOR 2	/* records per slot before a compaction */
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
-#define INDEX_PER_SLOT 64	/* slot, free list, buckets (at most 2/slot) */
+#define INDEX_PER_SLOT 80	/* slot, free list, buckets (at most 2/slot) */
 
 enum { S_FREE, S_WRITING, S_VALID };
 
@@ -85,8 +95,8 @@ struct dc_slot {
 	uint64_t kb;
 	uint64_t blk;
 	uint64_t touch;		/* clock tick of the last hit or write */
+	struct pf_dc_sum sum;
 	uint32_t len;
-	uint32_t crc;
 	uint32_t hnext;		/* hash chain */
 	uint16_t pins;
 	uint8_t state;
@@ -101,6 +111,8 @@ struct pf_dc {
 	uint64_t jrecs;
 	uint32_t bs;
 	uint32_t nslots;
+	unsigned char mkey[PF_DC_KEY_LEN];	/* DIR/key: seals the blocks */
+	atomic_uint_least64_t nonce;	/* the next seal's (random start) */
 
 	pthread_mutex_t lock;	/* guards all below */
 	struct dc_slot *slots;
@@ -115,121 +127,6 @@ struct pf_dc {
 	uint64_t bytes;		/* of valid blocks */
 	struct pf_dc_stats st;
 };
-
-/* ---- CRC32C --------------------------------------------------------- */
-
-static uint32_t crc_table[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[0][i] = c;
-	}
-	for (uint32_t i = 0; i < 256; i++)
-		for (int t = 1; t < 8; t++)
-			crc_table[t][i] =
-				(crc_table[t - 1][i] >> 8) ^
-				crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2")))
-static uint32_t crc_hw(uint32_t c, const unsigned char *p, size_t len)
-{
-	uint64_t c64 = c;
-
-	while (len >= 8) {
-		uint64_t v;
-
-		memcpy(&v, p, 8);
-		c64 = __builtin_ia32_crc32di(c64, v);
-		p += 8;
-		len -= 8;
-	}
-	c = (uint32_t)c64;
-	while (len--)
-		c = __builtin_ia32_crc32qi(c, *p++);
-	return c;
-}
-#endif
-
-uint32_t pf_dc_crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-	uint32_t c = ~crc;
-
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2"))
-		return ~crc_hw(c, p, len);
-#endif
-	pthread_once(&crc_once, crc_init);
-	while (len >= 8) {
-		uint32_t lo;
-		uint32_t hi;
-
-		memcpy(&lo, p, 4);
-		memcpy(&hi, p + 4, 4);
-		lo ^= c;
-		c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-		    crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-		    crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-		    crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
-	return ~c;
-}
-
-/* ---- keys ------------------------------------------------------------- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *buf, size_t len)
-{
-	const unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return mix64(h ^ len);
-}
-
-void pf_dc_key_of(const char *source, const char *path,
-		  const struct stat *st, struct pf_dc_key *key)
-{
-	int64_t v[3] = { (int64_t)st->st_size, (int64_t)st->st_mtim.tv_sec,
-			 (int64_t)st->st_mtim.tv_nsec };
-	uint64_t seeds[2] = { 0xcbf29ce484222325ull, 0x84222325cbf29ce4ull };
-	uint64_t out[2];
-
-	for (int i = 0; i < 2; i++) {
-		uint64_t h = seeds[i];
-
-		/* each part's length is hashed in: no two splits collide */
-		h = hash_bytes(h, source, strlen(source) + 1);
-		h = hash_bytes(h, path, strlen(path) + 1);
-		h = hash_bytes(h, v, sizeof(v));
-		out[i] = h;
-	}
-	key->a = out[0];
-	key->b = out[1];
-}
 
 /* ---- index (dc->lock held) --------------------------------------------- */
 
@@ -309,13 +206,16 @@ struct jrec {
 	uint64_t blk;
 	uint32_t slot;
 	uint32_t len;
-	uint32_t dcrc;
-	uint32_t rcrc;		/* of the 44 bytes before it */
+	uint64_t nonce;		/* the block's seal */
+	uint64_t tag;
+	uint32_t pad;
+	uint32_t rcrc;		/* of the 60 bytes before it */
 };
 _Static_assert(sizeof(struct jrec) == J_REC, "journal record size");
 
 static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
-		      uint64_t blk, uint32_t slot, uint32_t len, uint32_t dcrc)
+		      uint64_t blk, uint32_t slot, uint32_t len,
+		      const struct pf_dc_sum *sum)
 {
 	memset(r, 0, sizeof(*r));
 	r->magic = J_MAGIC;
@@ -325,7 +225,10 @@ static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
 	r->blk = blk;
 	r->slot = slot;
 	r->len = len;
-	r->dcrc = dcrc;
+	if (sum) {
+		r->nonce = sum->nonce;
+		r->tag = sum->tag;
+	}
 	r->rcrc = pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
 }
 
@@ -360,6 +263,7 @@ static int compact(struct pf_dc *dc)
 	struct jrec *recs;
 	uint64_t n = 0;
 	uint64_t cap;
+	char why[128];
 	int fd = -1;
 	int ret = 0;
 
@@ -367,22 +271,23 @@ static int compact(struct pf_dc *dc)
 	cap = dc->nvalid + 1;
 	recs = malloc(cap * sizeof(*recs));
 	if (recs) {
-		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0, 0);
+		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0,
+			  NULL);
 		for (uint32_t i = 0; i < dc->nslots; i++) {
 			const struct dc_slot *s = &dc->slots[i];
 
 			if (s->state == S_VALID)
 				jrec_fill(&recs[n++], J_PUT, s->ka, s->kb,
-					  s->blk, i, s->len, s->crc);
+					  s->blk, i, s->len, &s->sum);
 		}
 	}
 	pthread_mutex_unlock(&dc->lock);
 	if (!recs)
 		return -ENOMEM;
-	fd = openat(dc->dirfd, "journal.tmp",
-		    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = pf_dc_file_open(dc->dirfd, "journal.tmp", O_WRONLY | O_EXCL,
+			     why, sizeof(why));
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		goto out;
 	}
 	for (uint64_t off = 0; off < n * J_REC;) {
@@ -452,7 +357,8 @@ static void replay_rec(struct pf_dc *dc, const struct jrec *r)
 	s->kb = r->kb;
 	s->blk = r->blk;
 	s->len = r->len;
-	s->crc = r->dcrc;
+	s->sum.nonce = r->nonce;
+	s->sum.tag = r->tag;
 	s->touch = 0;
 	s->state = S_VALID;
 	hash_in(dc, r->slot);
@@ -539,66 +445,66 @@ static uint64_t size_default(int dirfd, int datafd)
 	return avail > total / 10 ? avail - total / 10 : 0;
 }
 
-int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
-	       struct pf_dc **out, char *err, size_t errlen)
+/*
+ * Opens @dir (checked: see diskcache_dir.c) and the files in it: takes the
+ * lock, reads or makes the key (*fresh: a new one), opens data and journal.
+ */
+static int files_open(struct pf_dc *dc, const char *dir, int dirfd,
+		      bool *fresh, char *err, size_t errlen)
 {
-	struct pf_dc *dc;
-	uint64_t size;
-	bool rewrite;
+	char why[256];
+	uint64_t nonce;
 	int ret;
 
-	*out = NULL;
-	dc = calloc(1, sizeof(*dc));
-	if (!dc) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	dc->dirfd = dc->lockfd = dc->datafd = dc->jfd = -1;
-	pthread_mutex_init(&dc->lock, NULL);
-	dc->bs = cfg && cfg->block_size ? cfg->block_size : PF_DC_BLOCK;
-	if (dc->bs < 4096 || (dc->bs & (dc->bs - 1))) {
-		snprintf(err, errlen, "disk cache block size %u: not a power "
-			 "of two of at least 4K", dc->bs);
-		ret = -EINVAL;
-		goto out;
-	}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		ret = -errno;
-		snprintf(err, errlen, "cache_dir '%s': %s", dir,
-			 strerror(-ret));
-		goto out;
-	}
-	dc->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dc->dirfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cache_dir '%s': %s", dir,
-			 strerror(-ret));
-		goto out;
-	}
-	dc->lockfd = openat(dc->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
-			    0644);
-	if (dc->lockfd < 0 || flock(dc->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		if (ret == -EBUSY)
-			snprintf(err, errlen, "cache_dir '%s' is in use by "
-				 "another prefetchfs", dir);
-		else
+	if (dirfd > 0) {
+		dc->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+		if (dc->dirfd < 0) {
 			snprintf(err, errlen, "cache_dir '%s': %s", dir,
-				 strerror(-ret));
-		goto out;
+				 strerror(errno));
+			return -errno;
+		}
+	} else {
+		dc->dirfd = pf_dc_dir_open(dir, err, errlen);
+		if (dc->dirfd < 0)
+			return dc->dirfd;
 	}
-	dc->datafd = openat(dc->dirfd, "data", O_RDWR | O_CREAT | O_CLOEXEC,
-			    0644);
-	dc->jfd = openat(dc->dirfd, "journal", O_RDWR | O_CREAT | O_CLOEXEC,
-			 0644);
-	if (dc->datafd < 0 || dc->jfd < 0) {
+	dc->lockfd = pf_dc_dir_lock(dc->dirfd, dir, err, errlen);
+	if (dc->lockfd < 0)
+		return dc->lockfd;
+	ret = pf_dc_dir_key(dc->dirfd, dc->mkey, fresh, why, sizeof(why));
+	if (ret < 0)
+		goto bad;
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce)) {
 		ret = -errno;
-		snprintf(err, errlen, "cache_dir '%s': %s", dir,
-			 strerror(-ret));
-		goto out;
+		snprintf(why, sizeof(why), "getrandom: %s", strerror(errno));
+		goto bad;
 	}
-	size = cfg && cfg->size ? cfg->size : size_default(dc->dirfd,
-							     dc->datafd);
+	atomic_init(&dc->nonce, nonce);
+	dc->datafd = pf_dc_file_open(dc->dirfd, "data", O_RDWR | O_CREAT, why,
+				     sizeof(why));
+	if (dc->datafd < 0) {
+		ret = dc->datafd;
+		goto bad;
+	}
+	dc->jfd = pf_dc_file_open(dc->dirfd, "journal", O_RDWR | O_CREAT, why,
+				  sizeof(why));
+	if (dc->jfd < 0) {
+		ret = dc->jfd;
+		goto bad;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "cache_dir '%s': %s", dir, why);
+	return ret;
+}
+
+/* The block size and number of slots of a cache of cfg->size bytes. */
+static int size_slots(struct pf_dc *dc, const char *dir,
+		      const struct pf_dc_cfg *cfg, char *err, size_t errlen)
+{
+	uint64_t size = cfg && cfg->size ? cfg->size
+					 : size_default(dc->dirfd, dc->datafd);
+
 	/* blocks large enough for the largest read; a large cache gets
 	 * larger blocks: the index stays <= 64 MiB and within the memory it
 	 * is given */
@@ -616,10 +522,15 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 			 " bytes is %s", dir, size,
 			 size / dc->bs < MIN_SLOTS ? "too small (the disk is "
 			 "full?)" : "too large");
-		ret = -ENOSPC;
-		goto out;
+		return -ENOSPC;
 	}
 	dc->nslots = (uint32_t)(size / dc->bs);
+	return 0;
+}
+
+/* The index of dc->nslots slots, empty. */
+static int index_alloc(struct pf_dc *dc, char *err, size_t errlen)
+{
 	dc->nbuckets = 1;
 	while (dc->nbuckets < dc->nslots)
 		dc->nbuckets <<= 1;
@@ -629,13 +540,51 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	if (!dc->slots || !dc->buckets || !dc->freel) {
 		snprintf(err, errlen, "out of memory for a disk cache index "
 			 "of %u slots", dc->nslots);
-		ret = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	memset(dc->buckets, 0xff, dc->nbuckets * sizeof(*dc->buckets));
 	for (uint32_t i = 0; i < dc->nslots; i++)
 		dc->slots[i].hnext = NIL;
-	ret = replay(dc, &rewrite);
+	dc->st.index_bytes = (uint64_t)dc->nslots * (sizeof(*dc->slots) +
+						     sizeof(*dc->freel)) +
+			     (uint64_t)dc->nbuckets * sizeof(*dc->buckets);
+	return 0;
+}
+
+int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
+	       struct pf_dc **out, char *err, size_t errlen)
+{
+	struct pf_dc *dc;
+	bool rewrite = false;
+	bool fresh;
+	int ret;
+
+	*out = NULL;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	dc->dirfd = dc->lockfd = dc->datafd = dc->jfd = -1;
+	pthread_mutex_init(&dc->lock, NULL);
+	dc->bs = cfg && cfg->block_size ? cfg->block_size : PF_DC_BLOCK;
+	if (dc->bs < 4096 || (dc->bs & (dc->bs - 1))) {
+		snprintf(err, errlen, "disk cache block size %u: not a power "
+			 "of two of at least 4K", dc->bs);
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = files_open(dc, dir, cfg ? cfg->dirfd : -1, &fresh, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = size_slots(dc, dir, cfg, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = index_alloc(dc, err, errlen);
+	if (ret < 0)
+		goto out;
+	/* a new key: the blocks sealed under the old one cannot be checked */
+	ret = fresh ? 0 : replay(dc, &rewrite);
 	if (ret < 0) {
 		snprintf(err, errlen, "cache_dir '%s': reading the journal: "
 			 "%s", dir, strerror(-ret));
@@ -652,7 +601,7 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 			 "%s", dir, strerror(-ret));
 		goto out;
 	}
-	if (rewrite) {
+	if (rewrite || fresh) {
 		ret = compact(dc);
 		if (ret < 0) {
 			snprintf(err, errlen, "cache_dir '%s': writing the "
@@ -661,14 +610,16 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 		}
 	}
 	dc->st.capacity = (uint64_t)dc->nslots * dc->bs;
-	dc->st.index_bytes = (uint64_t)dc->nslots * (sizeof(*dc->slots) +
-						     sizeof(*dc->freel)) +
-			     (uint64_t)dc->nbuckets * sizeof(*dc->buckets);
 	*out = dc;
 	return 0;
 out:
 	pf_dc_close(dc);
 	return ret;
+}
+
+void pf_dc_exiting(struct pf_dc *dc)
+{
+	pf_dc_dir_lock_mark(dc->lockfd, "exiting");
 }
 
 void pf_dc_close(struct pf_dc *dc)
@@ -691,6 +642,7 @@ void pf_dc_close(struct pf_dc *dc)
 		close(dc->lockfd);
 	if (dc->dirfd >= 0)
 		close(dc->dirfd);
+	explicit_bzero(dc->mkey, sizeof(dc->mkey));
 	pthread_mutex_destroy(&dc->lock);
 	free(dc->slots);
 	free(dc->buckets);
@@ -716,7 +668,7 @@ uint64_t pf_dc_slot_off(const struct pf_dc *dc, uint32_t slot)
 /* ---- index operations --------------------------------------------------- */
 
 int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
-		 uint64_t blk, uint32_t len, uint32_t *crc)
+		 uint64_t blk, uint32_t len, struct pf_dc_sum *sum)
 {
 	uint32_t i;
 	int ret = -ENOENT;
@@ -730,7 +682,7 @@ int pf_dc_lookup(struct pf_dc *dc, const struct pf_dc_key *key,
 
 		s->touch = dc->now;
 		s->pins++;
-		*crc = s->crc;
+		*sum = s->sum;
 		ret = (int)i;
 	}
 	pthread_mutex_unlock(&dc->lock);
@@ -807,7 +759,7 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	s->kb = key->b;
 	s->blk = blk;
 	s->len = len;
-	s->crc = 0;
+	memset(&s->sum, 0, sizeof(s->sum));
 	s->pins = 1;
 	s->state = S_WRITING;
 	/* in the hash already, so that a second reserve sees it */
@@ -818,14 +770,14 @@ out:
 	return ret;
 }
 
-int pf_dc_commit(struct pf_dc *dc, uint32_t slot, uint32_t crc)
+int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 {
 	struct dc_slot *s = &dc->slots[slot];
 	struct jrec r;
 	int ret;
 
 	/* fields of a writing slot change only on this thread */
-	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, crc);
+	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, sum);
 	ret = jappend(dc, &r);
 	pthread_mutex_lock(&dc->lock);
 	if (ret < 0) {
@@ -833,7 +785,7 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, uint32_t crc)
 		release(dc, slot);
 		dc->st.errors++;
 	} else {
-		s->crc = crc;
+		s->sum = *sum;
 		s->state = S_VALID;
 		s->pins = 0;
 		s->touch = dc->now;
@@ -869,7 +821,7 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 	}
 	pthread_mutex_unlock(&dc->lock);
 	if (gone) {
-		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, 0);
+		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, NULL);
 		if (jappend(dc, &r) < 0)
 			pf_debug("disk cache: journal append failed");
 	}
@@ -885,23 +837,46 @@ void pf_dc_shrink(struct pf_dc *dc)
 
 /* ---- synchronous put/get, counters ------------------------------------ */
 
+int pf_dc_seal(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+	       uint32_t slot, const void *buf, uint32_t len,
+	       struct pf_dc_sum *sum)
+{
+	sum->nonce = atomic_fetch_add(&dc->nonce, 1);
+	return pf_dc_mac(dc->mkey, sum->nonce, slot, key, blk, buf, len,
+			 &sum->tag);
+}
+
+bool pf_dc_verify(struct pf_dc *dc, const struct pf_dc_key *key,
+		  uint64_t blk, uint32_t slot, const void *buf, uint32_t len,
+		  const struct pf_dc_sum *sum)
+{
+	uint64_t tag;
+
+	return pf_dc_mac(dc->mkey, sum->nonce, slot, key, blk, buf, len,
+			 &tag) == 0 &&
+	       CRYPTO_memcmp(&tag, &sum->tag, sizeof(tag)) == 0;
+}
+
 int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      const void *buf, uint32_t len)
 {
 	int slot = pf_dc_reserve(dc, key, blk, len);
+	struct pf_dc_sum sum;
 	ssize_t n;
 
 	if (slot < 0)
 		return slot;
 	n = pwrite(dc->datafd, buf, len,
 		   (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
-	if (n != (ssize_t)len) {
-		int ret = n < 0 ? -errno : -ENOSPC;
-
+	if (n == (ssize_t)len)
+		n = pf_dc_seal(dc, key, blk, (uint32_t)slot, buf, len, &sum);
+	else
+		n = n < 0 ? -errno : -ENOSPC;
+	if (n < 0) {
 		pf_dc_abort(dc, (uint32_t)slot);
-		return ret;
+		return (int)n;
 	}
-	n = pf_dc_commit(dc, (uint32_t)slot, pf_dc_crc32c(0, buf, len));
+	n = pf_dc_commit(dc, (uint32_t)slot, &sum);
 	if (n >= 0)
 		pf_dc_maintain(dc);
 	return (int)n;
@@ -910,15 +885,16 @@ int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 int pf_dc_get(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      void *buf, uint32_t len)
 {
-	uint32_t crc;
-	int slot = pf_dc_lookup(dc, key, blk, len, &crc);
+	struct pf_dc_sum sum;
+	int slot = pf_dc_lookup(dc, key, blk, len, &sum);
 	ssize_t n;
 
 	if (slot < 0)
 		return slot;
 	n = pread(dc->datafd, buf, len,
 		  (off_t)pf_dc_slot_off(dc, (uint32_t)slot));
-	if (n != (ssize_t)len || pf_dc_crc32c(0, buf, len) != crc) {
+	if (n != (ssize_t)len ||
+	    !pf_dc_verify(dc, key, blk, (uint32_t)slot, buf, len, &sum)) {
 		pf_dc_drop(dc, (uint32_t)slot);
 		return -EBADMSG;
 	}

@@ -330,7 +330,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 {
 	struct pf_dc_cfg dcfg = { .size = cfg->size,
 				  .block_size = cfg->block_size,
-				  .index_max = cfg->index_max };
+				  .index_max = cfg->index_max,
+				  .dirfd = cfg->dirfd };
 	sigset_t all;
 	sigset_t old;
 	struct dcb *d;
@@ -403,4 +404,9 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 out:
 	dcb_free(d);
 	return ret;
+}
+
+void pf_diskcache_backend_exiting(struct pf_backend *be)
+{
+	pf_dc_exiting(to_d(be)->dc);
 }

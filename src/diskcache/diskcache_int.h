@@ -11,7 +11,8 @@
  *                        write-back of misses' blocks to the store
  *   diskcache_backend.c  the ops table: pass-through ops, open/close,
  *                        capacity and holds, stats, create and destroy
- * The store itself (slots, index, journal) is diskcache.c.
+ * The store itself (slots, index, journal) is diskcache.c; the directory,
+ * its files and the key diskcache_dir.c; the blocks' MAC diskcache_mac.c.
  *
  * DESIGN
  * See diskcache_backend.c.  d->lock guards the ring's queue and the
@@ -64,8 +65,8 @@ struct op_blk {
 	struct op *op;
 	char *buf;		/* staging: one pool buffer */
 	int32_t slot;		/* -1: none */
-	uint32_t crc;
 	uint32_t len;
+	struct pf_dc_sum sum;
 	int32_t res;		/* of its read or write */
 	/*
 	 * Blocks, from this one on, that one SQE reads or writes: slots
@@ -158,6 +159,38 @@ static inline void op_append(struct op **head, struct op **tail,
 		*head = op;
 	*tail = op;
 }
+
+/* A 64-bit mixer (splitmix64's finaliser): keys and hash buckets. */
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* ---- diskcache_dir.c, diskcache_mac.c: for the store ---- */
+
+/*
+ * Reads DIR/key into @key (PF_DC_KEY_LEN bytes), or writes a new one if
+ * there is none or it is damaged (*fresh).  -errno and err on failure.
+ */
+int pf_dc_dir_key(int dirfd, unsigned char *key, bool *fresh, char *err,
+		  size_t errlen);
+/*
+ * Opens and flocks DIR/lock, waiting for a daemon that is exiting (see
+ * diskcache_dir.c); the lock's descriptor, or -errno (-EBUSY: in use) and
+ * one line in err.
+ */
+int pf_dc_dir_lock(int dirfd, const char *dir, char *err, size_t errlen);
+/* Writes "PID @state" into the lock file (serving, exiting). */
+void pf_dc_dir_lock_mark(int lockfd, const char *state);
+/* The 64-bit MAC of block @blk of @key in @slot under @mkey and @nonce. */
+int pf_dc_mac(const unsigned char *mkey, uint64_t nonce, uint32_t slot,
+	      const struct pf_dc_key *key, uint64_t blk, const void *buf,
+	      uint32_t len, uint64_t *tag);
 
 /* ---- diskcache_backend.c ---- */
 

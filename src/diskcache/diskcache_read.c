@@ -227,7 +227,7 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		uint32_t len = (uint32_t)(f->size - bo < d->bs ? f->size - bo
 							       : d->bs);
 		int slot = pf_dc_lookup(d->dc, &f->key, b0 + i, len,
-					&op->blk[i].crc);
+					&op->blk[i].sum);
 
 		if (slot < 0) {
 			for (unsigned k = 0; k < i; k++)
@@ -277,10 +277,11 @@ void pf_dcb_hit_finish(struct dcb *d, struct op *op)
 			pf_dc_count_error(d->dc);
 			pf_dc_drop(d->dc, (uint32_t)b->slot);
 			bad = true;
-		} else if (pf_dc_crc32c(0, b->buf, b->len) != b->crc) {
+		} else if (!pf_dc_verify(d->dc, &op->key, op->b0 + i,
+					 (uint32_t)b->slot, b->buf, b->len,
+					 &b->sum)) {
 			pf_debug("disk cache: block %" PRIu64 " of a file "
-				 "failed its checksum; dropped",
-				 op->b0 + i);
+				 "failed its check; dropped", op->b0 + i);
 			pf_dc_drop(d->dc, (uint32_t)b->slot);
 			bad = true;
 		} else {

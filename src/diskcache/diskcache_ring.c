@@ -64,7 +64,7 @@ static void write_finish(struct dcb *d, struct op *op)
 		if (b->slot < 0)
 			continue;
 		if (b->res == (int32_t)b->len) {
-			ret = pf_dc_commit(d->dc, (uint32_t)b->slot, b->crc);
+			ret = pf_dc_commit(d->dc, (uint32_t)b->slot, &b->sum);
 			if (ret < 0)
 				pf_dcb_warn_once(&d->warned_journal, "journal",
 					ret, "blocks are not cached");
@@ -135,8 +135,13 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 
 			if (slot < 0)
 				continue;	/* cached, or not admitted */
+			if (pf_dc_seal(d->dc, &op->key, op->b0 + i,
+				       (uint32_t)slot, b->buf, b->len,
+				       &b->sum) < 0) {
+				pf_dc_abort(d->dc, (uint32_t)slot);
+				continue;
+			}
 			b->slot = slot;
-			b->crc = pf_dc_crc32c(0, b->buf, b->len);
 		}
 		/* the run's blocks so far are full: only a file's last block
 		 * is short, and it is the op's last */

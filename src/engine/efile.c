@@ -375,6 +375,7 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 		if (e->hooks->file_take(e, f)) {
 			st->st_size = (off_t)f->size;
 			st->st_mtim = f->mtime;
+			st->st_ctim = f->ctime;
 			if (pf_trace_on() && f->tag)
 				pf_trace_file(f->tag, f->path);
 			pthread_mutex_unlock(&e->lock);
@@ -388,6 +389,7 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 		f->opens++;
 		st->st_size = (off_t)f->size;
 		st->st_mtim = f->mtime;
+		st->st_ctim = f->ctime;
 		pthread_mutex_unlock(&e->lock);
 		return 0;
 	}
@@ -412,13 +414,16 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 		f->opens++;
 		st->st_size = (off_t)f->size;
 		st->st_mtim = f->mtime;
+		st->st_ctim = f->ctime;
 		pthread_mutex_unlock(&e->lock);
 		pf_fetch_bfile_ref_put(r);
 		return 0;
 	}
 	if (f->have_version && (f->size != (uint64_t)st->st_size ||
 				f->mtime.tv_sec != st->st_mtim.tv_sec ||
-				f->mtime.tv_nsec != st->st_mtim.tv_nsec)) {
+				f->mtime.tv_nsec != st->st_mtim.tv_nsec ||
+				f->ctime.tv_sec != st->st_ctim.tv_sec ||
+				f->ctime.tv_nsec != st->st_ctim.tv_nsec)) {
 		pf_info("%s changed since it was cached: dropping its blocks",
 			f->path);
 		/* a push of the old bytes must not land after the kernel
@@ -432,6 +437,7 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 	}
 	f->size = (uint64_t)st->st_size;
 	f->mtime = st->st_mtim;
+	f->ctime = st->st_ctim;
 	f->have_version = true;
 	if (!f->tracker && e->cfg.prefetch) {
 		/* both grow with the streams the file's readers need */

@@ -129,12 +129,17 @@ int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	list_init(&e->wanting);
 	e->tot.memory_max = (uint64_t)nbufs * cfg->block_size;
 	e->t_start = engine_now(e);
-	ret = hooks->start(e);
+	ret = pf_read_deadline_start(e);
 	if (ret < 0)
 		goto out_pool;
+	ret = hooks->start(e);
+	if (ret < 0)
+		goto out_deadline;
 	*out = e;
 	return 0;
 
+out_deadline:
+	pf_read_deadline_stop(e);
 out_pool:
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
@@ -160,6 +165,8 @@ void pf_engine_quiesce(struct pf_engine *e)
 	pthread_mutex_lock(&e->lock);
 	e->stopping = true;
 	pthread_mutex_unlock(&e->lock);
+	/* what is parked now is answered by its fetch, sent or cancelled */
+	pf_read_deadline_stop(e);
 	e->hooks->stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
@@ -200,6 +207,7 @@ void pf_engine_free(struct pf_engine *e)
 	}
 	e->hooks->free(e);
 	pf_engine_stop_push(e);
+	pf_read_deadline_stop(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	free(e->fhash);

@@ -4,6 +4,7 @@
  *
  * The engine is one data path cut into files along it:
  *   read.c       a READ: look up its blocks, park it, answer it
+ *   read_deadline.c  a READ parked past read_timeout_ns gets EIO
  *   cache.c      blocks: the hash, the LRUs, buffers and eviction
  *   cover.c      pf_cover_range(), the one walk over a range's blocks that
  *                the READ path and every planner use
@@ -135,6 +136,8 @@ struct parked_read {
 	uint64_t wait_age;	/* whose fetch had been in flight this long
 				 * when the READ came (the first such) */
 	bool heap;
+	bool listed;		/* on e->parked (read_deadline.c) */
+	struct list dnode;
 	unsigned nblk;
 	struct block *blk[];
 };
@@ -250,6 +253,15 @@ struct pf_efile {
 	struct bfile_ref *cur; /* while opens > 0 */
 	uint64_t size;
 	struct timespec mtime;
+	struct timespec ctime;	/* a POSIX rewrite that restores the mtime
+				 * still has a new one */
+	/* ranges whose fetch timed out, failed at once until then
+	 * (cfg.read_timeout_ns; fetch.c, read.c) */
+	struct {
+		uint64_t off;
+		uint64_t end;
+		uint64_t until;
+	} timed_out[2];
 	bool have_version;
 	struct pf_tracker *tracker;
 	struct efile_stream *estreams; /* one per tracker stream, grown
@@ -321,6 +333,13 @@ struct pf_engine {
 	unsigned nclosed;	/* protected by e->lock */
 	struct parked_read *memwait; /* protected by e->lock: READs waiting for
 				 * a free buffer */
+	/* READs parked on the heap, for their deadline (read_deadline.c);
+	 * protected by e->lock, as dl_stop */
+	struct list parked;
+	pthread_t dl_thread;	/* set before threads start */
+	pthread_cond_t dl_cond;	/* with e->lock: parked grew, or stop */
+	bool dl_running;	/* set before threads start */
+	bool dl_stop;
 	struct list wanting;	/* protected by e->lock: files whose
 				 * streams' read-ahead pf_fetch_room() refused,
 				 * served first when room frees (fetch.c) */
@@ -452,6 +471,13 @@ void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 		 struct deferred *later);
 void pf_read_block_unpin(struct pf_engine *e, struct block *b,
 		 struct deferred *later);
+
+/* read_deadline.c: READs parked past cfg.read_timeout_ns get EIO */
+int pf_read_deadline_start(struct pf_engine *e);
+/* under the lock: heap READ @p parked */
+void pf_read_deadline_park(struct pf_engine *e, struct parked_read *p);
+/* lock not held; idempotent */
+void pf_read_deadline_stop(struct pf_engine *e);
 
 /* cover.c */
 uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,

@@ -441,47 +441,14 @@ void pf_fetch_started(struct pf_bio *bio)
 	pf_fetch_deferred_run(e, &later);
 }
 
-void pf_fetch_done(struct pf_bio *bio, int64_t res)
+/*
+ * Under the lock: the blocks of @ft, whose read ended with @err (0: ok),
+ * are no longer busy: their valid bytes, their READs tried again (or
+ * failed), pinned for the pusher if @pushed, else idle.
+ */
+static void blocks_done(struct pf_engine *e, struct fetch *ft, int err,
+			bool pushed, struct deferred *later)
 {
-	struct fetch *ft = bio->priv;
-	struct pf_engine *e = ft->e;
-	struct pf_efile *f = ft->file;
-	struct deferred later = { 0 };
-	bool pushed;
-	bool busy;
-	int err = 0;
-	struct efile_stream *s;
-
-	if (res < 0) {
-		err = (int)-res;
-	} else if ((uint64_t)res < ft->len) {
-		/* shorter than the size pinned at open: the file changed */
-		err = EIO;
-	}
-	pthread_mutex_lock(&e->lock);
-	e->inflight--;
-	e->inflight_bytes -= ft->len;
-	if (err) {
-		e->tot.fetch_errors++;
-		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
-			 f->path, ft->off, ft->len, strerror(err));
-	}
-	s = pf_efile_stream_find(f, ft->stream);
-	fetch_uncount(s, ft);
-	if (s) {
-		s->inflight--;
-		if (!err) {
-			s->bytes_fetched += ft->len;
-			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
-		}
-	}
-	if (!err) {
-		e->tot.bytes_fetched += ft->len;
-		e->tot.fetches_done++;
-		e->tot.fetch_ns += engine_now(e) - ft->t0;
-	}
-	/* decided before the blocks go idle: a detached one is freed then */
-	pushed = pf_push_wanted(e, ft, err);
 	for (unsigned i = 0; i < ft->nblk; i++) {
 		struct block *b = ft->blk[i];
 		uint32_t flo = ft->flo[i];
@@ -523,8 +490,88 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 		} else {
 			pf_cache_block_idle(e, b);
 		}
-		pf_read_retry(e, w, &later);
+		pf_read_retry(e, w, later);
 	}
+}
+
+/*
+ * Under the lock: the fetch of [off, end) of @f timed out at the source
+ * (its request deadline passed): READs that would fetch it again fail at
+ * once until cfg.read_timeout_ns from now (read.c), rather than each wait
+ * a deadline more.  Two ranges are kept: the one expiring first goes.
+ */
+static void timed_out_note(struct pf_engine *e, struct pf_efile *f,
+			   uint64_t off, uint64_t end)
+{
+	uint64_t until = engine_now(e) + e->cfg.read_timeout_ns;
+	unsigned i = f->timed_out[0].until <= f->timed_out[1].until ? 0 : 1;
+
+	if (!e->cfg.read_timeout_ns)
+		return;
+	for (unsigned k = 0; k < 2; k++) {
+		/* overlapping or touching a live one: grow it */
+		if (f->timed_out[k].until > until - e->cfg.read_timeout_ns &&
+		    off <= f->timed_out[k].end && f->timed_out[k].off <= end) {
+			i = k;
+			if (f->timed_out[k].off < off)
+				off = f->timed_out[k].off;
+			if (f->timed_out[k].end > end)
+				end = f->timed_out[k].end;
+			break;
+		}
+	}
+	f->timed_out[i].off = off;
+	f->timed_out[i].end = end;
+	f->timed_out[i].until = until;
+}
+
+void pf_fetch_done(struct pf_bio *bio, int64_t res)
+{
+	struct fetch *ft = bio->priv;
+	struct pf_engine *e = ft->e;
+	struct pf_efile *f = ft->file;
+	struct deferred later = { 0 };
+	bool pushed;
+	bool busy;
+	int err = 0;
+	struct efile_stream *s;
+
+	if (res < 0) {
+		err = (int)-res;
+	} else if ((uint64_t)res < ft->len) {
+		/* shorter than the size pinned at open: the file changed */
+		err = EIO;
+	}
+	pthread_mutex_lock(&e->lock);
+	e->inflight--;
+	e->inflight_bytes -= ft->len;
+	if (err == ETIMEDOUT) {
+		/* the readers get EIO, and so do their retries for a while */
+		timed_out_note(e, f, ft->off, ft->off + ft->len);
+		err = EIO;
+	}
+	if (err) {
+		e->tot.fetch_errors++;
+		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
+			 f->path, ft->off, ft->len, strerror(err));
+	}
+	s = pf_efile_stream_find(f, ft->stream);
+	fetch_uncount(s, ft);
+	if (s) {
+		s->inflight--;
+		if (!err) {
+			s->bytes_fetched += ft->len;
+			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
+		}
+	}
+	if (!err) {
+		e->tot.bytes_fetched += ft->len;
+		e->tot.fetches_done++;
+		e->tot.fetch_ns += engine_now(e) - ft->t0;
+	}
+	/* decided before the blocks go idle: a detached one is freed then */
+	pushed = pf_push_wanted(e, ft, err);
+	blocks_done(e, ft, err, pushed, &later);
 	if (pushed) {
 		pf_push_enqueue(e, ft);
 		/* the pusher holds its last page back: it stays in memory

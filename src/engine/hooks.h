@@ -16,6 +16,7 @@
 
 struct deferred;
 struct pf_efile;
+struct pf_engine_cred;
 struct pf_engine;
 struct pf_stream;
 struct pf_strbuf;
@@ -65,10 +66,13 @@ struct pf_engine_hooks {
 	void (*fetch_freed)(struct pf_engine *e, struct deferred *later);
 
 	/* ---- the stats file's JSON (stats.c) ---- */
-	/* under e->lock, before the streams */
-	void (*stats_locked)(struct pf_engine *e, struct pf_strbuf *sb);
-	/* lock not held, last */
-	void (*stats)(struct pf_engine *e, struct pf_strbuf *sb);
+	/* under e->lock, before the streams; @paths: names of the source's
+	 * files may be shown (the mount's owner reads) */
+	void (*stats_locked)(struct pf_engine *e, struct pf_strbuf *sb,
+			     bool paths);
+	/* lock not held, last; @viewer: who reads (NULL: the owner) */
+	void (*stats)(struct pf_engine *e, struct pf_strbuf *sb,
+		      const struct pf_engine_cred *viewer);
 };
 
 #endif

@@ -57,8 +57,41 @@ static bool reads_on(const struct pf_engine *e, const struct parked_read *p)
 }
 
 /*
+ * Under the lock: [off, end) of @f overlaps a range whose fetch timed out
+ * lately (fetch.c) and is not all in memory: a READ of it fails at once.
+ */
+static bool timed_out_lately(struct pf_engine *e, struct pf_efile *f,
+			     uint64_t off, uint64_t end)
+{
+	uint64_t now = 0;
+	bool hit = false;
+
+	for (unsigned k = 0; k < 2 && !hit; k++) {
+		if (!f->timed_out[k].until || off >= f->timed_out[k].end ||
+		    f->timed_out[k].off >= end)
+			continue;
+		now = now ? now : engine_now(e);
+		hit = now < f->timed_out[k].until;
+	}
+	if (!hit)
+		return false;
+	for (uint64_t i = off >> e->bshift; i <= (end - 1) >> e->bshift; i++) {
+		struct block *b = block_find(e, f, i);
+		uint32_t lo;
+		uint32_t hi;
+
+		block_part(e, i, off, end, &lo, &hi);
+		if (!b || !block_covers(b, lo, hi))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Under the lock.  Returns true when @p can be answered now (its blocks are
- * pinned, or p->err is set); false when it was parked.
+ * pinned, or p->err is set); false when it was parked.  A READ that would
+ * wait past cfg.read_timeout_ns from its arrival, or fetch again what
+ * timed out lately, gets EIO instead.
  */
 static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 			     struct deferred *later)
@@ -76,11 +109,22 @@ static bool read_pin_or_park(struct pf_engine *e, struct parked_read *p,
 	p->nblk = 0;
 	if (p->err || p->off >= end)
 		return true;
+	if (timed_out_lately(e, p->file, p->off, end)) {
+		p->err = EIO;
+		return true;
+	}
 	pf_cover_range(e, p->file, p->off, end, &c, &fb, later);
 	pf_fetch_builder_flush(e, &fb, later);
 	if (c.missed)
 		p->missed = true;
 	wait_on = c.wait_on;
+	if ((wait_on || c.nomem) && e->cfg.read_timeout_ns &&
+	    engine_now(e) - p->t0 >= e->cfg.read_timeout_ns) {
+		/* its time is up: nothing is pinned yet (below) */
+		p->nblk = 0;
+		p->err = EIO;
+		return true;
+	}
 	if (wait_on) {
 		if (!p->aged && wait_on->busy) {
 			p->aged = true;
@@ -126,6 +170,7 @@ static struct parked_read *read_move_to_heap(struct pf_engine *e,
 		p->parked->waiters = h;
 	else
 		e->memwait = h;
+	pf_read_deadline_park(e, h);
 	return h;
 }
 
@@ -230,6 +275,10 @@ void pf_read_retry(struct pf_engine *e, struct parked_read *list,
 		list = p->wnext;
 		p->wnext = NULL;
 		if (read_pin_or_park(e, p, later)) {
+			if (p->listed) {
+				list_del(&p->dnode);
+				p->listed = false;
+			}
 			p->wnext = later->reply;
 			later->reply = p;
 		}

@@ -107,6 +107,14 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 {
+	return pf_engine_stats_json_for(e, backend_desc, NULL);
+}
+
+char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
+			       const struct pf_engine_cred *viewer)
+{
+	/* another user than the owner: totals, no path, its own plans */
+	bool all = !viewer || viewer->owner;
 	struct pf_strbuf sb;
 	struct pf_engine_totals t;
 	bool first = true;
@@ -181,9 +189,10 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 		  (double)(engine_now(e) - e->t_start) / 1e9);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
-	e->hooks->stats_locked(e, &sb);
+	e->hooks->stats_locked(e, &sb, all);
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
-	for (struct list *l = e->files.next; l != &e->files; l = l->next) {
+	for (struct list *l = e->files.next; all && l != &e->files;
+	     l = l->next) {
 		struct pf_efile *f = container_of(l, struct pf_efile, node);
 		unsigned n;
 
@@ -198,7 +207,7 @@ char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
 	}
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
-	e->hooks->stats(e, &sb);
+	e->hooks->stats(e, &sb, viewer);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);
 }

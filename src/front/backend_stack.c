@@ -26,15 +26,17 @@ enum src_kind pf_backend_stack_kind(const char *src)
 	return SRC_POSIX;
 }
 
-/* The backend for SOURCE; on failure prints one line and returns < 0. */
+/*
+ * The backend for SOURCE; on failure prints one line and returns < 0.
+ * @cachefd: the cache directory (checked), or -1.
+ */
 static int backend_new(const struct pf_opts *o, enum src_kind kind,
-		       const char *src, struct pf_backend **be, char *desc,
-		       size_t desclen)
+		       const char *src, int cachefd, struct pf_backend **be,
+		       char *desc, size_t desclen)
 {
 	struct pf_posix_cfg pcfg = { 0 };
 	struct pf_obj_cfg ocfg = { 0 };
-	char listings[2 * PATH_MAX + 32];
-	char cwd[PATH_MAX];
+	char listings[PATH_MAX + 32];
 	char err[1024];
 	int ret;
 
@@ -73,21 +75,18 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
 	ocfg.s3.addressing = o->addressing[0] ? o->addressing : NULL;
 	ocfg.s3.no_sign = o->no_sign;
-	if (o->cache_dir[0] && !o->manifest[0]) {
-		/* the listings outlive the mount: one file per source */
+	if (cachefd >= 0 && !o->manifest[0]) {
+		/* the listings outlive the mount: one file per source, opened
+		 * relative to the directory (the daemon changes to / once
+		 * mounted, and the path could be changed under it) */
 		uint64_t h = 1469598103934665603ull;
 
 		for (const char *c = src; *c; c++)
 			h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		/* absolute: the daemon changes to / once mounted */
-		if (o->cache_dir[0] != '/' && getcwd(cwd, sizeof(cwd)))
-			snprintf(listings, sizeof(listings),
-				 "%s/%s/listings-%016" PRIx64, cwd,
-				 o->cache_dir, h);
-		else
-			snprintf(listings, sizeof(listings),
-				 "%s/listings-%016" PRIx64, o->cache_dir, h);
+		snprintf(listings, sizeof(listings), "%s/listings-%016" PRIx64,
+			 o->cache_dir, h);
 		ocfg.listings = listings;
+		ocfg.listings_dirfd = cachefd;
 	}
 	if (ocfg.cacert && access(ocfg.cacert, R_OK) < 0) {
 		fprintf(stderr, "prefetchfs: cacert '%s': %s\n", ocfg.cacert,
@@ -123,11 +122,12 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
  * -o cache_dir: the disk cache over *be, its staging and index taken out
  * of max_memory.  On failure prints one line and returns < 0.
  */
-static int diskcache_wrap(struct pf_opts *o, const char *src,
+static int diskcache_wrap(struct pf_opts *o, const char *src, int cachefd,
 			  struct pf_backend **be)
 {
 	struct pf_engine_cfg *e = &o->engine;
 	struct pf_diskcache_cfg dcfg = { .dir = o->cache_dir,
+					 .dirfd = cachefd,
 					 .source = src,
 					 .size = o->cache_size };
 	struct pf_backend *dbe;
@@ -168,16 +168,30 @@ int pf_backend_stack_new(struct pf_opts *o, enum src_kind kind,
 			 const char *src, struct pf_backend **be, char *desc,
 			 size_t desclen)
 {
-	int ret = backend_new(o, kind, src, be, desc, desclen);
+	char err[512];
+	int cachefd = -1;
+	int ret;
 
-	if (ret < 0)
-		return ret;
-	if (!o->cache_dir[0])
-		return 0;
-	ret = diskcache_wrap(o, src, be);
+	if (o->cache_dir[0]) {
+		/* checked once, before the source is listed (it keeps the
+		 * listings too); the store works in the directory checked,
+		 * each user with a copy of the descriptor */
+		cachefd = pf_dc_dir_open(o->cache_dir, err, sizeof(err));
+		if (cachefd < 0) {
+			fprintf(stderr, "prefetchfs: %s\n", err);
+			return cachefd;
+		}
+	}
+	ret = backend_new(o, kind, src, cachefd, be, desc, desclen);
+	if (ret < 0 || cachefd < 0)
+		goto out;
+	ret = diskcache_wrap(o, src, cachefd, be);
 	if (ret < 0) {
 		(*be)->ops->destroy(*be);
 		*be = NULL;
 	}
+out:
+	if (cachefd >= 0)
+		close(cachefd);
 	return ret;
 }

@@ -424,9 +424,12 @@ static void lo_releasedir(fuse_req_t req, fuse_ino_t ino,
  */
 static bool same_version(const struct stat *a, const struct stat *b)
 {
+	/* the ctime too: a rewrite that restores the mtime has a new one */
 	return a->st_size == b->st_size &&
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
-	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 static int open_current(struct pf_fs *fs, struct pf_inode *in,

@@ -30,6 +30,7 @@
 #include <dirent.h>
 
 #include "backend_stack.h"
+#include "pf_diskcache.h"
 #include "pf_fuse.h"
 #include "pf_guard.h"
 #include "pf_mountinfo.h"
@@ -360,19 +361,20 @@ static void *ready_thread(void *arg)
 static int open_log(const struct pf_opts *o, int *fd, char *where,
 		    size_t len)
 {
-	const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
-	char path[PATH_MAX];
-	struct stat st;
+	char path[PATH_MAX] = "";
+	char err[256];
 
 	*fd = -1;
 	snprintf(where, len, "the log goes to syslog (journalctl -t "
 		 "prefetchfs)");
 	if (o->log_file[0]) {
-		/* before the fork, so that a bad path is said here */
-		*fd = open(o->log_file, flags, 0600);
+		/* before the fork, so that a bad path is said here; never
+		 * through a link, nor into another user's file */
+		*fd = pf_log_file_open(o->log_file, O_APPEND, err,
+				       sizeof(err));
 		if (*fd < 0) {
 			fprintf(stderr, "prefetchfs: log_file '%s': %s\n",
-				o->log_file, strerror(errno));
+				o->log_file, err);
 			return -1;
 		}
 		snprintf(where, len, "the log goes to %s", o->log_file);
@@ -381,14 +383,9 @@ static int open_log(const struct pf_opts *o, int *fd, char *where,
 	if (o->foreground || pf_log_syslog_at(PF_LOG_SYSLOG_SOCKET))
 		return 0;
 	/* not another user's file, nor one a link points to */
+	snprintf(err, sizeof(err), "%s", strerror(ENAMETOOLONG));
 	if (pf_log_default_file(path, sizeof(path)) == 0)
-		*fd = open(path, flags | O_NOFOLLOW, 0600);
-	if (*fd >= 0 && (fstat(*fd, &st) < 0 || st.st_uid != geteuid() ||
-			 !S_ISREG(st.st_mode))) {
-		close(*fd);
-		*fd = -1;
-		errno = EPERM;
-	}
+		*fd = pf_log_file_open(path, O_APPEND, err, sizeof(err));
 	if (*fd >= 0)
 		snprintf(where, len, "no syslog here (no %s): the log goes "
 			 "to %s (-o log_file=FILE to choose)",
@@ -396,8 +393,7 @@ static int open_log(const struct pf_opts *o, int *fd, char *where,
 	else
 		snprintf(where, len, "no syslog here (no %s) and %s: %s: the "
 			 "log goes to this stderr (-o log_file=FILE to "
-			 "choose)", PF_LOG_SYSLOG_SOCKET, path,
-			 strerror(errno));
+			 "choose)", PF_LOG_SYSLOG_SOCKET, path, err);
 	return 0;
 }
 
@@ -669,7 +665,20 @@ static int trace_open(struct daemon *d)
 static int core_new(struct daemon *d)
 {
 	struct pf_fs *fs = &d->fs;
-	int ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
+	int ret;
+
+	/* a plan's paths are checked against attributes this old at most,
+	 * as the kernel's default_permissions checks its cached ones */
+	d->o.engine.attr_ttl_ns = (uint64_t)(d->o.attr_timeout * 1e9);
+	/* an object store's READ waits no longer than a request may take
+	 * (request_timeout, or its default for a fetch: see pf_curl.h) */
+	if (d->kind != SRC_POSIX)
+		d->o.engine.read_timeout_ns =
+			(d->o.request_timeout ? (uint64_t)d->o.request_timeout
+					      : 2ull * d->o.timeout +
+						(d->o.engine.fetch_size >> 18)) *
+			1000000000ull;
+	ret = pf_engine_new(&d->o.engine, d->be, &d->engine);
 
 	if (ret < 0) {
 		fprintf(stderr, "prefetchfs: cannot set up the cache of "
@@ -841,6 +850,10 @@ static void serve(struct daemon *d, int argc, char **argv)
 		return;
 	}
 	ret = fuse_session_loop_mt(d->se, lcfg);
+	/* the mount is gone: a mount of the same cache_dir now waits for
+	 * this daemon to exit rather than be refused */
+	if (o->cache_dir[0])
+		pf_diskcache_backend_exiting(d->be);
 	pf_fuse_signals_stop();
 	fuse_loop_cfg_destroy(lcfg);
 	/* a stop asked for by a signal is a clean exit too */

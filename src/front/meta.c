@@ -35,6 +35,25 @@ static bool shared(const struct pf_fs *fs)
 }
 
 /*
+ * The caller of @req: its uid, gid and groups (the first PF_CRED_GROUPS:
+ * with more, a plan may be denied what another group would allow), and
+ * whether it is the mount's owner (or root).
+ */
+static void req_cred(fuse_req_t req, struct pf_engine_cred *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t groups[PF_CRED_GROUPS];
+	int n = fuse_req_getgroups(req, PF_CRED_GROUPS, groups);
+
+	memset(c, 0, sizeof(*c));
+	c->uid = (uint32_t)ctx->uid;
+	c->gid = (uint32_t)ctx->gid;
+	for (int i = 0; i < n && i < PF_CRED_GROUPS; i++)
+		c->groups[c->ngroups++] = (uint32_t)groups[i];
+	c->owner = ctx->uid == getuid() || ctx->uid == 0;
+}
+
+/*
  * Attributes of the virtual entries.  The stats file gets the size and
  * time of a snapshot taken now (an open takes its own: it is served with
  * direct_io, so readers read until EOF whatever the size said).
@@ -131,12 +150,15 @@ bool pf_meta_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
  * The plan file: each open for writing is one plan (pf_engine_hint_*).
  * Only the mount's owner may write plans unless the mount is shared: the
  * kernel checks the mode only with default_permissions, so the caller's
- * uid is checked here too.
+ * uid is checked here too.  The plan keeps its writer's credentials: it
+ * follows no path its writer could not read, and another user's plans
+ * are capped (pf_engine.h).
  */
 void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct pf_engine_cred cred;
 	struct pf_engine_hint *h;
 	int ret;
 
@@ -145,7 +167,8 @@ void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi)
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	ret = pf_engine_hint_open(fs->engine, &h);
+	req_cred(req, &cred);
+	ret = pf_engine_hint_open(fs->engine, &cred, &h);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -164,6 +187,7 @@ void pf_meta_open_warm(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct pf_engine_cred cred;
 	struct pf_engine_preload *p;
 	int ret;
 
@@ -172,7 +196,9 @@ void pf_meta_open_warm(fuse_req_t req, struct fuse_file_info *fi)
 		fuse_reply_err(req, EACCES);
 		return;
 	}
-	ret = pf_engine_preload_open(fs->engine, &p);
+	/* a warm-up reads only what its writer may read, as a plan */
+	req_cred(req, &cred);
+	ret = pf_engine_preload_open(fs->engine, &cred, &p);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -233,14 +259,21 @@ void pf_meta_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)ret);
 }
 
-/* An open of the stats file: a snapshot of the statistics, read whole. */
+/*
+ * An open of the stats file: a snapshot of the statistics, read whole, as
+ * the opener may see them (another user than the owner: the totals, its
+ * own plans, no path).
+ */
 void pf_meta_open_stats(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
 	struct stats_fh *sf = calloc(1, sizeof(*sf));
+	struct pf_engine_cred cred;
 
+	req_cred(req, &cred);
 	if (sf)
-		sf->buf = pf_engine_stats_json(fs->engine, fs->backend_desc);
+		sf->buf = pf_engine_stats_json_for(fs->engine,
+						   fs->backend_desc, &cred);
 	if (!sf || !sf->buf) {
 		free(sf);
 		fuse_reply_err(req, ENOMEM);

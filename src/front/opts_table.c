@@ -299,8 +299,9 @@ const struct pf_opt pf_opt_table[] = {
 	{ .name = "request_timeout", .arg = "S", .type = PF_OT_UINT,
 	  .group = PF_OG_OBJECT, F(request_timeout), .lo = 0, .hi = 86400,
 	  .help = "a request's total time in seconds, retries and backoff "
-		  "included, past which it fails with EIO; 0: twice timeout "
-		  "plus 1 s per 256K fetched" },
+		  "included, past which it fails with EIO, and what a READ "
+		  "waits at most; 0: twice timeout plus 1 s per 256K "
+		  "fetched" },
 	{ .name = "revalidate", .arg = "S", .type = PF_OT_UINT,
 	  .group = PF_OG_OBJECT, F(revalidate), .lo = 0, .hi = 86400,
 	  .help = "seconds a version the listing gave is pinned at open "

@@ -1,17 +1,19 @@
 /*
  * log.c - the daemon's log: stderr in the foreground, syslog or a file
- * otherwise (see pf_log.h).
+ * otherwise (see pf_log.h); and how the files the daemon writes
+ * (log_file=, trace=) are opened.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "pf_log.h"
 
@@ -161,4 +163,55 @@ unsigned pf_log_notes(char (*out)[PF_LOG_NOTE_MAX], unsigned max)
 	memcpy(out, notes, n * sizeof(notes[0]));
 	pthread_mutex_unlock(&note_lock);
 	return n;
+}
+
+int pf_log_file_open(const char *path, int flags, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+	int ret;
+
+	/* O_NONBLOCK: a FIFO planted for the name must not hang the open */
+	fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK |
+			O_NOCTTY | O_CLOEXEC | (flags & O_APPEND), 0600);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ELOOP)
+			snprintf(err, errlen, "a symlink: refused");
+		else if (ret == -ENXIO)	/* a FIFO nobody reads */
+			snprintf(err, errlen, "not a regular file: refused");
+		else
+			snprintf(err, errlen, "%s", strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		goto bad;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "not a regular file: refused");
+		ret = -EINVAL;
+		goto bad;
+	}
+	if (st.st_uid != geteuid() || st.st_nlink != 1) {
+		/* another user's file, or a hard link to one: written, it
+		 * would give them what the daemon writes or lose their bytes */
+		snprintf(err, errlen, "%s: refused", st.st_nlink != 1 ?
+			 "a file with more than one link" :
+			 "a file of another user");
+		ret = -EPERM;
+		goto bad;
+	}
+	/* truncated only now: never through a link, never another's */
+	if (((flags & O_TRUNC) && ftruncate(fd, 0) < 0) ||
+	    fcntl(fd, F_SETFL, flags & O_APPEND) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		goto bad;
+	}
+	return fd;
+bad:
+	close(fd);
+	return ret;
 }

@@ -302,6 +302,7 @@ static void release(void)
 int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
 {
 	size_t cells = cfg->ring_events ? cfg->ring_events : DEFAULT_RING;
+	char why[128];
 	int fd;
 	int ret;
 
@@ -331,14 +332,20 @@ int pf_trace_open(const struct pf_trace_cfg *cfg, char *err, size_t errlen)
 	pf_tr.clock_arg = cfg->clock_arg;
 	pf_tr.limit_ns = cfg->seconds >= 1e9 ? UINT64_MAX / 2 :
 					       (uint64_t)(cfg->seconds * 1e9);
-	/* what was read, by name: for the mount's owner only */
-	fd = open(cfg->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0 && fchmod(fd, 0600) == 0)
+	/* what was read, by name: for the mount's owner only, and never
+	 * written (or truncated) through a link or into another's file */
+	fd = pf_log_file_open(cfg->path, O_TRUNC, why, sizeof(why));
+	if (fd < 0) {
+		ret = fd;
+		snprintf(err, errlen, "trace '%s': %s", cfg->path, why);
+		release();
+		return ret;
+	}
+	if (fchmod(fd, 0600) == 0)
 		pf_tr.out = fdopen(fd, "w");
 	if (!pf_tr.out) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		goto out;
 	}
 	/* the document's head: a file that exists is a trace being written */

@@ -375,6 +375,7 @@ static void deadline_fail(struct pf_curl *c, struct pf_creq *r)
 		 "%.0f s (request_timeout)%s%.120s",
 		 (double)(r->deadline_ns - r->submit_ns) / 1e9,
 		 was[0] ? "; last: " : "", was);
+	r->timed_out = true;
 	complete(c, r, -EIO);
 }
 

@@ -522,6 +522,10 @@ static void oio_done(struct pf_creq *r, int err)
 	struct pf_bio *bio = io->bio;
 	int64_t res = err < 0 ? err : (int64_t)r->len;
 
+	/* the engine answers READs EIO either way, and fails the range's
+	 * next READs at once for a while: they would time out again */
+	if (err == -EIO && r->timed_out)
+		res = -ETIMEDOUT;
 	if (err < 0 && err != -ECANCELED)
 		pf_warn("read of '%s' bytes %" PRIu64 "-%" PRIu64 " failed: "
 			"%s (%s)", io->f->path, r->off, r->off + r->len - 1,
@@ -621,6 +625,8 @@ static void obj_destroy(struct pf_backend *be)
 		}
 	}
 	free(o->dirs);
+	if (o->listings)
+		close(o->listings_dirfd);
 	free(o->listings);
 	free(o->source);
 	pthread_mutex_destroy(&o->lock);
@@ -880,7 +886,8 @@ int pf_http_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	if (!o->manifest) {
-		pf_obj_listings_start(o, source, cfg->listings);
+		pf_obj_listings_start(o, source, cfg->listings_dirfd,
+				      cfg->listings);
 		pf_obj_ahead_start(o, cfg->list_ahead);
 	}
 	snprintf(o->desc, sizeof(o->desc), "http:%s (%s)", o->root,
@@ -941,7 +948,7 @@ int pf_s3_backend_new(const char *source, const struct pf_obj_cfg *cfg,
 	ret = pf_obj_check_root(o, source, err, errlen);
 	if (ret < 0)
 		goto out;
-	pf_obj_listings_start(o, source, cfg->listings);
+	pf_obj_listings_start(o, source, cfg->listings_dirfd, cfg->listings);
 	pf_obj_ahead_start(o, cfg->list_ahead);
 	pf_s3_describe(&o->s3, o->desc, sizeof(o->desc));
 	*out = &o->be;

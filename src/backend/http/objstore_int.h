@@ -106,8 +106,10 @@ struct obj {
 	size_t list_bytes;	/* memory of every listing kept */
 	size_t list_max;	/* list_bytes at most */
 
-	/* the listings file (NULL: none); see DESIGN */
+	/* the listings file (NULL: none; its path, for messages); see DESIGN */
 	char *listings;
+	const char *listings_name;	/* its last component */
+	int listings_dirfd;	/* its directory (-1: none) */
 	char *source;		/* as given: the file names it */
 	bool dirty;		/* a listing changed since the last save */
 	bool stop;
@@ -172,8 +174,8 @@ void pf_obj_fill_stat(struct stat *st, const struct ent *e, int64_t now);
 
 /* ---- objstore_listings.c: the listings file and its refresher ---------- */
 
-void pf_obj_listings_start(struct obj *o, const char *source,
-		    const char *path);
+void pf_obj_listings_start(struct obj *o, const char *source, int dirfd,
+			   const char *path);
 void pf_obj_listings_stop(struct obj *o);
 
 /* ---- objstore_ahead.c: the root's directories listed at mount ---------- */

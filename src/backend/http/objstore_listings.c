@@ -12,6 +12,11 @@
  * saves a last time).  The refresher takes o->lock as the ops do and
  * never requests under it; o->save_lock orders the writers of the file
  * (refresher, destroy); o->tick wakes the refresher to stop.
+ *
+ * The file is opened relative to the cache directory's descriptor (checked
+ * by main.c: the daemon's own, see diskcache_dir.c) and never through a
+ * symlink: the temporary file is unlinked first and created O_EXCL, 0600,
+ * and a file that is not a regular file of the daemon's uid is ignored.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -67,8 +72,7 @@ static size_t ents_bytes(const struct ent *e, size_t n)
 static int listings_save(struct obj *o)
 {
 	struct pf_strbuf sb;
-	char tmp[PATH_MAX];
-	char *dir;
+	char tmp[NAME_MAX + 1];
 	int64_t mnow = pf_obj_mono_s();
 	int64_t wnow = (int64_t)time(NULL);
 	size_t len;
@@ -114,9 +118,14 @@ static int listings_save(struct obj *o)
 		pthread_mutex_unlock(&o->save_lock);
 		return -ENOMEM;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", o->listings,
+	snprintf(tmp, sizeof(tmp), "%.200s.%ld.tmp", o->listings_name,
 		 (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* a symlink of that name goes, never what it names */
+	if (unlinkat(o->listings_dirfd, tmp, 0) < 0 && errno != ENOENT)
+		fd = -1;
+	else
+		fd = openat(o->listings_dirfd, tmp, O_WRONLY | O_CREAT |
+			    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
 	} else {
@@ -138,23 +147,17 @@ static int listings_save(struct obj *o)
 		if (ret == 0 && fsync(fd) < 0)
 			ret = -errno;
 		close(fd);
-		if (ret == 0 && rename(tmp, o->listings) < 0)
+		if (ret == 0 && renameat(o->listings_dirfd, tmp,
+					 o->listings_dirfd,
+					 o->listings_name) < 0)
 			ret = -errno;
 		if (ret < 0)
-			unlink(tmp);
+			unlinkat(o->listings_dirfd, tmp, 0);
 	}
 	free(buf);
 	/* the rename itself is durable once the directory is synced */
-	dir = strdup(o->listings);
-	if (ret == 0 && dir && strrchr(dir, '/')) {
-		*strrchr(dir, '/') = '\0';
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			fsync(fd);
-			close(fd);
-		}
-	}
-	free(dir);
+	if (ret == 0)
+		fsync(o->listings_dirfd);
 	if (ret < 0) {
 		pthread_mutex_lock(&o->lock);
 		o->dirty = true;
@@ -325,12 +328,22 @@ static void listings_load(struct obj *o)
 	char *buf;
 	ssize_t got;
 	size_t loaded = 0;
-	int fd = open(o->listings, O_RDONLY | O_CLOEXEC);
+	int fd = openat(o->listings_dirfd, o->listings_name, O_RDONLY |
+			O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int ret;
 
-	if (fd < 0)
+	if (fd < 0 && errno == ENOENT)
 		return;		/* the first mount with this cache dir */
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 ||
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		if (fd >= 0)
+			close(fd);
+		pf_warn("listings file '%s' is not a regular file of this "
+			"user: ignored, directories are listed again",
+			o->listings);
+		return;
+	}
+	if (st.st_size <= 0 ||
 	    (uint64_t)st.st_size > 2 * (uint64_t)o->list_max + (1u << 20)) {
 		close(fd);
 		pf_warn("listings file '%s' is empty or too large: ignored, "
@@ -466,15 +479,30 @@ static void *refresher(void *arg)
 
 /* After the root is listed: read the file, start the refresher.  Without
  * memory or a thread the mount goes on without the file. */
-void pf_obj_listings_start(struct obj *o, const char *source,
-		    const char *path)
+void pf_obj_listings_start(struct obj *o, const char *source, int dirfd,
+			   const char *path)
 {
+	const char *slash;
+
 	if (!path)
 		return;
+	slash = strrchr(path, '/');
+	o->listings_name = slash ? slash + 1 : path;
+	o->listings_dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	o->listings = strdup(path);
 	o->source = strdup(source);
-	if (!o->listings || !o->source)
+	if (o->listings_dirfd < 0 || !o->listings || !o->source) {
+		pf_warn("cannot keep the listings in '%s': %s", path,
+			strerror(errno ? errno : ENOMEM));
+		if (o->listings_dirfd >= 0)
+			close(o->listings_dirfd);
+		o->listings_dirfd = -1;
+		free(o->listings);
+		o->listings = NULL;
 		return;
+	}
+	/* the name, in the copy this object owns */
+	o->listings_name = o->listings + (o->listings_name - path);
 	listings_load(o);
 	if (pthread_create(&o->refresher, NULL, refresher, o) != 0) {
 		pf_warn("cannot start the listings thread: listings are not "

@@ -21,7 +21,7 @@
  *
  * Both engines resubmit short reads and EINTR/EAGAIN for the remainder, and
  * after the last read of a bio check that the file still has the size and
- * mtime pinned at open: a bio whose bytes may mix two versions of a file
+ * mtime and ctime pinned at open: a bio whose bytes may mix two versions
  * completes with -EIO instead.
  *
  * DESIGN
@@ -470,6 +470,7 @@ static int posix_open(struct pf_backend *be, const char *path,
 	f->fd = fd;
 	f->size = (uint64_t)st->st_size;
 	f->mtime = st->st_mtim;
+	f->ctime = st->st_ctim;
 	atomic_init(&f->warned, false);
 	memcpy(f->path, path, len + 1);
 	fd = -1;		/* the file owns it now */
@@ -573,6 +574,8 @@ int64_t pf_posix_pin_check(const struct pf_bio *bio, uint64_t total,
 	if ((uint64_t)st.st_size != f->size ||
 	    st.st_mtim.tv_sec != f->mtime.tv_sec ||
 	    st.st_mtim.tv_nsec != f->mtime.tv_nsec ||
+	    st.st_ctim.tv_sec != f->ctime.tv_sec ||
+	    st.st_ctim.tv_nsec != f->ctime.tv_nsec ||
 	    (uint64_t)res != expect) {
 		if (!atomic_exchange(&f->warned, true))
 			pf_warn("%s changed during read; returning EIO",

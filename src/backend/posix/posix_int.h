@@ -41,6 +41,8 @@ struct posix_file {
 	int fd;
 	uint64_t size;		/* pinned at open */
 	struct timespec mtime;	/* pinned at open */
+	struct timespec ctime;	/* too: a rewrite that restores the mtime
+				 * (touch -d) cannot restore it */
 	atomic_bool warned;	/* "changed during read" logged already */
 	char path[];		/* for log messages */
 };

@@ -64,9 +64,10 @@ static void ahead_fetch_done(struct pf_engine *e, struct deferred *later)
 	pf_plans_kick(e);
 }
 
-static void ahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
+static void ahead_stats(struct pf_engine *e, struct pf_strbuf *sb,
+			const struct pf_engine_cred *viewer)
 {
-	pf_plans_stats_json(e, sb);
+	pf_plans_stats_json(e, sb, viewer);
 	pf_opener_stats_json(e, sb);
 }
 

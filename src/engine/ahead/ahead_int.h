@@ -11,6 +11,9 @@
  *                striding) and the background fill of a shuffled tree
  *   plans.c      declared plans: the control file's writes, the hint
  *                thread (pf-hints) that fetches what the plans declare
+ *                (plans_file.c: the plan file, its resolver and the caps
+ *                on another user's plans; plans_access.c: what a plan's
+ *                writer may read; plans_int.h)
  *   preload.c    warm-ups: files named through the control file read
  *                whole into the cache tiers (prefetchfs-warm)
  *   ahead.c      the hooks table and pf_engine_new()
@@ -79,7 +82,37 @@ void pf_plans_forget(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 void pf_plans_stop(struct pf_engine *e);
 void pf_plans_free(struct pf_engine *e);
-void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
+void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb,
+			 const struct pf_engine_cred *viewer);
+/* plans_access.c: what a plan's writer may read */
+struct pf_plans_attr {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode;
+	uint64_t at_ns;		/* when the backend gave them (engine clock) */
+};
+struct pf_plans_dirs;
+struct pf_plans_dirs *pf_plans_access_new(void);
+void pf_plans_access_free(struct pf_plans_dirs *d);
+void pf_plans_access_attr(const struct stat *st, uint64_t now,
+			  struct pf_plans_attr *a);
+/* whether @c may read a file of attributes @a */
+bool pf_plans_access_may_read(const struct pf_engine_cred *c,
+			      const struct pf_plans_attr *a);
+/*
+ * Whether @c may search every directory above @path, from the root: 0,
+ * -EACCES, -ENOENT / -ENOTDIR (one is missing or not a directory),
+ * -ENOMEM.  @c NULL or root: 0.  No lock held.
+ */
+int pf_plans_access_dirs(struct pf_engine *e, struct pf_plans_dirs *d,
+			 const struct pf_engine_cred *c, const char *path);
+/*
+ * plans_file.c: 0 if @c may read the regular file @path of the source
+ * (directories searched, the file readable), else -ENOENT, whether it is
+ * missing or denied.  @c NULL or root: 0.  No lock held.
+ */
+int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
+		      const char *path);
 /* dirahead.c */
 int pf_dirahead_new(struct pf_engine *e);
 void pf_dirahead_free(struct pf_engine *e);
@@ -91,7 +124,8 @@ void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
 		struct deferred *later);
 void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
 void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb);
+/* @paths: the fill's root too (the mount's owner sees it) */
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
 void pf_dirahead_release_all(struct pf_engine *e);
 /* on an opener thread, lock held on entry and return (dropped inside) */
 bool pf_dirahead_work(struct pf_engine *e);

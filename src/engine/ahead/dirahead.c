@@ -937,7 +937,7 @@ bool pf_dirahead_work(struct pf_engine *e)
 }
 
 /* Under the lock: the learner's and the fill's part of the stats file. */
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
+void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 {
 	struct dirahead *da = e->da;
 	unsigned learned = 0;
@@ -974,7 +974,7 @@ void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb)
 		       (uint64_t)pf_pool_in_use(e->pool) * e->bs);
 	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
 		       fill_state_name[da->state]);
-	pf_strbuf_add_json(sb, da->froot ? da->froot : "");
+	pf_strbuf_add_json(sb, da->froot && paths ? da->froot : "");
 	/* the budget says what to change when the fill is too big */
 	pf_strbuf_addf(sb,
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"

@@ -1,6 +1,8 @@
 /*
- * hintfetch.c - the engine follows declared plans (pf_hint.h): the control
- * file's writes become plans, the plans' next ranges become read-ahead.
+ * plans.c - the engine follows declared plans (pf_hint.h): the control
+ * file's writes become plans (plans_file.c, which also checks them against
+ * their writers' credentials with plans_access.c), the plans' next ranges
+ * become read-ahead (here).
  *
  * DESIGN
  * File ids.  A plan names files by path; the resolver interns each path
@@ -52,204 +54,7 @@
 #include "pf_log.h"
 #include "pf_strbuf.h"
 #include "ahead_int.h"
-
-#define MAX_HINT_OPEN	1024	/* backend files held open for plans */
-#define MAX_PENDING	256	/* ranges being fetched */
-#define BATCH		32
-
-struct hname {
-	char *path;
-	uint64_t size;
-	struct pf_efile *f;	/* weak: cleared when it is freed */
-};
-
-struct pending {
-	struct pf_hint_range r;
-	struct pf_efile *f;	/* holds a hint reference */
-	uint64_t upto;		/* covered up to */
-	int err;
-};
-
-struct hint_closed {
-	uint64_t plans, declared, missing, fetched, fetched_bytes;
-	uint64_t read_planned, read_unplanned, wasted_bytes, bad_writes;
-};
-
-struct hintfetch {
-	/* the intern table, guarded by mu */
-	pthread_mutex_t mu;
-	struct hname *v;
-	size_t n, cap;
-	uint32_t *tab;		/* open addressing: index + 1, 0 = empty */
-	size_t tmask;
-	/* guarded by e->lock */
-	struct pf_hintset *set;
-	struct pf_hint_cfg cfg;
-	unsigned nplans;
-	/* the open handles, so that pf_plans_free() frees those the kernel
-	 * never released (a writer that held the file when the daemon stopped)
-	 */
-	struct list handles;
-	unsigned following;
-	bool kick;
-	bool stop;
-	bool running;
-	pthread_t thread;
-	pthread_cond_t cond;
-	struct pending pend[MAX_PENDING];
-	unsigned npend;
-	struct pf_efile *open[MAX_HINT_OPEN];
-	unsigned nopen;
-	unsigned nopening;	/* open jobs queued or running */
-	uint64_t opens, open_errors;
-	struct hint_closed closed;	/* of the plans ended so far */
-};
-
-/* A control-file handle. */
-struct pf_engine_hint {
-	pthread_mutex_t mu;	/* one write at a time */
-	struct pf_hint_text *text;
-	struct pf_hint_batch batch;
-	struct pf_hint *plan;	/* e->lock */
-	struct list node;	/* on h->handles, e->lock */
-};
-
-static void handle_free(struct pf_engine_hint *ch)
-{
-	pf_hint_text_free(ch->text);
-	pf_hint_batch_fini(&ch->batch);
-	pthread_mutex_destroy(&ch->mu);
-	free(ch);
-}
-
-/* ---- the intern table (h->mu) ------------------------------------------ */
-
-static struct hname *name_find(struct hintfetch *h, const char *path)
-{
-	size_t i;
-
-	if (!h->tab)
-		return NULL;
-	for (i = pf_hash_str(path) & h->tmask; h->tab[i]; i = (i + 1) & h->tmask)
-		if (strcmp(h->v[h->tab[i] - 1].path, path) == 0)
-			return &h->v[h->tab[i] - 1];
-	return NULL;
-}
-
-static int name_grow(struct hintfetch *h)
-{
-	size_t ncap = h->tmask ? 2 * (h->tmask + 1) : 1024;
-	uint32_t *t;
-
-	if (h->n + 1 >= UINT32_MAX)
-		return -ENOSPC;
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 512;
-		struct hname *v = realloc(h->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		h->v = v;
-		h->cap = cap;
-	}
-	if (h->tab && 2 * (h->n + 1) <= h->tmask + 1)
-		return 0;
-	t = calloc(ncap, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	for (size_t k = 0; k < h->n; k++) {
-		size_t i = pf_hash_str(h->v[k].path) & (ncap - 1);
-
-		while (t[i])
-			i = (i + 1) & (ncap - 1);
-		t[i] = (uint32_t)k + 1;
-	}
-	free(h->tab);
-	h->tab = t;
-	h->tmask = ncap - 1;
-	return 0;
-}
-
-static bool bad_path(const char *p)
-{
-	const char *s = p;
-
-	if (!*p)
-		return true;
-	for (;;) {
-		const char *e = strchr(s, '/');
-		size_t len = e ? (size_t)(e - s) : strlen(s);
-
-		if (len == 0 || (len == 1 && s[0] == '.') ||
-		    (len == 2 && s[0] == '.' && s[1] == '.'))
-			return true;
-		if (!e)
-			return false;
-		s = e + 1;
-	}
-}
-
-/* pf_hint_resolve_fn: no engine lock held. */
-static int hint_resolve(void *ctx, const char *path, uint64_t *file,
-			uint64_t *size)
-{
-	struct pf_engine *e = ctx;
-	struct hintfetch *h = e->hf;
-	struct hname *nm;
-	struct stat st;
-	char *copy;
-	int ret;
-
-	if (bad_path(path))
-		return -ENOENT;
-	pthread_mutex_lock(&h->mu);
-	nm = name_find(h, path);
-	if (nm) {
-		*file = (uint64_t)(nm - h->v) + 1;
-		*size = nm->size;
-		pthread_mutex_unlock(&h->mu);
-		return 0;
-	}
-	pthread_mutex_unlock(&h->mu);
-	/* the backend may block: not under any lock */
-	ret = e->be->ops->getattr(e->be, path, &st);
-	if (ret < 0)
-		return ret == -ENOMEM ? ret : -ENOENT;
-	if (!S_ISREG(st.st_mode))
-		return -ENOENT;
-	copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	pthread_mutex_lock(&h->mu);
-	nm = name_find(h, path);
-	if (!nm) {
-		ret = name_grow(h);
-		if (ret < 0) {
-			pthread_mutex_unlock(&h->mu);
-			free(copy);
-			return ret;
-		}
-		nm = &h->v[h->n];
-		nm->path = copy;
-		nm->size = (uint64_t)st.st_size;
-		nm->f = NULL;
-		h->n++;
-		copy = NULL;
-		/* rebuild the slot: name_grow() left room for one more */
-		{
-			size_t i = pf_hash_str(path) & h->tmask;
-
-			while (h->tab[i])
-				i = (i + 1) & h->tmask;
-			h->tab[i] = (uint32_t)h->n;
-		}
-	}
-	*file = (uint64_t)(nm - h->v) + 1;
-	*size = nm->size;
-	pthread_mutex_unlock(&h->mu);
-	free(copy);
-	return 0;
-}
+#include "plans_int.h"
 
 /* ---- files ------------------------------------------------------------- */
 
@@ -264,7 +69,7 @@ static uint64_t file_id(struct pf_engine *e, struct pf_efile *f)
 	pthread_mutex_lock(&h->mu);
 	if (f->hint_seen != h->n) {
 		f->hint_seen = h->n;
-		nm = name_find(h, f->path);
+		nm = pf_plans_name_find(h, f->path);
 		if (nm) {
 			f->hint_id = (uint64_t)(nm - h->v) + 1;
 			if (!nm->f)
@@ -286,7 +91,7 @@ struct pf_efile *pf_plans_efile_find(struct pf_engine *e, const char *path)
 	if (!h)
 		return NULL;
 	pthread_mutex_lock(&h->mu);
-	nm = h->n ? name_find(h, path) : NULL;
+	nm = h->n ? pf_plans_name_find(h, path) : NULL;
 	if (nm && nm->f && nm->f->tag == 0 &&
 	    (nm->f->hint_held || nm->f->hint_open))
 		f = nm->f;
@@ -728,8 +533,12 @@ int pf_plans_start(struct pf_engine *e)
 	h->cfg.piece = e->cfg.fetch_size;
 	h->cfg.block = e->bs;
 	h->cfg.min_ahead = e->cfg.min_window;
+	pf_plans_caps(e, h);
 	h->set = pf_hintset_new(&h->cfg);
-	if (!h->set) {
+	h->dirs = pf_plans_access_new();
+	if (!h->set || !h->dirs) {
+		pf_hintset_free(h->set);
+		pf_plans_access_free(h->dirs);
 		free(h);
 		return -ENOMEM;
 	}
@@ -791,9 +600,10 @@ void pf_plans_free(struct pf_engine *e)
 							 node);
 
 		list_del(&ch->node);
-		handle_free(ch);
+		pf_plans_handle_free(ch);
 	}
 	pf_hintset_free(h->set);
+	pf_plans_access_free(h->dirs);
 	for (size_t i = 0; i < h->n; i++)
 		free(h->v[i].path);
 	free(h->v);
@@ -802,154 +612,4 @@ void pf_plans_free(struct pf_engine *e)
 	pthread_mutex_destroy(&h->mu);
 	free(h);
 	e->hf = NULL;
-}
-
-/* ---- the control file (pf_engine.h) ------------------------------------- */
-
-/* Under e->lock: a plan ended (replaced or closed); bad_writes are kept
- * across a handle's plans, so they count at its close only. */
-static void hint_ended(struct hintfetch *h, const struct pf_hint_stats *st)
-{
-	h->closed.plans++;
-	h->closed.declared += st->declared;
-	h->closed.missing += st->missing;
-	h->closed.fetched += st->fetched;
-	h->closed.fetched_bytes += st->fetched_bytes;
-	h->closed.read_planned += st->read_planned;
-	h->closed.read_unplanned += st->read_unplanned;
-	h->closed.wasted_bytes += st->wasted_bytes;
-}
-
-int pf_engine_hint_open(struct pf_engine *e, struct pf_engine_hint **out)
-{
-	struct hintfetch *h = e->hf;
-	struct pf_engine_hint *ch;
-
-	if (!h)
-		return -EOPNOTSUPP;
-	ch = calloc(1, sizeof(*ch));
-	if (!ch)
-		return -ENOMEM;
-	ch->text = pf_hint_text_new(&h->cfg);
-	if (!ch->text) {
-		free(ch);
-		return -ENOMEM;
-	}
-	pf_hint_batch_init(&ch->batch);
-	pthread_mutex_init(&ch->mu, NULL);
-	pthread_mutex_lock(&e->lock);
-	ch->plan = pf_hintset_open(h->set);
-	if (ch->plan) {
-		h->nplans++;
-		list_add_tail(&h->handles, &ch->node);
-	}
-	pthread_mutex_unlock(&e->lock);
-	if (!ch->plan) {
-		bool full = pf_hintset_count(h->set) >= PF_HINTSET_MAX;
-
-		handle_free(ch);
-		return full ? -EMFILE : -ENOMEM;
-	}
-	*out = ch;
-	return 0;
-}
-
-int pf_engine_hint_write(struct pf_engine *e, struct pf_engine_hint *ch,
-			 const char *buf, size_t len, uint64_t off)
-{
-	struct hintfetch *h = e->hf;
-	struct pf_hint_stats st;
-	int ret;
-
-	pthread_mutex_lock(&ch->mu);
-	pf_hint_parse(ch->text, buf, len, off, hint_resolve, e, &ch->batch);
-	pthread_mutex_lock(&e->lock);
-	if (ch->batch.restart) {
-		/* the plan it replaces ends: its counts go to the totals */
-		pf_hint_stats(ch->plan, &st);
-		if (st.declared || st.bad_writes)
-			hint_ended(h, &st);
-	}
-	ret = pf_hint_apply(ch->plan, &ch->batch, engine_now(e));
-	pf_hint_stats(ch->plan, &st);
-	if (!h->kick) {
-		h->kick = true;
-		pthread_cond_signal(&h->cond);
-	}
-	pthread_mutex_unlock(&e->lock);
-	pthread_mutex_unlock(&ch->mu);
-	if (ret < 0)
-		pf_warn("plan %u: write refused: %s", st.id, st.why);
-	return ret;
-}
-
-void pf_engine_hint_close(struct pf_engine *e, struct pf_engine_hint *ch)
-{
-	struct hintfetch *h = e->hf;
-
-	struct pf_hint_stats st;
-
-	pthread_mutex_lock(&e->lock);
-	pf_hint_stats(ch->plan, &st);
-	hint_ended(h, &st);
-	h->closed.bad_writes += st.bad_writes;
-	pf_hintset_close(h->set, ch->plan);
-	h->nplans--;
-	list_del(&ch->node);
-	/* the thread drains the releases: one more pass */
-	if (!h->kick) {
-		h->kick = true;
-		pthread_cond_signal(&h->cond);
-	}
-	pthread_mutex_unlock(&e->lock);
-	handle_free(ch);
-}
-
-static void sb_put(void *arg, const char *s, size_t n)
-{
-	pf_strbuf_add(arg, s, n);
-}
-
-/* Under no lock: the "plans" member of the stats file. */
-void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb)
-{
-	struct hintfetch *h = e->hf;
-	struct pf_hint_stats *st = NULL;
-	unsigned n = 0;
-	uint64_t opens, open_errors;
-	struct hint_closed c;
-
-	if (!h)
-		return;
-	pthread_mutex_lock(&e->lock);
-	n = pf_hintset_count(h->set);
-	if (n)
-		st = calloc(n, sizeof(*st));
-	for (unsigned i = 0; st && i < n; i++)
-		pf_hint_stats(pf_hintset_plan(h->set, i), &st[i]);
-	c = h->closed;
-	opens = h->opens;
-	open_errors = h->open_errors;
-	pthread_mutex_unlock(&e->lock);
-	pf_strbuf_addf(sb,
-		       ",\n  \"plans_ended\": {\"plans\": %" PRIu64
-		       ", \"declared\": %" PRIu64 ", \"missing\": %" PRIu64
-		       ", \"fetched\": %" PRIu64
-		       ", \"fetched_bytes\": %" PRIu64
-		       ", \"read_planned\": %" PRIu64
-		       ", \"read_unplanned\": %" PRIu64
-		       ", \"wasted_bytes\": %" PRIu64
-		       ", \"bad_writes\": %" PRIu64
-		       ", \"files_opened_ahead\": %" PRIu64
-		       ", \"open_errors\": %" PRIu64 "}",
-		       c.plans, c.declared, c.missing, c.fetched,
-		       c.fetched_bytes, c.read_planned, c.read_unplanned,
-		       c.wasted_bytes, c.bad_writes, opens, open_errors);
-	pf_strbuf_addf(sb, ",\n  \"plans\": [");
-	for (unsigned i = 0; st && i < n; i++) {
-		pf_strbuf_addf(sb, "%s\n    ", i ? "," : "");
-		pf_hint_stats_json(&st[i], sb_put, sb);
-	}
-	pf_strbuf_addf(sb, "\n  ]");
-	free(st);
 }

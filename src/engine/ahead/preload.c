@@ -34,6 +34,12 @@
  * e->lock, which is released around a backend open only.  A job is freed
  * when its handle is closed and no opener job or file of it is left
  * (refs), or by pf_preload_free().
+ *
+ * A shared mount (allow_other): a job keeps its writer's credentials and
+ * reads only what that user may read (pf_plans_may_read(): a path it may
+ * not read fails as one that does not exist); a user other than the
+ * mount's owner has at most PF_WARM_PER_USER jobs and queues at most
+ * max_memory / 16 bytes of paths in each (EMFILE, ENOSPC).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -61,6 +67,9 @@ struct pl_file {
 
 struct pf_engine_preload {
 	struct list node;	/* on e->pl->jobs */
+	struct pf_engine_cred cred;	/* the writer's, set at open */
+	bool checked;		/* cred is checked (else: the daemon's) */
+	uint64_t qbytes;	/* memory of the paths queued so far */
 	unsigned refs;		/* the handle, opener jobs, files read */
 	bool closed;		/* the handle was closed */
 	char **paths;		/* queued, in order; taken ones NULL */
@@ -322,7 +331,10 @@ static void pl_open(struct pf_engine *e, struct pf_engine_preload *p,
 		pthread_mutex_unlock(&e->lock);
 		return;
 	}
-	ret = pf_efile_open_at_backend(f, &st, true);
+	/* what the writer may not read is missing to it */
+	ret = pf_plans_may_read(e, p->checked ? &p->cred : NULL, path);
+	if (ret == 0)
+		ret = pf_efile_open_at_backend(f, &st, true);
 	pthread_mutex_lock(&e->lock);
 	if (ret < 0) {
 		p->files_failed++;
@@ -418,7 +430,24 @@ static void pl_kick(struct pf_engine *e, struct pf_engine_preload *p)
 
 /* ---- the control file ----------------------------------------------------- */
 
-int pf_engine_preload_open(struct pf_engine *e, struct pf_engine_preload **out)
+/* Under the lock: the live jobs of @c's uid, if another user's. */
+static unsigned user_jobs(struct pf_engine *e, const struct pf_engine_cred *c)
+{
+	unsigned n = 0;
+
+	for (struct list *l = e->pl->jobs.next; l != &e->pl->jobs;
+	     l = l->next) {
+		struct pf_engine_preload *x =
+			container_of(l, struct pf_engine_preload, node);
+
+		n += x->checked && !x->closed && x->cred.uid == c->uid;
+	}
+	return n;
+}
+
+int pf_engine_preload_open(struct pf_engine *e,
+			   const struct pf_engine_cred *cred,
+			   struct pf_engine_preload **out)
 {
 	struct pf_engine_preload *p;
 	int ret = 0;
@@ -428,6 +457,10 @@ int pf_engine_preload_open(struct pf_engine *e, struct pf_engine_preload **out)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	if (cred) {
+		p->cred = *cred;
+		p->checked = true;
+	}
 	pthread_mutex_lock(&e->lock);
 	if (!e->pl) {
 		e->pl = calloc(1, sizeof(*e->pl));
@@ -438,6 +471,9 @@ int pf_engine_preload_open(struct pf_engine *e, struct pf_engine_preload **out)
 		ret = -ENOMEM;
 	else if (e->stopping || e->pl->stopped)
 		ret = -ESHUTDOWN;
+	else if (cred && !cred->owner &&
+		 user_jobs(e, cred) >= PF_WARM_PER_USER)
+		ret = -EMFILE;
 	if (!ret) {
 		p->refs = 1;
 		list_add_tail(&e->pl->jobs, &p->node);
@@ -456,12 +492,20 @@ int pf_engine_preload_open(struct pf_engine *e, struct pf_engine_preload **out)
  * path, queued as the engine knows files, without "." components or
  * repeated slashes ("./a//b" is "a/b"); ".." is refused.
  */
-static int pl_line(struct pf_engine_preload *p, const char *s, size_t n)
+static int pl_line(struct pf_engine *e, struct pf_engine_preload *p,
+		   const char *s, size_t n)
 {
-	char *path = malloc(n + 1);
+	char *path;
 	size_t len = 0;
 	size_t i = 0;
 
+	if (p->checked && !p->cred.owner) {
+		/* another user's paths: within a share of max_memory */
+		p->qbytes += n + 1 + sizeof(*p->paths);
+		if (p->qbytes > e->cfg.max_memory / 16)
+			return -ENOSPC;
+	}
+	path = malloc(n + 1);
 	if (!path)
 		return -ENOMEM;
 	while (i < n) {
@@ -512,7 +556,7 @@ int pf_engine_preload_write(struct pf_engine *e, struct pf_engine_preload *p,
 				p->line[p->llen++] = buf[i];
 			continue;
 		}
-		ret = pl_line(p, p->line, p->llen);
+		ret = pl_line(e, p, p->line, p->llen);
 		p->llen = 0;
 	}
 	if (ret)
