@@ -36,7 +36,7 @@ endif
 # nothing (clean, uninstall, deps, check: it installs them first) skip it.
 PC_BUILD := fuse3:libfuse3-dev liburing:liburing-dev \
 	libcurl:libcurl4-openssl-dev expat:libexpat1-dev jansson:libjansson-dev \
-	libcrypto:libssl-dev
+	libcrypto:libssl-dev libmemcached:libmemcached-dev
 PC_TEST := check:check
 pc_missing = $(foreach p,$(1),$(if $(shell $(PKG_CONFIG) --exists \
 	$(firstword $(subst :, ,$(p))) 2>/dev/null && echo y),,$(lastword \
@@ -63,12 +63,17 @@ CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 # the credential sources' answers: STS XML (expat), JSON (jansson)
 PARSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags expat jansson 2>/dev/null)
 PARSE_LIBS := $(shell $(PKG_CONFIG) --libs expat jansson 2>/dev/null)
+# the shared cache tier's memcached clients (libmemcached)
+TIER_CFLAGS := $(shell $(PKG_CONFIG) --cflags libmemcached 2>/dev/null)
+TIER_LIBS := $(shell $(PKG_CONFIG) --libs libmemcached 2>/dev/null)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-# the disk cache's MAC (ChaCha20-Poly1305)
+# the disk cache's MAC (ChaCha20-Poly1305), the shared tier's keys and
+# values
 CRYPTO_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto 2>/dev/null)
 CRYPTO_LIBS := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
-LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(CRYPTO_LIBS) -lpthread -lm
+LIBS := $(URING_LIBS) $(CURL_LIBS) $(PARSE_LIBS) $(CRYPTO_LIBS) $(TIER_LIBS) \
+	-lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -94,11 +99,13 @@ endif
 #   backend/http/   HTTP(S) and S3 object storage: objstore, curl, listings
 #   backend/s3auth/ S3 configuration and the AWS credential chain
 #   diskcache/      the disk cache, a decorator of any backend
+#   sharedcache/    the tier shared by a cluster's nodes, on memcached,
+#                   a decorator of any backend
 #   util/           pool, strings, JSON, log, io_uring, trace file
 #   tools/          prefetchfs-stat, prefetchfs-warm
 #Everything but FRONT_SRCS and tools / is the FUSE - free core library.
 LIB_DIRS := front engine engine/ahead policy backend/posix backend/http \
-	backend/s3auth diskcache util
+	backend/s3auth diskcache sharedcache util
 FRONT_SRCS := src/front/main.c src/front/fuse_ll.c src/front/meta.c \
 	src/front/fuse_push.c src/front/fuse_signals.c src/front/backend_stack.c
 STAT_SRCS := src/tools/stat_main.c src/tools/stat_frame.c \
@@ -156,7 +163,7 @@ $(LIB): $(LIB_OBJS)
 ALL_OBJS := $(LIB_OBJS) $(FRONT_OBJS) $(STAT_SRCS:.c=.o) $(WARM_SRCS:.c=.o)
 $(ALL_OBJS): %.o: %.c
 	$(QUIET_CC)$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(PARSE_CFLAGS) \
-		$(CRYPTO_CFLAGS) -c -o $@ $<
+		$(CRYPTO_CFLAGS) $(TIER_CFLAGS) -c -o $@ $<
 
 prefetchfs: $(FRONT_OBJS) $(LIB)
 	$(QUIET_LINK)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(FRONT_OBJS) $(LIB) \

@@ -3,7 +3,8 @@
 
     /usr/bin/python3 examples/folder_loader.py [--batch 32] [--workers 4]
         [--compute-ms 50] [--epochs 1] [--seed 0] [--checksum]
-        [--hints] [--mountpoint DIR] [--in-order] ROOT
+        [--hints] [--mountpoint DIR] [--in-order]
+        [--rank R --world-size N] ROOT
 
 ROOT holds one directory per class (the ImageFolder layout: ROOT/CLASS/
 SAMPLE, one file per sample, for example a prefetchfs mountpoint):
@@ -19,6 +20,11 @@ worker gets it.  By default the order is a torch DataLoader with
 shuffle=True: a new random permutation of all the files every epoch, the
 most common training layout.  After each batch the loop "computes"
 (sleeps) for --compute-ms, as a GPU step would.
+
+--rank R --world-size N: this process is rank R of N (a node of a
+cluster): a DistributedSampler gives it its share of each epoch's
+permutation, the ranks' shares disjoint, a new permutation (the same on
+every rank, from --seed and the epoch) every epoch.
 
 --in-order: worker w reads the class directories w, w+N, w+2N, ... (N =
 --workers), each one's files in name order, in batches of its own (an
@@ -53,6 +59,7 @@ try:
     import torch
     from torch.utils.data import DataLoader, Dataset, IterableDataset
     from torch.utils.data import RandomSampler, get_worker_info
+    from torch.utils.data.distributed import DistributedSampler
 except ImportError as e:
     sys.exit("folder_loader.py: cannot import torch (%s): install python3-torch "
              "and run with /usr/bin/python3" % e)
@@ -170,6 +177,11 @@ def main():
     ap.add_argument("--mountpoint", default=None,
                     help="--hints: the prefetchfs mount point"
                     " (default: the mount point holding ROOT)")
+    ap.add_argument("--rank", type=int, default=0,
+                    help="this rank of --world-size (DistributedSampler)")
+    ap.add_argument("--world-size", type=int, default=1,
+                    help="ranks sharing each epoch; more than 1: each reads"
+                    " its own share of the permutation")
     ap.add_argument("--after-epoch", metavar="CMD", default=None,
                     help="shell command run after each epoch (EPOCH=n set)")
     a = ap.parse_args()
@@ -178,6 +190,10 @@ def main():
                  " --compute-ms not negative")
     if a.hints and a.in_order:
         ap.error("--hints declares a shuffled order: not with --in-order")
+    if a.world_size < 1 or not 0 <= a.rank < a.world_size:
+        ap.error("--rank must be from 0 to --world-size - 1")
+    if a.world_size > 1 and (a.in_order or a.hints):
+        ap.error("--world-size: not with --in-order or --hints")
     if not os.path.isdir(a.root):
         ap.error("not a directory: %s" % a.root)
 
@@ -192,7 +208,12 @@ def main():
                             persistent_workers=a.workers > 0)
     else:
         ds = FolderSamples(classes, a.checksum)
-        sampler = RandomSampler(ds, generator=gen)
+        if a.world_size > 1:
+            sampler = DistributedSampler(ds, num_replicas=a.world_size,
+                                         rank=a.rank, shuffle=True,
+                                         seed=a.seed)
+        else:
+            sampler = RandomSampler(ds, generator=gen)
         if a.hints:
             sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
             try:
@@ -209,6 +230,8 @@ def main():
 
     try:
         for epoch in range(1, a.epochs + 1):
+            if a.world_size > 1:
+                sampler.set_epoch(epoch)
             samples = batches = nbytes = digest = 0
             compute = 0.0
             t0 = time.monotonic()
@@ -232,7 +255,7 @@ def main():
             print(line, flush=True)
             if a.after_epoch:
                 subprocess.run(a.after_epoch, shell=True,
-                               env=dict(os.environ, EPOCH=str(epoch)))
+                               env=dict(os.environ, EPOCH=str(epoch), RANK=str(a.rank)))
     except OSError as e:
         # a worker's error arrives with the worker's traceback: keep its
         # last line, the error itself

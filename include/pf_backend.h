@@ -69,10 +69,17 @@ struct pf_bio {
 	 */
 	void (*started)(struct pf_bio *bio);
 	void *priv;		/* the submitter's */
+	unsigned flags;		/* PF_BIO_*; a decorator passes them on */
 	/* backend scratch: progress of a resubmitted short read */
 	uint64_t bdone;
 	struct pf_bio *bnext;
 };
+
+/*
+ * The read is the engine's background fill of a tree: no reader waits for
+ * it, so a shared tier may wait longer for a node that reads it anyway.
+ */
+#define PF_BIO_FILL 0x1
 
 struct pf_backend_ops {
 	const char *name;	/* "posix", "http", "s3" */
@@ -108,7 +115,7 @@ struct pf_backend_ops {
 	/*
 	 * Optional: the backend's own counters for the stats file, as one
 	 * JSON object written NUL-terminated into buf (truncation is the
-	 * backend's to avoid: size is at least 1024).  Any thread.
+	 * backend's to avoid: size is at least 4096).  Any thread.
 	 */
 	void (*stats_json)(struct pf_backend *be, char *buf, size_t size);
 	/*

@@ -51,6 +51,14 @@ struct pf_obj_cfg {
 					 * listings across mounts (in
 					 * -o cache_dir; objstore.c, DESIGN):
 					 * its path, for messages */
+	/*
+	 * Non-zero: every open reports a version that changes with the
+	 * object (a HEAD where the listing gave none), never the listing's
+	 * size and minute pinned by the first GET: a shared cache tier
+	 * keeps pieces by the version an open reports, and serves them
+	 * without a GET.  (cache_dir implies it.)
+	 */
+	int exact_versions;
 	int listings_dirfd;		/* with listings: its directory,
 					 * checked (pf_dc_dir_open()); the
 					 * file is opened relative to it */

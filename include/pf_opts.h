@@ -60,6 +60,12 @@ struct pf_opts {
 	uint64_t ram_bytes;	/* of the machine, from pf_opts_default() */
 	int max_memory_set;	/* -o max_memory given */
 	char cache_dir[1024];	/* -o cache_dir=DIR: disk cache; "" none */
+	/* -o shared_cache: memcached servers (a list, or @FILE); "" none */
+	char shared_cache[4096];
+	char shared_secret[1024];	/* its secret's file */
+	char shared_self[300];	/* this node's server; "" detect */
+	unsigned shared_timeout;	/* ms */
+	unsigned shared_lease;	/* ms; 0 no leases */
 	uint64_t cache_size;	/* 0: keep 10% of its filesystem free */
 	int fetch_size_set;	/* -o fetch_size given */
 	int min_window_set;	/* -o min_window given */
@@ -81,6 +87,7 @@ enum pf_opt_group {
 	PF_OG_MOUNT,
 	PF_OG_LOG,
 	PF_OG_OBJECT,
+	PF_OG_SHARED,
 	PF_OG_FUSE,
 	PF_OG_N
 };

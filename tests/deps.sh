@@ -12,12 +12,15 @@ set -eu
 # the AWS credential sources' answers (src/creds_parse.c); python3-venv:
 # the Python package installed with pip into a venv (tests/mount_pip.sh);
 # dpkg-dev, lintian: make deb and its check (tests/mount_deb.sh);
-# python3-yaml: the Kubernetes examples parsed (tests/mount_container.sh).
+# python3-yaml: the Kubernetes examples parsed (tests/mount_container.sh);
+# memcached, libmemcached-dev, libssl-dev: the shared cache tier
+# (src/sharedcache/) and its tests.
 # --bench is accepted for older callers: the list is the same.
 PKGS="build-essential pkg-config libfuse3-dev fuse3 liburing-dev
 libcurl4-openssl-dev libssl-dev libexpat1-dev libjansson-dev check python3 openssl psmisc procps util-linux
 clang-14 libclang-rt-14-dev nginx curl python3-torch python3-numpy fio
-gnuplot-nox rclone s3fs python3-venv dpkg-dev lintian python3-yaml"
+gnuplot-nox rclone s3fs python3-venv dpkg-dev lintian python3-yaml
+memcached libmemcached-dev libssl-dev"
 missing=()
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")

@@ -280,6 +280,7 @@ json_eval() {
 #   s            the stats (strict UTF-8 JSON, else an error)
 #   t, tr, c     s["totals"], s["transport"], s["transport"]["disk_cache"]
 #                (None where absent)
+#   sc           s["transport"]["shared_cache"] (None where absent)
 #   streams(prefix="", suffix="")  the streams whose file starts with
 #                prefix and ends with suffix
 #   stream(suffix)  the one of those with the most reads, or None
@@ -300,13 +301,14 @@ def part(d, k):
 t = part(s, "totals")
 tr = part(s, "transport")
 c = part(tr, "disk_cache")
+sc = part(tr, "shared_cache")
 def streams(prefix="", suffix=""):
     return [x for x in part(s, "streams") or []
             if x["file"].startswith(prefix) and x["file"].endswith(suffix)]
 def stream(suffix):
     mine = streams(suffix=suffix)
     return max(mine, key=lambda x: x["reads"]) if mine else None
-env = dict(s=s, t=t, tr=tr, c=c, streams=streams, stream=stream)
+env = dict(s=s, t=t, tr=tr, c=c, sc=sc, streams=streams, stream=stream)
 try:
     v = eval(expr, env)
 except Exception as e:
@@ -321,7 +323,7 @@ if mode == "check" and err is None and v:
 print("  expression:", expr)
 print("  " + (err or "value: %r" % (v,)))
 names = compile(expr, "expr", "eval").co_names
-for k in ("t", "tr", "c"):
+for k in ("t", "tr", "c", "sc"):
     if k in names:
         print("  %s: %s" % (k, json.dumps(env[k])))
 for k, v in (s.items() if isinstance(s, dict) else ()):

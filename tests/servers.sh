@@ -48,9 +48,23 @@
 #       drop its rules and empty its request log / print the Python EXPR
 #       over its request log: L (every entry), H(NAME) and G(NAME) (the
 #       HEADs and GETs of /NAME)
+#   memcached_start ADDR [MEMCACHED-OPTS...]
+#       memcached on ADDR (127.0.0.x: each "node" of a test its own
+#       address) and a free port, 64 MiB, text protocol only (no UDP).
+#       Sets MC_SERVER (ADDR:PORT), MC_PID, MC_DIR; prints MC_SERVER.
+#   memcached_restart DIR
+#       stop the memcached of DIR (its MC_DIR) and start it again on the
+#       same address and port, empty; sets MC_PID
+#   mc_cmd ADDR:PORT COMMAND...
+#       send COMMANDs (text protocol, each ended with CRLF) and print the
+#       answer; "mc_cmd S stats" ends at END
+#   mc_set ADDR:PORT KEY FILE
+#       store FILE's bytes under KEY with memcached's own text protocol
+#       (a forged value); true if STORED
 #   nginx_stop / s3_stop
 #       stop the last nginx / S3 server started (to test a dead server);
-#       server_stop DIR stops the one whose NGINX_DIR or S3_DIR is DIR
+#       server_stop DIR stops the one whose NGINX_DIR, S3_DIR or MC_DIR is
+#       DIR
 #   servers_stop_all
 #       stop every server of the test (run at exit)
 # Each *_start returns non-zero (and prints the server's log) when the
@@ -212,6 +226,104 @@ delayproxy_start() {
 	DELAY_DIR=$dir
 	DELAY_DESC=$(head -1 "$dir/log" | sed 's/^delayproxy: [^,]*, //')
 	echo "$DELAY_URL"
+}
+
+# ---- memcached ----------------------------------------------------------
+
+MEMCACHED_BIN=${MEMCACHED_BIN:-/usr/bin/memcached}
+
+# _srv_free_port_on ADDR: a TCP port of ADDR nobody listens on right now
+_srv_free_port_on() {
+	python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$1"
+}
+
+# mc_cmd ADDR:PORT COMMAND...: the server's answer (2 s at most)
+mc_cmd() {
+	python3 - "$@" <<'PY'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host.strip("[]"), int(port)), timeout=2)
+s.sendall(b"".join(c.encode() + b"\r\n" for c in sys.argv[2:]))
+buf = b""
+try:
+    while not (buf.endswith(b"END\r\n") or buf.endswith(b"OK\r\n") or
+               buf.endswith(b"ERROR\r\n") or
+               (buf.endswith(b"\r\n") and not buf.startswith((b"STAT", b"VALUE")))):
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+except socket.timeout:
+    pass
+sys.stdout.write(buf.decode("latin-1"))
+PY
+}
+
+# mc_set ADDR:PORT KEY FILE: a value stored as any client of memcached can
+mc_set() {
+	python3 - "$@" <<'PY'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+data = open(sys.argv[3], "rb").read()
+s = socket.create_connection((host.strip("[]"), int(port)), timeout=2)
+s.sendall(b"set %s 0 0 %d\r\n" % (sys.argv[2].encode(), len(data)) + data + b"\r\n")
+ans = s.recv(100)
+sys.exit(0 if ans.startswith(b"STORED") else 1)
+PY
+}
+
+# _mc_spawn DIR ADDR PORT OPTS...: start memcached, wait until it answers
+_mc_spawn() {
+	local dir=$1 addr=$2 port=$3 pid user=()
+	shift 3
+	# memcached refuses to run as root unless told which user to be
+	[ "$(id -u)" -eq 0 ] && user=(-u root)
+	# (-P: memcached writes it only with -d, but it names $WORK on the
+	# command line, which server_stop looks for)
+	pid=$(_srv_spawn "$dir" "$MEMCACHED_BIN" -l "$addr" -p "$port" -U 0 \
+		-m 64 -t 2 -c 1024 -P "$dir/memcached.pid" "${user[@]}" "$@")
+	_SRV_T0=
+	while _srv_until "$SRV_START_SECS"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "memcached in $dir exited; its log:"
+			tail -20 "$dir/log"
+			return 1
+		fi
+		if mc_cmd "$addr:$port" version 2>/dev/null | grep -q '^VERSION'; then
+			MC_PID=$pid
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "memcached in $dir does not answer at $addr:$port"
+	server_stop "$dir"
+	return 1
+}
+
+memcached_start() {
+	[ $# -ge 1 ] || { echo "usage: memcached_start ADDR [OPTS...]" >&2; return 2; }
+	local addr=$1 dir port try
+	shift
+	[ -x "$MEMCACHED_BIN" ] || { echo "memcached_start: $MEMCACHED_BIN missing (tests/deps.sh installs memcached)"; return 1; }
+	dir=$(_srv_dir memcached)
+	for try in 1 2 3; do
+		port=$(_srv_free_port_on "$addr") || return 1
+		echo "$addr $port $*" >"$dir/args"
+		_mc_spawn "$dir" "$addr" "$port" "$@" >"$dir/start.log" && break
+		grep -q 'Address already in use' "$dir/log" 2>/dev/null || { cat "$dir/start.log"; return 1; }
+	done
+	[ -n "${MC_PID:-}" ] && kill -0 "$MC_PID" 2>/dev/null || { cat "$dir/start.log"; return 1; }
+	MC_SERVER=$addr:$port
+	MC_DIR=$dir
+	echo "$MC_SERVER"
+}
+
+memcached_restart() {
+	local dir=$1 addr port opts
+	read -r addr port opts <"$dir/args"
+	server_stop "$dir"
+	# shellcheck disable=SC2086
+	_mc_spawn "$dir" "$addr" "$port" $opts
 }
 
 # ---- nginx --------------------------------------------------------------

@@ -227,7 +227,7 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 {
 	struct dcb *d = to_d(be);
 	struct pf_dc_stats s;
-	char inner[1024] = "";
+	char inner[3072] = "";
 	const char *rest = "";
 	uint64_t mapped;
 	size_t n;

@@ -148,6 +148,7 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->ibio.done = miss_done;
 	op->ibio.started = ubio->started ? miss_started : NULL;
 	op->ibio.priv = op;
+	op->ibio.flags = ubio->flags;
 	for (unsigned i = 0; i < nblk; i++) {
 		uint64_t bo = (b0 + i) * d->bs;
 
@@ -208,7 +209,8 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		op->ibio = (struct pf_bio){ .file = f->inner, .off = bio->off,
 					    .iov = bio->iov,
 					    .iovcnt = bio->iovcnt,
-					    .done = miss_done, .priv = op };
+					    .done = miss_done, .priv = op,
+					    .flags = bio->flags };
 		ret = pf_backend_submit(d->inner, &op->ibio);
 		if (ret < 0)
 			pf_dcb_op_free(op);

@@ -167,6 +167,7 @@ struct fetch {
 	bool prefetch;
 	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
 	bool trip;		/* its last page is a tripwire, not pushed */
+	bool fill;		/* the background fill's (PF_BIO_FILL) */
 	bool unstarted;		/* counted in its stream's unstarted */
 	unsigned stream;
 	unsigned nblk;
@@ -183,6 +184,7 @@ struct fetch_builder {
 	struct fetch *f;
 	unsigned cap;
 	bool pushable;		/* for the fetches it makes */
+	bool fill;		/* they are the background fill's */
 };
 
 /*

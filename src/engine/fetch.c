@@ -128,6 +128,7 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	ft->bio.done = pf_fetch_done;
 	ft->bio.started = pf_fetch_started;
 	ft->bio.priv = ft;
+	ft->bio.flags = ft->fill ? PF_BIO_FILL : 0;
 	ft->file->fetches++;
 	ft->bfref->refs++;
 	es = pf_efile_stream_find(ft->file, ft->stream);
@@ -314,6 +315,7 @@ bool pf_fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		ft->off = foff;
 		ft->prefetch = prefetch;
 		ft->pushable = prefetch && fb->pushable;
+		ft->fill = fb->fill;
 		ft->stream = stream;
 		fb->f = ft;
 	}

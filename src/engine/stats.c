@@ -125,7 +125,7 @@ char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
 	pf_strbuf_addf(&sb, "{\n  \"backend\": ");
 	pf_strbuf_add_json(&sb, backend_desc);
 	if (e->be->ops->stats_json) {
-		char bs[1024];
+		char bs[4096];
 
 		e->be->ops->stats_json(e->be, bs, sizeof(bs));
 		pf_strbuf_addf(&sb, ",\n  \"transport\": %s", bs);

@@ -1,8 +1,10 @@
 /*
  * backend_stack.c - the backend stack a mount reads through, built from
  * its options: the source's backend (a directory: posix; http(s)://: the
- * HTTP object store; s3://: S3) and, with -o cache_dir, the disk cache
- * over it.  Called once by main() before the engine exists.
+ * HTTP object store; s3://: S3), with -o shared_cache the shared tier
+ * over it, and with -o cache_dir the disk cache over that (memory -> disk
+ * cache -> shared tier -> store).  Called once by main() before the engine
+ * exists.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include "backend_stack.h"
 #include "pf_diskcache.h"
 #include "pf_objstore.h"
+#include "pf_sharedcache.h"
 
 enum src_kind pf_backend_stack_kind(const char *src)
 {
@@ -70,6 +73,9 @@ static int backend_new(const struct pf_opts *o, enum src_kind kind,
 	ocfg.cacert = o->cacert[0] ? o->cacert : NULL;
 	ocfg.insecure = o->insecure;
 	ocfg.manifest = o->manifest[0] ? o->manifest : NULL;
+	/* the shared tier serves a version's pieces without a GET: every
+	 * node must name it the same, exactly (no listing's minute) */
+	ocfg.exact_versions = o->shared_cache[0] != '\0';
 	ocfg.s3.region = o->region[0] ? o->region : NULL;
 	ocfg.s3.endpoint = o->endpoint[0] ? o->endpoint : NULL;
 	ocfg.s3.profile = o->profile[0] ? o->profile : NULL;
@@ -164,6 +170,52 @@ static int diskcache_wrap(struct pf_opts *o, const char *src, int cachefd,
 	return 0;
 }
 
+/*
+ * -o shared_cache: the shared tier over *be (the store), its staging
+ * inside max_memory.  On failure prints one line and returns < 0, *be
+ * untouched.
+ */
+static int sharedcache_wrap(struct pf_opts *o, const char *src,
+			    struct pf_backend **be, char *desc, size_t desclen)
+{
+	struct pf_engine_cfg *e = &o->engine;
+	struct pf_sc_cfg cfg = { .servers = o->shared_cache,
+				 .secret = o->shared_secret,
+				 .self = o->shared_self[0] ? o->shared_self :
+							     NULL,
+				 .source = src,
+				 .timeout_ms = o->shared_timeout,
+				 .lease_ms = o->shared_lease };
+	/* the least the memory cache works with (opts.c checks it) */
+	uint64_t floor = 4 * e->fetch_size + 4 * (uint64_t)e->block_size;
+	struct pf_backend *sbe;
+	char err[512];
+	uint64_t mem;
+	size_t n;
+	int ret;
+
+	/* staging: as the disk cache's (a tenth of max_memory, at most the
+	 * fetches in flight, at least 4), the store queue half of it */
+	cfg.staging = e->max_memory / 10;
+	if (cfg.staging > e->max_inflight * e->fetch_size)
+		cfg.staging = e->max_inflight * e->fetch_size;
+	if (cfg.staging < 4 * e->fetch_size + 2 * PF_SC_PIECE)
+		cfg.staging = 4 * e->fetch_size + 2 * PF_SC_PIECE;
+	cfg.queue = cfg.staging / 2;
+	ret = pf_sc_backend_new(*be, &cfg, &sbe, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "prefetchfs: %s\n", err);
+		return ret;
+	}
+	*be = sbe;
+	mem = pf_sc_backend_memory(sbe);
+	e->max_memory = e->max_memory - floor > mem ? e->max_memory - mem :
+						      floor;
+	n = strlen(desc);
+	snprintf(desc + n, desclen - n, " + shared cache");
+	return 0;
+}
+
 int pf_backend_stack_new(struct pf_opts *o, enum src_kind kind,
 			 const char *src, struct pf_backend **be, char *desc,
 			 size_t desclen)
@@ -183,9 +235,12 @@ int pf_backend_stack_new(struct pf_opts *o, enum src_kind kind,
 		}
 	}
 	ret = backend_new(o, kind, src, cachefd, be, desc, desclen);
-	if (ret < 0 || cachefd < 0)
+	if (ret < 0)
 		goto out;
-	ret = diskcache_wrap(o, src, cachefd, be);
+	if (o->shared_cache[0])
+		ret = sharedcache_wrap(o, src, be, desc, desclen);
+	if (ret == 0 && cachefd >= 0)
+		ret = diskcache_wrap(o, src, cachefd, be);
 	if (ret < 0) {
 		(*be)->ops->destroy(*be);
 		*be = NULL;

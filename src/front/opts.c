@@ -45,6 +45,8 @@ void pf_opts_default(struct pf_opts *o, uint64_t ram_bytes)
 	o->revalidate = 60;
 	o->list_ahead = 1024;
 	o->trace_seconds = 30;
+	o->shared_timeout = 5;
+	o->shared_lease = 2000;
 }
 
 int pf_parse_size(const char *s, uint64_t *out)
@@ -447,20 +449,62 @@ static int parse_one(struct pf_opts *o, char *opt, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The tokens after "shared_cache=HOST:PORT" that are HOST:PORT too (no
+ * '=', a ':', no option's name) continue its list: -o splits at commas.
+ */
+static bool continues_list(const char *prev, const char *tok)
+{
+	return prev && !strchr(tok, '=') && strchr(tok, ':') &&
+	       !pf_opt_find(tok) && !in_list(ignored, tok);
+}
+
 static int parse_list(struct pf_opts *o, const char *list, char *err,
 		      size_t errlen)
 {
+	size_t len = strlen(list);
 	char *copy = strdup(list);
-	char *save = NULL;
+	char *joined = malloc(len + 1);
+	const char *prev = NULL;
+	char *p = copy;
 	int ret = 0;
 
-	if (!copy) {
+	if (!copy || !joined) {
+		free(copy);
+		free(joined);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (char *tok = strtok_r(copy, ",", &save); tok && ret == 0;
-	     tok = strtok_r(NULL, ",", &save))
+	joined[0] = '\0';
+	while (p && ret == 0) {
+		char *tok = p;
+
+		p = strchr(p, ',');
+		if (p)
+			*p++ = '\0';
+		if (!*tok)
+			continue;
+		if (continues_list(prev, tok)) {
+			strcat(joined, ",");
+			strcat(joined, tok);
+			continue;
+		}
+		if (joined[0])
+			ret = parse_one(o, joined, err, errlen);
+		joined[0] = '\0';
+		prev = NULL;
+		if (ret < 0)
+			break;
+		if (strncmp(tok, "shared_cache=", 13) == 0 && tok[13] != '@') {
+			strcpy(joined, tok);
+			prev = tok;
+			continue;
+		}
 		ret = parse_one(o, tok, err, errlen);
+	}
+	if (ret == 0 && joined[0])
+		ret = parse_one(o, joined, err, errlen);
+	free(joined);
 	free(copy);
 	return ret;
 }
@@ -606,6 +650,12 @@ int pf_opts_parse(struct pf_opts *o, int argc, char **argv, char *err,
 	}
 	if (o->engine.min_window > o->engine.max_window)
 		BAD("min_window is larger than max_window");
+	if (o->shared_cache[0] && !o->shared_secret[0])
+		BAD("shared_cache needs -o shared_secret=FILE, the same secret "
+		    "on every node (head -c 32 /dev/urandom >FILE; chmod 600 "
+		    "FILE)");
+	if (!o->shared_cache[0] && (o->shared_secret[0] || o->shared_self[0]))
+		BAD("shared_secret and shared_self are for shared_cache");
 	/* nothing of a direct_io file is in the page cache to push to */
 	if (o->direct_io)
 		o->engine.push = 0;
@@ -626,6 +676,8 @@ static const char *const group_title[PF_OG_N] = {
 	[PF_OG_MOUNT] = "mount options:",
 	[PF_OG_LOG] = "log and trace options:",
 	[PF_OG_OBJECT] = "object storage options (http://, https://, s3://):",
+	[PF_OG_SHARED] = "shared cache options (a tier on memcached for a "
+			 "cluster):",
 	[PF_OG_FUSE] = "FUSE options:",
 };
 

@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pf_opts.h"
+#include "pf_sharedcache.h"
 
 /* ---- options with their own syntax ----------------------------------- */
 
@@ -100,6 +102,63 @@ static int set_cache_timeout(struct pf_opts *o, const char *val)
 static void get_cache_timeout(const struct pf_opts *o, char *buf, size_t len)
 {
 	snprintf(buf, len, "%g", o->entry_timeout);
+}
+
+/* A list of servers (checked here, so that a bad one is said at once), or
+ * @FILE (read at mount). */
+static int set_shared_cache(struct pf_opts *o, const char *val)
+{
+	struct pf_sc_server *sv;
+	char err[256];
+	unsigned n;
+	int ret;
+
+	if (strcmp(val, "none") == 0) {
+		o->shared_cache[0] = '\0';
+		return 0;
+	}
+	if (strlen(val) >= sizeof(o->shared_cache) ||
+	    (val[0] == '@' && !val[1]))
+		return -EINVAL;
+	if (val[0] != '@') {
+		sv = calloc(PF_SC_SERVERS_MAX, sizeof(*sv));
+		if (!sv)
+			return -ENOMEM;
+		ret = pf_sc_servers_parse(val, sv, PF_SC_SERVERS_MAX, &n, err,
+					  sizeof(err));
+		free(sv);
+		if (ret < 0)
+			return -EINVAL;
+	}
+	memcpy(o->shared_cache, val, strlen(val) + 1);
+	return 0;
+}
+
+static void get_shared_cache(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->shared_cache[0] ? o->shared_cache : "none");
+}
+
+static int set_shared_self(struct pf_opts *o, const char *val)
+{
+	struct pf_sc_server sv;
+	char err[256];
+	unsigned n;
+
+	if (strcmp(val, "auto") == 0) {
+		o->shared_self[0] = '\0';
+		return 0;
+	}
+	if (strlen(val) >= sizeof(o->shared_self) ||
+	    pf_sc_servers_parse(val, &sv, 1, &n, err, sizeof(err)) < 0)
+		return -EINVAL;
+	memcpy(o->shared_self, val, strlen(val) + 1);
+	return 0;
+}
+
+static void get_shared_self(const struct pf_opts *o, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", o->shared_self[0] ? o->shared_self : "auto");
 }
 
 /* ---- the table ------------------------------------------------------- */
@@ -316,6 +375,38 @@ const struct pf_opt pf_opt_table[] = {
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
 	  .help = "s3fs's name for endpoint: the same option, the same "
 		  "default" },
+	/* the shared cache (docs/shared-cache.md) */
+	{ .name = "shared_cache", .arg = "HOST:PORT[,...]", .type = PF_OT_FN,
+	  .group = PF_OG_SHARED, NOFIELD, .set = set_shared_cache,
+	  .get = get_shared_cache,
+	  .choices = "HOST:PORT[,HOST:PORT...], @FILE or none",
+	  .help = "a cache tier on memcached shared by the nodes of a "
+		  "cluster, between the disk cache and the source: every node "
+		  "gives the same servers, its own among them, and the same "
+		  "shared_secret; @FILE: one server a line" },
+	{ .name = "shared_secret", .arg = "FILE", .type = PF_OT_STR,
+	  .group = PF_OG_SHARED, F(shared_secret), .def = "none",
+	  .help = "the secret (16 bytes or more, a file no group or other "
+		  "may read) the tier's keys and values are made with; needed "
+		  "with shared_cache" },
+	{ .name = "shared_self", .arg = "HOST:PORT", .type = PF_OT_FN,
+	  .group = PF_OG_SHARED, NOFIELD, .set = set_shared_self,
+	  .get = get_shared_self, .choices = "HOST:PORT or auto",
+	  .help = "this node's memcached in the list (auto: the one server "
+		  "of the list with a local address): the background fills "
+		  "of the nodes read each piece from the source once, each "
+		  "the pieces placed on its own server, and take the rest "
+		  "from the tier" },
+	{ .name = "shared_timeout", .arg = "MS", .type = PF_OT_UINT,
+	  .group = PF_OG_SHARED, F(shared_timeout), .lo = 1, .hi = 60000,
+	  .help = "milliseconds a memcached may take to connect or answer; "
+		  "then the read goes to the source and a server that does "
+		  "not connect is left alone, then ejected" },
+	{ .name = "shared_lease", .arg = "MS", .type = PF_OT_UINT,
+	  .group = PF_OG_SHARED, F(shared_lease), .lo = 0, .hi = 600000,
+	  .help = "how long a node waits in the tier for a piece another "
+		  "node is reading from the source, then reads it itself; "
+		  "0: no leases" },
 	/* FUSE's own */
 	{ .name = "allow_other", .type = PF_OT_FUSE, .group = PF_OG_FUSE,
 	  NOFIELD, .help = "let other users read the mount; implies "

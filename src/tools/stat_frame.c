@@ -308,6 +308,42 @@ static void print_saved(const struct pf_stat_view *v)
 		     when, hits, lat, how);
 }
 
+/*
+ * Under the shared cache's tier line, where the mount has one: its
+ * servers, what it read from the source and stored, what it refused, its
+ * leases and the fill's pieces from their owners (three lines within 80
+ * columns at any count).
+ */
+static void tier_shared_detail(const struct pf_stat_view *v)
+{
+	const struct pf_json *sc = pf_stat_tier(v->root, "shared_cache");
+	char a[32], b[32];
+
+	if (!sc)
+		return;
+	pf_stat_line("  servers %.0f of %.0f up, %.0f ejected (%.0f ejections)"
+		     "   errors %.0f",
+		     pf_json_num(sc, "servers_up", 0),
+		     pf_json_num(sc, "servers", 0),
+		     pf_json_num(sc, "servers_ejected", 0),
+		     pf_json_num(sc, "ejections", 0),
+		     pf_json_num(sc, "errors", 0));
+	pf_stat_line("  from the source %s, stored %s (not: %.0f), bad values "
+		     "%.0f",
+		     pf_stat_size(a, sizeof(a),
+				  pf_json_num(sc, "bytes_fetched", 0)),
+		     pf_stat_size(b, sizeof(b),
+				  pf_json_num(sc, "bytes_stored", 0)),
+		     pf_json_num(sc, "store_dropped", 0),
+		     pf_json_num(sc, "dropped", 0));
+	pf_stat_line("  leases won %.0f, waited %.0f, timed out %.0f   fill from "
+		     "peers %.0f",
+		     pf_json_num(sc, "leases_won", 0),
+		     pf_json_num(sc, "leases_waited", 0),
+		     pf_json_num(sc, "leases_timed_out", 0),
+		     pf_json_num(sc, "fill_waited", 0));
+}
+
 static void print_tiers(const struct pf_stat_view *v)
 {
 	const struct pf_json *t = v->t;
@@ -326,6 +362,7 @@ static void print_tiers(const struct pf_stat_view *v)
 	from_caches += tier_cache(v, "shared_cache", "shared",
 				  "the shared cache of the cluster",
 				  &shared_rate);
+	tier_shared_detail(v);
 	/* what the engine fetched that no cache tier gave */
 	store = pf_json_num(t, "bytes_fetched", 0) - from_caches;
 	rate = NAN;

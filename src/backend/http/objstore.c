@@ -188,9 +188,9 @@ static void ent_pin(struct obj *o, struct ent *e, const struct pf_creq *r)
  * May an open of @e (in @d, under o->lock) answer from the listing and
  * pin the version from its first GET?  Only for a listing that gave the
  * exact size and no version (nginx's HTML index), young enough to be
- * trusted as a version-giving one is, and only without cache_dir: the
- * disk cache keeps blocks by the version an open reports, and a lazy open
- * reports the listing's size and minute.
+ * trusted as a version-giving one is, and only without cache_dir or a
+ * shared cache tier (cfg->exact_versions): they keep blocks by the version
+ * an open reports, and a lazy open reports the listing's size and minute.
  */
 static bool lazy_ok(const struct obj *o, const struct dir *d,
 		    const struct ent *e)
@@ -824,7 +824,7 @@ static void curl_cfg_of(const struct pf_obj_cfg *cfg, struct pf_curl_cfg *cc,
 			struct obj *o)
 {
 	o->revalidate_s = cfg->revalidate_s;
-	o->lazy_pins = !cfg->listings;
+	o->lazy_pins = !cfg->listings && !cfg->exact_versions;
 	o->list_max = cfg->list_max ? cfg->list_max : LIST_MAX_DEFAULT;
 	memset(cc, 0, sizeof(*cc));
 	cc->max_conns = cfg->max_conns;

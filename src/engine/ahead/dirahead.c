@@ -865,7 +865,7 @@ void pf_dirahead_plan(struct pf_engine *e, struct deferred *later)
 		fill_shed(e);
 	while (i < da->npend) {
 		struct pf_efile *f = da->pend[i];
-		struct fetch_builder fb = { 0 };
+		struct fetch_builder fb = { .fill = true };
 		struct cover c = { 0 };
 
 		f->ghost_upto = pf_cover_range(e, f, f->ghost_upto, f->size, &c,

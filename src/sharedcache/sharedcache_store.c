@@ -1,0 +1,182 @@
+/*
+ * sharedcache_store.c - the shared tier's writer thread.  The pieces a
+ * read brought from the store are queued here after the reader was
+ * answered; the writer seals each, stores it in memcached (set, no
+ * expiry: memcached's LRU makes room), so that the nodes waiting for it
+ * find it at their next look.  Its lease is left to expire: a node that
+ * missed the piece a moment before it was stored finds the lease and waits
+ * a poll for it, where a released lease would have let it read the piece
+ * from the store again.  The queue is bounded
+ * in bytes (cfg->queue): a read finding it full is not stored (counted
+ * store_dropped), never waited for, unless it holds pieces this node took
+ * the lease of, which other nodes wait for (their staging bounds them).  Once a second the writer probes every
+ * server (a get of a key nobody stores, on a client of that server alone)
+ * for the stats' servers_up and the fill's choice of whom to wait for.
+ *
+ * DESIGN
+ * pf_sc_store() runs on whichever thread answered the reader (a lookup
+ * thread, the inner backend's completion); t->slock guards the queue,
+ * sq_bytes and sstop.  The writer owns t->wmc, t->seal_buf and the probe
+ * clients.  At destroy() it finishes the queue for DRAIN_MS at most.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pf_clock.h"
+#include "pf_log.h"
+#include "sharedcache_int.h"
+
+void pf_sc_store(struct sc *t, struct sc_op *op)
+{
+	unsigned n = 0;
+	bool leased = false;
+
+	for (unsigned i = 0; i < op->npc; i++) {
+		n += op->pc[i].fetched;
+		leased |= op->pc[i].fetched && op->pc[i].leased;
+	}
+	if (!n) {
+		pf_sc_op_free(op);
+		return;
+	}
+	pthread_mutex_lock(&t->slock);
+	/* pieces under this node's lease are waited for by others: they
+	 * go past the queue's bound (staging still bounds them) */
+	if (t->sstop || (t->sq_bytes + op->bytes > t->queue_max && !leased)) {
+		pthread_mutex_unlock(&t->slock);
+		atomic_fetch_add(&t->st.store_dropped, n);
+		pf_sc_op_free(op);
+		return;
+	}
+	t->sq_bytes += op->bytes;
+	sc_append(&t->shead, &t->stail, op);
+	pthread_cond_signal(&t->scond);
+	pthread_mutex_unlock(&t->slock);
+}
+
+/* Seals and stores @op's pieces read from the store, frees @op. */
+static void store_op(struct sc *t, struct sc_op *op)
+{
+	for (unsigned i = 0; i < op->npc; i++) {
+		struct sc_pc *pc = &op->pc[i];
+		memcached_return_t rc;
+		int n;
+
+		if (!pc->fetched)
+			continue;
+		if (!pc->text[0]) {
+			pf_sc_piece_key(&t->keys, &op->fid, op->p0 + i,
+					pc->key);
+			pf_sc_key_text(pc->key, 'D', pc->text);
+		}
+		n = pf_sc_seal(&t->keys, pc->key, &op->fid, op->p0 + i,
+			       op->buf + pc->off, pc->len, t->seal_buf);
+		if (n < 0) {
+			atomic_fetch_add(&t->st.errors, 1);
+			continue;
+		}
+		rc = memcached_set(t->wmc, pc->text, PF_SC_KEY_TEXT,
+				   (const char *)t->seal_buf, (size_t)n, 0, 0);
+		if (rc == MEMCACHED_SUCCESS) {
+			atomic_fetch_add(&t->st.stored, 1);
+			atomic_fetch_add(&t->st.bytes_stored, pc->len);
+		} else {
+			pf_sc_mc_error(t, t->wmc, rc, "store");
+		}
+
+	}
+	pf_sc_op_free(op);
+}
+
+/* Asks each server whether it answers; logs the changes. */
+static void probe(struct sc *t)
+{
+	static const char key[] = "Pprobe";
+
+	for (unsigned i = 0; i < t->nsrv; i++) {
+		struct sc_srv *s = &t->srv[i];
+		memcached_return_t rc;
+		uint32_t flags;
+		size_t len;
+		char *v;
+		bool up;
+
+		v = memcached_get(s->probe, key, sizeof(key) - 1, &len, &flags,
+				  &rc);
+		free(v);
+		up = rc == MEMCACHED_SUCCESS || rc == MEMCACHED_NOTFOUND;
+		if (atomic_exchange(&s->up, up) == up)
+			continue;
+		if (up) {
+			pf_info("shared cache: %s answers", s->name);
+		} else {
+			atomic_fetch_add(&t->st.server_failures, 1);
+			pf_info("shared cache: %s does not answer (%s): its "
+				"pieces come from the source", s->name,
+				memcached_strerror(s->probe, rc));
+		}
+	}
+}
+
+void pf_sc_probe_all(struct sc *t)
+{
+	probe(t);
+}
+
+void *pf_sc_writer_main(void *arg)
+{
+	struct sc *t = arg;
+	uint64_t last_probe = pf_now_ns();
+	uint64_t drain_end = 0;
+
+	for (;;) {
+		struct sc_op *op;
+		uint64_t now;
+		bool stopping;
+
+		pthread_mutex_lock(&t->slock);
+		while (!t->shead && !t->sstop) {
+			struct timespec ts = pf_deadline_ms(1000);
+
+			if (pthread_cond_timedwait(&t->scond, &t->slock,
+						   &ts) == ETIMEDOUT)
+				break;
+		}
+		now = pf_now_ns();
+		if (t->sstop && !drain_end)
+			drain_end = now + DRAIN_MS * 1000000ull;
+		if (t->sstop && (!t->shead || now > drain_end)) {
+			op = t->shead;
+			t->shead = NULL;
+			t->stail = NULL;
+			t->sq_bytes = 0;
+			pthread_mutex_unlock(&t->slock);
+			while (op) {
+				struct sc_op *next = op->next;
+
+				pf_sc_op_free(op);
+				op = next;
+			}
+			return NULL;
+		}
+		op = t->shead;
+		if (op) {
+			t->shead = op->next;
+			if (!t->shead)
+				t->stail = NULL;
+			t->sq_bytes -= op->bytes;
+		}
+		stopping = t->sstop;
+		pthread_mutex_unlock(&t->slock);
+		if (op) {
+			store_op(t, op);
+			pf_sc_mc_ejections(t, t->wmc, t->wejected);
+		}
+		if (!stopping && now - last_probe >= 1000000000ull) {
+			probe(t);
+			last_probe = pf_now_ns();
+		}
+	}
+}
