@@ -122,7 +122,7 @@ static int dcb_open(struct pf_backend *be, const char *path,
 {
 	struct dcb *d = to_d(be);
 	struct pf_bfile *in = NULL;
-	struct pf_bfile *f;
+	struct dc_file *f;
 	int ret;
 
 	*out = NULL;
@@ -137,13 +137,14 @@ static int dcb_open(struct pf_backend *be, const char *path,
 	f->inner = in;
 	f->size = (uint64_t)st->st_size;
 	pf_dc_key_of(d->source, path, st, &f->key);
-	*out = f;
+	*out = (struct pf_bfile *)f;
 	return 0;
 }
 
-static void dcb_close(struct pf_backend *be, struct pf_bfile *f)
+static void dcb_close(struct pf_backend *be, struct pf_bfile *bf)
 {
 	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
 
 	if (!f)
 		return;
@@ -288,10 +289,11 @@ static uint64_t dcb_capacity(struct pf_backend *be)
 
 /* Whether every block of [0, @size) of @f is in the cache, touching none:
  * the fill need not read a file the tier holds whole (after a remount). */
-static bool dcb_holds(struct pf_backend *be, struct pf_bfile *f,
+static bool dcb_holds(struct pf_backend *be, struct pf_bfile *bf,
 		      uint64_t size)
 {
 	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
 
 	if (size != f->size || !size)
 		return false;
