@@ -25,8 +25,17 @@
 #include <sys/uio.h>
 
 struct pf_backend;
-struct pf_bfile;
 struct pf_bio;
+
+/*
+ * An open file of a backend, as its callers hold it: an opaque handle,
+ * declared here and defined nowhere.  Each backend allocates a struct of
+ * its own (posix_file, obj_file, dc_file, sc_file) and hands it out as a
+ * struct pf_bfile pointer, converting back in its ops (as curl's
+ * connection filters keep their own context behind one generic type).  Only the
+ * backend that opened a handle may look inside it.
+ */
+struct pf_bfile;
 
 /*
  * Called once per readdir entry ("." and ".." are not reported).  @st holds

@@ -52,8 +52,10 @@ struct pf_dc_cfg {
 	uint64_t size;		/* bytes; 0: leave 10% of the fs free */
 	/*
 	 * A power of two >= 4K; 0: PF_DC_BLOCK, doubled (up to 16M) while
-	 * the cache would have more than 2^20 slots.  A journal of another
-	 * block size is discarded.  A file's last block takes a whole slot,
+	 * the cache would have more than 2^20 slots, except that a cache
+	 * keeps the block size it has while that is at most twice or half
+	 * the one chosen (the default size follows the free disk space).
+	 * A journal of another block size is discarded.  A file's last block takes a whole slot,
 	 * so small blocks keep small files from wasting the cache: with 16K
 	 * a file of 110 KiB takes 112 KiB (98%), with 256K it took 256 KiB.
 	 */

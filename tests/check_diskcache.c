@@ -320,12 +320,104 @@ START_TEST(test_index_max)
 	ck_assert_uint_eq(st.capacity, 64u << 20);
 	pf_dc_close(dc);
 	/* reads of up to 1024 blocks are cached: a larger read, a larger
-	 * block */
+	 * block (a new cache: the one above keeps its 128K) */
+	rm_tree(cdir);
 	cfg.index_max = 0;
 	cfg.min_block = 40 << 10;
 	ck_assert_int_eq(pf_dc_open(cdir, &cfg, &dc, err, sizeof(err)), 0);
 	ck_assert_uint_eq(pf_dc_block_size(dc), 64u << 10);
 	pf_dc_close(dc);
+}
+END_TEST
+
+/* Opens cdir with the default block size: @size bytes, @index_max. */
+static struct pf_dc *open_auto(uint64_t size, uint64_t index_max)
+{
+	struct pf_dc_cfg cfg = { .size = size, .index_max = index_max };
+	struct pf_dc *dc = NULL;
+	char err[256];
+	int ret = pf_dc_open(cdir, &cfg, &dc, err, sizeof(err));
+
+	ck_assert_msg(ret == 0, "pf_dc_open: %s", err);
+	return dc;
+}
+
+/* @n blocks of PF_DC_BLOCK bytes, put (1) or read back exactly (0). */
+static unsigned blocks_16k(struct pf_dc *dc, unsigned n, int put)
+{
+	static char buf[PF_DC_BLOCK];
+	static char want[PF_DC_BLOCK];
+	struct pf_dc_key k = key_n(77);
+	unsigned got = 0;
+
+	for (unsigned b = 0; b < n; b++) {
+		fill(77, b, want, PF_DC_BLOCK);
+		if (put)
+			got += pf_dc_put(dc, &k, b, want, PF_DC_BLOCK) >= 0;
+		else if (pf_dc_get(dc, &k, b, buf, PF_DC_BLOCK) == 0)
+			got += memcmp(buf, want, PF_DC_BLOCK) == 0;
+	}
+	return got;
+}
+
+/*
+ * The size of a default cache is the free disk space, which other files
+ * change between two mounts; with the index bounded, the block a new cache
+ * gets changes with it.  A cache keeps its blocks while a new one would get
+ * blocks at most twice or half as large (a flaky tests/mount_diskfill.sh:
+ * 1 MiB blocks one mount, 2 MiB the next, the journal discarded).
+ */
+START_TEST(test_block_size_kept)
+{
+	/* 64K of index: 819 slots */
+	const uint64_t imax = 64 << 10;
+	struct pf_dc_stats st;
+	struct pf_dc *dc = open_auto(8 << 20, imax);
+
+	ck_assert_uint_eq(pf_dc_block_size(dc), 16u << 10);
+	ck_assert_uint_eq(blocks_16k(dc, 300, 1), 300);
+	pf_dc_close(dc);
+	/* 16M: a new cache gets 32K blocks; this one keeps 16K, and as
+	 * many slots as the index may have */
+	dc = open_auto(16 << 20, imax);
+	ck_assert_uint_eq(pf_dc_block_size(dc), 16u << 10);
+	pf_dc_get_stats(dc, &st);
+	ck_assert_uint_eq(st.blocks, 300);
+	ck_assert_uint_eq(st.replayed, 301);
+	ck_assert_uint_le(st.index_bytes, imax);
+	ck_assert_uint_eq(st.capacity, 819u * (16 << 10));
+	ck_assert_uint_eq(blocks_16k(dc, 300, 0), 300);
+	pf_dc_close(dc);
+	/* 4M: 16K for a new cache too */
+	dc = open_auto(4 << 20, imax);
+	ck_assert_uint_eq(pf_dc_block_size(dc), 16u << 10);
+	ck_assert_uint_eq(blocks_16k(dc, 256, 0), 256);
+	pf_dc_close(dc);
+	/* 64M: a new cache gets 128K blocks, 8 times these: it starts
+	 * empty */
+	dc = open_auto(64 << 20, imax);
+	ck_assert_uint_eq(pf_dc_block_size(dc), 128u << 10);
+	pf_dc_get_stats(dc, &st);
+	ck_assert_uint_eq(st.blocks, 0);
+	ck_assert_uint_eq(st.capacity, 64u << 20);
+	pf_dc_close(dc);
+	/* 32M: a new cache gets 64K; this one keeps 128K */
+	dc = open_auto(32 << 20, imax);
+	ck_assert_uint_eq(pf_dc_block_size(dc), 128u << 10);
+	pf_dc_get_stats(dc, &st);
+	ck_assert_uint_eq(st.capacity, 32u << 20);
+	pf_dc_close(dc);
+	/* larger reads than 1024 blocks of 128K: larger blocks */
+	{
+		struct pf_dc_cfg cfg = { .size = 32 << 20, .index_max = imax,
+					 .min_block = 200 << 10 };
+		char err[256];
+
+		ck_assert_int_eq(pf_dc_open(cdir, &cfg, &dc, err, sizeof(err)),
+				 0);
+		ck_assert_uint_eq(pf_dc_block_size(dc), 256u << 10);
+		pf_dc_close(dc);
+	}
 }
 END_TEST
 
@@ -1137,6 +1229,7 @@ static Suite *diskcache_suite(void)
 	tcase_add_test(tc, test_lock);
 	tcase_add_test(tc, test_bad_block_size);
 	tcase_add_test(tc, test_index_max);
+	tcase_add_test(tc, test_block_size_kept);
 	suite_add_tcase(s, tc);
 	tcase_add_unchecked_fixture(te, base_setup, base_teardown);
 	tcase_add_checked_fixture(te, setup, teardown);

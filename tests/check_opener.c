@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/engine/engine_int.h"
+#include "../src/engine/ahead/ahead_int.h"
 
 struct tjob {
 	struct opener_job job;

@@ -15,6 +15,9 @@
 #   5. two daemons on one cache dir: the second refuses with one line
 #   6. the stats file shows the cache's counters; the memory cache, the
 #      staging buffers and the index together stay within max_memory
+#   7. a remount on a cache whose size changed (the free disk space did)
+#      keeps its blocks while a new cache would get blocks at most twice
+#      or half as large
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -114,6 +117,39 @@ pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS,revalidate=0" || { fail "remount"; fi
 check "changed files: the new bytes" cmp -s "$SRC/odd.bin" "$M/odd.bin"
 check "changed files: the new bytes (small file)" cmp -s "$SRC/d/s3.jpg" "$M/d/s3.jpg"
 check "changed files: the rest byte-exact" all_same "$M"
+pf_umount "$M" || fail "unmount"
+
+# ---- 7. the free disk space changed between mounts -------------------------
+
+# A new cache's block doubles until the index fits an eighth of max_memory
+# (52428 slots with 32M): cache_size=1200M gets 32 KiB blocks, 1700M 64 KiB
+# ones.  Without cache_size the size is the free disk space, which other
+# files change between two mounts: a cache keeps its block size (and its
+# blocks) while a new one would get at most twice or half that.
+ZC=$WORK/zcache
+pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$ZC,cache_size=1200M,max_memory=32M" ||
+	{ fail "mount, 1200M"; finish; }
+check "7. 1200M: byte-exact" all_same "$M"
+check "7. 1200M: blocks written to the cache" wait_cached "$M" "$TOTAL"
+pf_umount "$M" || fail "unmount"
+before=$(data_gets)
+pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$ZC,cache_size=1700M,max_memory=32M" ||
+	{ fail "mount, 1700M"; finish; }
+check "7. 1700M: byte-exact" all_same "$M"
+after=$(data_gets)
+echo "7. the cache after 1200M then 1700M: $(dc "$M" c)"
+check "7. 1700M: no GET of file data reached the server ($((after - before)))" [ "$after" -eq "$before" ]
+stats_check "7. 1700M: the journal replayed, every read a hit" "$M" "c['replayed'] > 0 and c['misses'] == 0"
+stats_check "7. 1700M: the index within an eighth of max_memory" "$M" "c['index_bytes'] <= 4 << 20"
+pf_umount "$M" || fail "unmount"
+# 5000M: a new cache would get 4 times the block: one line, the cache
+# starts empty
+pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$ZC,cache_size=5000M,max_memory=32M" ||
+	{ fail "mount, 5000M"; finish; }
+check "7. 5000M: byte-exact" all_same "$M"
+stats_check "7. 5000M: a new cache" "$M" "c['replayed'] == 0 and c['misses'] > 0"
+check "7. 5000M: the log says why, once" \
+	[ "$(grep -c "blocks of 32 KiB.*starts empty" "$WORK/daemon.$(basename "$M").log")" -eq 1 ]
 pf_umount "$M" || fail "unmount"
 nginx_stop
 

@@ -190,6 +190,14 @@ FUSE_OBJS="fuse_ll.o meta.o fuse_push.o fuse_signals.o"
 statics=$(cd "$TOP/src/front" && nm $FUSE_OBJS 2>/dev/null | awk '$2 == "t" && $3 ~ /^pf_/ && $3 !~ /\./ { print $3 }' | tr '\n' ' ')
 check "the FUSE files ($FUSE_OBJS) have no static pf_* function${statics:+ (has: $statics)}" \
 	bash -c 'nm "$1" | grep -q " T pf_fuse_push$" && [ -z "$2" ]' _ "$TOP/src/front/fuse_push.o" "$statics"
+# the engine core calls its features across files (engine/ahead/) only
+# through its hooks table (src/engine/hooks.h): none of its objects names
+# a symbol one of theirs defines
+ahead_defs=$(nm --defined-only "$TOP"/src/engine/ahead/*.o 2>/dev/null | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort -u)
+core_refs=$(nm -u "$TOP"/src/engine/*.o 2>/dev/null | awk 'NF == 2 { print $2 }' | sort -u)
+loops=$(comm -12 <(echo "$ahead_defs") <(echo "$core_refs") | tr '\n' ' ')
+check "no object of src/engine/ names a symbol of src/engine/ahead/${loops:+ (names: $loops)}" \
+	test -n "$ahead_defs" -a -n "$core_refs" -a -z "${loops// /}"
 
 # ---- systemd units --------------------------------------------------------------
 if command -v systemd-analyze >/dev/null; then

@@ -29,6 +29,11 @@
  * rewritten by anyone without the key (its record too) fails it the same
  * way.  Replay stops at the first record that is torn or fails its own
  * CRC and truncates the journal there.
+ * The block size of a new cache grows with its size (the index has at
+ * most so many slots), and the default size is the free disk space, which
+ * other files change between two mounts: a cache keeps its block size
+ * while a new one would get one at most twice or half as large (with at
+ * most the slots the index may have), else it starts empty with one line.
  * Start-up reads the journal once: its length is bounded by compaction
  * (rewritten with one PUT per live slot when it holds more than
  * 2 x nslots records), so start-up time grows with the cache's size in
@@ -86,6 +91,7 @@
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
+#define MAX_BLOCK (16u << 20)
 #define INDEX_PER_SLOT 80	/* slot, free list, buckets (at most 2/slot) */
 
 enum { S_FREE, S_WRITING, S_VALID };
@@ -498,33 +504,81 @@ bad:
 	return ret;
 }
 
-/* The block size and number of slots of a cache of cfg->size bytes. */
+/* The most slots of an index: 2^20, and what fits cfg->index_max. */
+static uint64_t slots_max(const struct pf_dc_cfg *cfg)
+{
+	uint64_t n = MAX_AUTO_SLOTS;
+
+	if (cfg && cfg->index_max && cfg->index_max / INDEX_PER_SLOT < n)
+		n = cfg->index_max / INDEX_PER_SLOT;
+	return n;
+}
+
+/* The block size in the journal's header, or 0 (none, or not one). */
+static uint32_t journal_block(struct pf_dc *dc)
+{
+	struct jrec r;
+
+	if (pread(dc->jfd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) ||
+	    !jrec_ok(&r) || r.type != J_HDR || r.ka < 4096 ||
+	    r.ka > MAX_BLOCK || (r.ka & (r.ka - 1)))
+		return 0;
+	return (uint32_t)r.ka;
+}
+
+/*
+ * The block size and number of slots of a cache of cfg->size bytes (0: of
+ * the free space) whose journal has blocks of @had bytes (0: none).
+ */
 static int size_slots(struct pf_dc *dc, const char *dir,
-		      const struct pf_dc_cfg *cfg, char *err, size_t errlen)
+		      const struct pf_dc_cfg *cfg, uint32_t had, char *err,
+		      size_t errlen)
 {
 	uint64_t size = cfg && cfg->size ? cfg->size
 					 : size_default(dc->dirfd, dc->datafd);
+	uint64_t limit = slots_max(cfg);
+	uint64_t n;
 
 	/* blocks large enough for the largest read; a large cache gets
 	 * larger blocks: the index stays <= 64 MiB and within the memory it
 	 * is given */
-	if (cfg && !cfg->block_size)
-		while (dc->bs < cfg->min_block && dc->bs < (16u << 20))
+	if (!(cfg && cfg->block_size)) {
+		uint32_t least;
+
+		while (cfg && dc->bs < cfg->min_block && dc->bs < MAX_BLOCK)
 			dc->bs <<= 1;
-	if (!(cfg && cfg->block_size))
-		while (dc->bs < (16u << 20) &&
-		       (size / dc->bs > MAX_AUTO_SLOTS ||
-			(cfg && cfg->index_max &&
-			 size / dc->bs * INDEX_PER_SLOT > cfg->index_max)))
+		least = dc->bs;
+		while (dc->bs < MAX_BLOCK && size / dc->bs > limit)
 			dc->bs <<= 1;
-	if (size / dc->bs < MIN_SLOTS || size / dc->bs >= NIL) {
+		/*
+		 * The size follows the free space, which other files change
+		 * from one mount to the next: a cache keeps its block size
+		 * (so its blocks) while it is within a factor 2 of a new
+		 * cache's, with at most the slots the index may have.
+		 */
+		n = had ? size / had : 0;
+		if (had < dc->bs && n > limit)
+			n = limit;
+		if (had >= least && had >= dc->bs / 2 && had <= dc->bs * 2 &&
+		    n >= MIN_SLOTS && n < NIL) {
+			dc->bs = had;
+			dc->nslots = (uint32_t)n;
+			return 0;
+		}
+	}
+	if (had && had != dc->bs)
+		pf_warn("cache_dir '%s' holds blocks of %u KiB, a cache of "
+			"%" PRIu64 " MiB gets %u KiB ones: it starts empty",
+			dir, had >> 10, size >> 20, dc->bs >> 10);
+	n = size / dc->bs;
+	if (n < MIN_SLOTS || n >= NIL) {
 		snprintf(err, errlen, "cache_dir '%s': a cache of %" PRIu64
 			 " bytes is %s", dir, size,
-			 size / dc->bs < MIN_SLOTS ? "too small (the disk is "
-			 "full?)" : "too large");
+			 n < MIN_SLOTS ? "too small (the disk is full?)"
+				       : "too large");
 		return -ENOSPC;
 	}
-	dc->nslots = (uint32_t)(size / dc->bs);
+	dc->nslots = (uint32_t)n;
 	return 0;
 }
 
@@ -577,13 +631,14 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	ret = files_open(dc, dir, cfg ? cfg->dirfd : -1, &fresh, err, errlen);
 	if (ret < 0)
 		goto out;
-	ret = size_slots(dc, dir, cfg, err, errlen);
+	/* a new key: the blocks sealed under the old one cannot be checked */
+	ret = size_slots(dc, dir, cfg, fresh ? 0 : journal_block(dc), err,
+			 errlen);
 	if (ret < 0)
 		goto out;
 	ret = index_alloc(dc, err, errlen);
 	if (ret < 0)
 		goto out;
-	/* a new key: the blocks sealed under the old one cannot be checked */
 	ret = fresh ? 0 : replay(dc, &rewrite);
 	if (ret < 0) {
 		snprintf(err, errlen, "cache_dir '%s': reading the journal: "

@@ -126,7 +126,7 @@ static int dcb_open(struct pf_backend *be, const char *path,
 {
 	struct dcb *d = to_d(be);
 	struct pf_bfile *in = NULL;
-	struct pf_bfile *f;
+	struct dc_file *f;
 	int ret;
 
 	*out = NULL;
@@ -141,13 +141,14 @@ static int dcb_open(struct pf_backend *be, const char *path,
 	f->inner = in;
 	f->size = (uint64_t)st->st_size;
 	pf_dc_key_of(d->source, path, st, &f->key);
-	*out = f;
+	*out = (struct pf_bfile *)f;
 	return 0;
 }
 
-static void dcb_close(struct pf_backend *be, struct pf_bfile *f)
+static void dcb_close(struct pf_backend *be, struct pf_bfile *bf)
 {
 	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
 
 	if (!f)
 		return;
@@ -294,10 +295,11 @@ static uint64_t dcb_capacity(struct pf_backend *be)
 
 /* Whether every block of [0, @size) of @f is in the cache, touching none:
  * the fill need not read a file the tier holds whole (after a remount). */
-static bool dcb_holds(struct pf_backend *be, struct pf_bfile *f,
+static bool dcb_holds(struct pf_backend *be, struct pf_bfile *bf,
 		      uint64_t size)
 {
 	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
 
 	if (size != f->size || !size)
 		return false;
@@ -313,10 +315,11 @@ static bool dcb_holds(struct pf_backend *be, struct pf_bfile *f,
 
 /* The run of blocks from @off's on that are all cached or all not,
  * touching none, to the end of the last block [off, off + len) meets. */
-static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *f,
+static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *bf,
 			     uint64_t off, uint64_t len, bool *held)
 {
 	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
 	uint64_t end = off + len < f->size ? off + len : f->size;
 	uint64_t b = off / d->bs;
 	bool first = true;

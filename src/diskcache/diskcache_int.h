@@ -42,11 +42,21 @@
 
 enum op_type { OP_HIT, OP_MISS, OP_PASS, OP_WRITE };
 
-struct pf_bfile {
+/*
+ * An open file of the decorator: what the engine holds as the opaque
+ * struct pf_bfile (pf_backend.h) is one of these; to_dcfile() converts.
+ * @inner is the inner backend's handle of the same file.
+ */
+struct dc_file {
 	struct pf_bfile *inner;
 	struct pf_dc_key key;
 	uint64_t size;		/* pinned at open */
 };
+
+static inline struct dc_file *to_dcfile(struct pf_bfile *bf)
+{
+	return (struct dc_file *)bf;
+}
 
 struct dcb;
 

@@ -136,7 +136,7 @@ static void miss_started(struct pf_bio *ibio)
  */
 int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 {
-	struct pf_bfile *f = ubio->file;
+	struct dc_file *f = to_dcfile(ubio->file);
 	uint64_t end = ubio->off + total;
 	uint64_t b0 = ubio->off / d->bs;
 	uint64_t b1;
@@ -191,7 +191,7 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	struct dcb *d = to_d(be);
-	struct pf_bfile *f;
+	struct dc_file *f;
 	uint64_t total = 0;
 	uint64_t end;
 	uint64_t b0;
@@ -210,7 +210,7 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 		return -ESHUTDOWN;
 	}
 	pthread_mutex_unlock(&d->lock);
-	f = bio->file;
+	f = to_dcfile(bio->file);
 	bio->bdone = 0;
 	bio->bnext = NULL;
 	if (total == 0 || bio->off >= f->size) {

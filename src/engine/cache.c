@@ -86,7 +86,7 @@ static void block_destroy(struct pf_engine *e, struct block *b)
 	}
 	if (b->prefetched && !b->read_seen) {
 		uint64_t unused = b->vhi - b->vlo;
-		struct engine_stream *s = b->file
+		struct efile_stream *s = b->file
 			? pf_efile_stream_find(b->file, b->stream)
 			: NULL;
 

@@ -1,6 +1,6 @@
 /*
  * efile.c - the engine's files: references, open generations, versions and
- * the engine's state of each stream (struct engine_stream).
+ * the engine's state of each stream (struct efile_stream).
  *
  * DESIGN
  * A struct pf_efile lives while it has owners (refs), opens or fetches in
@@ -23,7 +23,7 @@
  *
  * Memory.  An efile lives as long as the kernel's inode, so what it holds
  * is paid for every file the kernel remembers (a dataset of a million
- * files: a million efiles).  Its tracker and its engine_streams therefore
+ * files: a million efiles).  Its tracker and its efile_streams therefore
  * start with one stream and grow with its readers (pattern.c,
  * pf_efile_stream_get()), and only open files and the CLOSED_TRACKERS most
  * recently closed ones keep them: a file closed longer ago (on e->closed
@@ -52,7 +52,7 @@
 #include "pf_trace.h"
 #include "engine_int.h"
 
-struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
+struct efile_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
 {
 	if (id == 0)
 		return NULL;
@@ -69,10 +69,10 @@ struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id)
  * has streams, so the array stays as small as the tracker.  NULL when out
  * of memory.
  */
-struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id)
+struct efile_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id)
 {
-	struct engine_stream *s = pf_efile_stream_find(f, id);
-	struct engine_stream *more;
+	struct efile_stream *s = pf_efile_stream_find(f, id);
+	struct efile_stream *more;
 
 	if (s)
 		return s;
@@ -206,6 +206,17 @@ struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 	return NULL;
 }
 
+/* Under the lock: the file of @path in e->files, or NULL (an older
+ * version that a newer one replaced is not that file). */
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path)
+{
+	struct pf_efile *c = pf_efile_by_path(e, path, NULL);
+
+	while (c && c->stale)
+		c = pf_efile_by_path(e, path, c);
+	return c;
+}
+
 struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 			      uint64_t tag)
 {
@@ -228,7 +239,7 @@ struct pf_efile *pf_efile_new(struct pf_engine *e, const char *path,
 		}
 	}
 	/* a file a plan fetched ahead of its reader: that one */
-	h = pf_plans_efile_find(e, path);
+	h = e->hooks->file_find(e, path);
 	if (h) {
 		h->tag = tag;
 		pthread_mutex_unlock(&e->lock);
@@ -294,7 +305,7 @@ void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f)
 		return;
 	}
 	closed_del(e, f);
-	pf_plans_forget(e, f);
+	e->hooks->file_forget(e, f);
 	pf_cache_file_drop_blocks(e, f);
 	efile_unlink(e, f);
 	list_del(&f->wnode);
@@ -333,8 +344,8 @@ int pf_efile_open(struct pf_efile *f, struct stat *st)
 			f->reader_pushed = false;
 		}
 		f->e->tot.opens++;
-		/* the cross-file learner (dirahead.c) */
-		pf_dirahead_opened(f->e, f);
+		/* the cross-file learner (ahead/dirahead.c) */
+		f->e->hooks->file_opened(f->e, f);
 		pthread_mutex_unlock(&f->e->lock);
 	}
 	return ret;
@@ -361,7 +372,7 @@ int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost)
 		 * the reader's open sees the file as it is now.  Its blocks
 		 * stay if the version did not change.
 		 */
-		if (pf_next_ghost_take(e, f)) {
+		if (e->hooks->file_take(e, f)) {
 			st->st_size = (off_t)f->size;
 			st->st_mtim = f->mtime;
 			st->st_ctim = f->ctime;
@@ -474,7 +485,7 @@ void pf_efile_retire(struct pf_efile *f)
 	pthread_mutex_lock(&e->lock);
 	f->stale = true;
 	/* the plans find the newer file by path from now on */
-	pf_plans_forget(e, f);
+	e->hooks->file_forget(e, f);
 	f->hint_id = 0;
 	/* no more read-ahead (READs fail before they reach it) */
 	pf_tracker_free(f->tracker);

@@ -4,16 +4,17 @@
  * DESIGN
  * The engine is split along its data path; engine_int.h lists the files and
  * holds the structures they share, each field marked with what protects
- * it.  pf_engine_new() sets every "set before threads start" field, then
- * starts the hint thread and the opener pool; pf_engine_start_push()
- * starts the pusher.  pf_engine_quiesce() (on the thread that shuts the
- * mount down) stops read-ahead, then the opener pool (it returns once the
- * opens in flight returned, and cancels the queued ones), then lets the
- * files opened ahead go (pf_next_stop) and stops the hint thread
- * (pf_plans_stop), cancels queued fetches and waits on e->idle_cond for those
- * in flight and for pf_fetch_done() calls still answering READs after they
- * unlocked (e->completing); pf_engine_free() then frees everything once no
- * other thread can enter.
+ * it.  pf_engine_create() sets every "set before threads start" field, then
+ * starts the features across files (their start hook: the hint thread and
+ * the opener pool; pf_engine_new() is pf_engine_create() with ahead/'s
+ * hooks); pf_engine_start_push() starts the pusher.  pf_engine_quiesce()
+ * (on the thread that shuts the mount down) stops read-ahead, then the
+ * features (their stop hook: the opener pool returns once the opens in
+ * flight returned and cancels the queued ones, the files opened ahead are
+ * let go, warm-ups end, the hint thread stops), cancels queued fetches and
+ * waits on e->idle_cond for those in flight and for pf_fetch_done() calls
+ * still answering READs after they unlocked (e->completing);
+ * pf_engine_free() then frees everything once no other thread can enter.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -76,8 +77,9 @@ bool pf_engine_warm_wait(struct pf_engine *e, unsigned ms)
 	return pf_pool_warm_wait(e->pool, ms);
 }
 
-int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
-		  struct pf_engine **out)
+int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
+		     const struct pf_engine_hooks *hooks,
+		     struct pf_engine **out)
 {
 	struct pf_engine *e;
 	size_t nbufs;
@@ -98,6 +100,7 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		return -ENOMEM;
 	e->cfg = *cfg;
 	e->be = be;
+	e->hooks = hooks;
 	e->bs = (uint32_t)cfg->block_size;
 	while ((1u << e->bshift) < e->bs)
 		e->bshift++;
@@ -129,33 +132,15 @@ int pf_engine_new(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 	ret = pf_read_deadline_start(e);
 	if (ret < 0)
 		goto out_pool;
-	if (cfg->prefetch && pf_plans_start(e) < 0) {
-		ret = -ENOMEM;
+	ret = hooks->start(e);
+	if (ret < 0)
 		goto out_deadline;
-	}
-	if (pf_next_start(e) < 0) {
-		ret = -ENOMEM;
-		goto out_hint;
-	}
-	/* last: its idle steps (the fill) read what pf_next_start() set */
-	if (cfg->prefetch && pf_opener_start(e, pf_fill_work) < 0) {
-		ret = -ENOMEM;
-		goto out_next;
-	}
 	*out = e;
 	return 0;
 
-out_next:
-	pf_next_stop(e);
-out_hint:
-	pf_plans_stop(e);
-	pf_plans_free(e);
 out_deadline:
 	pf_read_deadline_stop(e);
 out_pool:
-	free(e->ghosts);
-	pf_dirahead_free(e);
-	pf_fill_free(e);
 	pthread_cond_destroy(&e->idle_cond);
 	pthread_cond_destroy(&e->push_cond);
 	pthread_mutex_destroy(&e->lock);
@@ -182,12 +167,7 @@ void pf_engine_quiesce(struct pf_engine *e)
 	pthread_mutex_unlock(&e->lock);
 	/* what is parked now is answered by its fetch, sent or cancelled */
 	pf_read_deadline_stop(e);
-	/* the opens in flight return first: they hold files the two below
-	 * let go */
-	pf_opener_stop(e);
-	pf_next_stop(e);
-	pf_preload_stop(e);
-	pf_plans_stop(e);
+	e->hooks->stop(e);
 	pthread_mutex_lock(&e->lock);
 	q = e->queue;
 	e->queue = NULL;
@@ -211,10 +191,7 @@ void pf_engine_free(struct pf_engine *e)
 {
 	if (!e)
 		return;
-	pf_opener_stop(e);
-	pf_next_stop(e);
-	pf_preload_stop(e);
-	pf_plans_stop(e);
+	e->hooks->stop(e);
 	while (!list_empty(&e->files)) {
 		struct pf_efile *f = container_of(e->files.next,
 						  struct pf_efile, node);
@@ -228,14 +205,9 @@ void pf_engine_free(struct pf_engine *e)
 		f->fetches = 0;
 		pf_efile_maybe_free(e, f);
 	}
-	pf_plans_free(e);
-	pf_preload_free(e);
-	pf_opener_free(e);
+	e->hooks->free(e);
 	pf_engine_stop_push(e);
 	pf_read_deadline_stop(e);
-	free(e->ghosts);
-	pf_dirahead_free(e);
-	pf_fill_free(e);
 	pf_pool_free(e->pool);
 	free(e->hash);
 	free(e->fhash);

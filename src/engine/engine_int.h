@@ -6,29 +6,20 @@
  *   read.c       a READ: look up its blocks, park it, answer it
  *   read_deadline.c  a READ parked past read_timeout_ns gets EIO
  *   cache.c      blocks: the hash, the LRUs, buffers and eviction
+ *   cover.c      pf_cover_range(), the one walk over a range's blocks that
+ *                the READ path and every planner use
  *   fetch.c      backend reads: fetch builders, the in-flight queue and
  *                completions
  *   readahead.c  the windows planned ahead of each stream (the policy is
- *                pf_plan_ahead(), plan.c), and pf_cover_range(), the one walk
- *                over a range's blocks that every planner uses
+ *                pf_plan_ahead(), plan.c)
  *   push.c       the pusher thread and the tripwires
- *   opener.c     the pool of opener threads: backend opens and listings
- *                ahead of readers, for the three below
- *   nextfile.c   the next-file requests and the files opened ahead ("ghosts")
- *   dirahead.c   the cross-file learner (files of a directory opened in
- *                name order, by one reader or N striding ones, or of a
- *                tree in random order)
- *   fill.c       the background fill of a tree or a file read in random
- *                order: into memory, or through a disk tier
- *   preload.c    warm-ups: files named through the control file read
- *                whole into the cache tiers (prefetchfs-warm)
- *   hintfetch.c  declared plans: the control file's writes, the hint
- *                thread that fetches what the plans declare
- *                (ahead/plans.c; ahead/plans_access.c: what a plan's
- *                writer may read)
  *   efile.c      files: open generations, versions, references
- *   engine_stats.c, engine_trace.c  the stats file and the trace
+ *   stats.c, trace.c  the stats file and the trace
  *   engine.c     create, quiesce, free
+ * The features across files live in ahead/ (ahead_int.h lists them: the
+ * opener pool, the next file and the files opened ahead, the learner and
+ * the fill, declared plans); the core calls them only through the hooks
+ * of hooks.h (e->hooks), ahead/ calls the core by name.
  *
  * DESIGN
  * One mutex, e->lock, guards every block, file, tracker and queue below;
@@ -36,7 +27,7 @@
  * (or pf_engine_start_push()) only and read without the lock.  Threads that
  * enter the engine: FUSE workers (pf_engine_read, pf_efile_*), the backend's
  * completion thread (pf_fetch_done), the pusher (push.c), the opener threads
- * (opener.c) and the hint thread (hintfetch.c).  Each takes e->lock for
+ * (ahead/opener.c) and the hint thread (ahead/plans.c).  Each takes e->lock for
  * its bookkeeping and releases it before it calls out: the backend's
  * submit and open, the reply function, the push function.  Work found
  * under the lock is collected in a struct deferred and done after
@@ -58,6 +49,7 @@
 #include "pf_engine.h"
 #include "pf_list.h"
 #include "pf_pattern.h"
+#include "hooks.h"
 
 struct pf_strbuf;
 
@@ -67,8 +59,6 @@ struct pf_strbuf;
 /* files opened ahead of their readers, at most (cfg.dirahead_files: 0 means
  * this) */
 #define DEF_GHOSTS 256
-/* threads of the opener pool (opener.c says why 32) */
-#define OPENER_THREADS 32
 enum { GHOST_NONE, GHOST_OPENING, GHOST_OPEN };
 /* closed files that keep their pattern tracker, at most (efile.c) */
 #define CLOSED_TRACKERS 256
@@ -200,9 +190,13 @@ struct fetch_builder {
 	bool cache;		/* ... through the backend's cache tier */
 };
 
-/* The engine's per-stream accounting beside the tracker's learned state.
- * Protected by e->lock. */
-struct engine_stream {
+/*
+ * One stream of a file as the engine keeps it (f->estreams, by the
+ * tracker's stream id): its accounting and its read-ahead state, beside
+ * what the tracker learned of it (struct pf_stream).  Protected by
+ * e->lock.
+ */
+struct efile_stream {
 	unsigned id;		/* 0 = free */
 	uint64_t hits;
 	uint64_t misses;
@@ -275,7 +269,7 @@ struct pf_efile {
 	} timed_out[2];
 	bool have_version;
 	struct pf_tracker *tracker;
-	struct engine_stream *estreams; /* one per tracker stream, grown
+	struct efile_stream *estreams; /* one per tracker stream, grown
 					 * on demand (pf_efile_stream_get()) */
 	unsigned nestreams;
 	struct list blocks;
@@ -392,7 +386,7 @@ struct pf_engine {
 	struct next_cache *ncache; /* protected by e->lock */
 	struct pf_efile **ghosts; /* protected by e->lock; max_ghosts */
 	unsigned nghosts;	/* protected by e->lock */
-	/* declared plans (hintfetch.c); set before threads start */
+	/* declared plans (ahead/plans.c); set before threads start */
 	struct hintfetch *hf;
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
@@ -402,6 +396,9 @@ struct pf_engine {
 				 * pf_engine_new() (the stats' uptime) */
 	struct preload_set *pl;	/* warm-ups (preload.c); protected by
 				 * e->lock, made at the first */
+	/* the features across files (ahead/), as the core calls them;
+	 * set before threads start */
+	const struct pf_engine_hooks *hooks;
 };
 
 /* What pf_cover_range() is asked to do and what it found (on the caller's
@@ -418,7 +415,7 @@ struct cover {
 	bool held;		/* read-ahead: stopped for first bytes to
 				 * come (the first window's pieces, or
 				 * ramp_cap) */
-	struct engine_stream *es; /* read-ahead with a ramp cap: its stream */
+	struct efile_stream *es; /* read-ahead with a ramp cap: its stream */
 	uint64_t ramp_cap;	/* read-ahead: stop when es->unstarted
 				 * reaches it (0: no cap) */
 	bool whole_tail;	/* demand: fetch the last block to its end */
@@ -433,6 +430,12 @@ struct deferred {
 
 /* ---- functions, by file; all but pf_fetch_deferred_run() under e->lock
  * ------- */
+
+/* engine.c: pf_engine_new() is pf_engine_create() with the features'
+ * hooks (ahead/ahead.c) */
+int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
+		     const struct pf_engine_hooks *hooks,
+		     struct pf_engine **out);
 
 /* cache.c */
 void pf_cache_lru_remove(struct block *b);
@@ -486,16 +489,18 @@ void pf_read_deadline_park(struct pf_engine *e, struct parked_read *p);
 /* lock not held; idempotent */
 void pf_read_deadline_stop(struct pf_engine *e);
 
-/* readahead.c */
+/* cover.c */
 uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		     uint64_t end, struct cover *c, struct fetch_builder *fb,
 		     struct deferred *later);
+
+/* readahead.c */
 struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
-				   const struct engine_stream *s);
+				   const struct efile_stream *s);
 void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
-		     struct engine_stream *s,
+		     struct efile_stream *s,
 		     const struct parked_read *p, uint64_t now);
-void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct efile_stream *s,
 		      const struct fetch *ft, uint64_t now);
 void pf_ra_plan_stream_again(struct pf_engine *e, struct pf_efile *f,
 	unsigned id, struct deferred *later);
@@ -511,152 +516,26 @@ uint64_t pf_push_tripwire(
 	struct pf_engine *e, struct pf_efile *f, uint64_t off);
 
 /* efile.c */
-struct engine_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id);
-/* may move f->estreams: hold no other engine_stream of @f across it */
-struct engine_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id);
+struct efile_stream *pf_efile_stream_find(struct pf_efile *f, unsigned id);
+/* may move f->estreams: hold no other efile_stream of @f across it */
+struct efile_stream *pf_efile_stream_get(struct pf_efile *f, unsigned id);
 size_t pf_efile_state_bytes(const struct pf_efile *f);
 struct pf_efile *pf_efile_alloc(struct pf_engine *e, char *path, uint64_t tag);
 void pf_efile_link(struct pf_engine *e, struct pf_efile *f);
 struct pf_efile *pf_efile_by_path(struct pf_engine *e, const char *path,
 			       struct pf_efile *after);
+struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path);
 void pf_efile_maybe_free(struct pf_engine *e, struct pf_efile *f);
 /* lock not held */
 int pf_efile_open_at_backend(struct pf_efile *f, struct stat *st, bool ghost);
 
-/* opener.c (the job is defined with the structures above) */
-/* lock not held */
-int pf_opener_start(struct pf_engine *e, bool (*idle)(struct pf_engine *e));
-void pf_opener_stop(struct pf_engine *e);
-void pf_opener_free(struct pf_engine *e);
-void pf_opener_stats_json(struct pf_engine *e, struct pf_strbuf *sb);
-/* under e->lock; false (the job stays the caller's) once stopping */
-bool pf_opener_submit(struct pf_engine *e, struct opener_job *j);
-void pf_opener_wake(struct pf_engine *e, bool all);
-bool pf_opener_running(const struct pf_engine *e);
-
-/* nextfile.c */
-enum { NR_NEXT, NR_OPEN, NR_LIST, NR_TREE };
-struct next_req {
-	struct opener_job job;
-	int kind;		/* NR_*: the next file after path; open path
-				 * ahead; list directory path (learner);
-				 * list the tree under path (fill) */
-	uint64_t want;		/* bytes to read ahead */
-	char path[];
-};
-struct names {
-	char **v;
-	uint64_t *size;		/* with sizes (NR_TREE, NR_LIST) */
-	size_t n;
-	size_t cap;
-};
-void pf_next_ask(struct pf_engine *e, struct pf_efile *f, uint64_t want);
-void pf_next_push(struct pf_engine *e, int kind, const char *path, size_t len,
-	       uint64_t want);
-bool pf_next_ghost_take(struct pf_engine *e, struct pf_efile *f);
-struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path);
-void pf_next_names_clear(struct names *ns);
-int pf_next_names_add_sized(struct names *ns, const char *name, uint64_t size);
-void pf_next_names_sort(struct names *ns);
-/* lock not held */
-int pf_next_start(struct pf_engine *e);
-struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
-			    uint64_t want, bool fill);
-void pf_next_ghost_plan(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later);
-void pf_next_ghosts_plan(struct pf_engine *e, struct deferred *later);
-void pf_next_ghost_release(struct pf_engine *e, struct pf_efile *f);
-/* lock not held */
-void pf_next_stop(struct pf_engine *e);
-
-/* hintfetch.c */
-struct pf_strbuf;
-int pf_plans_start(struct pf_engine *e);
-void pf_plans_kick(struct pf_engine *e);
-bool pf_plans_read(struct pf_engine *e, struct pf_efile *f, uint64_t off,
-	       uint64_t len, uint64_t now);
-struct pf_efile *pf_plans_efile_find(struct pf_engine *e, const char *path);
-void pf_plans_forget(struct pf_engine *e, struct pf_efile *f);
-/* lock not held */
-void pf_plans_stop(struct pf_engine *e);
-void pf_plans_free(struct pf_engine *e);
-void pf_plans_stats_json(struct pf_engine *e, struct pf_strbuf *sb,
-			 const struct pf_engine_cred *viewer);
-/* plans_access.c: what a plan's writer may read */
-struct pf_plans_attr {
-	uint32_t uid;
-	uint32_t gid;
-	uint32_t mode;
-	uint64_t at_ns;		/* when the backend gave them (engine clock) */
-};
-struct pf_plans_dirs;
-struct pf_plans_dirs *pf_plans_access_new(void);
-void pf_plans_access_free(struct pf_plans_dirs *d);
-void pf_plans_access_attr(const struct stat *st, uint64_t now,
-			  struct pf_plans_attr *a);
-/* whether @c may read a file of attributes @a */
-bool pf_plans_access_may_read(const struct pf_engine_cred *c,
-			      const struct pf_plans_attr *a);
-/*
- * Whether @c may search every directory above @path, from the root: 0,
- * -EACCES, -ENOENT / -ENOTDIR (one is missing or not a directory),
- * -ENOMEM.  @c NULL or root: 0.  No lock held.
- */
-int pf_plans_access_dirs(struct pf_engine *e, struct pf_plans_dirs *d,
-			 const struct pf_engine_cred *c, const char *path);
-/*
- * plans_file.c: 0 if @c may read the regular file @path of the source
- * (directories searched, the file readable), else -ENOENT, whether it is
- * missing or denied.  @c NULL or root: 0.  No lock held.
- */
-int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
-		      const char *path);
-/* dirahead.c */
-int pf_dirahead_new(struct pf_engine *e);
-void pf_dirahead_free(struct pf_engine *e);
-void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
-void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
-void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
-/* @paths: the fill's root too (the mount's owner sees it) */
-void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
-void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
-		  struct names *ns, int err);
-
-/* fill.c */
-int pf_fill_new(struct pf_engine *e);
-void pf_fill_free(struct pf_engine *e);
-void pf_fill_shuffled(struct pf_engine *e, const char *root);
-void pf_fill_in_order(struct pf_engine *e);
-void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
-		    struct names *ns, int err);
-void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
-			 const struct pf_stream *st, struct deferred *later);
-void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
-		  struct deferred *later);
-void pf_fill_plan(struct pf_engine *e, struct deferred *later);
-void pf_fill_fetched(struct pf_engine *e, const struct fetch *ft, int err);
-void pf_fill_release_all(struct pf_engine *e);
-void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
-/* what the fill (and a warm-up) may hold; *memory: of max_memory, else
- * the backend's capacity (a disk tier) */
-uint64_t pf_fill_budget(const struct pf_engine *e, bool *memory);
-void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
-/* on an opener thread, lock held on entry and return (dropped inside) */
-bool pf_fill_work(struct pf_engine *e);
-
-/* preload.c (warm-ups, pf_engine_preload_*) */
-void pf_preload_plan(struct pf_engine *e, struct deferred *later);
-/* lock not held */
-void pf_preload_stop(struct pf_engine *e);
-void pf_preload_free(struct pf_engine *e);
-
-/* engine_trace.c (-o trace, see pf_trace.h) */
+/* trace.c (-o trace, see pf_trace.h) */
 void pf_etrace_counters(struct pf_engine *e, uint64_t now);
 void pf_etrace_read(
 	struct pf_efile *f, const struct parked_read *p, uint64_t now);
 void pf_etrace_fetch(struct pf_engine *e, const struct fetch *ft, int64_t res);
 void pf_etrace_plan(struct pf_engine *e, struct pf_efile *f,
-		const struct pf_stream *st, const struct engine_stream *s,
+		const struct pf_stream *st, const struct efile_stream *s,
 		uint64_t issued);
 
 /* ---- small helpers, inline ---------------------------------------- */

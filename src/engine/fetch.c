@@ -115,7 +115,7 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 			 struct deferred *later)
 {
 	struct fetch *ft = fb->f;
-	struct engine_stream *es;
+	struct efile_stream *es;
 
 	if (!ft)
 		return;
@@ -203,7 +203,7 @@ static uint64_t file_ahead(const struct pf_engine *e, struct pf_efile *f)
 
 	for (unsigned i = 0; i < n; i++) {
 		const struct pf_stream *st = pf_tracker_stream(f->tracker, i);
-		struct engine_stream *s = pf_efile_stream_find(f, st->id);
+		struct efile_stream *s = pf_efile_stream_find(f, st->id);
 		uint64_t win = pf_plan_window(st, &e->plan);
 		uint64_t lead = 0;
 		uint64_t a;
@@ -408,7 +408,7 @@ void pf_fetch_deferred_run(struct pf_engine *e, struct deferred *later)
 }
 
 /* @ft's bytes leave its stream's unstarted (first bytes, or done). */
-static void fetch_uncount(struct engine_stream *s, struct fetch *ft)
+static void fetch_uncount(struct efile_stream *s, struct fetch *ft)
 {
 	if (!ft->unstarted)
 		return;
@@ -421,7 +421,7 @@ static void fetch_uncount(struct engine_stream *s, struct fetch *ft)
 /*
  * The backend says the first bytes of @bio arrived.  Its blocks are
  * marked (block.rx), its bytes leave its stream's unstarted, and a stream
- * whose plan stopped for first bytes to come (engine_stream.held: after
+ * whose plan stopped for first bytes to come (efile_stream.held: after
  * its first window's pieces, or at its ramp cap; readahead.c) is planned
  * again: what it held back goes out one first-byte latency before the
  * fetches it waited for have landed, when their bytes are already taking
@@ -433,7 +433,7 @@ void pf_fetch_started(struct pf_bio *bio)
 	struct pf_engine *e = ft->e;
 	struct pf_efile *f = ft->file;
 	struct deferred later = { 0 };
-	struct engine_stream *s;
+	struct efile_stream *s;
 
 	pthread_mutex_lock(&e->lock);
 	e->tot.fetches_started++;
@@ -547,7 +547,7 @@ static void timed_out_note(struct pf_engine *e, struct pf_efile *f,
 static void fetch_account(struct pf_engine *e, struct fetch *ft, int *err)
 {
 	struct pf_efile *f = ft->file;
-	struct engine_stream *s;
+	struct efile_stream *s;
 
 	e->inflight--;
 	e->inflight_bytes -= ft->len;
@@ -556,10 +556,8 @@ static void fetch_account(struct pf_engine *e, struct fetch *ft, int *err)
 		timed_out_note(e, f, ft->off, ft->off + ft->len);
 		*err = EIO;
 	}
-	if (ft->fill) {
+	if (ft->fill)
 		e->fill_inflight -= ft->len;
-		pf_fill_fetched(e, ft, *err);
-	}
 	if (*err) {
 		e->tot.fetch_errors++;
 		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
@@ -624,12 +622,11 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	if (pf_trace_on())
 		pf_etrace_fetch(e, ft, err ? -(int64_t)err : res);
 	plan_by_need(e, f, &later);
-	pf_next_ghosts_plan(e, &later);
-	pf_plans_kick(e);
+	e->hooks->fetch_done(e, &later);
 	if (!pushed)
 		pf_fetch_free(e, ft);
 	/* after the free: a warm-up waits for f->fetches to reach 0 */
-	pf_preload_plan(e, &later);
+	e->hooks->fetch_freed(e, &later);
 	if (e->memwait) {
 		struct parked_read *w = e->memwait;
 

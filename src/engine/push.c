@@ -185,7 +185,7 @@ static void *pusher_main(void *arg)
 	for (;;) {
 		struct deferred later = { 0 };
 		struct fetch *ft;
-		struct engine_stream *es;
+		struct efile_stream *es;
 		uint64_t bytes = 0;
 		uint64_t from;
 		bool stop;

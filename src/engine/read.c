@@ -186,7 +186,7 @@ void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 	uint64_t end = read_end(p);
 	uint64_t served = 0;
 	uint64_t now;
-	struct engine_stream *s;
+	struct efile_stream *s;
 	int cnt = 0;
 
 	if (!p->err) {
@@ -389,7 +389,7 @@ void pf_engine_read(struct pf_efile *f, uint64_t off, size_t size,
 		}
 	}
 	/* a file a plan follows is read ahead by the plan */
-	if (pf_plans_read(e, f, off, size, now) || !stream || e->stopping) {
+	if (e->hooks->read(e, f, off, size, now) || !stream || e->stopping) {
 		stream = NULL;
 	} else if (!p || p->nblk == 0) {
 		/* parked (or failed): plan first, its answer comes later */

@@ -11,10 +11,9 @@
  * planned, how far it may refill).  A sequential stream whose READs keep waiting
  * for read-ahead in flight gets deeper windows (grow_depth()), as far as
  * its demand rate and the store's latency ask (Little's law).  The walk
- * over the blocks of a range, pf_cover_range(), is here too: the READ path
- * (read.c), the next file (nextfile.c) and the fill (fill.c) use it
- * as well; a stream read at random offsets may start the fill of its file
- * (pf_fill_random_file()).
+ * over the blocks of a range is pf_cover_range() (cover.c); a stream read
+ * at random offsets may start the fill of its file (the random_stream
+ * hook, ahead/dirahead.c).
  *
  * Threads: FUSE workers (after a READ), the backend's completion thread
  * (after a fetch); always under e->lock.
@@ -47,7 +46,7 @@
  * pf_ra_stream_plan_cfg() gives the planner a stream's depth.
  */
 struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
-				   const struct engine_stream *s)
+				   const struct efile_stream *s)
 {
 	struct pf_plan_cfg pc = e->plan;
 
@@ -57,7 +56,7 @@ struct pf_plan_cfg pf_ra_stream_plan_cfg(const struct pf_engine *e,
 }
 
 /* A read-ahead fetch of stream @s completed whole at @now. */
-void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
+void pf_ra_depth_fetch_done(struct pf_engine *e, struct efile_stream *s,
 		      const struct fetch *ft, uint64_t now)
 {
 	uint64_t d = now > ft->t0 ? now - ft->t0 : 0;
@@ -80,7 +79,7 @@ void pf_ra_depth_fetch_done(struct pf_engine *e, struct engine_stream *s,
  * Window @win, demand measured on @st.
  */
 static bool depth_short(const struct pf_stream *st,
-			const struct engine_stream *s, unsigned d,
+			const struct efile_stream *s, unsigned d,
 			uint64_t win, uint64_t now)
 {
 	uint64_t busy;
@@ -101,7 +100,7 @@ static bool depth_short(const struct pf_stream *st,
 }
 
 static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
-		       struct engine_stream *s, uint64_t now)
+		       struct efile_stream *s, uint64_t now)
 {
 	uint64_t win;
 	unsigned d = s->depth > e->plan.windows ? s->depth : e->plan.windows;
@@ -131,7 +130,7 @@ static void grow_depth(struct pf_engine *e, const struct pf_stream *st,
  * deepen it (grow_depth()).
  */
 void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
-		     struct engine_stream *s, const struct parked_read *p,
+		     struct efile_stream *s, const struct parked_read *p,
 		     uint64_t now)
 {
 	const struct pf_stream *st = pf_tracker_find(f->tracker, s->id);
@@ -164,120 +163,6 @@ void pf_ra_depth_read_done(struct pf_engine *e, const struct pf_efile *f,
 		grow_depth(e, st, s, now);
 }
 
-/*
- * The one walk over the blocks of a range, for the READ path, read-ahead
- * and the next file: under the lock, each block of [off, end) of @f that
- * does not hold its part yet gets a fetch of what it lacks, added to @fb
- * (closed fetches go to @later).  Read-ahead (!c->demand) stops at the
- * first block it cannot fetch now (no room in flight: pf_fetch_room(), no
- * memory, a block being filled or read) and returns the offset reached;
- * blocks that hold their part close the fetch being built, so each fetch
- * is weighed by pf_fetch_room() before it starts.  A READ (c->demand) walks
- * the whole range whatever the fetches in flight: blocks that hold their
- * part are pinned into c->read's blk[] (pinned for real by the caller),
- * the first block it must wait for is c->wait_on, c->nomem tells that a
- * buffer or a fetch could not be had, and c->missed that a fetch was
- * made.
- */
-uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
-		     uint64_t end, struct cover *c, struct fetch_builder *fb,
-		     struct deferred *later)
-{
-	while (off < end) {
-		uint64_t idx = off >> e->bshift;
-		uint64_t bstart = idx << e->bshift;
-		uint32_t blen = block_len(e, f, idx);
-		struct block *b;
-		uint32_t lo, hi;
-		uint32_t flo;
-		uint32_t fhi;
-
-		block_part(e, idx, off, end, &lo, &hi);
-
-		/*
-		 * Every new read-ahead fetch asks for room, also the next
-		 * piece of a long range (so it is closed here, not in
-		 * pf_fetch_builder_add()): at most what is left of the range (a
-		 * whole small file is a small fetch) or fetch_size.
-		 */
-		if (!c->demand && fb->f &&
-		    !pf_fetch_builder_continues(e, fb, off, hi - lo, true))
-			pf_fetch_builder_flush(e, fb, later);
-		if (!c->demand && !fb->f &&
-		    !pf_fetch_room(e, (end < f->size ? end : f->size) - off)) {
-			c->gated = true;
-			break;
-		}
-		if (!c->demand && !fb->f && c->ramp_cap &&
-		    c->es->unstarted >= c->ramp_cap) {
-			c->held = true;
-			break;
-		}
-		b = block_find(e, f, idx);
-		if (b && block_covers(b, lo, hi)) {
-			if (c->demand)
-				c->read->blk[c->read->nblk++] = b;
-			else
-				pf_fetch_builder_flush(e, fb, later);
-			off = bstart + hi;
-			continue;
-		}
-		/* entered in its middle, being filled with what is planned
-		 * here: the last block of a READ that ended inside it,
-		 * fetched whole (see whole_tail); read-ahead goes on past it */
-		if (b && !c->demand && b->busy && lo && b->flo <= lo &&
-		    hi <= b->fhi) {
-			pf_fetch_builder_flush(e, fb, later);
-			off = bstart + hi;
-			continue;
-		}
-		/* a block being filled or read: read-ahead looks again later,
-		 * its fetch may not cover what is planned here */
-		if (b && (b->busy || b->refs)) {
-			if (!c->demand)
-				break;
-			if (!c->wait_on)
-				c->wait_on = b;
-			off = bstart + hi;
-			continue;
-		}
-		if (!b) {
-			b = pf_cache_block_new(e, f, idx, c->demand);
-			if (!b) {
-				c->nomem = true;
-				if (!c->demand)
-					break;
-				off = bstart + hi;
-				continue;
-			}
-		}
-		if (c->demand) {
-			/* fetch whole pages: the kernel asks in pages anyway */
-			lo &= ~(PAGE_BYTES - 1);
-			hi = (hi + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1);
-			if (hi > blen || c->whole_tail)
-				hi = blen;
-		}
-		pf_fetch_range(b, lo, hi, &flo, &fhi);
-		if (!pf_fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
-				       c->stream, later)) {
-			pf_cache_block_idle(e, b);
-			c->nomem = true;
-			if (!c->demand)
-				break;
-			off = bstart + hi;
-			continue;
-		}
-		if (c->demand) {
-			c->missed = true;
-			if (!c->wait_on)
-				c->wait_on = b;
-		}
-		off = bstart + hi;
-	}
-	return off;
-}
-
 /* ---- read-ahead ------------------------------------------------------ */
 
 /* Where the pieces of @st's first window end; 0: it has none. */
@@ -297,7 +182,7 @@ static uint64_t pieces_end(const struct pf_engine *e,
 
 /* Do streams other than @s have fetches in flight or queued? */
 static bool others_fetching(const struct pf_engine *e,
-			    const struct engine_stream *s)
+			    const struct efile_stream *s)
 {
 	return e->inflight + e->queued > s->inflight;
 }
@@ -338,7 +223,7 @@ static bool fetching_below(struct pf_engine *e, struct pf_efile *f,
  */
 static uint64_t cover_pieces(struct pf_engine *e, struct pf_efile *f,
 			     const struct pf_stream *st,
-			     const struct engine_stream *s,
+			     const struct efile_stream *s,
 			     const struct pf_plan_cfg *pc, uint64_t off,
 			     uint64_t end, struct cover *c,
 			     struct fetch_builder *fb, struct deferred *later)
@@ -369,7 +254,7 @@ void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 		 const struct pf_stream *st, struct deferred *later)
 {
 	struct pf_extent ext[MAX_EXTENTS];
-	struct engine_stream *s = pf_efile_stream_get(f, st->id);
+	struct efile_stream *s = pf_efile_stream_get(f, st->id);
 	uint64_t issued = e->tot.bytes_prefetched;
 	struct fetch_builder fb = { 0 };
 	struct cover c = { 0 };
@@ -386,9 +271,9 @@ void pf_ra_plan_stream(struct pf_engine *e, struct pf_efile *f,
 	n = pf_plan_ahead(st, &pc, f->size, e->bs, &s->plan, ext, MAX_EXTENTS,
 			  &horizon, &next_want);
 	if (next_want && !f->next_asked)
-		pf_next_ask(e, f, next_want);
+		e->hooks->next_file(e, f, next_want);
 	if (st->pattern == PF_PAT_RANDOM)
-		pf_fill_random_file(e, f, st, later);
+		e->hooks->random_stream(e, f, st, later);
 	if (n == 0)
 		return;
 	fb.pushable = e->push_fn && st->pattern == PF_PAT_SEQUENTIAL;

@@ -76,7 +76,7 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 			 struct pf_efile *f, const struct pf_stream *st,
 			 bool *first)
 {
-	struct engine_stream *s = pf_efile_stream_find(f, st->id);
+	struct efile_stream *s = pf_efile_stream_find(f, st->id);
 	uint64_t win = pf_plan_window(st, &e->plan);
 	uint64_t ready = e->cfg.prefetch ? ready_ahead(e, f, st) : 0;
 	pf_strbuf_addf(sb, "%s\n    {\"file\": ", *first ? "" : ",");
@@ -189,11 +189,7 @@ char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
 		  (double)(engine_now(e) - e->t_start) / 1e9);
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
-	pf_dirahead_stats(e, &sb, all);
-	/* what the user can do that the daemon cannot (fill.c) */
-	pf_strbuf_addf(&sb, ",\n  \"advice\": [");
-	pf_fill_advice(e, &sb, all);
-	pf_strbuf_addf(&sb, "]");
+	e->hooks->stats_locked(e, &sb, all);
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; all && l != &e->files;
 	     l = l->next) {
@@ -211,8 +207,7 @@ char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
 	}
 	pthread_mutex_unlock(&e->lock);
 	pf_strbuf_addf(&sb, "\n  ]");
-	pf_plans_stats_json(e, &sb, viewer);
-	pf_opener_stats_json(e, &sb);
+	e->hooks->stats(e, &sb, viewer);
 	pf_strbuf_addf(&sb, "\n}\n");
 	return pf_strbuf_detach(&sb, NULL);
 }

@@ -60,7 +60,7 @@ void pf_etrace_fetch(struct pf_engine *e, const struct fetch *ft,
 }
 
 void pf_etrace_plan(struct pf_engine *e, struct pf_efile *f,
-		const struct pf_stream *st, const struct engine_stream *s,
+		const struct pf_stream *st, const struct efile_stream *s,
 		uint64_t issued)
 {
 	struct pf_plan_cfg pc = pf_ra_stream_plan_cfg(e, s);

@@ -61,12 +61,12 @@ void pf_pattern_cfg_default(struct pf_pattern_cfg *cfg)
 	cfg->batch_override = 0;
 }
 
-struct stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id)
+struct pat_stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id)
 {
 	if (id == 0)
 		return NULL;
 	for (unsigned i = 0; i < t->nlive; i++) {
-		struct stream *s = live_at(t, i);
+		struct pat_stream *s = live_at(t, i);
 
 		if (s->pub.id == id)
 			return s;
@@ -74,7 +74,7 @@ struct stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id)
 	return NULL;
 }
 
-void pf_pat_stream_reset(const struct pf_tracker *t, struct stream *s,
+void pf_pat_stream_reset(const struct pf_tracker *t, struct pat_stream *s,
 		  unsigned id)
 {
 	memset(s, 0, sizeof(*s));
@@ -90,14 +90,14 @@ void pf_pat_stream_reset(const struct pf_tracker *t, struct stream *s,
  * recently used patterned one.  Random READs thus churn through the
  * streams that predict nothing before they touch one that does.
  */
-static struct stream *pick_victim(const struct pf_tracker *t,
-				  unsigned exclude, bool evict_patterned)
+static struct pat_stream *pick_victim(const struct pf_tracker *t,
+				      unsigned exclude, bool evict_patterned)
 {
-	struct stream *best = NULL;
+	struct pat_stream *best = NULL;
 	int best_rank = 3;
 
 	for (unsigned i = 0; i < t->nlive; i++) {
-		struct stream *s = live_at(t, i);
+		struct pat_stream *s = live_at(t, i);
 		int rank;
 
 		if (s->pub.id == exclude)
@@ -119,7 +119,7 @@ static struct stream *pick_victim(const struct pf_tracker *t,
 	return best;
 }
 
-void pf_pat_stream_release(struct pf_tracker *t, struct stream *s)
+void pf_pat_stream_release(struct pf_tracker *t, struct pat_stream *s)
 {
 	for (unsigned i = 0; i < t->nlive; i++) {
 		if (t->slot[t->order[i]] == s) {
@@ -133,10 +133,10 @@ void pf_pat_stream_release(struct pf_tracker *t, struct stream *s)
 }
 
 /* A fresh stream with a new id, or NULL if only @exclude could be reused. */
-struct stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
+struct pat_stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
 			    bool evict_patterned)
 {
-	struct stream *s = NULL;
+	struct pat_stream *s = NULL;
 
 	if (t->nlive < t->cfg.max_streams) {
 		/* a free stream, else a new one (slots fill in order) */
@@ -177,10 +177,10 @@ void pf_pat_alias_add(struct pf_tracker *t, unsigned from, unsigned to)
 	t->alias_next = (t->alias_next + 1) % ALIAS_MAX;
 }
 
-static struct stream *resolve_id(const struct pf_tracker *t, unsigned id)
+static struct pat_stream *resolve_id(const struct pf_tracker *t, unsigned id)
 {
 	for (unsigned hop = 0; hop <= ALIAS_MAX; hop++) {
-		struct stream *s = pf_pat_find_id(t, id);
+		struct pat_stream *s = pf_pat_find_id(t, id);
 		unsigned next = 0;
 
 		if (s)
@@ -200,7 +200,7 @@ static struct stream *resolve_id(const struct pf_tracker *t, unsigned id)
 
 /* ---- segments ----------------------------------------------------------- */
 
-int pf_pat_seg_find(const struct stream *s, uint64_t off)
+int pf_pat_seg_find(const struct pat_stream *s, uint64_t off)
 {
 	for (unsigned i = 0; i < s->nseg; i++)
 		if (off >= s->seg[i].start && off < s->seg[i].end)
@@ -213,7 +213,7 @@ int pf_pat_seg_find(const struct stream *s, uint64_t off)
  * touches; returns the index of the segment now holding it.  When full, the
  * lowest segment (furthest behind the frontier) is forgotten.
  */
-unsigned pf_pat_seg_insert(struct stream *s, uint64_t off, uint64_t end)
+unsigned pf_pat_seg_insert(struct pat_stream *s, uint64_t off, uint64_t end)
 {
 	unsigned i = 0;
 	unsigned j;
@@ -355,7 +355,8 @@ static void cl_fold(struct cluster *keep, struct cluster *c)
 }
 
 /* Folds the clusters of stream @s within [s0, e0) into the lowest one. */
-static struct cluster *cl_unite(struct pf_tracker *t, const struct stream *s,
+static struct cluster *cl_unite(struct pf_tracker *t,
+				const struct pat_stream *s,
 				uint64_t s0, uint64_t e0)
 {
 	struct cluster *keep = NULL;
@@ -380,7 +381,7 @@ static struct cluster *cl_unite(struct pf_tracker *t, const struct stream *s,
 }
 
 /* Segments of @s merged: one cluster a segment again. */
-void pf_pat_cl_coalesce(struct pf_tracker *t, const struct stream *s)
+void pf_pat_cl_coalesce(struct pf_tracker *t, const struct pat_stream *s)
 {
 	for (unsigned k = 0; k < s->nseg; k++) {
 		struct cluster *c = cl_unite(t, s, s->seg[k].start,
@@ -398,7 +399,7 @@ void pf_pat_cl_coalesce(struct pf_tracker *t, const struct stream *s)
  * cluster of that segment, folding clusters the READ joined.  *moved says
  * whether the cluster's start changed (a record's true start arrived late).
  */
-struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct stream *s,
+struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct pat_stream *s,
 			uint64_t s0, uint64_t e0, uint64_t len,
 			uint64_t now, bool *moved)
 {
@@ -422,7 +423,7 @@ struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct stream *s,
 
 /* ---- classification ----------------------------------------------------- */
 
-void pf_pat_win_push(struct stream *s, enum kind k)
+void pf_pat_win_push(struct pat_stream *s, enum kind k)
 {
 	if (k == KIND_NEUTRAL)
 		return;
@@ -436,7 +437,7 @@ void pf_pat_win_push(struct stream *s, enum kind k)
  * rarely do.  A stream turns SEQUENTIAL at half its READs touching and
  * stops below 40%, so reordering does not make it flicker.
  */
-enum pf_pattern pf_pat_win_class(const struct stream *s)
+enum pf_pattern pf_pat_win_class(const struct pat_stream *s)
 {
 	unsigned c = (unsigned)__builtin_popcount(s->win_contig);
 	unsigned n = c + (unsigned)__builtin_popcount(s->win_gap);
@@ -458,7 +459,7 @@ enum pf_pattern pf_pat_win_class(const struct stream *s)
  * closed a hole (touched segments on both sides): proof that an earlier
  * READ that landed apart was reordered read-ahead, not a stray.
  */
-enum kind pf_pat_assess(const struct stream *s, uint64_t off, uint64_t end,
+enum kind pf_pat_assess(const struct pat_stream *s, uint64_t off, uint64_t end,
 		 bool *bridge)
 {
 	unsigned touch = 0;
@@ -478,7 +479,7 @@ enum kind pf_pat_assess(const struct stream *s, uint64_t off, uint64_t end,
 	return touch ? KIND_CONTIG : KIND_GAP;
 }
 
-void pf_pat_set_next_off(struct stream *s)
+void pf_pat_set_next_off(struct pat_stream *s)
 {
 	if (s->pub.pattern == PF_PAT_STRIDED)
 		s->pub.next_off = sat_add(s->rec_cur, s->pub.stride);
@@ -552,7 +553,7 @@ size_t pf_tracker_bytes(const struct pf_tracker *t)
 		return 0;
 	n = sizeof(*t);
 	n += t->cfg.max_streams * (sizeof(*t->slot) + sizeof(*t->order));
-	n += t->nslots * sizeof(struct stream);
+	n += t->nslots * sizeof(struct pat_stream);
 	n += (t->nclusters + CL_CHUNK - 1) / CL_CHUNK * sizeof(*t->chunk);
 	n += (t->ncl + CL_CHUNK - 1) / CL_CHUNK * CL_CHUNK *
 	     sizeof(struct cluster);
@@ -565,8 +566,8 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 {
 	/* an empty READ still has a place */
 	uint64_t end;
-	struct stream *s;
-	struct stream *x;
+	struct pat_stream *s;
+	struct pat_stream *x;
 
 	if (!t)
 		return NULL;
@@ -585,7 +586,7 @@ struct pf_stream *pf_tracker_observe(struct pf_tracker *t, uint64_t off,
 
 void pf_tracker_done(struct pf_tracker *t, unsigned id, uint64_t now_ns)
 {
-	struct stream *s;
+	struct pat_stream *s;
 
 	if (!t)
 		return;
@@ -628,7 +629,7 @@ const struct pf_stream *pf_tracker_stream(const struct pf_tracker *t,
 const struct pf_stream *pf_tracker_find(const struct pf_tracker *t,
 					unsigned id)
 {
-	struct stream *s;
+	struct pat_stream *s;
 
 	if (!t)
 		return NULL;

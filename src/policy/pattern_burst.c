@@ -64,12 +64,12 @@ static uint64_t gap_level(const uint64_t *g, unsigned n)
 	}
 }
 
-static uint64_t gap_ref(const struct stream *s)
+static uint64_t gap_ref(const struct pat_stream *s)
 {
 	return gap_level(s->gaps, s->ngaps);
 }
 
-static void gaps_push(struct stream *s, uint64_t idle)
+static void gaps_push(struct pat_stream *s, uint64_t idle)
 {
 	if (s->ngaps == GAP_HIST) {
 		memmove(&s->gaps[0], &s->gaps[1],
@@ -92,7 +92,8 @@ static bool gap_strong(const struct pf_tracker *t, uint64_t gap)
  * longest of the last IDLE_WIN idles that ended no burst (0 for those not
  * seen yet) -- if more.  Never more than STRONG_MULT x gap_ns.
  */
-static uint64_t idle_base(const struct pf_tracker *t, const struct stream *s)
+static uint64_t idle_base(const struct pf_tracker *t,
+			  const struct pat_stream *s)
 {
 	uint32_t top[IDLE_RANK] = { 0 };
 
@@ -119,7 +120,7 @@ static bool idle_short(uint64_t idle, uint64_t ref)
 }
 
 /* Would an idle of @idle end a burst of @s now? */
-static bool idle_ends(const struct pf_tracker *t, const struct stream *s,
+static bool idle_ends(const struct pf_tracker *t, const struct pat_stream *s,
 		      uint64_t idle)
 {
 	return idle >= idle_base(t, s) && !idle_short(idle, gap_ref(s));
@@ -128,7 +129,7 @@ static bool idle_ends(const struct pf_tracker *t, const struct stream *s,
 /* An idle that ended no burst (or may have been a pause): remembered, as at
  * most STRONG_MULT / IDLE_MULT x gap_ns, so that the threshold stays under
  * STRONG_MULT x gap_ns. */
-static void idle_feed(const struct pf_tracker *t, struct stream *s,
+static void idle_feed(const struct pf_tracker *t, struct pat_stream *s,
 		      uint64_t idle)
 {
 	uint64_t cap = sat_mul(STRONG_MULT, t->cfg.gap_ns) / IDLE_MULT;
@@ -138,7 +139,7 @@ static void idle_feed(const struct pf_tracker *t, struct stream *s,
 	s->idle_next = (s->idle_next + 1) % IDLE_WIN;
 }
 
-static void hist_push(const struct pf_tracker *t, struct stream *s,
+static void hist_push(const struct pf_tracker *t, struct pat_stream *s,
 		      uint64_t bytes, uint64_t gap)
 {
 	if (s->nhist == BURST_HIST) {
@@ -164,7 +165,7 @@ static void hist_push(const struct pf_tracker *t, struct stream *s,
 
 /* The batch the completed bursts tell (0: none yet): the median of the
  * last three, the newer of two. */
-static uint64_t hist_batch(const struct stream *s)
+static uint64_t hist_batch(const struct pat_stream *s)
 {
 	unsigned n = s->nhist;
 
@@ -183,7 +184,7 @@ static uint64_t hist_batch(const struct stream *s)
  * compute gap) were split too early, before the stream's pauses or its
  * compute gap were known: they are joined to it.
  */
-static void burst_end(const struct pf_tracker *t, struct stream *s,
+static void burst_end(const struct pf_tracker *t, struct pat_stream *s,
 		      uint64_t gap)
 {
 	uint64_t ref = gap_ref(s);
@@ -244,7 +245,7 @@ static void burst_end(const struct pf_tracker *t, struct stream *s,
  * Only with nothing of the stream outstanding (a slow READ, or read-ahead
  * in flight, is no idleness); READs arriving several at once are one idle.
  */
-void pf_pat_burst_arrival(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_arrival(const struct pf_tracker *t, struct pat_stream *s,
 		   uint64_t now)
 {
 	uint64_t idle;
@@ -293,7 +294,7 @@ void pf_pat_burst_arrival(const struct pf_tracker *t, struct stream *s,
  * a stall) does not move it, a new batch size takes over after two.  With
  * two bursts the newer wins, so a short first burst is forgotten quickly.
  */
-void pf_pat_batch_update(const struct pf_tracker *t, struct stream *s)
+void pf_pat_batch_update(const struct pf_tracker *t, struct pat_stream *s)
 {
 	if (t->cfg.batch_override)
 		s->pub.batch = t->cfg.batch_override;
@@ -307,7 +308,7 @@ void pf_pat_batch_update(const struct pf_tracker *t, struct stream *s)
  * Records @r (read before anything now in @s) join stream @s: put their
  * bytes into the bursts they belonged to, judged by their arrival times.
  */
-void pf_pat_burst_prepend(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_prepend(const struct pf_tracker *t, struct pat_stream *s,
 		   struct rec_info *r, unsigned n)
 {
 	struct burst older[4];

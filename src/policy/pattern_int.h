@@ -103,7 +103,12 @@ struct burst {
 	uint64_t gap;
 };
 
-struct stream {
+/*
+ * A reader stream as the tracker keeps it: what callers see of it (pub,
+ * the struct pf_stream of pf_pattern.h) and what that is learned from:
+ * the ranges it covered, its bursts and idles, its READs in flight.
+ */
+struct pat_stream {
 	struct pf_stream pub;
 	bool live;
 	bool scatter;
@@ -151,7 +156,7 @@ struct alias {
  */
 struct pf_tracker {
 	struct pf_pattern_cfg cfg;
-	struct stream **slot;		/* max_streams; NULL = not allocated */
+	struct pat_stream **slot;	/* max_streams; NULL = not allocated */
 	unsigned *order;		/* live slots, in iteration order */
 	unsigned nlive;
 	unsigned nslots;		/* streams allocated */
@@ -204,15 +209,15 @@ struct rec_info {
 /* ---- functions shared between the files ---------------------------- */
 
 /* pattern.c */
-struct stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id);
-void pf_pat_stream_reset(const struct pf_tracker *t, struct stream *s,
+struct pat_stream *pf_pat_find_id(const struct pf_tracker *t, unsigned id);
+void pf_pat_stream_reset(const struct pf_tracker *t, struct pat_stream *s,
 		  unsigned id);
-void pf_pat_stream_release(struct pf_tracker *t, struct stream *s);
-struct stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
+void pf_pat_stream_release(struct pf_tracker *t, struct pat_stream *s);
+struct pat_stream *pf_pat_stream_alloc(struct pf_tracker *t, unsigned exclude,
 			    bool evict_patterned);
 void pf_pat_alias_add(struct pf_tracker *t, unsigned from, unsigned to);
-int pf_pat_seg_find(const struct stream *s, uint64_t off);
-unsigned pf_pat_seg_insert(struct stream *s, uint64_t off, uint64_t end);
+int pf_pat_seg_find(const struct pat_stream *s, uint64_t off);
+unsigned pf_pat_seg_insert(struct pat_stream *s, uint64_t off, uint64_t end);
 bool pf_pat_cl_waiting(const struct pf_tracker *t, const struct cluster *c,
 		unsigned owner);
 unsigned pf_pat_cl_count_waiting(const struct pf_tracker *t, unsigned owner);
@@ -220,44 +225,45 @@ bool pf_pat_scatter_wary(const struct pf_tracker *t);
 struct cluster *pf_pat_cl_new(struct pf_tracker *t, unsigned owner,
 		       uint64_t start, uint64_t end, uint64_t bytes,
 		       uint64_t now);
-void pf_pat_cl_coalesce(struct pf_tracker *t, const struct stream *s);
-struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct stream *s,
+void pf_pat_cl_coalesce(struct pf_tracker *t, const struct pat_stream *s);
+struct cluster *pf_pat_cl_note(struct pf_tracker *t, struct pat_stream *s,
 			uint64_t s0, uint64_t e0, uint64_t len,
 			uint64_t now, bool *moved);
-void pf_pat_win_push(struct stream *s, enum kind k);
-enum pf_pattern pf_pat_win_class(const struct stream *s);
-enum kind pf_pat_assess(const struct stream *s, uint64_t off, uint64_t end,
+void pf_pat_win_push(struct pat_stream *s, enum kind k);
+enum pf_pattern pf_pat_win_class(const struct pat_stream *s);
+enum kind pf_pat_assess(const struct pat_stream *s, uint64_t off, uint64_t end,
 		 bool *bridge);
-void pf_pat_set_next_off(struct stream *s);
+void pf_pat_set_next_off(struct pat_stream *s);
 
 /* pattern_burst.c */
-void pf_pat_burst_arrival(const struct pf_tracker *t, struct stream *s,
+void pf_pat_burst_arrival(const struct pf_tracker *t, struct pat_stream *s,
 		   uint64_t now);
-void pf_pat_batch_update(const struct pf_tracker *t, struct stream *s);
-void pf_pat_burst_prepend(const struct pf_tracker *t, struct stream *s,
+void pf_pat_batch_update(const struct pf_tracker *t, struct pat_stream *s);
+void pf_pat_burst_prepend(const struct pf_tracker *t, struct pat_stream *s,
 		   struct rec_info *r, unsigned n);
 
 /* pattern_match.c */
-struct stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
+struct pat_stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
 	uint64_t end, uint64_t len, uint64_t now);
 
 /* pattern_stride.c */
 bool pf_pat_chain_find(const struct pf_tracker *t, const struct cluster *c,
 		bool wary, struct cluster **out);
-void pf_pat_cl_move(struct cluster *c, struct stream *from, struct stream *to);
-void pf_pat_scatter_fold(struct pf_tracker *t, struct stream *x,
-		  struct stream *s);
-void pf_pat_scatter_classify(const struct pf_tracker *t, struct stream *x);
-void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
+void pf_pat_cl_move(struct cluster *c, struct pat_stream *from,
+		    struct pat_stream *to);
+void pf_pat_scatter_fold(struct pf_tracker *t, struct pat_stream *x,
+		  struct pat_stream *s);
+void pf_pat_scatter_classify(const struct pf_tracker *t, struct pat_stream *x);
+void pf_pat_make_strided(struct pf_tracker *t, struct pat_stream *s,
 		  const struct cluster *c, struct cluster **rec,
 		  uint64_t d);
-void pf_pat_demote(struct stream *s, int keep);
-void pf_pat_stride_update(struct stream *s, uint64_t off, int64_t q,
+void pf_pat_demote(struct pat_stream *s, int keep);
+void pf_pat_stride_update(struct pat_stream *s, uint64_t off, int64_t q,
 		   int64_t pos, unsigned idx);
 
 /* ---- small helpers, inline ---------------------------------------- */
 
-static inline struct stream *live_at(const struct pf_tracker *t, unsigned i)
+static inline struct pat_stream *live_at(const struct pf_tracker *t, unsigned i)
 {
 	return t->slot[t->order[i]];
 }
@@ -268,34 +274,34 @@ static inline struct cluster *cl_at(const struct pf_tracker *t, unsigned i)
 	return &t->chunk[i / CL_CHUNK][i % CL_CHUNK];
 }
 
-static inline struct stream *scatter_get(const struct pf_tracker *t)
+static inline struct pat_stream *scatter_get(const struct pf_tracker *t)
 {
 	return pf_pat_find_id(t, t->scatter_id);
 }
 
-static inline bool patterned(const struct stream *s)
+static inline bool patterned(const struct pat_stream *s)
 {
 	return s->pub.pattern == PF_PAT_SEQUENTIAL ||
 	       s->pub.pattern == PF_PAT_STRIDED;
 }
 
-static inline uint64_t seg_lo(const struct stream *s)
+static inline uint64_t seg_lo(const struct pat_stream *s)
 {
 	return s->seg[0].start;
 }
 
-static inline uint64_t seg_hi(const struct stream *s)
+static inline uint64_t seg_hi(const struct pat_stream *s)
 {
 	return s->seg[s->nseg - 1].end;
 }
 
-static inline uint64_t stride_slack(const struct stream *s)
+static inline uint64_t stride_slack(const struct pat_stream *s)
 {
 	return u64_min(STRIDE_SLACK, (s->pub.stride - s->pub.record) / 2);
 }
 
 /* How long the current record may grow (read-ahead runs past records). */
-static inline uint64_t record_limit(const struct stream *s)
+static inline uint64_t record_limit(const struct pat_stream *s)
 {
 	return sat_add(sat_mul(2, s->pub.record), sat_mul(2, s->max_len));
 }
@@ -305,7 +311,7 @@ static inline uint64_t record_limit(const struct stream *s)
  * its READs: count it answered once what @to has in flight now is.  Late
  * rather than early, so no record passes for answered before it was.
  */
-static inline void cl_rebase(struct cluster *c, const struct stream *to)
+static inline void cl_rebase(struct cluster *c, const struct pat_stream *to)
 {
 	if (!c->done)
 		c->arr = to && to->arrivals ? to->arrivals - 1 : 0;

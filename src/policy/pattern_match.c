@@ -40,14 +40,16 @@
 #include "pf_pattern.h"
 #include "pattern_int.h"
 
-static uint64_t ahead_tol(const struct pf_tracker *t, const struct stream *s)
+static uint64_t ahead_tol(const struct pf_tracker *t,
+			  const struct pat_stream *s)
 {
 	return u64_min(t->cfg.reorder_bytes,
 		       sat_mul(REORDER_READS, u64_max(s->max_len, 1)));
 }
 
 /* Where a READ lands relative to what the stream covered. */
-static void match_segments(const struct pf_tracker *t, const struct stream *s,
+static void match_segments(const struct pf_tracker *t,
+			   const struct pat_stream *s,
 			   uint64_t off, uint64_t end, struct match *m)
 {
 	uint64_t lo;
@@ -125,7 +127,7 @@ static void match_segments(const struct pf_tracker *t, const struct stream *s,
  * current one, at *pos bytes from its predicted start.  True if that is
  * somewhere a rank reading these records would read.
  */
-static bool stride_fit(const struct stream *s, uint64_t off, uint64_t end,
+static bool stride_fit(const struct pat_stream *s, uint64_t off, uint64_t end,
 		       int64_t *qp, int64_t *posp)
 {
 	int64_t S = (int64_t)s->pub.stride;
@@ -155,7 +157,7 @@ static bool stride_fit(const struct stream *s, uint64_t off, uint64_t end,
 	return false;
 }
 
-static void stream_match(const struct pf_tracker *t, const struct stream *s,
+static void stream_match(const struct pf_tracker *t, const struct pat_stream *s,
 			 uint64_t off, uint64_t end, struct match *m)
 {
 	int64_t q;
@@ -194,8 +196,8 @@ static void stream_match(const struct pf_tracker *t, const struct stream *s,
 	}
 }
 
-static bool match_better(const struct match *a, const struct stream *sa,
-			 const struct match *b, const struct stream *sb)
+static bool match_better(const struct match *a, const struct pat_stream *sa,
+			 const struct match *b, const struct pat_stream *sb)
 {
 	if (a->fit != b->fit)
 		return a->fit < b->fit;
@@ -204,15 +206,15 @@ static bool match_better(const struct match *a, const struct stream *sa,
 	return sa->last_seq > sb->last_seq;
 }
 
-static struct stream *find_best(const struct pf_tracker *t, uint64_t off,
-				uint64_t end, struct match *best)
+static struct pat_stream *find_best(const struct pf_tracker *t, uint64_t off,
+				    uint64_t end, struct match *best)
 {
-	struct stream *bs = NULL;
+	struct pat_stream *bs = NULL;
 
 	best->fit = FIT_NONE;
 	best->dist = 0;
 	for (unsigned i = 0; i < t->nlive; i++) {
-		struct stream *s = live_at(t, i);
+		struct pat_stream *s = live_at(t, i);
 		struct match m;
 
 		if (s->scatter)
@@ -249,7 +251,8 @@ static enum fit scatter_touch(const struct pf_tracker *t, uint64_t off,
 
 /* ---- feeding READs to streams ------------------------------------------- */
 
-static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
+static void scatter_add(struct pf_tracker *t, struct pat_stream *x,
+			uint64_t off,
 			uint64_t end, uint64_t len, uint64_t now)
 {
 	struct cluster *c = NULL;
@@ -276,9 +279,9 @@ static void scatter_add(struct pf_tracker *t, struct stream *x, uint64_t off,
 }
 
 /* Waiting unmatched READs that touch what @s now covers join it. */
-static void scatter_absorb(struct pf_tracker *t, struct stream *s)
+static void scatter_absorb(struct pf_tracker *t, struct pat_stream *s)
 {
-	struct stream *x = scatter_get(t);
+	struct pat_stream *x = scatter_get(t);
 	bool any = false;
 	bool again = true;
 
@@ -323,13 +326,13 @@ static void scatter_absorb(struct pf_tracker *t, struct stream *s)
  * scatter itself when they are all it holds (its id, outstanding count and
  * completions are then that reader's), else a new stream.
  */
-static struct stream *scatter_start_stream(struct pf_tracker *t,
-					   struct stream *x, uint64_t off,
-					   uint64_t end)
+static struct pat_stream *scatter_start_stream(struct pf_tracker *t,
+					       struct pat_stream *x,
+					       uint64_t off, uint64_t end)
 {
 	unsigned nin = 0;
 	bool again = true;
-	struct stream *s;
+	struct pat_stream *s;
 	uint64_t lo = off;
 	uint64_t hi = end;
 
@@ -403,9 +406,9 @@ static struct stream *scatter_start_stream(struct pf_tracker *t,
  * records, so those were other readers that started at equal distances.
  * Give the old records back to the scatter, keep the current one.
  */
-static void dissolve(struct pf_tracker *t, struct stream *s)
+static void dissolve(struct pf_tracker *t, struct pat_stream *s)
 {
-	struct stream *x = scatter_get(t);
+	struct pat_stream *x = scatter_get(t);
 	int cur = pf_pat_seg_find(s, s->rec_cur);
 
 	if (cur < 0)
@@ -461,8 +464,8 @@ static void dissolve(struct pf_tracker *t, struct stream *s)
 }
 
 /* Folds stream @src into @dst: one reader's READs, split by arrival order. */
-static void stream_merge(struct pf_tracker *t, struct stream *dst,
-			 struct stream *src)
+static void stream_merge(struct pf_tracker *t, struct pat_stream *dst,
+			 struct pat_stream *src)
 {
 	dst->pub.reads += src->pub.reads;
 	dst->pub.bytes += src->pub.bytes;
@@ -521,8 +524,9 @@ static void stream_merge(struct pf_tracker *t, struct stream *dst,
  * two are one reader: the younger is folded into the older.  A stream that
  * merely ran into where another, settled, reader began stays apart.
  */
-static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
-				     uint64_t off, bool hole_fill)
+static struct pat_stream *merge_touching(struct pf_tracker *t,
+					 struct pat_stream *s,
+					 uint64_t off, bool hole_fill)
 {
 	int gi = pf_pat_seg_find(s, off);
 	struct seg g;
@@ -531,9 +535,9 @@ static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
 		return s;
 	g = s->seg[gi];
 	for (unsigned i = 0; i < t->nlive; i++) {
-		struct stream *o = live_at(t, i);
-		struct stream *dst = s;
-		struct stream *src = o;
+		struct pat_stream *o = live_at(t, i);
+		struct pat_stream *dst = s;
+		struct pat_stream *src = o;
 		bool touch = false;
 
 		if (o == s || o->scatter || o->nseg == 0 ||
@@ -571,7 +575,7 @@ static struct stream *merge_touching(struct pf_tracker *t, struct stream *s,
  * then fetch only those pages.  A strided reader grows ahead of its
  * frontier, and its records chain as before.
  */
-static bool late_recent(const struct stream *s)
+static bool late_recent(const struct pat_stream *s)
 {
 	return s->late_reads &&
 	       sat_sub(s->pub.reads, s->late_reads) <= REORDER_READS;
@@ -588,7 +592,7 @@ static uint64_t chain_record(struct cluster **rec, const struct cluster *c)
 	return r;
 }
 
-static void try_chain(struct pf_tracker *t, struct stream *s,
+static void try_chain(struct pf_tracker *t, struct pat_stream *s,
 		      const struct cluster *c)
 {
 	struct cluster *rec[3];
@@ -603,9 +607,9 @@ static void try_chain(struct pf_tracker *t, struct stream *s,
 }
 
 /* Gives a READ to stream @s; returns the stream holding it after merges. */
-static struct stream *stream_add(struct pf_tracker *t, struct stream *s,
-				 uint64_t off, uint64_t end, uint64_t len,
-				 uint64_t now)
+static struct pat_stream *stream_add(struct pf_tracker *t, struct pat_stream *s,
+				     uint64_t off, uint64_t end, uint64_t len,
+				     uint64_t now)
 {
 	struct cluster *c;
 	enum kind k;
@@ -702,7 +706,7 @@ static bool behind_sequential(const struct pf_tracker *t, uint64_t off,
 			      uint64_t end)
 {
 	for (unsigned i = 0; i < t->nlive; i++) {
-		const struct stream *s = live_at(t, i);
+		const struct pat_stream *s = live_at(t, i);
 		int gi;
 
 		if (s->scatter || s->pub.pattern != PF_PAT_SEQUENTIAL)
@@ -716,11 +720,11 @@ static bool behind_sequential(const struct pf_tracker *t, uint64_t off,
 }
 
 /* Where the READ [off, end) goes; see the DESIGN note at the top. */
-struct stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
+struct pat_stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
 	uint64_t end, uint64_t len, uint64_t now)
 {
-	struct stream *s;
-	struct stream *x;
+	struct pat_stream *s;
+	struct pat_stream *x;
 	struct match m;
 	struct cluster probe;
 	struct cluster *rec[3];
@@ -741,7 +745,7 @@ struct stream *pf_pat_assign_read(struct pf_tracker *t, uint64_t off,
 	 */
 	x = scatter_get(t);
 	if (x && m.fit >= FIT_AHEAD && scatter_touch(t, off, end) != FIT_NONE) {
-		struct stream *n = scatter_start_stream(t, x, off, end);
+		struct pat_stream *n = scatter_start_stream(t, x, off, end);
 
 		if (n)
 			return stream_add(t, n, off, end, len, now);

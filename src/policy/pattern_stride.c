@@ -120,7 +120,8 @@ bool pf_pat_chain_find(const struct pf_tracker *t, const struct cluster *c,
 }
 
 /* Moves a cluster's bookkeeping from stream @from (may be NULL) to @to. */
-void pf_pat_cl_move(struct cluster *c, struct stream *from, struct stream *to)
+void pf_pat_cl_move(struct cluster *c, struct pat_stream *from,
+		    struct pat_stream *to)
 {
 	if (from) {
 		from->pub.reads = sat_sub(from->pub.reads, c->nreads);
@@ -140,8 +141,8 @@ void pf_pat_cl_move(struct cluster *c, struct stream *from, struct stream *to)
 }
 
 /* The scatter handed its last waiting READ to @s: fold it into @s. */
-void pf_pat_scatter_fold(struct pf_tracker *t, struct stream *x,
-		  struct stream *s)
+void pf_pat_scatter_fold(struct pf_tracker *t, struct pat_stream *x,
+		  struct pat_stream *s)
 {
 	if (!x || x == s || !x->scatter ||
 		pf_pat_cl_count_waiting(t, x->pub.id))
@@ -155,7 +156,7 @@ void pf_pat_scatter_fold(struct pf_tracker *t, struct stream *x,
 	pf_pat_stream_release(t, x);
 }
 
-void pf_pat_scatter_classify(const struct pf_tracker *t, struct stream *x)
+void pf_pat_scatter_classify(const struct pf_tracker *t, struct pat_stream *x)
 {
 	x->pub.pattern = pf_pat_cl_count_waiting(t, x->pub.id) >= RANDOM_MIN ?
 				 PF_PAT_RANDOM : PF_PAT_UNKNOWN;
@@ -166,11 +167,11 @@ void pf_pat_scatter_classify(const struct pf_tracker *t, struct stream *x)
  * chain_find) spaced @d apart: make it STRIDED and take in the earlier
  * records that were left in the scatter or in streams of their own.
  */
-void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
+void pf_pat_make_strided(struct pf_tracker *t, struct pat_stream *s,
 		  const struct cluster *c, struct cluster **rec,
 		  uint64_t d)
 {
-	struct stream *x = scatter_get(t);
+	struct pat_stream *x = scatter_get(t);
 	struct rec_info info[3];
 	unsigned ninfo = 0;
 	uint64_t record = 0;
@@ -185,7 +186,7 @@ void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
 
 	for (unsigned i = 0; i < 3; i++) {
 		struct cluster *m = rec[i];
-		struct stream *o;
+		struct pat_stream *o;
 		bool alone = true;
 
 		if (!m || m->owner == s->pub.id)
@@ -236,7 +237,7 @@ void pf_pat_make_strided(struct pf_tracker *t, struct stream *s,
 
 /* Stream @s was wrongly STRIDED or stopped being so: keep segment @keep
  * (all if negative) and learn afresh. */
-void pf_pat_demote(struct stream *s, int keep)
+void pf_pat_demote(struct pat_stream *s, int keep)
 {
 	if (keep >= 0) {
 		s->seg[0] = s->seg[keep];
@@ -252,7 +253,7 @@ void pf_pat_demote(struct stream *s, int keep)
 
 /* After a READ at @off, record @q position @pos (from stride_fit), joined
  * strided stream @s in segment @idx. */
-void pf_pat_stride_update(struct stream *s, uint64_t off, int64_t q,
+void pf_pat_stride_update(struct pat_stream *s, uint64_t off, int64_t q,
 		   int64_t pos, unsigned idx)
 {
 	int64_t slack = (int64_t)stride_slack(s);

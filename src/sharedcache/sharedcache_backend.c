@@ -76,10 +76,11 @@ static uint64_t sc_capacity(struct pf_backend *be)
 	return in->ops->capacity ? in->ops->capacity(in) : 0;
 }
 
-static bool sc_holds(struct pf_backend *be, struct pf_bfile *f,
+static bool sc_holds(struct pf_backend *be, struct pf_bfile *bf,
 		     uint64_t size)
 {
 	struct pf_backend *in = to_sc(be)->inner;
+	struct sc_file *f = to_scfile(bf);
 
 	return in->ops->holds ? in->ops->holds(in, f->inner, size) : false;
 }
@@ -89,7 +90,7 @@ static int sc_open(struct pf_backend *be, const char *path,
 {
 	struct sc *t = to_sc(be);
 	struct pf_bfile *in = NULL;
-	struct pf_bfile *f;
+	struct sc_file *f;
 	int ret;
 
 	*out = NULL;
@@ -103,13 +104,14 @@ static int sc_open(struct pf_backend *be, const char *path,
 	}
 	f->inner = in;
 	pf_sc_fid_of(&t->keys, t->source, path, st, &f->fid);
-	*out = f;
+	*out = (struct pf_bfile *)f;
 	return 0;
 }
 
-static void sc_close(struct pf_backend *be, struct pf_bfile *f)
+static void sc_close(struct pf_backend *be, struct pf_bfile *bf)
 {
 	struct sc *t = to_sc(be);
+	struct sc_file *f = to_scfile(bf);
 
 	if (!f)
 		return;

@@ -74,10 +74,20 @@ enum pc_state {
 	PC_FILLWAIT,	/* the node owning it will read it (the fill) */
 };
 
-struct pf_bfile {
+/*
+ * An open file of the tier: what the engine holds as the opaque struct
+ * pf_bfile (pf_backend.h) is one of these; to_scfile() converts.  @inner
+ * is the inner backend's handle of the same file.
+ */
+struct sc_file {
 	struct pf_bfile *inner;
 	struct pf_sc_fid fid;
 };
+
+static inline struct sc_file *to_scfile(struct pf_bfile *bf)
+{
+	return (struct sc_file *)bf;
+}
 
 /* One piece of an op. */
 struct sc_pc {
@@ -113,7 +123,7 @@ struct sc_op {
 	struct sc_op *next;	/* the queue or wait list it is on */
 	struct pf_bio *ubio;	/* the reader's; NULL once answered */
 	struct pf_bio ibio;	/* OP_PASS: the read to the inner backend */
-	struct pf_bfile *f;	/* until the reader is answered */
+	struct sc_file *f;	/* until the reader is answered */
 	/* the file's version: the store's copy (the file may be closed by
 	 * then) */
 	struct pf_sc_fid fid;

@@ -222,7 +222,7 @@ static int submit_pass(struct sc *t, struct pf_bio *ubio)
 	op->type = OP_PASS;
 	op->t = t;
 	op->ubio = ubio;
-	op->ibio = (struct pf_bio){ .file = ubio->file->inner,
+	op->ibio = (struct pf_bio){ .file = to_scfile(ubio->file)->inner,
 				    .off = ubio->off, .iov = ubio->iov,
 				    .iovcnt = ubio->iovcnt, .done = pass_done,
 				    .started = ubio->started ? inner_started :
@@ -442,7 +442,7 @@ static int submit_staged(struct sc *t, struct sc_op *op)
 int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	struct sc *t = to_sc(be);
-	struct pf_bfile *f;
+	struct sc_file *f;
 	uint64_t total = 0;
 	uint64_t end;
 	uint64_t p0;
@@ -461,7 +461,7 @@ int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 		return -ESHUTDOWN;
 	}
 	pthread_mutex_unlock(&t->lock);
-	f = bio->file;
+	f = to_scfile(bio->file);
 	if (total == 0 || bio->off >= f->fid.size)
 		return submit_pass(t, bio);	/* the store says what */
 	end = bio->off + total < f->fid.size ? bio->off + total : f->fid.size;

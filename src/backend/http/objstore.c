@@ -76,8 +76,9 @@
  * destroy.  It takes o->lock as the ops do and never requests under it;
  * o->save_lock orders the writers of the file (refresher, destroy).
  *
- * Ownership: a struct pf_bfile belongs to the engine between open() and
- * close(); a bio's request (struct oio) is freed by its completion.
+ * Ownership: a struct obj_file (the engine's opaque struct pf_bfile)
+ * belongs to the engine between open() and close(); a bio's request
+ * (struct oio) is freed by its completion.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -103,7 +104,11 @@
 #include "pf_strbuf.h"
 #include "objstore_int.h"
 
-struct pf_bfile {
+/*
+ * An open object: what the engine holds as the opaque struct pf_bfile
+ * (pf_backend.h) is one of these; to_ofile() converts.
+ */
+struct obj_file {
 	struct obj *o;
 	char *path;
 	char *url;
@@ -113,11 +118,16 @@ struct pf_bfile {
 	struct lpin *lazy;	/* pinned by the first GET, or NULL */
 };
 
+static struct obj_file *to_ofile(struct pf_bfile *bf)
+{
+	return (struct obj_file *)bf;
+}
+
 /* One bio's request. */
 struct oio {
 	struct pf_creq r;
 	struct pf_bio *bio;
-	struct pf_bfile *f;
+	struct obj_file *f;
 };
 
 /* ---- ops ---------------------------------------------------------------- */
@@ -356,7 +366,7 @@ static int obj_open(struct pf_backend *be, const char *path,
 {
 	struct obj *o = (struct obj *)be;
 	struct lpin *lazy = NULL;
-	struct pf_bfile *f;
+	struct obj_file *f;
 	struct pf_creq r;
 	char url[URL_MAX];
 	struct ent e;
@@ -426,15 +436,17 @@ static int obj_open(struct pf_backend *be, const char *path,
 	f->lazy = lazy;
 	lazy = NULL;
 	pf_obj_fill_stat(st, &e, o->mount_time);
-	*out = f;
+	*out = (struct pf_bfile *)f;
 	ret = 0;
 out:
 	pf_obj_lpin_put(lazy);
 	return ret;
 }
 
-static void obj_close(struct pf_backend *be, struct pf_bfile *f)
+static void obj_close(struct pf_backend *be, struct pf_bfile *bf)
 {
+	struct obj_file *f = to_ofile(bf);
+
 	(void)be;
 	pf_obj_lpin_put(f->lazy);
 	free(f->path);
@@ -471,7 +483,7 @@ static void ent_stale(struct obj *o, const char *path)
  * its time, which later opens send as If-Unmodified-Since.  Without
  * either, the entry keeps sharing the pin.
  */
-static void lazy_record(struct obj *o, struct pf_bfile *f)
+static void lazy_record(struct obj *o, struct obj_file *f)
 {
 	const struct pf_cpin *p = &f->lazy->cpin;
 	char dirbuf[PATH_MAX];
@@ -538,7 +550,7 @@ static void oio_started(struct pf_creq *r)
 static int obj_submit(struct pf_backend *be, struct pf_bio *bio)
 {
 	struct obj *o = (struct obj *)be;
-	struct pf_bfile *f = bio->file;
+	struct obj_file *f = to_ofile(bio->file);
 	uint64_t want = 0;
 	struct oio *io;
 	int ret;

@@ -39,7 +39,8 @@
  * Ownership: the submitter owns a bio until done(), which is called exactly
  * once and after which the backend never touches the bio or its file (done()
  * may free the bio, and close the file if it was its last bio).  A struct
- * pf_bfile owns its fd and is freed by close().  Each io_uring slot owns a
+ * posix_file (the engine's pf_bfile) owns its fd and is freed by close().
+ * Each io_uring slot owns a
  * private iovec array used only when a short read of a multi-iovec bio is
  * resubmitted (bio->iov is the submitter's and const), and so does each
  * pread worker; it grows on demand and lives as long as the backend, so
@@ -421,7 +422,7 @@ static int posix_open(struct pf_backend *be, const char *path,
 		      struct pf_bfile **out, struct stat *st)
 {
 	struct posix_backend *pb = to_pb(be);
-	struct pf_bfile *f;
+	struct posix_file *f;
 	size_t len;
 	int fd = -1;
 	int flags;
@@ -472,8 +473,8 @@ static int posix_open(struct pf_backend *be, const char *path,
 	f->ctime = st->st_ctim;
 	atomic_init(&f->warned, false);
 	memcpy(f->path, path, len + 1);
-	fd = -1;		/* the bfile owns it now */
-	*out = f;
+	fd = -1;		/* the file owns it now */
+	*out = (struct pf_bfile *)f;
 	ret = 0;
 out:
 	if (fd >= 0)
@@ -481,8 +482,10 @@ out:
 	return ret;
 }
 
-static void posix_close(struct pf_backend *be, struct pf_bfile *f)
+static void posix_close(struct pf_backend *be, struct pf_bfile *bf)
 {
+	struct posix_file *f = to_pfile(bf);
+
 	(void)be;
 	if (!f)
 		return;
@@ -557,7 +560,7 @@ int pf_posix_iov_skip(const struct iovec *iov, int cnt, uint64_t skip,
 int64_t pf_posix_pin_check(const struct pf_bio *bio, uint64_t total,
 		  int64_t res)
 {
-	struct pf_bfile *f = bio->file;
+	struct posix_file *f = to_pfile(bio->file);
 	uint64_t expect = 0;
 	struct stat st;
 

@@ -33,7 +33,11 @@
 /* an IORING_OP_READ length is 32 bits; larger reads go in pieces */
 #define MAX_READ_CHUNK		(1u << 30)
 
-struct pf_bfile {
+/*
+ * An open file of the directory: what the engine holds as the opaque
+ * struct pf_bfile (pf_backend.h) is one of these; to_pfile() converts.
+ */
+struct posix_file {
 	int fd;
 	uint64_t size;		/* pinned at open */
 	struct timespec mtime;	/* pinned at open */
@@ -42,6 +46,11 @@ struct pf_bfile {
 	atomic_bool warned;	/* "changed during read" logged already */
 	char path[];		/* for log messages */
 };
+
+static inline struct posix_file *to_pfile(struct pf_bfile *bf)
+{
+	return (struct posix_file *)bf;
+}
 
 /* A private, growable iovec array. */
 struct iov_scratch {

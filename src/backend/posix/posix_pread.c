@@ -59,7 +59,7 @@ static void pr_read(struct pr_worker *w, struct pf_bio *bio)
 				bio->iov, bio->iovcnt, bio->bdone, left);
 			iov = left;
 		}
-		n = preadv(bio->file->fd, iov, cnt,
+		n = preadv(to_pfile(bio->file)->fd, iov, cnt,
 			   (off_t)(bio->off + bio->bdone));
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)

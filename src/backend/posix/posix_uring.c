@@ -93,11 +93,12 @@ static int ur_issue(struct posix_backend *pb, struct ur_slot *s)
 		unsigned len = left < MAX_READ_CHUNK ? (unsigned)left
 						     : MAX_READ_CHUNK;
 
-		io_uring_prep_read(sqe, bio->file->fd,
+		io_uring_prep_read(sqe, to_pfile(bio->file)->fd,
 				   (char *)iov[0].iov_base + bio->bdone, len,
 				   off);
 	} else {
-		io_uring_prep_readv(sqe, bio->file->fd, iov, cnt, off);
+		io_uring_prep_readv(sqe, to_pfile(bio->file)->fd, iov, cnt,
+				    off);
 	}
 	io_uring_sqe_set_data(sqe, s);
 	return 0;

@@ -55,7 +55,7 @@
 #include "pf_log.h"
 #include "pf_pool.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define XD_DIRS 64		/* directories learned at once */
 #define XD_RECENT 8		/* opens remembered per directory */

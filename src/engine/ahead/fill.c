@@ -62,7 +62,7 @@
 #include "pf_log.h"
 #include "pf_pool.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define FILL_HOLD_NS (600ull * 1000000000ull)
 /* the fill through a disk tier keeps at most max_memory / this in flight */
@@ -215,17 +215,22 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 	pf_warn("advice: random reads of %s%s", fl->advice_what, fl->advice);
 }
 
-/* Under the lock: the advice, if any, as a JSON array's string; the file
- * it is about named when @paths (the mount's owner sees it). */
-void pf_fill_advice(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
+/* Under the lock: the stats' "advice", what the user can do that the
+ * daemon cannot: the fill's advice, if any, the file it is about named
+ * when @paths (the mount's owner sees it). */
+static void fill_advice_json(struct pf_engine *e, struct pf_strbuf *sb,
+			     bool paths)
 {
 	char line[ADVICE_MAX + ADVICE_PATH + 32];
 
-	if (!e->fill || !e->fill->advice[0])
-		return;
-	snprintf(line, sizeof(line), "random reads of %s%s",
-		 paths ? e->fill->advice_what : "a file", e->fill->advice);
-	pf_strbuf_add_json(sb, line);
+	pf_strbuf_addf(sb, ",\n  \"advice\": [");
+	if (e->fill->advice[0]) {
+		snprintf(line, sizeof(line), "random reads of %s%s",
+			 paths ? e->fill->advice_what : "a file",
+			 e->fill->advice);
+		pf_strbuf_add_json(sb, line);
+	}
+	pf_strbuf_addf(sb, "]");
 }
 
 /* Readers open the files below @root in random order (the learner). */
@@ -628,14 +633,12 @@ void pf_fill_plan(struct pf_engine *e, struct deferred *later)
 	}
 }
 
-/* Under the lock: a fetch of the fill ended (@err 0: its bytes came); the
- * last one in flight may end the fill (pf_fill_work()). */
-void pf_fill_fetched(struct pf_engine *e, const struct fetch *ft, int err)
+/* Under the lock: a fetch ended; the fill's last one in flight may end
+ * the fill (pf_fill_work()). */
+void pf_fill_fetched(struct pf_engine *e)
 {
 	struct fill *fl = e->fill;
 
-	(void)ft;
-	(void)err;
 	if (!fl)
 		return;
 	if (!e->fill_inflight && !fl->npend && fl->state == FILL_RUNNING)
@@ -726,4 +729,5 @@ void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 		       fl->on_disk, fill_done_bytes(e), fl->bytes_total,
 		       budget, memory ? "memory" : "disk",
 		       fl->through ? "true" : "false");
+	fill_advice_json(e, sb, paths);
 }

@@ -50,7 +50,7 @@
 #include <string.h>
 
 #include "pf_log.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define NEXT_LIST_NS (10ull * 1000000000ull) /* a listing is reused 10 s */
 #define GHOST_FRESH_NS (5ull * 1000000000ull)
@@ -238,17 +238,6 @@ void pf_next_names_sort(struct names *ns)
 		ns->size[i] = v[i].size;
 	}
 	free(v);
-}
-
-/* Under the lock: the file of @path in e->files, or NULL (an older
- * version that a newer one replaced is not that file, efile.c). */
-struct pf_efile *pf_efile_lookup(struct pf_engine *e, const char *path)
-{
-	struct pf_efile *c = pf_efile_by_path(e, path, NULL);
-
-	while (c && c->stale)
-		c = pf_efile_by_path(e, path, c);
-	return c;
 }
 
 /*

@@ -47,7 +47,7 @@
 #include <stdlib.h>
 
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 struct opener {
 	pthread_t threads[OPENER_THREADS];	/* set before threads start */

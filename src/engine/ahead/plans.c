@@ -53,7 +53,7 @@
 #include "pf_hint.h"
 #include "pf_log.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 #include "plans_int.h"
 
 /* ---- files ------------------------------------------------------------- */

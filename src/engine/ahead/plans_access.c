@@ -28,7 +28,7 @@
 
 #include "pf_hash.h"
 #include "pf_hint.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define DIRS_MAX	(1u << 20)
 #define DIRS_BUCKETS	4096

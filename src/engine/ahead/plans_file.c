@@ -25,7 +25,7 @@
 #include "pf_hint.h"
 #include "pf_log.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 #include "plans_int.h"
 
 #define BATCH_KEEP	4096	/* entries of a batch kept across writes */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "pf_hint.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 #define MAX_HINT_OPEN	1024	/* backend files held open for plans */
 #define MAX_PENDING	256	/* ranges being fetched */

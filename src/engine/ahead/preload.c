@@ -50,7 +50,7 @@
 
 #include "pf_log.h"
 #include "pf_strbuf.h"
-#include "../engine_int.h"
+#include "ahead_int.h"
 
 /* files opened or read at once per job: as many as the fill keeps */
 #define PRELOAD_AHEAD(e) (2 * (engine_max_requests(e) - (e)->cfg.max_inflight))
