@@ -3,6 +3,7 @@
 #
 #   make bench && bench/ab.sh [--compute-ms 160] [--shard-size 512M]
 #                             [--rounds 3] [--latency-ms 50] [--bw 64M]
+#                             [--loads "trainer fio"]
 #                             LABEL=BINARY[,OPTIONS] ...
 #
 #   bench/ab.sh --rounds 5 old=/tmp/prefetchfs.old new=./prefetchfs
@@ -18,6 +19,11 @@
 # together, each on its own --shard-size shard, 1 MiB read()s after
 # POSIX_FADV_SEQUENTIAL, 8 MiB batches, --compute-ms after each.
 #
+# --loads adds the same four readers as fio jobs (fio, psync 1 MiB
+# read()s, thinktime --compute-ms every 8 MiB, the load other FUSE
+# mounts' benchmarks use; data wait from examples/fio/datawait.py), each
+# on a fresh mount after the trainer's: rows LABEL/fio.  Both loads read
+# the same bytes the same way, so their CPU per GiB must agree.
 # Each row: the four readers' mean data wait % (and each one's), the
 # points above that round's floor, open and first-batch ms, the batch
 # wait p50 / p90 ms, the daemon's CPU seconds per GiB delivered (from
@@ -31,6 +37,7 @@ SHARD=512M
 ROUNDS=3
 LAT=50
 BW=64M
+LOADS=trainer
 SPECS=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -39,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--latency-ms) LAT=$2; shift 2 ;;
 	--bw) BW=$2; shift 2 ;;
+	--loads) LOADS=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^# OPTIONS are/p' "$0"; exit 0 ;;
 	-*) echo "bench/ab.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	*=*) SPECS+=("$1"); shift ;;
@@ -55,6 +63,13 @@ for t in bench/delayproxy bench/trainer bench/mkdata; do
 	[ -x "$t" ] || { echo "bench/ab.sh: $t missing: run 'make bench' first" >&2; exit 1; }
 done
 command -v nginx >/dev/null || { echo "bench/ab.sh: nginx missing: run tests/deps.sh" >&2; exit 1; }
+for load in $LOADS; do
+	case $load in
+	trainer) ;;
+	fio) command -v fio >/dev/null || { echo "bench/ab.sh: fio missing: run tests/deps.sh" >&2; exit 1; } ;;
+	*) echo "bench/ab.sh: --loads: '$load' is not trainer or fio" >&2; exit 2 ;;
+	esac
+done
 
 # temporary dirs, mounts and servers that are always cleaned up
 . tests/lib.sh
@@ -97,6 +112,35 @@ print("%.2f" % (sum(w) / 4), " ".join("%.1f" % x for x in w),
 PY
 }
 
+# readers_fio DIR: the same four readers as fio jobs; prints
+# "WAIT W0 W1 W2 W3 - - - -"
+readers_fio() {
+	cat >"$WORK/ab.fio" <<FIO
+[global]
+ioengine=psync
+rw=read
+bs=1M
+thinktime=${COMPUTE}ms
+thinktime_blocks=8
+[shards]
+numjobs=4
+filename_format=shard-\$jobnum.bin
+FIO
+	if ! fio --readonly --output-format=json --directory="$1/shards" \
+		"$WORK/ab.fio" >"$WORK/fio.json" 2>"$WORK/fio.err" ||
+	   ! /usr/bin/python3 examples/fio/datawait.py "$WORK/fio.json" >"$WORK/fio.rows"; then
+		echo "bench/ab.sh: fio over $1 failed:" >&2
+		cat "$WORK/fio.err" "$WORK/fio.rows" >&2
+		return 1
+	fi
+	python3 - "$WORK/fio.rows" <<'PY'
+import sys
+rows = [dict(t.split("=", 1) for t in l.split() if "=" in t) for l in open(sys.argv[1])]
+w = [float(r["data_wait_pct"]) for r in rows]
+print("%.2f" % (sum(w) / len(w)), " ".join("%.1f" % x for x in w), "- - - -")
+PY
+}
+
 echo "# bench/ab.sh ($(date -u '+%Y-%m-%d %H:%M'), $(bench_machine))"
 echo "# four readers x $SHARD, 8 MiB batches, $COMPUTE ms compute; nginx behind delayproxy $LAT ms, $BW/s a connection"
 printf '%-5s %-10s %6s %6s  %-19s %-15s %-15s %-23s %-19s %6s %4s\n' \
@@ -107,8 +151,11 @@ for round in $(seq "$ROUNDS"); do
 	read -r fw a b c d open first p50 p90 < <(readers "$WORK/www")
 	printf '%-5s %-10s %6s %6s  %-19s %-15s %-15s %-23s %-19s %6s %4s\n' \
 		"$round" floor "$fw" - "$a $b $c $d" "$open" "$first" "$p50" "$p90" - -
-	for spec in "${SPECS[@]}"; do
+	for row in $(for load in $LOADS; do for i in "${!SPECS[@]}"; do echo "$load:$i"; done; done); do
+		load=${row%%:*}
+		spec=${SPECS[${row#*:}]}
 		label=${spec%%=*}
+		[ "$load" = trainer ] || label="$label/$load"
 		rest=${spec#*=}
 		bin=${rest%%,*}
 		opts=${rest#"$bin"}
@@ -117,7 +164,11 @@ for round in $(seq "$ROUNDS"); do
 		pf_mount "$URL" "$WORK/m" ${opts:+-o "$opts"} || { echo "bench/ab.sh: $label: mount failed" >&2; exit 1; }
 		pid=$(pf_pid "$WORK/m")
 		t0=$(daemon_cpu "$pid")
-		read -r w a b c d open first p50 p90 < <(readers "$WORK/m")
+		if [ "$load" = fio ]; then
+			read -r w a b c d open first p50 p90 < <(readers_fio "$WORK/m")
+		else
+			read -r w a b c d open first p50 p90 < <(readers "$WORK/m")
+		fi
 		cpu=$(python3 -c "print('%.2f' % (($(daemon_cpu "$pid") - $t0) / $GIB))")
 		rss=$(daemon_hwm "$pid")
 		pf_umount "$WORK/m"

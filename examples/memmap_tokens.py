@@ -3,7 +3,7 @@
 
     /usr/bin/python3 examples/memmap_tokens.py [--mode sequential|random]
         [--block-size 1024] [--batch 12] [--compute-ms 40] [--steps 0]
-        [--check SOURCE] FILE
+        [--seconds 0] [--check SOURCE] FILE
     /usr/bin/python3 examples/memmap_tokens.py --make FILE SIZE
 
 FILE is a flat file of uint16 tokens (nanoGPT's train.bin), for example on
@@ -26,6 +26,8 @@ data arrives through page faults of the mapping, not read() calls:
                      (random reads: no read-ahead helps); --steps 0 is as
                      many steps as one pass would take.
 After each step the loop "computes" (sleeps) for --compute-ms.
+--seconds S runs steps until S seconds have passed instead (--steps is
+then ignored).
 
 --check SOURCE compares every row with the same tokens read from SOURCE
 (the file the mount serves) and fails on a difference; the time it takes
@@ -33,7 +35,9 @@ is left out of the figures.  --make writes SIZE bytes of deterministic
 pseudo-random tokens (vocabulary 50257, as GPT-2's) to FILE.
 
 Output, one line of key=value pairs (as examples/simple_trainer.py):
-data_wait_pct = (wall - compute) / wall.
+data_wait_pct = (wall - compute) / wall; wait_h1_pct and wait_h2_pct are
+the same over the steps that started in the first and in the second half
+of the run (a cold start against a warm end).
 """
 import argparse
 import os
@@ -98,6 +102,8 @@ def main():
                     help="simulated compute per step, ms")
     ap.add_argument("--steps", type=int, default=0,
                     help="steps to run; 0: one pass over the file")
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="run this long instead of --steps (0: --steps)")
     ap.add_argument("--seed", type=int, default=1337, help="random mode's seed")
     ap.add_argument("--check", metavar="SOURCE",
                     help="compare every row with the same tokens of SOURCE")
@@ -115,8 +121,10 @@ def main():
         return 0
     if not a.file:
         ap.error("a token FILE (or --make FILE SIZE) is needed")
-    if a.block_size <= 0 or a.batch <= 0 or a.steps < 0 or a.compute_ms < 0:
-        ap.error("--block-size and --batch must be positive, --steps and --compute-ms not negative")
+    if a.block_size <= 0 or a.batch <= 0 or a.steps < 0 or a.compute_ms < 0 \
+            or a.seconds < 0:
+        ap.error("--block-size and --batch must be positive, --steps, "
+                 "--seconds and --compute-ms not negative")
     try:
         ntok = os.path.getsize(a.file) // TOKEN
     except OSError as e:
@@ -126,6 +134,8 @@ def main():
     if ntok < row:
         ap.error("%s holds %d tokens, fewer than one row of %d" % (a.file, ntok, row))
     steps = a.steps or max(1, (ntok - 1) // per_step)
+    if a.seconds:
+        steps = 1 << 62
     src = None
     if a.check:
         try:
@@ -139,9 +149,14 @@ def main():
     pos = 0
     tokens = nrows = mismatches = 0
     compute = checking = 0.0
+    per_step_t = []     # (start, wall, compute) of each step, timed clock
+    done = 0
     t0 = time.monotonic()
     try:
         for _ in range(steps):
+            s0 = time.monotonic() - t0 - checking
+            if a.seconds and s0 >= a.seconds:
+                break
             data = np.memmap(a.file, dtype=np.uint16, mode="r")
             if a.mode == "random":
                 ix = rng.integers(0, ntok - row + 1, a.batch)
@@ -170,16 +185,25 @@ def main():
                 checking += time.monotonic() - k0
             c0 = time.monotonic()
             time.sleep(a.compute_ms / 1000.0)
-            compute += time.monotonic() - c0
+            c1 = time.monotonic()
+            compute += c1 - c0
+            per_step_t.append((s0, c1 - t0 - checking - s0, c1 - c0))
+            done += 1
     except OSError as e:
         sys.exit("memmap_tokens.py: %s: %s" % (a.file, e))
     wall = time.monotonic() - t0 - checking
     nbytes = tokens * TOKEN
     wait = wall - compute
+    halves = []
+    for first in (True, False):
+        w = [(sw, sc) for st, sw, sc in per_step_t if (st < wall / 2) == first]
+        sw = sum(x[0] for x in w)
+        halves.append(100.0 * (sw - sum(x[1] for x in w)) / sw if sw else 0)
     line = ("steps=%d tokens=%d bytes=%d wall_s=%.3f compute_s=%.3f "
-            "data_wait_pct=%.1f samples_s=%.0f mb_s=%.1f" % (
-                steps, tokens, nbytes, wall, compute,
-                100.0 * wait / wall if wall else 0,
+            "data_wait_pct=%.1f wait_h1_pct=%.1f wait_h2_pct=%.1f "
+            "samples_s=%.0f mb_s=%.1f" % (
+                done, tokens, nbytes, wall, compute,
+                100.0 * wait / wall if wall else 0, halves[0], halves[1],
                 nrows / wall if wall else 0,
                 nbytes / wall / 1e6 if wall else 0))
     if src is not None:

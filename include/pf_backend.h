@@ -80,6 +80,14 @@ struct pf_bio {
  * it, so a shared tier may wait longer for a node that reads it anyway.
  */
 #define PF_BIO_FILL 0x1
+/*
+ * The read is for the backend's own cache tier (the fill of a file or
+ * tree bigger than memory through a disk cache): a caching decorator
+ * reads it after the reads of readers, and calls done() only once the
+ * bytes are in its cache, so that the submitter may drop them at once.
+ * A backend that caches nothing ignores it.
+ */
+#define PF_BIO_CACHE 0x2
 
 struct pf_backend_ops {
 	const char *name;	/* "posix", "http", "s3" */
@@ -133,6 +141,18 @@ struct pf_backend_ops {
 	 */
 	bool (*holds)(struct pf_backend *be, struct pf_bfile *f,
 		      uint64_t size);
+	/*
+	 * Optional: how many bytes of open file @f from @off on, in one run,
+	 * the backend holds cached itself (*@held set) or does not (*@held
+	 * cleared), looking at [@off, @off + @len): at least one byte when
+	 * @len is not 0.  The run ends where the tier's blocks do (or at the
+	 * end of the file), so it may reach past @off + @len: a read of less
+	 * than a block is read as the whole block.  The fill through a disk
+	 * tier reads only what it lacks, a block at a time at least.
+	 * Touches nothing.  Any thread, must not block.
+	 */
+	uint64_t (*held_run)(struct pf_backend *be, struct pf_bfile *f,
+			     uint64_t off, uint64_t len, bool *held);
 };
 
 struct pf_backend {

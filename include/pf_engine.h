@@ -53,6 +53,10 @@ struct pf_engine_cfg {
 				 * file) that fits the cache: the rest is read
 				 * in the background */
 	unsigned dirahead_files;	/* files opened ahead at most (0: 256) */
+	uint64_t memory_aside;	/* bytes of the -o max_memory the daemon
+				 * gave other tiers (a disk cache's staging
+				 * and index), not in max_memory: the fill's
+				 * advice adds them */
 	/*
 	 * The engine's clock, monotonic nanoseconds: READ arrivals and
 	 * completions as the pattern tracker sees them, wait times, ages.

@@ -95,6 +95,23 @@ static void settle(void)
 	}
 }
 
+/* The number after "@name": in the stats. */
+static uint64_t stats_num(const char *name)
+{
+	char *js = pf_engine_stats_json(eng, "test");
+	char pat[64];
+	const char *p;
+	uint64_t v;
+
+	ck_assert_ptr_nonnull(js);
+	snprintf(pat, sizeof(pat), "\"%s\": ", name);
+	p = strstr(js, pat);
+	ck_assert_ptr_nonnull(p);
+	v = strtoull(p + strlen(pat), NULL, 10);
+	free(js);
+	return v;
+}
+
 /* ---- tests ------------------------------------------------------------- */
 
 START_TEST(test_ahead_rule)
@@ -135,6 +152,28 @@ START_TEST(test_in_order_one_dir)
 	ck_assert_uint_le(tb.opens, 40 + 32);
 	ck_assert(stats_has("\"dirs_in_order\": 1"));
 	ck_assert(stats_has("\"state\": \"off\""));
+}
+END_TEST
+
+/* A directory's first open: the small files after it are read ahead at
+ * once (a guess), so the reader's second and later files do not wait. */
+START_TEST(test_first_open_guesses)
+{
+	struct pf_engine_totals t;
+	unsigned hits = 0;
+
+	read_whole(2, 0);
+	/* the listing comes (a next-file thread), then the guess's opens */
+	for (int i = 0; i < 500 && stats_num("asked") < 8; i++)
+		usleep(10000);
+	settle();
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(stats_num("asked"), 8);
+	ck_assert_uint_ge(t.next_files, 8);
+	for (unsigned f = 1; f < 8; f++)
+		if (read_whole(2, f))
+			hits++;
+	ck_assert_uint_eq(hits, 7);
 }
 END_TEST
 
@@ -250,12 +289,20 @@ START_TEST(test_random_fill_fits)
 	struct pf_engine_totals t;
 	unsigned hits = 0;
 	unsigned before;
+	uint64_t asked;
 
-	for (unsigned k = 0; k < 20; k++)
+	for (unsigned k = 0; k < 2; k++)
+		read_whole(k % 2, shuffled(k / 2));
+	/* a directory's first open guesses a reader in name order (8 small
+	 * files each), if its listing came before a second open there */
+	settle();
+	asked = stats_num("asked");
+	ck_assert_uint_le(asked, 16);
+	for (unsigned k = 2; k < 20; k++)
 		read_whole(k % 2, shuffled(k / 2));
 	pf_engine_totals(eng, &t);
-	/* no read-ahead across files for a random reader */
-	ck_assert(stats_has("\"asked\": 0"));
+	/* then no read-ahead across files for a random reader */
+	ck_assert_uint_eq(stats_num("asked"), asked);
 	/* the whole tree (every directory: the opens' common root) is filled
 	 * in the background */
 	ck_assert(stats_wait("\"state\": \"done\""));
@@ -453,6 +500,7 @@ static Suite *dirahead_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_ahead_rule);
 	tcase_add_test(tc, test_in_order_one_dir);
+	tcase_add_test(tc, test_first_open_guesses);
 	tcase_add_test(tc, test_in_order_n_dirs);
 	tcase_add_test(tc, test_n_ranks_striding);
 	suite_add_tcase(s, tc);

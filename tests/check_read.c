@@ -5,7 +5,8 @@
  * comes as READs of 1 MiB - 16 and 16 bytes).  Read-ahead must not wait
  * for the demand fetch of the block such a READ ends in, nor end its
  * first window off a block boundary; a reader at random offsets must not
- * get whole blocks it did not ask for.  With read_timeout_ns (an object
+ * get whole blocks it did not ask for, and a random stream's miss fetches
+ * its READ's pages, not fetch_size.  With read_timeout_ns (an object
  * store's request_timeout) a READ still waiting then gets EIO
  * (read_deadline.c), and the READs that would fetch again a range whose
  * fetch timed out get EIO at once, until that time has passed again.
@@ -206,6 +207,77 @@ START_TEST(test_ready_read_answered_before_its_fetches)
 }
 END_TEST
 
+/*
+ * A reader at random offsets of a file that fits no cache (the fill does
+ * not take it): every miss fetches its READ's pages, one backend read of
+ * them, neither fetch_size (4 MiB here) nor a block more.  The READs are
+ * as the kernel sends a memmap reader's page faults (its read-around:
+ * 128 KiB around the fault) and as a reader of small records sends them.
+ */
+static void setup_random(void)
+{
+	struct pf_engine_cfg cfg;
+	struct stat st;
+
+	tb_reset(&t_ops);
+	tb_add_file("a", FSIZE, pattern_data(FSIZE, 1));
+	harness_cfg(&cfg, 16u << 20, 16);
+	cfg.fetch_size = 4u << 20;
+	cfg.fill = 1;
+	engine_start(&cfg);
+	ef = pf_efile_new(eng, "a", 7);
+	ck_assert_ptr_nonnull(ef);
+	ck_assert_int_eq(pf_efile_open(ef, &st), 0);
+}
+
+START_TEST(test_random_miss_fetches_its_read)
+{
+	uint64_t asked = 0;
+	uint32_t x = 7;
+	struct pf_engine_totals t;
+	char *js;
+
+	/* each READ in its own MiB of the file, in a shuffled order, so
+	 * that no READ finds another's bytes */
+	for (unsigned i = 0; i < 64; i++) {
+		unsigned slot = (i * 37 + 5) % 64;
+		bool small = i % 4 == 3;
+		uint64_t off, lo, hi, bytes;
+		size_t size;
+		unsigned of_len = 0;
+
+		x = x * 1103515245u + 12345u;
+		off = (uint64_t)slot << 20;
+		if (small) {
+			off += x % (512u << 10);
+			size = 3000;
+		} else {
+			off += (x % 128) * 4096;
+			size = 128u << 10;
+		}
+		lo = off & ~4095ull;
+		hi = (off + size + 4095) & ~4095ull;
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, size, t_reply, rq);
+		ck_assert_uint_eq(count_pending_len(0, &bytes, hi - lo,
+						    &of_len), 1);
+		ck_assert_uint_eq(of_len, 1);
+		ck_assert_uint_eq(tb.pending->off, lo);
+		complete_pending();
+		ck_assert_int_eq(rq->done, 1);
+		assert_bytes(rq, off, size);
+		asked += hi - lo;
+	}
+	pf_engine_totals(eng, &t);
+	ck_assert_uint_eq(t.bytes_fetched, asked);
+	ck_assert_uint_eq(t.bytes_prefetched, 0);
+	js = pf_engine_stats_json(eng, "t");
+	ck_assert_ptr_nonnull(strstr(js, "\"pattern\": \"random\""));
+	ck_assert_ptr_nonnull(strstr(js, "\"state\": \"too_big\""));
+	free(js);
+}
+END_TEST
+
 static void setup_deadline(void)
 {
 	fake_clock = 1;
@@ -280,6 +352,12 @@ static Suite *read_suite(void)
 	tcase_add_test(tc, test_demand_fetch_takes_the_last_block_whole);
 	tcase_add_test(tc, test_random_read_fetches_its_pages_only);
 	tcase_add_test(tc, test_ready_read_answered_before_its_fetches);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("random");
+	tcase_add_checked_fixture(tc, setup_random, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_random_miss_fetches_its_read);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dropped");

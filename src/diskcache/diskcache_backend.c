@@ -3,8 +3,8 @@
  * backend and keeps the blocks read through it in a pf_dc store (see
  * diskcache.c), so that they are read from local disk the next time, in
  * this run or after a remount.  This file holds its ops table and life
- * cycle: the pass-through ops, open/close, capacity/holds, stats, create,
- * cancel and destroy.  The data path is cut into files along it
+ * cycle: the pass-through ops, open/close, capacity/holds/held_run, stats,
+ * create, cancel and destroy.  The data path is cut into files along it
  * (diskcache_int.h): the read path, hits and misses, is diskcache_read.c;
  * ops and the staging pool diskcache_stage.c; the ring thread, which reads
  * hits and writes misses back, diskcache_ring.c.
@@ -22,7 +22,11 @@
  *    blocks, into a staging buffer; its completion copies the bytes to the
  *    reader, calls bio->done() at once, and only then hands the buffer to
  *    the ring thread, which writes the whole blocks to free or cold slots
- *    and journals them after the write completed.
+ *    and journals them after the write completed.  A read of the engine's
+ *    fill through the tier (PF_BIO_CACHE) is done only then: the engine
+ *    drops its bytes at once, and a reader finds them on disk.
+ * The fill's reads (PF_BIO_FILL, PF_BIO_CACHE) leave a quarter of the
+ * staging to readers' and wait for staging behind theirs.
  * When no staging memory is left (the writes lag behind, or many hits are
  * being read), a read waits for it, at most WAIT_MAX reads: back-pressure
  * on the engine's fetches, whose slots stay taken meanwhile, so that a
@@ -252,13 +256,15 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"index_bytes\": %" PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_mapped\": %" PRIu64 ", \"staging_max\": %"
 		 PRIu64 ", \"uncached\": %" PRIu64 ", \"waited\": %" PRIu64
-		 "}%s%s",
+		 ", \"waited_fill\": %" PRIu64 "}%s%s",
 		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
 		 s.errors, s.capacity, s.replayed, s.index_bytes,
 		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
 		 (uint64_t)atomic_load(&d->uncached),
-		 (uint64_t)atomic_load(&d->waited), *rest ? ", " : "}", rest);
+		 (uint64_t)atomic_load(&d->waited),
+		 (uint64_t)atomic_load(&d->waited_fill), *rest ? ", " : "}",
+		 rest);
 }
 
 uint64_t pf_diskcache_backend_memory(const struct pf_backend *be)
@@ -307,6 +313,35 @@ static bool dcb_holds(struct pf_backend *be, struct pf_bfile *bf,
 	return true;
 }
 
+/* The run of blocks from @off's on that are all cached or all not,
+ * touching none, to the end of the last block [off, off + len) meets. */
+static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *bf,
+			     uint64_t off, uint64_t len, bool *held)
+{
+	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
+	uint64_t end = off + len < f->size ? off + len : f->size;
+	uint64_t b = off / d->bs;
+	bool first = true;
+
+	*held = false;
+	if (off >= end)
+		return len;
+	for (; b * d->bs < end; b++) {
+		uint64_t bo = b * d->bs;
+		uint32_t blen = (uint32_t)(f->size - bo < d->bs ? f->size - bo
+								: d->bs);
+		bool has = pf_dc_has(d->dc, &f->key, b, blen);
+
+		if (first)
+			*held = has;
+		else if (has != *held)
+			break;
+		first = false;
+	}
+	return (b * d->bs < f->size ? b * d->bs : f->size) - off;
+}
+
 static const struct pf_backend_ops dcb_ops = {
 	.name = "diskcache",
 	.getattr = dcb_getattr,
@@ -321,6 +356,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.stats_json = dcb_stats_json,
 	.capacity = dcb_capacity,
 	.holds = dcb_holds,
+	.held_run = dcb_held_run,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,
@@ -367,6 +403,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	if ((uint64_t)d->bs * 2 > d->staging_max)
 		d->staging_max = (uint64_t)d->bs * 2;
 	d->staging_max -= d->staging_max % d->bs;
+	d->staging_rsv = d->staging_max / 4;
+	d->staging_rsv -= d->staging_rsv % d->bs;
 	ret = pf_pool_new(d->bs, d->staging_max / d->bs, &d->pool);
 	if (ret < 0) {
 		snprintf(err, errlen, "out of memory");

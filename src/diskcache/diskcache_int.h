@@ -88,6 +88,11 @@ struct op {
 	uint64_t b0;		/* first cache block */
 	uint64_t want;		/* bytes the reader gets (to EOF) */
 	bool staged;		/* every blk[].buf is a staging buffer */
+	bool bg;		/* the fill's (PF_BIO_FILL, PF_BIO_CACHE):
+				 * staging after readers' ops */
+	/* an OP_WRITE of a PF_BIO_CACHE read: ubio is done with cres once
+	 * its blocks are written (write_finish()) */
+	int64_t cres;
 	unsigned nblk;
 	unsigned pending;	/* SQEs in flight (ring thread) */
 	struct op_blk blk[];
@@ -114,15 +119,21 @@ struct dcb {
 	/*
 	 * Misses waiting for staging (at most WAIT_MAX): the writes lag
 	 * behind the reads, and a read past the cache would be read again
-	 * from the store next time.  wlock guards the list; pf_dcb_stage_kick()
-	 * submits them as staging comes back.
+	 * from the store next time.  wlock guards the lists;
+	 * pf_dcb_stage_kick() submits them as staging comes back, readers'
+	 * ops first (whead), then the fill's (bhead).
 	 */
 	pthread_mutex_t wlock;
 	struct op *whead;
 	struct op *wtail;
+	struct op *bhead;
+	struct op *btail;
 	unsigned nwait;
+	/* staging the fill's ops leave to readers' ops (staging_max / 4) */
+	uint64_t staging_rsv;
 	bool wclosed;		/* cancel() or destroy(): no more waiting */
-	atomic_uint_least64_t waited;
+	atomic_uint_least64_t waited;	/* readers' ops */
+	atomic_uint_least64_t waited_fill; /* the fill's (op->bg) */
 
 	struct io_uring ring;
 	bool ring_ready;
@@ -146,6 +157,15 @@ struct dcb {
 static inline struct dcb *to_d(struct pf_backend *be)
 {
 	return (struct dcb *)be;
+}
+
+/* Staging an op of @nblk blocks may ever get (the fill's @bg: less the
+ * readers' reserve): larger ones bypass the cache. */
+static inline bool stage_fits(const struct dcb *d, unsigned nblk, bool bg)
+{
+	return nblk <= RING_DEPTH &&
+	       (uint64_t)nblk * d->bs <=
+		       d->staging_max - (bg ? d->staging_rsv : 0);
 }
 
 /* Appends @op to the queue @head..@tail; the caller holds its lock. */

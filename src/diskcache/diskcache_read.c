@@ -98,16 +98,28 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 		}
 	}
 	op->ubio = NULL;
+	if (keep && (ubio->flags & PF_BIO_CACHE)) {
+		/* the fill's: done once the blocks are written
+		 * (write_finish()) */
+		op->ubio = ubio;
+		op->cres = ures;
+		ubio = NULL;
+	}
 	/* the reader first: writing to the cache must not delay it */
-	ubio->done(ubio, ures);
+	if (ubio)
+		ubio->done(ubio, ures);
 	if (keep == 0) {
 		pf_dcb_op_free(op);
 		return;
 	}
 	op->type = OP_WRITE;
 	pf_dcb_op_trim(op, keep);
-	if (!pf_dcb_ring_enqueue(d, op))
-		pf_dcb_op_free(op);
+	if (pf_dcb_ring_enqueue(d, op))
+		return;
+	ubio = op->ubio;
+	pf_dcb_op_free(op);
+	if (ubio)
+		ubio->done(ubio, ures);
 }
 
 /* The inner backend's first bytes of a miss are the reader's too. */
@@ -149,6 +161,7 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	op->ibio.started = ubio->started ? miss_started : NULL;
 	op->ibio.priv = op;
 	op->ibio.flags = ubio->flags;
+	op->bg = ubio->flags & (PF_BIO_FILL | PF_BIO_CACHE);
 	for (unsigned i = 0; i < nblk; i++) {
 		uint64_t bo = (b0 + i) * d->bs;
 
@@ -156,11 +169,11 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 					    f->size - bo : d->bs);
 	}
 	/* the ring takes at most RING_DEPTH writes of one op */
-	if (nblk <= RING_DEPTH && pf_dcb_stage_get(d, op)) {
+	if (stage_fits(d, nblk, op->bg) && pf_dcb_stage_get(d, op)) {
 		op->ibio.off = b0 * d->bs;
 		op->ibio.iov = op->iov;
 		op->ibio.iovcnt = (int)nblk;
-	} else if (nblk <= RING_DEPTH && pf_dcb_stage_wait(d, op)) {
+	} else if (stage_fits(d, nblk, op->bg) && pf_dcb_stage_wait(d, op)) {
 		return 0;
 	} else {
 		atomic_fetch_add(&d->uncached, op->want);
@@ -219,7 +232,7 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	end = bio->off + total < f->size ? bio->off + total : f->size;
 	b0 = bio->off / d->bs;
 	nblk = (unsigned)((end - 1) / d->bs - b0 + 1);
-	if (nblk > RING_DEPTH || (uint64_t)nblk * d->bs > d->staging_max)
+	if (!stage_fits(d, nblk, bio->flags & (PF_BIO_FILL | PF_BIO_CACHE)))
 		goto miss;
 	op = pf_dcb_op_new(d, OP_HIT, nblk);
 	if (!op)
@@ -245,6 +258,7 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	op->fsize = f->size;
 	op->b0 = b0;
 	op->want = end - bio->off;
+	op->bg = bio->flags & (PF_BIO_FILL | PF_BIO_CACHE);
 	if (!pf_dcb_stage_get(d, op)) {
 		/* the blocks are on disk: wait for staging rather than
 		 * read them from the store */

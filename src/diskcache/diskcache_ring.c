@@ -55,8 +55,13 @@ bool pf_dcb_ring_enqueue(struct dcb *d, struct op *op)
 	return true;
 }
 
+/* @op's writes completed: journal the blocks written, then free it and
+ * answer its reader if it waited for them (PF_BIO_CACHE). */
 static void write_finish(struct dcb *d, struct op *op)
 {
+	struct pf_bio *ubio = op->ubio;
+	int64_t res = op->cres;
+
 	for (unsigned i = 0; i < op->nblk; i++) {
 		struct op_blk *b = &op->blk[i];
 		int ret;
@@ -82,6 +87,8 @@ static void write_finish(struct dcb *d, struct op *op)
 		}
 	}
 	pf_dcb_op_free(op);
+	if (ubio)
+		ubio->done(ubio, res);
 }
 
 /* @b heads a run of b->run blocks: each gets its share of @res. */

@@ -32,15 +32,20 @@
 
 #define WAIT_MAX 256		/* misses waiting for staging */
 
-/* Takes a staging buffer for each block of @op; false if none is left. */
+/*
+ * Takes a staging buffer for each block of @op; false if none is left.  The
+ * fill's ops (op->bg) leave staging_rsv to readers' ops: a reader's miss
+ * or hit never waits behind the fill's reads of the store.
+ */
 bool pf_dcb_stage_get(struct dcb *d, struct op *op)
 {
 	uint64_t n = (uint64_t)op->nblk * d->bs;
 	uint64_t cur = atomic_load(&d->staging);
+	uint64_t max = d->staging_max - (op->bg ? d->staging_rsv : 0);
 	unsigned i;
 
 	do {
-		if (cur + n > d->staging_max)
+		if (cur + n > max)
 			return false;
 	} while (!atomic_compare_exchange_weak(&d->staging, &cur, cur + n));
 	pthread_mutex_lock(&d->plock);
@@ -146,8 +151,9 @@ struct op *pf_dcb_op_new(struct dcb *d, enum op_type type, unsigned nblk)
 
 /*
  * Parks @op until staging comes back: a miss (its ibio is set but for the
- * buffers) or a hit (its slots pinned); false when WAIT_MAX wait already
- * or the tier is closing.
+ * buffers) or a hit (its slots pinned), behind the readers' ops waiting
+ * already, or, the fill's (op->bg), behind every op; false when WAIT_MAX
+ * wait already or the tier is closing.
  */
 bool pf_dcb_stage_wait(struct dcb *d, struct op *op)
 {
@@ -156,32 +162,40 @@ bool pf_dcb_stage_wait(struct dcb *d, struct op *op)
 		pthread_mutex_unlock(&d->wlock);
 		return false;
 	}
-	op_append(&d->whead, &d->wtail, op);
+	if (op->bg)
+		op_append(&d->bhead, &d->btail, op);
+	else
+		op_append(&d->whead, &d->wtail, op);
 	d->nwait++;
 	pthread_mutex_unlock(&d->wlock);
-	atomic_fetch_add(&d->waited, 1);
+	atomic_fetch_add(op->bg ? &d->waited_fill : &d->waited, 1);
 	/* staging may have come back before it was parked */
 	pf_dcb_stage_kick(d);
 	return true;
 }
 
-/* Starts the ops waiting for staging, oldest first, while it lasts: a miss
- * goes to the inner backend, a hit to the ring thread. */
+/* Starts the ops waiting for staging, readers' first, each list oldest
+ * first, while it lasts: a miss goes to the inner backend, a hit to the ring
+ * thread.  The fill's wait while a reader's op waits. */
 void pf_dcb_stage_kick(struct dcb *d)
 {
 	for (;;) {
+		struct op **head;
+		struct op **tail;
 		struct op *op;
 		int ret;
 
 		pthread_mutex_lock(&d->wlock);
-		op = d->whead;
+		head = d->whead ? &d->whead : &d->bhead;
+		tail = d->whead ? &d->wtail : &d->btail;
+		op = *head;
 		if (!op || !pf_dcb_stage_get(d, op)) {
 			pthread_mutex_unlock(&d->wlock);
 			return;
 		}
-		d->whead = op->next;
-		if (!d->whead)
-			d->wtail = NULL;
+		*head = op->next;
+		if (!*head)
+			*tail = NULL;
 		d->nwait--;
 		pthread_mutex_unlock(&d->wlock);
 		if (op->type == OP_HIT) {
@@ -206,8 +220,14 @@ void pf_dcb_stage_close(struct dcb *d)
 	pthread_mutex_lock(&d->wlock);
 	d->wclosed = true;
 	op = d->whead;
+	if (d->wtail)
+		d->wtail->next = d->bhead;
+	else
+		op = d->bhead;
 	d->whead = NULL;
 	d->wtail = NULL;
+	d->bhead = NULL;
+	d->btail = NULL;
 	d->nwait = 0;
 	pthread_mutex_unlock(&d->wlock);
 	while (op) {

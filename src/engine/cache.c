@@ -260,6 +260,18 @@ void pf_cache_release_consumed(struct pf_engine *e, struct pf_efile *f,
 	}
 }
 
+/*
+ * Idle block @b, no READ waiting on it, was just filled by a fetch for the
+ * backend's cache tier (PF_BIO_CACHE), done once its bytes were there: a
+ * reader finds them there, and memory keeps none of it.  Freed, never
+ * counted unused.
+ */
+void pf_cache_block_drop_cached(struct pf_engine *e, struct block *b)
+{
+	b->prefetched = false;
+	block_destroy(e, b);
+}
+
 /* Bytes of block buffers by use (under the lock). */
 void pf_cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread)

@@ -88,9 +88,9 @@ uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		if (!b) {
 			b = pf_cache_block_new(e, f, idx, c->demand);
 			if (!b) {
+				c->nomem = true;
 				if (!c->demand)
 					break;
-				c->nomem = true;
 				off = bstart + hi;
 				continue;
 			}
@@ -106,9 +106,9 @@ uint64_t pf_cover_range(struct pf_engine *e, struct pf_efile *f, uint64_t off,
 		if (!pf_fetch_builder_add(e, fb, f, b, flo, fhi, !c->demand,
 				       c->stream, later)) {
 			pf_cache_block_idle(e, b);
+			c->nomem = true;
 			if (!c->demand)
 				break;
-			c->nomem = true;
 			off = bstart + hi;
 			continue;
 		}

@@ -168,6 +168,8 @@ struct fetch {
 	bool pushable;		/* read-ahead of a SEQUENTIAL stream */
 	bool trip;		/* its last page is a tripwire, not pushed */
 	bool fill;		/* the background fill's (PF_BIO_FILL) */
+	bool cache;		/* for the backend's cache tier (PF_BIO_CACHE):
+				 * done once there, its blocks dropped then */
 	bool unstarted;		/* counted in its stream's unstarted */
 	unsigned stream;
 	unsigned nblk;
@@ -185,6 +187,7 @@ struct fetch_builder {
 	unsigned cap;
 	bool pushable;		/* for the fetches it makes */
 	bool fill;		/* they are the background fill's */
+	bool cache;		/* ... through the backend's cache tier */
 };
 
 /*
@@ -352,6 +355,8 @@ struct pf_engine {
 				 * to the backend */
 	uint64_t inflight_bytes; /* protected by e->lock: bytes of those
 				 * and of the queued ones */
+	uint64_t fill_inflight;	/* protected by e->lock: bytes of the
+				 * fill's fetches among them */
 	unsigned queued;	/* protected by e->lock */
 	unsigned completing; /* protected by e->lock: pf_fetch_done() calls
 			      * still answering READs or submitting after
@@ -386,6 +391,7 @@ struct pf_engine {
 	unsigned max_ghosts;	/* set before threads start */
 	uint64_t ghost_bytes;	/* protected by e->lock: sizes of ghosts */
 	struct dirahead *da;	/* dirahead.c's state; protected by e->lock */
+	struct fill *fill;	/* fill.c's state; protected by e->lock */
 	uint64_t t_start;	/* set before threads start: engine_now() at
 				 * pf_engine_new() (the stats' uptime) */
 	struct preload_set *pl;	/* warm-ups (preload.c); protected by
@@ -402,7 +408,8 @@ struct cover {
 	unsigned stream;	/* for the fetches made */
 	struct parked_read *read; /* demand: pin blocks ready into its blk[] */
 	struct block *wait_on;	/* demand: first block to wait for */
-	bool nomem;		/* demand: a buffer or fetch was lacking */
+	bool nomem;		/* a buffer or fetch was lacking (read-ahead:
+				 * it stopped there) */
 	bool missed;		/* demand: a fetch was made */
 	bool gated;		/* read-ahead: stopped at pf_fetch_room() */
 	bool held;		/* read-ahead: stopped for first bytes to
@@ -444,6 +451,7 @@ void pf_cache_release_consumed(struct pf_engine *e, struct pf_efile *f,
 	unsigned sid, uint64_t from, uint64_t to);
 void pf_cache_memory(struct pf_engine *e, uint64_t *inflight, uint64_t *ahead,
 		  uint64_t *reread);
+void pf_cache_block_drop_cached(struct pf_engine *e, struct block *b);
 
 /* fetch.c */
 void pf_fetch_bfile_ref_put(struct bfile_ref *r);

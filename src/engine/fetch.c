@@ -128,7 +128,8 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	ft->bio.done = pf_fetch_done;
 	ft->bio.started = pf_fetch_started;
 	ft->bio.priv = ft;
-	ft->bio.flags = ft->fill ? PF_BIO_FILL : 0;
+	ft->bio.flags = (ft->fill ? PF_BIO_FILL : 0) |
+			(ft->cache ? PF_BIO_CACHE : 0);
 	ft->file->fetches++;
 	ft->bfref->refs++;
 	es = pf_efile_stream_find(ft->file, ft->stream);
@@ -142,6 +143,8 @@ void pf_fetch_builder_flush(struct pf_engine *e, struct fetch_builder *fb,
 	if (ft->prefetch)
 		e->tot.bytes_prefetched += ft->len;
 	e->inflight_bytes += ft->len;
+	if (ft->fill)
+		e->fill_inflight += ft->len;
 	if (e->inflight < engine_max_requests(e)) {
 		e->inflight++;
 		/* submitted in the order built, which is each planner's
@@ -316,6 +319,7 @@ bool pf_fetch_builder_add(struct pf_engine *e, struct fetch_builder *fb,
 		ft->prefetch = prefetch;
 		ft->pushable = prefetch && fb->pushable;
 		ft->fill = fb->fill;
+		ft->cache = fb->cache;
 		ft->stream = stream;
 		fb->f = ft;
 	}
@@ -446,7 +450,9 @@ void pf_fetch_started(struct pf_bio *bio)
 /*
  * Under the lock: the blocks of @ft, whose read ended with @err (0: ok),
  * are no longer busy: their valid bytes, their READs tried again (or
- * failed), pinned for the pusher if @pushed, else idle.
+ * failed), pinned for the pusher if @pushed, else dropped (a fetch for the
+ * backend's cache tier that no READ waited for: the tier holds them now)
+ * or idle.
  */
 static void blocks_done(struct pf_engine *e, struct fetch *ft, int err,
 			bool pushed, struct deferred *later)
@@ -489,7 +495,13 @@ static void blocks_done(struct pf_engine *e, struct fetch *ft, int err,
 			b->refs++;
 			b->read_seen = true;
 			b->pushed = true;
+		} else if (ft->cache && !err && !w) {
+			pf_cache_block_drop_cached(e, b);
+			continue;
 		} else {
+			/* READs waited for it: kept as their own */
+			if (ft->cache)
+				b->prefetched = false;
 			pf_cache_block_idle(e, b);
 		}
 		pf_read_retry(e, w, later);
@@ -527,6 +539,46 @@ static void timed_out_note(struct pf_engine *e, struct pf_efile *f,
 	f->timed_out[i].until = until;
 }
 
+/*
+ * Under the lock: @ft's read ended with *@err (0: its bytes came; a
+ * timeout becomes EIO here): it leaves what is in flight, and its bytes
+ * its stream's and the engine's counts.
+ */
+static void fetch_account(struct pf_engine *e, struct fetch *ft, int *err)
+{
+	struct pf_efile *f = ft->file;
+	struct efile_stream *s;
+
+	e->inflight--;
+	e->inflight_bytes -= ft->len;
+	if (*err == ETIMEDOUT) {
+		/* the readers get EIO, and so do their retries for a while */
+		timed_out_note(e, f, ft->off, ft->off + ft->len);
+		*err = EIO;
+	}
+	if (ft->fill)
+		e->fill_inflight -= ft->len;
+	if (*err) {
+		e->tot.fetch_errors++;
+		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
+			 f->path, ft->off, ft->len, strerror(*err));
+	}
+	s = pf_efile_stream_find(f, ft->stream);
+	fetch_uncount(s, ft);
+	if (s) {
+		s->inflight--;
+		if (!*err) {
+			s->bytes_fetched += ft->len;
+			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
+		}
+	}
+	if (!*err) {
+		e->tot.bytes_fetched += ft->len;
+		e->tot.fetches_done++;
+		e->tot.fetch_ns += engine_now(e) - ft->t0;
+	}
+}
+
 void pf_fetch_done(struct pf_bio *bio, int64_t res)
 {
 	struct fetch *ft = bio->priv;
@@ -536,7 +588,6 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 	bool pushed;
 	bool busy;
 	int err = 0;
-	struct efile_stream *s;
 
 	if (res < 0) {
 		err = (int)-res;
@@ -545,32 +596,7 @@ void pf_fetch_done(struct pf_bio *bio, int64_t res)
 		err = EIO;
 	}
 	pthread_mutex_lock(&e->lock);
-	e->inflight--;
-	e->inflight_bytes -= ft->len;
-	if (err == ETIMEDOUT) {
-		/* the readers get EIO, and so do their retries for a while */
-		timed_out_note(e, f, ft->off, ft->off + ft->len);
-		err = EIO;
-	}
-	if (err) {
-		e->tot.fetch_errors++;
-		pf_debug("read of %s at %" PRIu64 "+%" PRIu64 " failed: %s",
-			 f->path, ft->off, ft->len, strerror(err));
-	}
-	s = pf_efile_stream_find(f, ft->stream);
-	fetch_uncount(s, ft);
-	if (s) {
-		s->inflight--;
-		if (!err) {
-			s->bytes_fetched += ft->len;
-			pf_ra_depth_fetch_done(e, s, ft, engine_now(e));
-		}
-	}
-	if (!err) {
-		e->tot.bytes_fetched += ft->len;
-		e->tot.fetches_done++;
-		e->tot.fetch_ns += engine_now(e) - ft->t0;
-	}
+	fetch_account(e, ft, &err);
 	/* decided before the blocks go idle: a detached one is freed then */
 	pushed = pf_push_wanted(e, ft, err);
 	blocks_done(e, ft, err, pushed, &later);

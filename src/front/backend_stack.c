@@ -165,8 +165,10 @@ static int diskcache_wrap(struct pf_opts *o, const char *src, int cachefd,
 	*be = dbe;
 	/* the disk tier's staging and index come out of max_memory */
 	dmem = pf_diskcache_backend_memory(dbe);
+	e->memory_aside = e->max_memory;
 	e->max_memory = e->max_memory - floor > dmem ? e->max_memory - dmem :
 						       floor;
+	e->memory_aside -= e->max_memory;
 	return 0;
 }
 

@@ -168,6 +168,9 @@ void pf_stat_advice(const struct pf_stat_view *v)
 	}
 	warning_advice(v->root);
 	print_list(v->root, "advice", "advice");
-	fill_advice(v);
+	/* the daemon's own advice on the fill, if any, says it already */
+	if (!pf_json_get(v->root, "advice") ||
+	    !pf_json_get(v->root, "advice")->child)
+		fill_advice(v);
 	disk_advice(v);
 }

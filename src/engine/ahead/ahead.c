@@ -22,7 +22,7 @@ static int ahead_start(struct pf_engine *e)
 		goto out;
 	if (pf_next_start(e) < 0)
 		goto out_plans;
-	if (e->cfg.prefetch && pf_opener_start(e, pf_dirahead_work) < 0)
+	if (e->cfg.prefetch && pf_opener_start(e, pf_fill_work) < 0)
 		goto out_next;
 	return 0;
 
@@ -35,6 +35,7 @@ out:
 	free(e->ghosts);
 	e->ghosts = NULL;
 	pf_dirahead_free(e);
+	pf_fill_free(e);
 	return ret;
 }
 
@@ -55,12 +56,15 @@ static void ahead_free(struct pf_engine *e)
 	free(e->ghosts);
 	e->ghosts = NULL;
 	pf_dirahead_free(e);
+	pf_fill_free(e);
 }
 
-/* Room in flight: the files opened ahead plan more, the plans are asked. */
+/* Room in flight: the files opened ahead and the fill plan more, the
+ * plans are asked; the fill's last fetch may end it. */
 static void ahead_fetch_done(struct pf_engine *e, struct deferred *later)
 {
 	pf_next_ghosts_plan(e, later);
+	pf_fill_fetched(e);
 	pf_plans_kick(e);
 }
 
@@ -81,7 +85,7 @@ static const struct pf_engine_hooks ahead_hooks = {
 	.file_forget = pf_plans_forget,
 	.read = pf_plans_read,
 	.next_file = pf_next_ask,
-	.random_stream = pf_dirahead_random_file,
+	.random_stream = pf_fill_random_file,
 	.fetch_done = ahead_fetch_done,
 	.fetch_freed = pf_preload_plan,
 	.stats_locked = pf_dirahead_stats,

@@ -8,7 +8,9 @@
  *   nextfile.c   the next file of a sequential stream, the files opened
  *                ahead of their readers ("ghosts"), name lists
  *   dirahead.c   readers of a directory's files in name order (one, or N
- *                striding) and the background fill of a shuffled tree
+ *                striding), or of a tree's in random order
+ *   fill.c       the background fill of a tree or a file read in random
+ *                order: into memory, or through a disk tier
  *   plans.c      declared plans: the control file's writes, the hint
  *                thread (pf-hints) that fetches what the plans declare
  *                (plans_file.c: the plan file, its resolver and the caps
@@ -117,24 +119,34 @@ int pf_plans_may_read(struct pf_engine *e, const struct pf_engine_cred *c,
 int pf_dirahead_new(struct pf_engine *e);
 void pf_dirahead_free(struct pf_engine *e);
 void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f);
-void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
-		       const struct pf_stream *st, struct deferred *later);
-void pf_dirahead_plan(struct pf_engine *e, struct deferred *later);
-void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later);
 void pf_dirahead_latency(struct pf_engine *e, uint64_t ns);
 void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f);
-/* @paths: the fill's root too (the mount's owner sees it) */
+/* @paths: the fill's root and the advice's file too (the mount's owner
+ * sees them) */
 void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
-void pf_dirahead_release_all(struct pf_engine *e);
-/* on an opener thread, lock held on entry and return (dropped inside) */
-bool pf_dirahead_work(struct pf_engine *e);
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err);
 
-/* dirahead.c: what the fill (and a warm-up) may hold; *memory: of
- * max_memory, else the backend's capacity (a disk tier) */
-uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory);
+/* fill.c */
+int pf_fill_new(struct pf_engine *e);
+void pf_fill_free(struct pf_engine *e);
+void pf_fill_shuffled(struct pf_engine *e, const char *root);
+void pf_fill_in_order(struct pf_engine *e);
+void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
+		    struct names *ns, int err);
+void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
+			 const struct pf_stream *st, struct deferred *later);
+void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
+		  struct deferred *later);
+void pf_fill_plan(struct pf_engine *e, struct deferred *later);
+void pf_fill_fetched(struct pf_engine *e);
+void pf_fill_release_all(struct pf_engine *e);
+void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
+/* what the fill (and a warm-up) may hold; *memory: of max_memory, else
+ * the backend's capacity (a disk tier) */
+uint64_t pf_fill_budget(const struct pf_engine *e, bool *memory);
+/* on an opener thread, lock held on entry and return (dropped inside) */
+bool pf_fill_work(struct pf_engine *e);
 
 /* preload.c (warm-ups, pf_engine_preload_*) */
 void pf_preload_plan(struct pf_engine *e, struct deferred *later);

@@ -1,7 +1,7 @@
 /*
  * dirahead.c - read-ahead across files: the learner of readers that open
- * the files of a directory in name order, and the background fill of a
- * tree (or one big file) read in random order that fits the cache.
+ * the files of a directory in name order, and of readers that open the
+ * files of a tree in random order (for the background fill, fill.c).
  *
  * DESIGN
  * The learner sees every reader's open (pf_dirahead_opened(), from
@@ -21,45 +21,30 @@
  * the next-file threads (NR_OPEN, nextfile.c), as many as keep
  * two round trips of the reader's rate in flight: files ahead per reader =
  * 2 x ceil(latency / interval) + 2, where latency is the learned time of
- * an open plus a fetch (2 x the opens the engine made) and interval the
- * learned time between two opens of one reader (the directory's interval
- * x s); each reader that opens a file whose read-ahead is still in flight
- * adds two (pf_dirahead_late(): a POSIX source opens at once and reads slowly).
+ * an open plus a fetch (2 x the opens the engine made, or the open and the
+ * engine's mean fetch when that is longer: a listing with sizes and mtimes
+ * makes an open free) and interval the learned time between two opens of
+ * one reader (the directory's interval x s); each reader that opens a file
+ * whose read-ahead is still in flight adds two (pf_dirahead_late(): a
+ * POSIX source opens at once and reads slowly).  The first open of a
+ * directory guesses a reader in name order when the files after it are
+ * small: XD_GUESS of them are asked at once (ddir_guess(); not once the
+ * latest opens mostly did not follow), and that many stay asked ahead
+ * while the directory's interval still holds its first opens' waits; so
+ * a reader's first file costs a round trip, the next ones none.
  * At most 64 per directory; the ghosts' bounds (max_ghosts files,
  * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
  * both this and the older next file of a sequential stream on or off.
  *
  * Shuffled readers: opens of listed files that do not follow, at least
  * FILL_RANDOM_OF of the last FILL_WINDOW, mean a reader in random order.
- * The tree they read from is the longest directory prefix of those opens;
- * the next-file threads list it (NR_TREE), and when the sum of its sizes
- * fits the budget (3/4 of max_memory, or the backend's capacity() when it
- * is larger: a disk cache tier) the fill starts: the next-file threads, when
- * nothing else is asked of them, open the tree's files (holding an open
- * and a reference: "held", so a reader's open of it costs no round trip)
- * and the files are read whole, as many at once as fetch_room() allows
- * (fetch.c: small files go past max_inflight, bounded by bytes; demand
- * reads keep max_inflight slots of their own).  One big file read at
- * random offsets (its stream's pattern RANDOM, with at least
- * PF_FILL_RANDOM_READS READs and no strided or sequential stream of the
- * file as big: pf_fill_random_sure(), so that the first records of a
- * strided reader, RANDOM while they wait in the tracker's scatter, do not
- * start it) is filled the same way (pf_dirahead_random_file()).  With a disk
- * tier the fill's bytes pass through memory to it (the decorator writes
- * every block it reads, and makes the fill's reads wait when its staging
- * is full); the fill lets the memory of the files it read whole go when
- * memory runs short (fill_shed(): read-ahead may not evict unread blocks)
- * and bytes_done counts those files whole.  The fill stops when it no
- * longer fits (in a memory budget only: prefetched bytes evicted unread
- * since it started exceed an eighth of the tree; evicted from memory but
- * on disk is not lost) or the pattern changes (opens follow again); it
- * lets its files go after FILL_HOLD_NS (looked at whenever the next-file
- * threads wake), so a version pinned by the fill is served about that long
- * at most.
+ * The tree they read from is the longest directory prefix of those opens:
+ * the background fill (fill.c) lists it and reads it whole when it fits
+ * (pf_fill_shuffled()); opens that follow again stop it
+ * (pf_fill_in_order()).
  *
- * Threads: FUSE workers (pf_dirahead_opened), the backend's completion thread
- * (pf_dirahead_plan), the next-file threads (pf_dirahead_listed,
- * pf_dirahead_work, pf_dirahead_hold); everything under e->lock.
+ * Threads: FUSE workers (pf_dirahead_opened), the next-file threads
+ * (pf_dirahead_listed, pf_dirahead_latency); everything under e->lock.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -77,16 +62,10 @@
 #define XD_STRIDE 8		/* largest stride learned */
 #define XD_LEARN 2		/* opens in a row that follow */
 #define XD_ASKED 128		/* indices asked, per directory */
+#define XD_GUESS 8		/* small files asked after a first open */
 #define XD_RELIST_NS (30ull * 1000000000ull)
 #define FILL_WINDOW 16
 #define FILL_RANDOM_OF 12	/* of FILL_WINDOW opens do not follow */
-#define FILL_HOLD_NS (600ull * 1000000000ull)
-
-enum { FILL_OFF, FILL_LISTING, FILL_RUNNING, FILL_DONE, FILL_STOPPED,
-       FILL_TOO_BIG };
-static const char *const fill_state_name[] = {
-	"off", "listing", "running", "done", "stopped", "too_big",
-};
 
 struct ddir {
 	char *path;		/* NULL: free slot */
@@ -117,26 +96,6 @@ struct dirahead {
 				 * not follow */
 	uint64_t asked;
 	uint64_t learned;	/* opens that asked for files ahead */
-	/* the fill */
-	int state;
-	bool single;
-	char *froot;
-	struct names list;
-	size_t next;
-	unsigned opening;
-	uint64_t bytes_total;
-	uint64_t bytes_done;	/* when its files were let go */
-	uint64_t on_disk;	/* held files a disk tier held whole: not read */
-	uint64_t unused0;
-	uint64_t t0;
-	struct pf_efile **held;
-	size_t nheld;
-	size_t cheld;
-	struct pf_efile **pend;	/* held, not yet planned whole */
-	size_t npend;
-	size_t cpend;
-	size_t shed;		/* held[] below it: memory let go (a
-				 * reader may have brought some back) */
 };
 
 int pf_dirahead_new(struct pf_engine *e)
@@ -165,13 +124,7 @@ void pf_dirahead_free(struct pf_engine *e)
 		return;
 	for (unsigned i = 0; i < XD_DIRS; i++)
 		ddir_clear(&da->dirs[i]);
-	pf_next_names_clear(&da->list);
-	free(da->list.v);
-	free(da->list.size);
 	free(da->root);
-	free(da->froot);
-	free(da->held);
-	free(da->pend);
 	free(da);
 	e->da = NULL;
 }
@@ -347,32 +300,22 @@ unsigned pf_dirahead_ahead(uint64_t open_ns, uint64_t gap_ns, unsigned stride,
 	return n < 2 ? 2 : (unsigned)n;
 }
 
-/* See pf_engine.h.  Pure, for the tests. */
-bool pf_fill_random_sure(const struct pf_tracker *t,
-			 const struct pf_stream *st)
-{
-	unsigned n = pf_tracker_count(t);
-
-	if (!st || st->pattern != PF_PAT_RANDOM ||
-	    st->reads < PF_FILL_RANDOM_READS)
-		return false;
-	for (unsigned i = 0; i < n; i++) {
-		const struct pf_stream *o = pf_tracker_stream(t, i);
-
-		if (o && o != st && o->reads >= st->reads &&
-		    (o->pattern == PF_PAT_STRIDED ||
-		     o->pattern == PF_PAT_SEQUENTIAL))
-			return false;
-	}
-	return true;
-}
-
 static unsigned ddir_ahead(const struct pf_engine *e, const struct ddir *d)
 {
 	unsigned max = e->max_ghosts / 4 < 64 ? e->max_ghosts / 4 : 64;
-	unsigned n = pf_dirahead_ahead(e->da->lat_ns, d->gap_ns, d->stride,
-				    max) + d->extra;
+	uint64_t open_ns = e->da->lat_ns;
+	unsigned n;
 
+	/* an open that costs no round trip (a listing with every file's
+	 * size and mtime: no HEAD) says nothing of a fetch's: then an open
+	 * and a fetch are the open and the engine's mean fetch */
+	if (e->tot.fetches_done) {
+		uint64_t fetch_ns = e->tot.fetch_ns / e->tot.fetches_done;
+
+		if (fetch_ns > open_ns)
+			open_ns = (open_ns + fetch_ns) / 2;
+	}
+	n = pf_dirahead_ahead(open_ns, d->gap_ns, d->stride, max) + d->extra;
 	return n < max ? n : max;
 }
 
@@ -400,11 +343,15 @@ void pf_dirahead_late(struct pf_engine *e, const struct pf_efile *f)
 	}
 }
 
-/* Ask for the files after index @j at stride d->stride. */
-static void ddir_ask(struct pf_engine *e, struct ddir *d, long j)
+/* Ask for the files after index @j at stride d->stride: as many as keep
+ * two round trips of the reader in flight, @least at least. */
+static void ddir_ask(struct pf_engine *e, struct ddir *d, long j,
+		     unsigned least)
 {
 	unsigned ahead = ddir_ahead(e, d);
 
+	if (ahead < least)
+		ahead = least;
 	e->da->learned++;
 	for (unsigned k = 1; k <= ahead; k++) {
 		long idx = j + (long)k * d->stride;
@@ -431,9 +378,6 @@ static void ddir_ask(struct pf_engine *e, struct ddir *d, long j)
 		free(path);
 	}
 }
-
-static void fill_start_listing(struct pf_engine *e);
-static void fill_stop(struct pf_engine *e, const char *why);
 
 /* The outcome of one open of a listed file, for the fill's decision. */
 static void dirahead_outcome(struct pf_engine *e, bool followed, const char *dir,
@@ -470,12 +414,38 @@ static void dirahead_outcome(struct pf_engine *e, bool followed, const char *dir
 	random = FILL_WINDOW -
 		 (unsigned)__builtin_popcount(da->hist &
 					      ((1u << FILL_WINDOW) - 1));
-	if (random >= FILL_RANDOM_OF && da->state == FILL_OFF && da->root)
-		fill_start_listing(e);
-	else if (random <= FILL_WINDOW - FILL_RANDOM_OF &&
-		 (da->state == FILL_RUNNING || da->state == FILL_LISTING) &&
-		 !da->single)
-		fill_stop(e, "the readers open files in order now");
+	if (random >= FILL_RANDOM_OF && da->root)
+		pf_fill_shuffled(e, da->root);
+	else if (random <= FILL_WINDOW - FILL_RANDOM_OF)
+		pf_fill_in_order(e);
+}
+
+/*
+ * The first open of a directory, of file @j: a reader that goes on in name
+ * order would open j + 1 next, and its open then waits for a fetch (two
+ * more files before the learner knows, each a round trip).  Guess that it
+ * does, as its first files are read (pf_dirahead_late() widens what is
+ * kept ahead) when the files after it are small (cheap if wrong), unless
+ * the latest opens mostly did not follow (shuffled readers: their first
+ * opens of each directory do not tell anything).
+ */
+/* Is the file after @j of @d a small one (read ahead whole)? */
+static bool ddir_small_next(const struct pf_engine *e, const struct ddir *d,
+			    long j)
+{
+	return j + 1 < (long)d->ls.n && d->ls.size[j + 1] <= dirahead_small(e);
+}
+
+static bool ddir_guess(struct pf_engine *e, const struct ddir *d, long j)
+{
+	const struct dirahead *da = e->da;
+	unsigned n = da->nhist < FILL_WINDOW ? da->nhist : FILL_WINDOW;
+	uint32_t mask = n < 32 ? (1u << n) - 1 : ~0u;
+	unsigned followed = (unsigned)__builtin_popcount(da->hist & mask);
+
+	if (!e->cfg.next_file || d->rn != 1 || !ddir_small_next(e, d, j))
+		return false;
+	return n < FILL_WINDOW / 2 || 2 * followed >= n;
 }
 
 /* An open of @base in listed directory @d; @ask: ask for what follows. */
@@ -498,8 +468,16 @@ static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 		d->runs = 0;
 	}
 	dirahead_outcome(e, s > 0, d->path, strlen(d->path));
+	if (ask && s == 0 && ddir_guess(e, d, j)) {
+		d->stride = 1;
+		ddir_ask(e, d, j, XD_GUESS);
+		return;
+	}
+	/* (the interval learned from a directory's first opens still holds
+	 * their waits: small files keep XD_GUESS ahead meanwhile) */
 	if (ask && d->runs >= XD_LEARN && e->cfg.next_file)
-		ddir_ask(e, d, j);
+		ddir_ask(e, d, j, d->runs < XD_GUESS && ddir_small_next(e, d, j) ?
+				  XD_GUESS : 0);
 }
 
 /* Under the lock, after a reader's open of @f succeeded. */
@@ -540,136 +518,16 @@ void pf_dirahead_opened(struct pf_engine *e, struct pf_efile *f)
 	ddir_learn(e, d, base, true);
 }
 
-/* ---- the fill ---------------------------------------------------------- */
-
-/* What may be filled: 3/4 of the memory, or the backend's capacity (a disk
- * cache tier) if larger. */
-static uint64_t fill_budget(const struct pf_engine *e, bool *memory);
-
-uint64_t pf_dirahead_budget(const struct pf_engine *e, bool *memory)
-{
-	return fill_budget(e, memory);
-}
-
-static uint64_t fill_budget(const struct pf_engine *e, bool *memory)
-{
-	uint64_t b = e->cfg.max_memory / 4 * 3;
-
-	*memory = true;
-	if (e->be->ops->capacity) {
-		uint64_t c = e->be->ops->capacity(e->be);
-
-		if (c > b) {
-			b = c;
-			*memory = false;
-		}
-	}
-	return b;
-}
-
-static void fill_start_listing(struct pf_engine *e)
-{
-	struct dirahead *da = e->da;
-
-	if (!e->cfg.fill || da->state != FILL_OFF)
-		return;
-	da->state = FILL_LISTING;
-	free(da->froot);
-	da->froot = strdup(da->root);
-	if (!da->froot) {
-		da->state = FILL_OFF;
-		return;
-	}
-	pf_next_push(e, NR_TREE, da->froot, strlen(da->froot), 0);
-}
-
-static uint64_t resident(const struct pf_efile *f)
-{
-	uint64_t n = 0;
-
-	for (const struct list *l = f->blocks.next; l != &f->blocks;
-	     l = l->next) {
-		const struct block *b = container_of(l, struct block, fnode);
-
-		if (!b->busy)
-			n += b->vhi - b->vlo;
-	}
-	return n;
-}
-
-/*
- * Bytes of @f the fill has brought in.  In a memory budget: what is
- * resident.  With a disk tier (@memory false) blocks evicted from memory
- * are on disk: a file read whole (planned whole, no read in flight) counts
- * whole.
- */
-static uint64_t filled(const struct pf_efile *f, bool memory)
-{
-	if (!memory && !f->fill_pending) {
-		bool busy = false;
-
-		for (const struct list *l = f->blocks.next; l != &f->blocks;
-		     l = l->next)
-			if (container_of(l, struct block, fnode)->busy)
-				busy = true;
-		if (!busy)
-			return f->size;
-	}
-	return resident(f);
-}
-
-static void held_release(struct pf_engine *e, struct pf_efile *f)
-{
-	f->held = false;
-	f->fill_pending = false;
-	if (--f->opens == 0) {
-		pf_fetch_bfile_ref_put(f->cur);
-		f->cur = NULL;
-	}
-	f->refs--;
-	pf_efile_maybe_free(e, f);
-}
-
-/* Lets every held file go (their blocks stay while readers hold the
- * files, as any cached block). */
-void pf_dirahead_release_all(struct pf_engine *e)
-{
-	struct dirahead *da = e->da;
-	uint64_t done = 0;
-	bool memory;
-
-	fill_budget(e, &memory);
-	for (size_t i = 0; i < da->nheld; i++)
-		done += filled(da->held[i], memory);
-	if (da->nheld)
-		da->bytes_done = done;
-	da->npend = 0;
-	da->shed = 0;
-	while (da->nheld)
-		held_release(e, da->held[--da->nheld]);
-}
-
-static void fill_stop(struct pf_engine *e, const char *why)
-{
-	struct dirahead *da = e->da;
-
-	pf_info("background fill of %s stopped: %s",
-		da->froot && da->froot[0] ? da->froot : "/", why);
-	da->state = FILL_STOPPED;
-	pf_next_names_clear(&da->list);
-	da->next = 0;
-	pf_dirahead_release_all(e);
-}
-
 /* On a next-file thread, under the lock: a listing asked for arrived. */
 void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		  struct names *ns, int err)
 {
 	struct dirahead *da = e->da;
-	uint64_t total = 0;
-	uint64_t budget;
-	bool memory;
 
+	if (r->kind == NR_TREE) {
+		pf_fill_listed(e, r, ns, err);
+		return;
+	}
 	if (r->kind == NR_LIST) {
 		for (unsigned i = 0; i < XD_DIRS; i++) {
 			struct ddir *d = &da->dirs[i];
@@ -709,255 +567,20 @@ void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 		}
 		return;
 	}
-	if (da->state != FILL_LISTING || !da->froot ||
-	    strcmp(da->froot, r->path) != 0)
-		return;
-	if (err < 0 || !ns->n) {
-		da->state = FILL_STOPPED;
-		return;
-	}
-	for (size_t i = 0; i < ns->n; i++)
-		total += ns->size[i];
-	budget = fill_budget(e, &memory);
-	da->bytes_total = total;
-	if (total > budget) {
-		pf_info("shuffled readers of %s: %" PRIu64 " bytes do not fit "
-			"the cache (%" PRIu64 "), no background fill",
-			da->froot[0] ? da->froot : "/", total, budget);
-		da->state = FILL_TOO_BIG;
-		return;
-	}
-	pf_info("shuffled readers of %s: filling its %zu files (%" PRIu64
-		" bytes) in the background", da->froot[0] ? da->froot : "/",
-		ns->n, total);
-	pf_next_names_clear(&da->list);
-	free(da->list.v);
-	free(da->list.size);
-	da->list = *ns;
-	memset(ns, 0, sizeof(*ns));
-	da->next = 0;
-	da->single = false;
-	da->state = FILL_RUNNING;
-	da->unused0 = e->tot.bytes_unused;
-	da->t0 = engine_now(e);
-	pf_opener_wake(e, true);
 }
 
-/* Under the lock: one big file read at random offsets is filled whole. */
-void pf_dirahead_random_file(struct pf_engine *e, struct pf_efile *f,
-		       const struct pf_stream *st, struct deferred *later)
-{
-	struct dirahead *da = e->da;
-	uint64_t budget;
-	bool memory;
-
-	if (!da || !e->cfg.fill || da->state != FILL_OFF || f->held ||
-	    f->ghost || !f->cur || f->size < 8 * e->cfg.fetch_size ||
-	    !pf_fill_random_sure(f->tracker, st))
-		return;
-	budget = fill_budget(e, &memory);
-	free(da->froot);
-	da->froot = strdup(f->path);
-	da->bytes_total = f->size;
-	if (f->size > budget) {
-		da->state = FILL_TOO_BIG;
-		return;
-	}
-	pf_info("random reader of %s: filling it (%" PRIu64
-		" bytes) in the background", f->path, f->size);
-	da->single = true;
-	da->state = FILL_RUNNING;
-	da->unused0 = e->tot.bytes_unused;
-	da->t0 = engine_now(e);
-	f->refs++;
-	f->opens++;
-	pf_dirahead_hold(e, f, later);
-}
-
-static bool grow(void *pv, size_t *cap, size_t n, size_t sz)
-{
-	void **p = pv;
-	void *q;
-
-	if (n < *cap)
-		return true;
-	q = realloc(*p, (*cap ? 2 * *cap : 64) * sz);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = *cap ? 2 * *cap : 64;
-	return true;
-}
-
-/* Under the lock: @f, opened for the fill (an open and a reference are
- * the fill's), is held and read whole. */
-void pf_dirahead_hold(struct pf_engine *e, struct pf_efile *f,
-		struct deferred *later)
-{
-	struct dirahead *da = e->da;
-
-	if (da->state != FILL_RUNNING ||
-	    !grow(&da->held, &da->cheld, da->nheld, sizeof(*da->held)) ||
-	    !grow(&da->pend, &da->cpend, da->npend, sizeof(*da->pend))) {
-		held_release(e, f);
-		return;
-	}
-	f->held = true;
-	da->held[da->nheld++] = f;
-	/* a disk tier that holds the file whole (a remount's fill): held for
-	 * the reader's open, nothing to read */
-	if (e->be->ops->holds && f->cur &&
-	    e->be->ops->holds(e->be, f->cur->bf, f->size)) {
-		da->on_disk++;
-		pf_opener_wake(e, false);
-		return;
-	}
-	f->fill_pending = true;
-	f->ghost_upto = 0;
-	f->ghost_want = f->size;
-	da->pend[da->npend++] = f;
-	pf_dirahead_plan(e, later);
-}
-
-/*
- * Under the lock, with a disk tier holding the fill: read-ahead may not
- * take memory from blocks nobody has read yet (cache.c), so the files the
- * fill has read whole would hold the memory and the fill would stall once
- * it is full.  Their bytes went to the disk tier with their fetch: when
- * more than half of the memory is out, let the oldest such files' blocks
- * go (a reader finds them on disk), down to a quarter.
- */
-static void fill_shed(struct pf_engine *e)
-{
-	struct dirahead *da = e->da;
-	size_t max = pf_pool_max(e->pool);
-
-	bool prefix = true;
-
-	if (pf_pool_in_use(e->pool) <= max / 2)
-		return;
-	for (size_t i = da->shed;
-	     i < da->nheld && pf_pool_in_use(e->pool) > max / 4; i++) {
-		struct pf_efile *f = da->held[i];
-
-		if (f->fill_pending || filled(f, false) != f->size) {
-			prefix = false;	/* still being read: later */
-			continue;
-		}
-		pf_cache_file_drop_blocks(e, f);
-		if (prefix)
-			da->shed = i + 1;
-	}
-}
-
-/* Under the lock: read ahead what the fill's files still lack, as much as
- * fetch_room() allows (it keeps slots for demand reads). */
-void pf_dirahead_plan(struct pf_engine *e, struct deferred *later)
-{
-	struct dirahead *da = e->da;
-	size_t i = 0;
-	bool memory;
-
-	if (!da || !da->npend || e->stopping)
-		return;
-	fill_budget(e, &memory);
-	if (!memory)
-		fill_shed(e);
-	while (i < da->npend) {
-		struct pf_efile *f = da->pend[i];
-		struct fetch_builder fb = { .fill = true };
-		struct cover c = { 0 };
-
-		f->ghost_upto = pf_cover_range(e, f, f->ghost_upto, f->size, &c,
-					    &fb, later);
-		pf_fetch_builder_flush(e, &fb, later);
-		if (f->ghost_upto < f->size)
-			break;
-		f->fill_pending = false;
-		da->pend[i] = da->pend[--da->npend];
-		pf_opener_wake(e, false);
-	}
-}
-
-/*
- * On a next-file thread, under the lock (released while it opens): one
- * step of the fill, when one is due.  Returns true when it did one.
- */
-bool pf_dirahead_work(struct pf_engine *e)
-{
-	struct dirahead *da = e->da;
-	/* opens (a round trip each) do not take fetch slots: twice as many
-	 * files opening or waiting for a slot as read-ahead may have
-	 * requests in flight (a small file is one) keep the slots busy */
-	unsigned ahead = 2 * (engine_max_requests(e) - e->cfg.max_inflight);
-	uint64_t now;
-	bool memory;
-	char *path;
-	uint64_t size;
-
-	if (!da || (da->state != FILL_RUNNING && da->state != FILL_DONE) ||
-	    e->stopping || !pf_opener_running(e))
-		return false;
-	now = engine_now(e);
-	if (da->nheld && now - da->t0 > FILL_HOLD_NS) {
-		/* versions pinned that long ago: let readers open anew */
-		pf_dirahead_release_all(e);
-		return false;
-	}
-	if (da->state != FILL_RUNNING)
-		return false;
-	fill_budget(e, &memory);
-	if (memory && e->tot.bytes_unused - da->unused0 >
-			      da->bytes_total / 8 + 16ull * e->bs) {
-		fill_stop(e, "it no longer fits in memory");
-		return false;
-	}
-	if (da->single || da->next >= da->list.n) {
-		if (!da->opening && !da->npend) {
-			da->state = FILL_DONE;
-			pf_info("background fill of %s done",
-				da->froot[0] ? da->froot : "/");
-		}
-		return false;
-	}
-	if (da->opening + da->npend >= ahead)
-		return false;
-	path = strdup(da->list.v[da->next]);
-	size = da->list.size[da->next];
-	da->next++;
-	if (!path)
-		return false;
-	da->opening++;
-	pthread_mutex_unlock(&e->lock);
-	pf_next_ghost_open(e, path, size, true);
-	free(path);
-	pthread_mutex_lock(&e->lock);
-	da->opening--;
-	return true;
-}
-
-/* Under the lock: the learner's and the fill's part of the stats file. */
+/* Under the lock: the learner's part of the stats file, the tiers' and
+ * the fill's (its paths when @paths). */
 void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 {
 	struct dirahead *da = e->da;
 	unsigned learned = 0;
-	uint64_t budget;
-	uint64_t done;
-	bool memory;
 
 	if (!da)
 		return;
-	budget = fill_budget(e, &memory);
 	for (unsigned i = 0; i < XD_DIRS; i++)
 		if (da->dirs[i].path && da->dirs[i].runs >= XD_LEARN)
 			learned++;
-	done = da->bytes_done;
-	if (da->nheld) {
-		fill_budget(e, &memory);
-		done = 0;
-		for (size_t i = 0; i < da->nheld; i++)
-			done += filled(da->held[i], memory);
-	}
 	pf_strbuf_addf(sb,
 		       ",\n  \"dirahead\": {\"dirs_in_order\": %u, \"asked\": %"
 		       PRIu64 ", \"files_ahead\": %u, \"taken\": %" PRIu64
@@ -972,16 +595,5 @@ void pf_dirahead_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 		       "}}",
 		       e->tot.hits, e->tot.misses,
 		       (uint64_t)pf_pool_in_use(e->pool) * e->bs);
-	pf_strbuf_addf(sb, ",\n  \"fill\": {\"state\": \"%s\", \"root\": ",
-		       fill_state_name[da->state]);
-	pf_strbuf_add_json(sb, da->froot && paths ? da->froot : "");
-	/* the budget says what to change when the fill is too big */
-	pf_strbuf_addf(sb,
-		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
-		       PRIu64 ", \"bytes_done\": %" PRIu64
-		       ", \"bytes_total\": %" PRIu64 ", \"budget\": %" PRIu64
-		       ", \"budget_of\": \"%s\"}",
-		       da->single ? (size_t)1 : da->list.n, da->nheld,
-		       da->on_disk, done, da->bytes_total, budget,
-		       memory ? "memory" : "disk");
+	pf_fill_stats(e, sb, paths);
 }

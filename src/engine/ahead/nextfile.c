@@ -1,7 +1,7 @@
 /*
  * nextfile.c - the next-file requests: files opened by the engine ahead of
  * their readers ("ghosts") and read ahead, and the listings and opens the
- * cross-file learner and the background fill need (dirahead.c), run as
+ * cross-file learner and the background fill need (dirahead.c, fill.c), run as
  * jobs of the engine's opener pool (opener.c).
  *
  * DESIGN
@@ -34,7 +34,7 @@
  * sizes, are held this way: a new one lets the oldest go if its reader did
  * not come within GHOST_FRESH_NS (its blocks are unread read-ahead, the
  * first memory evicted, counted as unused), else is let go itself.  With
- * nothing queued the pool runs the background fill's steps (pf_dirahead_work()).
+ * nothing queued the pool runs the background fill's steps (pf_fill_work()).
  *
  * Threads: the opener threads (next_job, pf_next_ghost_open) list and open;
  * READ and completion threads ask (pf_next_ask, pf_next_push) and plan ghosts'
@@ -116,7 +116,7 @@ void pf_next_ghosts_plan(struct pf_engine *e, struct deferred *later)
 		if (g->ghost_upto < g->ghost_want)
 			pf_next_ghost_plan(e, g, later);
 	}
-	pf_dirahead_plan(e, later);
+	pf_fill_plan(e, later);
 }
 
 static void ghost_unlist(struct pf_engine *e, struct pf_efile *f)
@@ -303,7 +303,7 @@ struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
 	else
 		f = ghost_get(e, path, fill, &shared);
 	if (f && shared) {
-		pf_dirahead_hold(e, f, &later);
+		pf_fill_hold(e, f, &later);
 		pthread_mutex_unlock(&e->lock);
 		pf_fetch_deferred_run(e, &later);
 		return f;
@@ -333,7 +333,7 @@ struct pf_efile *pf_next_ghost_open(struct pf_engine *e, const char *path,
 		pf_dirahead_latency(e, f->ghost_ns - t0);
 	if (fill) {
 		f->ghost = GHOST_NONE;
-		pf_dirahead_hold(e, f, &later);
+		pf_fill_hold(e, f, &later);
 		pthread_mutex_unlock(&e->lock);
 		pf_fetch_deferred_run(e, &later);
 		return f;
@@ -567,7 +567,7 @@ int pf_next_start(struct pf_engine *e)
 	e->ghosts = calloc(e->max_ghosts, sizeof(*e->ghosts));
 	if (!e->ghosts)
 		return -1;
-	if (pf_dirahead_new(e) < 0)
+	if (pf_dirahead_new(e) < 0 || pf_fill_new(e) < 0)
 		return -1;
 	if (!e->cfg.prefetch || !e->be->ops->readdir ||
 	    (!e->cfg.next_file && !e->cfg.fill))
@@ -584,8 +584,8 @@ void pf_next_stop(struct pf_engine *e)
 	e->next_running = false;
 	while (e->nghosts)
 		pf_next_ghost_release(e, e->ghosts[0]);
-	if (e->da)
-		pf_dirahead_release_all(e);
+	if (e->fill)
+		pf_fill_release_all(e);
 	next_cache_free(e->ncache);
 	e->ncache = NULL;
 	pthread_mutex_unlock(&e->lock);

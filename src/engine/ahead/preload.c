@@ -23,7 +23,7 @@
  * never fills with warmed data; in memory only the file stays referenced
  * (e->pl->kept), so that its blocks outlive it until evicted as any
  * prefetched block.  A job whose files together exceed the fill's budget
- * (pf_dirahead_budget(): 3/4 of max_memory, or the disk tier's capacity)
+ * (pf_fill_budget(): 3/4 of max_memory, or the disk tier's capacity)
  * stops with ENOSPC: the tiers cannot hold them; so does one whose files
  * cannot get memory (nothing in flight anywhere, no progress).  Closing
  * the handle stops the job: the queued paths are dropped, the reads in
@@ -345,7 +345,7 @@ static void pl_open(struct pf_engine *e, struct pf_engine_preload *p,
 		return;
 	}
 	p->bytes_opened += f->size;
-	budget = pf_dirahead_budget(e, &memory);
+	budget = pf_fill_budget(e, &memory);
 	if (p->bytes_opened > budget) {
 		char why[256];
 

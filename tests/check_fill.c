@@ -1,0 +1,248 @@
+/*
+ * check_fill.c - the background fill of one file read at random (fill.c)
+ * when the file does not fit memory: through a disk tier (the real disk
+ * cache decorator, src/diskcache/, over engine_harness.h's backend, in a
+ * temporary directory), as far as a tier smaller than the file holds, and
+ * the advice line when nothing holds it.
+ *
+ * The reader: random 4 KiB READs of a 48 MiB file until the fill is done
+ * (PF_FILL_RANDOM_READS of them start it).  The backend's reads complete
+ * inside its submit (tb.autocomplete), the decorator's writes on its ring
+ * thread; the engine runs on the real clock.
+ */
+#include "engine_harness.h"
+#include "pf_diskcache.h"
+#include "tmptree.h"
+
+#define BIG (48ull << 20)
+#define MEM (8ull << 20)
+#define TIER_BLOCK (64u << 10)
+
+static char dir[64];
+static struct pf_backend *tier;	/* the decorator over tb, or NULL */
+static struct pf_efile *big;
+
+/* The decorator destroys its inner backend: tb's is static. */
+static void t_destroy(struct pf_backend *be)
+{
+	(void)be;
+}
+
+static const struct pf_backend_ops t_ops_inner = {
+	.name = "test",
+	.getattr = t_getattr,
+	.readdir = t_readdir,
+	.open = t_open,
+	.close = t_close,
+	.submit = t_submit,
+	.destroy = t_destroy,
+};
+
+/* tb with file "big"; a disk tier of @tier_bytes over it (0: none); an
+ * engine of MEM with the fill on over that; "big" opened. */
+static void up(uint64_t tier_bytes)
+{
+	struct pf_engine_cfg cfg;
+	struct stat st;
+
+	tb_reset(&t_ops_inner);
+	tb_add_file("big", BIG, NULL);
+	tb.autocomplete = 1;
+	tier = NULL;
+	if (tier_bytes) {
+		struct pf_diskcache_cfg dc = { .source = "t",
+					       .size = tier_bytes,
+					       .block_size = TIER_BLOCK,
+					       .staging = 2u << 20 };
+		char err[256];
+		int ret;
+
+		snprintf(dir, sizeof(dir), "/tmp/pftest.fillXXXXXX");
+		ck_assert_ptr_nonnull(mkdtemp(dir));
+		dc.dir = dir;
+		ret = pf_diskcache_backend_new(&tb.be, &dc, &tier, err,
+					       sizeof(err));
+		ck_assert_msg(ret == 0, "%s", err);
+	}
+	harness_cfg(&cfg, MEM, 16);
+	cfg.fill = 1;
+	ck_assert_int_eq(pf_engine_new(&cfg, tier ? tier : &tb.be, &eng), 0);
+	rq = calloc(1, sizeof(*rq));
+	ck_assert_ptr_nonnull(rq);
+	big = pf_efile_new(eng, "big", 1);
+	ck_assert_ptr_nonnull(big);
+	ck_assert_int_eq(pf_efile_open(big, &st), 0);
+}
+
+static void down(void)
+{
+	pf_engine_quiesce(eng);
+	pf_efile_close(big);
+	pf_efile_put(big);
+	pf_engine_free(eng);
+	eng = NULL;
+	if (tier) {
+		tier->ops->destroy(tier);
+		rm_tree(dir);
+	}
+	free(rq);
+	rq = NULL;
+}
+
+static uint64_t xs = 88172645463325252ull;
+
+/* A 4 KiB READ of "big" at a random 4 KiB offset, checked. */
+static void read_random(void)
+{
+	uint64_t off;
+
+	xs ^= xs << 13;
+	xs ^= xs >> 7;
+	xs ^= xs << 17;
+	off = (xs % (BIG / 4096)) * 4096;
+	read_wait(big, -1, off, 4096, rq);
+	assert_file_bytes(rq, &tb.files[0], off, 4096);
+}
+
+/* A bytes field of the stats' "name": N, the first after @after. */
+static uint64_t stats_num(const char *after, const char *name)
+{
+	char *js = pf_engine_stats_json(eng, "test");
+	char pat[64];
+	const char *p;
+	uint64_t v = UINT64_MAX;
+
+	ck_assert_ptr_nonnull(js);
+	snprintf(pat, sizeof(pat), "\"%s\": ", name);
+	p = strstr(js, after);
+	if (p)
+		p = strstr(p, pat);
+	if (p)
+		v = strtoull(p + strlen(pat), NULL, 10);
+	free(js);
+	return v;
+}
+
+/*
+ * Random READs, the memory watched, until the fill is done (a bounded
+ * while).  Returns the most memory_used seen.
+ */
+static uint64_t read_until_done(void)
+{
+	struct pf_engine_totals t;
+	uint64_t most = 0;
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		read_random();
+		pf_engine_totals(eng, &t);
+		if (t.memory_used > most)
+			most = t.memory_used;
+		if (i > PF_FILL_RANDOM_READS &&
+		    stats_quiet("\"state\": \"done\"", true))
+			break;
+		if (i > PF_FILL_RANDOM_READS)
+			usleep(2000);
+	}
+	ck_assert(stats_has("\"state\": \"done\""));
+	return most;
+}
+
+START_TEST(test_fill_through_disk)
+{
+	struct pf_engine_totals t;
+	uint64_t most;
+	unsigned submits;
+
+	up(128ull << 20);
+	most = read_until_done();
+	pf_engine_totals(eng, &t);
+	/* the file went through the tier, memory within its budget and
+	 * holding none of it now */
+	ck_assert(stats_has("\"through\": true"));
+	ck_assert_uint_eq(stats_num("\"fill\"", "bytes_done"), BIG);
+	ck_assert_uint_le(most, t.memory_max);
+	ck_assert_uint_le(t.memory_ahead, 4 * TIER_BLOCK);
+	ck_assert_uint_lt(t.memory_used, t.memory_max / 2);
+	ck_assert_uint_eq(stats_num("\"disk_cache\"", "bytes_cached"), BIG);
+	/* one fetch per byte: the store read the file once, but for a
+	 * reader's misses the fill met in flight */
+	ck_assert_uint_le(tb.bytes, BIG + BIG / 50);
+	/* every byte from the tier: the store reads nothing more */
+	submits = tb.submits;
+	for (uint64_t off = 0; off < BIG; off += 1u << 20) {
+		read_wait(big, -1, off, 1u << 20, rq);
+		assert_file_bytes(rq, &tb.files[0], off, 1u << 20);
+	}
+	ck_assert_uint_eq(tb.submits, submits);
+	/* it fitted the tier: no advice */
+	ck_assert(stats_has("\"advice\": []"));
+	down();
+}
+END_TEST
+
+START_TEST(test_fill_tier_smaller_than_file)
+{
+	uint64_t limit;
+
+	/* a tier of 16 MiB holds 14 (capacity() keeps an eighth) */
+	up(16ull << 20);
+	read_until_done();
+	limit = stats_num("\"fill\"", "bytes_done");
+	ck_assert_uint_ge(limit, 12ull << 20);
+	ck_assert_uint_le(limit, 14ull << 20);
+	ck_assert_uint_eq(stats_num("\"fill\"", "bytes_total"), BIG);
+	ck_assert(stats_has("\"through\": true"));
+	/* what it holds stays: nothing of it was evicted by the fill */
+	ck_assert_uint_ge(stats_num("\"disk_cache\"", "bytes_cached"), limit);
+	ck_assert_uint_eq(stats_num("\"disk_cache\"", "evictions"), 0);
+	/* and the user is told what would hold it all */
+	ck_assert(stats_has("\"advice\": [\"random reads of big "
+			    "(50331648 bytes) fit neither memory nor the disk "
+			    "cache: cache_size=55.9M"));
+	down();
+}
+END_TEST
+
+START_TEST(test_advice_without_tier)
+{
+	up(0);
+	for (unsigned i = 0; i < 4 * PF_FILL_RANDOM_READS; i++)
+		read_random();
+	ck_assert(stats_wait("\"state\": \"too_big\""));
+	/* 48 MiB x 8/7 = 54.9 MiB of a disk cache, 48 / (3/4) = 64 MiB of
+	 * memory, each rounded up (and a MiB more) */
+	ck_assert(stats_has("\"advice\": [\"random reads of big "
+			    "(50331648 bytes) do not fit memory: add "
+			    "cache_dir=DIR (55.9M free needed) or "
+			    "max_memory=65.0M\"]"));
+	/* nothing was filled: the reader's READs only */
+	ck_assert_uint_eq(tb.bytes, 4 * PF_FILL_RANDOM_READS * 4096);
+	down();
+}
+END_TEST
+
+static Suite *fill_suite(void)
+{
+	Suite *s = suite_create("fill");
+	TCase *tc;
+
+	tc = tcase_create("beyond_memory");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_fill_through_disk);
+	tcase_add_test(tc, test_fill_tier_smaller_than_file);
+	tcase_add_test(tc, test_advice_without_tier);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(fill_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
