@@ -154,20 +154,34 @@ bool pf_meta_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
  * follows no path its writer could not read, and another user's plans
  * are capped (pf_engine.h).
  */
+/*
+ * The writer of a control file (plan, warm): opened for writing, by the
+ * mount's owner or, on a shared mount, anyone; its credentials in @cred.
+ * Replies EACCES and returns false otherwise.
+ */
+static bool meta_writer(fuse_req_t req, const struct fuse_file_info *fi,
+			struct pf_engine_cred *cred)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
+	    (ctx->uid != getuid() && !shared(fs_of(req)))) {
+		fuse_reply_err(req, EACCES);
+		return false;
+	}
+	req_cred(req, cred);
+	return true;
+}
+
 void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct pf_engine_cred cred;
 	struct pf_engine_hint *h;
 	int ret;
 
-	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
-	    (ctx->uid != getuid() && !shared(fs))) {
-		fuse_reply_err(req, EACCES);
+	if (!meta_writer(req, fi, &cred))
 		return;
-	}
-	req_cred(req, &cred);
 	ret = pf_engine_hint_open(fs->engine, &cred, &h);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
@@ -186,18 +200,13 @@ void pf_meta_open_plan(fuse_req_t req, struct fuse_file_info *fi)
 void pf_meta_open_warm(fuse_req_t req, struct fuse_file_info *fi)
 {
 	struct pf_fs *fs = fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct pf_engine_cred cred;
 	struct pf_engine_preload *p;
 	int ret;
 
-	if ((fi->flags & O_ACCMODE) == O_RDONLY ||
-	    (ctx->uid != getuid() && !shared(fs))) {
-		fuse_reply_err(req, EACCES);
-		return;
-	}
 	/* a warm-up reads only what its writer may read, as a plan */
-	req_cred(req, &cred);
+	if (!meta_writer(req, fi, &cred))
+		return;
 	ret = pf_engine_preload_open(fs->engine, &cred, &p);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
