@@ -267,6 +267,19 @@ check_daemon_logs() {
 	done
 }
 
+# all_same MNT: every file of $SRC reads the same through MNT (the first
+# that differs is named)
+all_same() {
+	local f
+	for f in $(cd "$SRC" && find . -type f | sort); do
+		if ! cmp -s "$SRC/$f" "$1/$f"; then
+			echo "differs: $f"
+			return 1
+		fi
+	done
+	return 0
+}
+
 stats_json() { cat "$1/.prefetchfs/stats"; }
 
 # json_get FILE-or-STRING PYTHON-EXPR: evaluate EXPR on the parsed stats as `s`

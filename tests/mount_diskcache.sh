@@ -36,18 +36,6 @@ mkfile "$SRC/e/tiny" 100
 TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 
 
-# all_same MNT: every file of SRC reads the same through MNT
-all_same() {
-	local f
-	for f in $(cd "$SRC" && find . -type f | sort); do
-		if ! cmp -s "$SRC/$f" "$1/$f"; then
-			echo "differs: $f"
-			return 1
-		fi
-	done
-	return 0
-}
-
 # dc MNT EXPR: EXPR over the stats' transport.disk_cache as `c`
 dc() { stats_eval "$1" "$2"; }
 
@@ -60,11 +48,6 @@ wait_cached() {
 	done
 	echo "cached: $(dc "$1" c)"
 	return 1
-}
-
-# data_gets: GETs of files (not of directory listings) in nginx's log
-data_gets() {
-	grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"
 }
 
 # ---- 1. persistence across a remount, over nginx ---------------------------

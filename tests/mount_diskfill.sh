@@ -41,11 +41,6 @@ mapfile -t FILES < <(cd "$SRC" && find tree -type f | sort)
 # the reader, tests/helpers/treeread.py: opens the files given (here in the
 # order of a random seed), reads each whole, compares with $SRC
 
-# data_gets: GETs of files (not of directory listings) in nginx's log
-data_gets() {
-	grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"
-}
-
 nginx_start "$SRC" --json >/dev/null || { fail "nginx"; finish; }
 pf_mount_ready "$NGINX_URL" "$M" -o "cache_dir=$CACHE,max_memory=32M" ||
 	{ fail "mount with cache_dir,max_memory=32M"; finish; }

@@ -35,17 +35,6 @@ for i in 1 2 3 4 5; do
 done
 
 
-all_same() {
-	local f
-	for f in $(cd "$SRC" && find . -type f | sort); do
-		if ! cmp -s "$SRC/$f" "$1/$f"; then
-			echo "differs: $f"
-			return 1
-		fi
-	done
-	return 0
-}
-
 # since N: the access log's lines after line N
 since() { tail -n +"$(($1 + 1))" "$NGINX_DIR/access.log"; }
 lines() { wc -l <"$NGINX_DIR/access.log"; }

@@ -46,19 +46,6 @@ chmod 600 "$SECRET"
 # not turn a slow answer into a GET this test counts
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=1000"
 
-all_same() {
-	local f
-	for f in $(cd "$SRC" && find . -type f | sort); do
-		if ! cmp -s "$SRC/$f" "$1/$f"; then
-			echo "differs: $f"
-			return 1
-		fi
-	done
-}
-
-# data_gets: GETs of files (not of directory listings) in nginx's log
-data_gets() { grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"; }
-
 # wait_stored MNT BYTES: the tier has stored BYTES of MNT's reads (10 s)
 wait_stored() {
 	local i

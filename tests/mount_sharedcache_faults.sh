@@ -38,17 +38,6 @@ head -c 32 /dev/urandom >"$SECRET"
 chmod 600 "$SECRET"
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=500"
 
-all_same() {
-	local f
-	for f in $(cd "$SRC" && find . -type f | sort); do
-		if ! cmp -s "$SRC/$f" "$1/$f"; then
-			echo "differs: $f"
-			return 1
-		fi
-	done
-}
-data_gets() { grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"; }
-
 # ---- 1. a memcached killed mid-read --------------------------------------------
 
 A=$WORK/a

@@ -39,19 +39,6 @@ NFILES=$(find "$SRC" -type f | wc -l)
 TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 NTRAIN=$(find "$SRC/train" -type f | wc -l)
 
-# data_gets: GETs of files (not of directory listings) in nginx's log
-data_gets() {
-	grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"
-}
-
-# all_same MNT: every file of SRC reads the same through MNT
-all_same() {
-	local f
-	for f in $(cd "$SRC" && find . -type f | sort); do
-		cmp -s "$SRC/$f" "$1/$f" || { echo "differs: $f"; return 1; }
-	done
-}
-
 # json_ok FILE N BYTES: every line of FILE is an object of exactly the
 # keys prefetchfs.warm() reads; the last one done, N files, BYTES bytes
 json_ok() {

@@ -401,6 +401,12 @@ $([ "$tls" != 0 ] && printf '\t\tssl_certificate %s;\n\t\tssl_certificate_key %s
 EOF
 }
 
+# data_gets: GETs of files (not of directory listings) in the access log of
+# the nginx nginx_start started last
+data_gets() {
+	grep -c '"GET /[^ ]*[^/] HTTP' "$NGINX_DIR/access.log"
+}
+
 nginx_start() {
 	local root="" format=html tls=0 dir port pid scheme try a
 	for a in "$@"; do
