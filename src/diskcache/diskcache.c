@@ -44,7 +44,19 @@
  * of its last hit or write.  A new block takes a free slot, else the first
  * slot from a clock hand (at most SCAN_MAX looked at) that is cold: not
  * touched in the last COLD_FACTOR (8) x nslots ticks.  If none is cold the
- * new block is not admitted.  A data set read in a new random order every
+ * new block is not admitted.
+ * Two classes of blocks: a reader's miss, and the engine's background
+ * fill's (PF_DC_FILL, flagged J_KEPT in the journal; also a reader's
+ * block the fill found cached and claimed, pf_dc_keep()).  The fill plans
+ * what the cache holds (at most its capacity less a share; of a tree
+ * larger than the cache, a stable subset: engine/ahead/fill.c), so:
+ *  - a fill's block may take the slot of any reader's block (cold or not)
+ *    and of a cold fill's block of an earlier run (another data set's),
+ *    never a fill's block of this run: the fill never evicts its own;
+ *  - a reader's miss takes a cold reader's block, or a fill's block not
+ *    touched in KEEP_FACTOR (32) x nslots ticks (the readers moved on to
+ *    other data long ago), so readers of the files outside a subset cycle
+ *    through the rest of the slots and never push the subset out.  A data set read in a new random order every
  * epoch touches each cached block once per epoch, two hits at most two
  * epochs apart; as long as that is shorter than the cold window (data up
  * to 4x the cache, with room for reads the memory tier absorbs) the first
@@ -87,6 +99,8 @@
 #define J_REC 64
 #define SCAN_MAX 64
 #define COLD_FACTOR 8
+#define KEEP_FACTOR 32	/* a fill's block: cold for a reader's miss after */
+#define J_KEPT 0x1u	/* jrec.flags: the block is a fill's */
 #define JOURNAL_FACTOR 2	/* records per slot before a compaction */
 #define NIL UINT32_MAX
 #define MIN_SLOTS 16
@@ -95,6 +109,9 @@
 #define INDEX_PER_SLOT 80	/* slot, free list, buckets (at most 2/slot) */
 
 enum { S_FREE, S_WRITING, S_VALID };
+/* dc_slot.kept: a reader's block, a fill's of an earlier run (from the
+ * journal), a fill's of this run */
+enum { K_NO, K_BEFORE, K_NOW };
 
 struct dc_slot {
 	uint64_t ka;
@@ -106,6 +123,7 @@ struct dc_slot {
 	uint32_t hnext;		/* hash chain */
 	uint16_t pins;
 	uint8_t state;
+	uint8_t kept;		/* K_*: whose block (see the policy) */
 };
 
 struct pf_dc {
@@ -131,6 +149,7 @@ struct pf_dc {
 	uint64_t now;
 	uint64_t nvalid;
 	uint64_t bytes;		/* of valid blocks */
+	uint64_t kept_bytes;	/* of valid blocks a fill keeps */
 	struct pf_dc_stats st;
 };
 
@@ -188,6 +207,9 @@ static void unvalidate(struct pf_dc *dc, uint32_t i)
 	hash_out(dc, i);
 	dc->nvalid--;
 	dc->bytes -= s->len;
+	if (s->kept)
+		dc->kept_bytes -= s->len;
+	s->kept = K_NO;
 	s->state = S_FREE;
 }
 
@@ -197,6 +219,7 @@ static void release(struct pf_dc *dc, uint32_t i)
 
 	unvalidate(dc, i);
 	s->state = S_FREE;
+	s->kept = K_NO;
 	s->pins = 0;
 	if (!dc->no_new)
 		dc->freel[dc->nfree++] = i;
@@ -214,14 +237,14 @@ struct jrec {
 	uint32_t len;
 	uint64_t nonce;		/* the block's seal */
 	uint64_t tag;
-	uint32_t pad;
+	uint32_t flags;		/* J_KEPT; 0 in journals of older builds */
 	uint32_t rcrc;		/* of the 60 bytes before it */
 };
 _Static_assert(sizeof(struct jrec) == J_REC, "journal record size");
 
 static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
 		      uint64_t blk, uint32_t slot, uint32_t len,
-		      const struct pf_dc_sum *sum)
+		      const struct pf_dc_sum *sum, bool kept)
 {
 	memset(r, 0, sizeof(*r));
 	r->magic = J_MAGIC;
@@ -235,6 +258,7 @@ static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
 		r->nonce = sum->nonce;
 		r->tag = sum->tag;
 	}
+	r->flags = kept ? J_KEPT : 0;
 	r->rcrc = pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
 }
 
@@ -278,13 +302,14 @@ static int compact(struct pf_dc *dc)
 	recs = malloc(cap * sizeof(*recs));
 	if (recs) {
 		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0,
-			  NULL);
+			  NULL, false);
 		for (uint32_t i = 0; i < dc->nslots; i++) {
 			const struct dc_slot *s = &dc->slots[i];
 
 			if (s->state == S_VALID)
 				jrec_fill(&recs[n++], J_PUT, s->ka, s->kb,
-					  s->blk, i, s->len, &s->sum);
+					  s->blk, i, s->len, &s->sum,
+					  s->kept != K_NO);
 		}
 	}
 	pthread_mutex_unlock(&dc->lock);
@@ -367,9 +392,12 @@ static void replay_rec(struct pf_dc *dc, const struct jrec *r)
 	s->sum.tag = r->tag;
 	s->touch = 0;
 	s->state = S_VALID;
+	s->kept = r->flags & J_KEPT ? K_BEFORE : K_NO;
 	hash_in(dc, r->slot);
 	dc->nvalid++;
 	dc->bytes += r->len;
+	if (s->kept)
+		dc->kept_bytes += r->len;
 }
 
 /*
@@ -758,6 +786,28 @@ bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	return ret;
 }
 
+bool pf_dc_keep(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+		uint32_t len)
+{
+	uint32_t i;
+	bool ret;
+
+	pthread_mutex_lock(&dc->lock);
+	i = find(dc, key->a, key->b, blk);
+	ret = i != NIL && dc->slots[i].state == S_VALID &&
+	      dc->slots[i].len == len;
+	if (ret) {
+		struct dc_slot *s = &dc->slots[i];
+
+		if (s->kept == K_NO)
+			dc->kept_bytes += s->len;
+		s->kept = K_NOW;
+		s->touch = dc->now;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
 void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
 {
 	pthread_mutex_lock(&dc->lock);
@@ -766,26 +816,42 @@ void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
 	pthread_mutex_unlock(&dc->lock);
 }
 
-/* A cold, unpinned valid slot from the clock hand, or NIL.  Locked. */
-static uint32_t victim(struct pf_dc *dc)
+/*
+ * Whether the block in valid slot @s may make room for a new one, a
+ * fill's (@fill) or a reader's: see the policy at the top.
+ */
+static bool evictable(const struct pf_dc *dc, const struct dc_slot *s,
+		      bool fill)
 {
+	uint64_t age = dc->now - s->touch;
 	uint64_t cold = (uint64_t)COLD_FACTOR * dc->nslots;
 
+	if (s->kept == K_NO)
+		return fill || age > cold;
+	if (fill)
+		return s->kept == K_BEFORE && age > cold;
+	return age > (uint64_t)KEEP_FACTOR * dc->nslots;
+}
+
+/* An unpinned valid slot from the clock hand that may go for a new block,
+ * a fill's (@fill) or a reader's, or NIL.  Locked. */
+static uint32_t victim(struct pf_dc *dc, bool fill)
+{
 	for (int n = 0; n < SCAN_MAX; n++) {
 		uint32_t i = dc->hand;
 		struct dc_slot *s = &dc->slots[i];
 
 		dc->hand = i + 1 == dc->nslots ? 0 : i + 1;
-		if (s->state == S_VALID && !s->pins &&
-		    dc->now - s->touch > cold)
+		if (s->state == S_VALID && !s->pins && evictable(dc, s, fill))
 			return i;
 	}
 	return NIL;
 }
 
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
-		  uint64_t blk, uint32_t len)
+		  uint64_t blk, uint32_t len, unsigned flags)
 {
+	bool fill = flags & PF_DC_FILL;
 	struct dc_slot *s;
 	uint32_t i;
 	int ret;
@@ -793,14 +859,21 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	if (len == 0 || len > dc->bs)
 		return -EINVAL;
 	pthread_mutex_lock(&dc->lock);
-	if (find(dc, key->a, key->b, blk) != NIL) {
+	i = find(dc, key->a, key->b, blk);
+	if (i != NIL) {
+		s = &dc->slots[i];
+		/* a reader's block the fill fetched again: the fill's now */
+		if (fill && s->state == S_VALID && s->kept == K_NO)
+			dc->kept_bytes += s->len;
+		if (fill && s->state == S_VALID)
+			s->kept = K_NOW;
 		ret = -EEXIST;
 		goto out;
 	}
 	if (dc->nfree) {
 		i = dc->freel[--dc->nfree];
 	} else {
-		i = victim(dc);
+		i = victim(dc, fill);
 		if (i == NIL) {
 			dc->st.rejected++;
 			ret = -ENOSPC;
@@ -817,6 +890,7 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	memset(&s->sum, 0, sizeof(s->sum));
 	s->pins = 1;
 	s->state = S_WRITING;
+	s->kept = fill ? K_NOW : K_NO;
 	/* in the hash already, so that a second reserve sees it */
 	hash_in(dc, i);
 	ret = (int)i;
@@ -832,7 +906,8 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 	int ret;
 
 	/* fields of a writing slot change only on this thread */
-	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, sum);
+	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, sum,
+		  s->kept != K_NO);
 	ret = jappend(dc, &r);
 	pthread_mutex_lock(&dc->lock);
 	if (ret < 0) {
@@ -846,6 +921,8 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 		s->touch = dc->now;
 		dc->nvalid++;
 		dc->bytes += s->len;
+		if (s->kept)
+			dc->kept_bytes += s->len;
 		dc->st.bytes_written += s->len;
 	}
 	pthread_mutex_unlock(&dc->lock);
@@ -876,7 +953,7 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 	}
 	pthread_mutex_unlock(&dc->lock);
 	if (gone) {
-		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, NULL);
+		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, NULL, false);
 		if (jappend(dc, &r) < 0)
 			pf_debug("disk cache: journal append failed");
 	}
@@ -915,7 +992,7 @@ bool pf_dc_verify(struct pf_dc *dc, const struct pf_dc_key *key,
 int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      const void *buf, uint32_t len)
 {
-	int slot = pf_dc_reserve(dc, key, blk, len);
+	int slot = pf_dc_reserve(dc, key, blk, len, 0);
 	struct pf_dc_sum sum;
 	ssize_t n;
 
@@ -982,6 +1059,7 @@ void pf_dc_get_stats(struct pf_dc *dc, struct pf_dc_stats *st)
 	*st = dc->st;
 	st->blocks = dc->nvalid;
 	st->bytes_cached = dc->bytes;
+	st->bytes_kept = dc->kept_bytes;
 	if (dc->no_new) {
 		uint64_t used = 0;
 

@@ -151,6 +151,23 @@ static void print_header(const char *mnt, const struct pf_stat_view *v)
 			     pf_stat_size(b, sizeof(b), tot),
 			     tot > 0 ? 100.0 * pf_json_num(fl, "bytes_done",
 							   0) / tot : 0.0);
+	/* a tree (or file) larger than the disk tier: the part it keeps */
+	if (fl && pf_json_num(fl, "part_bytes", 0) > 0) {
+		double in_tier = pf_json_num(fl, "in_tier", -1);
+		char c[32];
+
+		pf_stat_line("  fill subset %.0f of %.0f files, %s of %s, "
+			     "disk tier full%s%s%s",
+			     pf_json_num(fl, "part_files", 0),
+			     pf_json_num(fl, "tree_files", 0),
+			     pf_stat_size(a, sizeof(a),
+					  pf_json_num(fl, "part_bytes", 0)),
+			     pf_stat_size(b, sizeof(b), tot),
+			     in_tier >= 0 ? "; " : "",
+			     in_tier >= 0 ? pf_stat_size(c, sizeof(c),
+							 in_tier) : "",
+			     in_tier >= 0 ? " on disk" : "");
+	}
 }
 
 /* 79 columns; the interval's bytes are MB/s, the total's bytes.  wait%
