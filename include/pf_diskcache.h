@@ -176,10 +176,10 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
  * (journalled with the block). */
 #define PF_DC_FILL 0x1u
 /*
- * Block @blk of @key, if cached with @len bytes, is the fill's from now on
- * (kept as if the fill had written it; journalled so at the next
- * compaction) and counts as touched now.  Returns whether it is cached.
- * No I/O.
+ * Block @blk of @key, if cached with @len bytes or being written, is the
+ * fill's from now on (kept as if the fill had written it; journalled so at
+ * the next compaction, or with its write) and counts as touched now.
+ * Returns whether it is cached or being written.  No I/O.
  */
 bool pf_dc_keep(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 		uint32_t len);

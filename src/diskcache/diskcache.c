@@ -150,6 +150,7 @@ struct pf_dc {
 	uint64_t nvalid;
 	uint64_t bytes;		/* of valid blocks */
 	uint64_t kept_bytes;	/* of valid blocks a fill keeps */
+	uint64_t nplain;	/* valid blocks of readers' (K_NO) */
 	struct pf_dc_stats st;
 };
 
@@ -197,6 +198,29 @@ static void hash_out(struct pf_dc *dc, uint32_t i)
 	s->hnext = NIL;
 }
 
+/* Valid slot @s's share of the class counters, added or taken out. */
+static void count_class(struct pf_dc *dc, const struct dc_slot *s, bool add)
+{
+	if (s->kept && add)
+		dc->kept_bytes += s->len;
+	else if (s->kept)
+		dc->kept_bytes -= s->len;
+	else if (add)
+		dc->nplain++;
+	else
+		dc->nplain--;
+}
+
+/* A valid or writing slot's block is the fill's of this run. */
+static void make_kept(struct pf_dc *dc, struct dc_slot *s)
+{
+	if (s->state == S_VALID)
+		count_class(dc, s, false);
+	s->kept = K_NOW;
+	if (s->state == S_VALID)
+		count_class(dc, s, true);
+}
+
 /* Takes a valid slot out of the index (it stays allocated). */
 static void unvalidate(struct pf_dc *dc, uint32_t i)
 {
@@ -207,8 +231,7 @@ static void unvalidate(struct pf_dc *dc, uint32_t i)
 	hash_out(dc, i);
 	dc->nvalid--;
 	dc->bytes -= s->len;
-	if (s->kept)
-		dc->kept_bytes -= s->len;
+	count_class(dc, s, false);
 	s->kept = K_NO;
 	s->state = S_FREE;
 }
@@ -396,8 +419,7 @@ static void replay_rec(struct pf_dc *dc, const struct jrec *r)
 	hash_in(dc, r->slot);
 	dc->nvalid++;
 	dc->bytes += r->len;
-	if (s->kept)
-		dc->kept_bytes += r->len;
+	count_class(dc, s, true);
 }
 
 /*
@@ -794,14 +816,13 @@ bool pf_dc_keep(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 
 	pthread_mutex_lock(&dc->lock);
 	i = find(dc, key->a, key->b, blk);
-	ret = i != NIL && dc->slots[i].state == S_VALID &&
+	ret = i != NIL && dc->slots[i].state != S_FREE &&
 	      dc->slots[i].len == len;
 	if (ret) {
 		struct dc_slot *s = &dc->slots[i];
 
-		if (s->kept == K_NO)
-			dc->kept_bytes += s->len;
-		s->kept = K_NOW;
+		/* (one being written counts once committed) */
+		make_kept(dc, s);
 		s->touch = dc->now;
 	}
 	pthread_mutex_unlock(&dc->lock);
@@ -833,11 +854,19 @@ static bool evictable(const struct pf_dc *dc, const struct dc_slot *s,
 	return age > (uint64_t)KEEP_FACTOR * dc->nslots;
 }
 
-/* An unpinned valid slot from the clock hand that may go for a new block,
- * a fill's (@fill) or a reader's, or NIL.  Locked. */
+/*
+ * An unpinned valid slot from the clock hand that may go for a new block,
+ * a fill's (@fill) or a reader's, or NIL.  At most SCAN_MAX looked at, but
+ * for a fill while readers' blocks are cached: its own blocks, written to
+ * consecutive slots, make long runs the hand passes (a fill takes at most
+ * 3/4 of the slots, so a rotation finds a reader's block every few slots
+ * on average).  Locked.
+ */
 static uint32_t victim(struct pf_dc *dc, bool fill)
 {
-	for (int n = 0; n < SCAN_MAX; n++) {
+	uint32_t scan = fill && dc->nplain ? dc->nslots : SCAN_MAX;
+
+	for (uint32_t n = 0; n < scan; n++) {
 		uint32_t i = dc->hand;
 		struct dc_slot *s = &dc->slots[i];
 
@@ -861,12 +890,10 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	pthread_mutex_lock(&dc->lock);
 	i = find(dc, key->a, key->b, blk);
 	if (i != NIL) {
-		s = &dc->slots[i];
-		/* a reader's block the fill fetched again: the fill's now */
-		if (fill && s->state == S_VALID && s->kept == K_NO)
-			dc->kept_bytes += s->len;
-		if (fill && s->state == S_VALID)
-			s->kept = K_NOW;
+		/* a reader's block the fill fetched too: the fill's now (one
+		 * being written counts once committed) */
+		if (fill)
+			make_kept(dc, &dc->slots[i]);
 		ret = -EEXIST;
 		goto out;
 	}
@@ -921,8 +948,7 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 		s->touch = dc->now;
 		dc->nvalid++;
 		dc->bytes += s->len;
-		if (s->kept)
-			dc->kept_bytes += s->len;
+		count_class(dc, s, true);
 		dc->st.bytes_written += s->len;
 	}
 	pthread_mutex_unlock(&dc->lock);

@@ -326,7 +326,11 @@ static uint64_t fill_done_bytes(struct pf_engine *e)
 	return fl->bytes_gone + done;
 }
 
-/* Under the lock: bytes of @f the backend's own tier holds. */
+/*
+ * Under the lock: bytes of @f the backend's own tier holds, made the
+ * fill's there (a reader's misses the fill counted on, written after the
+ * fill looked).
+ */
 static uint64_t tier_bytes(struct pf_engine *e, struct pf_efile *f)
 {
 	struct pf_backend *be = e->be;
@@ -334,6 +338,8 @@ static uint64_t tier_bytes(struct pf_engine *e, struct pf_efile *f)
 
 	if (!be->ops->held_run || !f->cur)
 		return 0;
+	if (be->ops->keep)
+		be->ops->keep(be, f->cur->bf, 0, f->size);
 	for (uint64_t off = 0; off < f->size;) {
 		bool held;
 		uint64_t len = be->ops->held_run(be, f->cur->bf, off,
@@ -744,6 +750,10 @@ static int fill_through(struct pf_engine *e, struct pf_efile *f,
 			return -1;
 		reached = pf_cover_range(e, f, off, off + len, &c, &fb, later);
 		pf_fetch_builder_flush(e, &fb, later);
+		/* what a reader's fetch brought (in memory, on its way to
+		 * the tier) is the fill's too */
+		if (be->ops->keep && reached > off)
+			be->ops->keep(be, f->cur->bf, off, reached - off);
 		fl->planned += reached - off;
 		f->ghost_upto = reached;
 		if (reached < off + len)
