@@ -31,11 +31,18 @@
  * those a READ waited for), so memory holds the fill's reads in flight
  * only, and a reader's READ finds the rest on disk.  The tier reads a
  * reader's misses before the fill's (PF_BIO_FILL): demand first.  A file
- * larger than the tier is filled as far as the tier holds (da->limit), a
- * stable subset that the tier's policy keeps (diskcache.c admits only over
- * cold blocks).  A random reader whose file fits neither memory nor a disk
- * tier gets one advice line in the log and the stats: the option and the
- * value that would let it be filled (fill_advise()).
+ * larger than the tier is filled as far as the tier holds (fl->limit: its
+ * first bytes); a tree larger than the tier, a stable subset of its files
+ * in SUBSET_NUM / SUBSET_DEN of the tier (fillset.c: ranked by a hash of
+ * their path, so a remount's fill picks the same files and finds them on
+ * disk), the rest of the tier left to readers' misses of the other files.
+ * The tier keeps what the fill wrote, or found there and claimed (keep():
+ * a reader's misses of the fill's files), over readers' misses, and never
+ * evicts it for more of the same fill (diskcache.c); once done the fill
+ * counts what the tier holds of its files (fl->in_tier).  A reader whose
+ * file or tree fits neither memory nor a disk tier gets one advice line in
+ * the log and the stats: the option and the value that would let it be
+ * filled whole (fill_advise()).
  *
  * In memory, with a disk tier beside it (a tree that fits memory but whose
  * budget is the tier's), the fill lets the memory of the files it read
@@ -46,7 +53,8 @@
  * pattern changes (opens follow again: pf_fill_in_order()); it lets its
  * files go after FILL_HOLD_NS (looked at whenever the next-file threads
  * wake), so a version pinned by the fill is served about that long at
- * most.
+ * most (a fill that runs longer lets go of the files it has read and
+ * goes on: fill_let_go()).
  *
  * Threads: FUSE workers (pf_fill_shuffled, pf_fill_in_order, through the
  * learner; pf_fill_random_file, after a READ), the backend's completion
@@ -201,8 +209,9 @@ static void size_up(uint64_t v, char *buf, size_t len)
 }
 
 /*
- * Under the lock: a random reader of @what (@total bytes) that fits
- * neither memory nor a disk tier: one advice line, logged once and kept
+ * Under the lock: a random reader of file @what, or shuffled readers of
+ * tree @what (@tree), @total bytes that fit neither memory nor a disk
+ * tier (a tree: with a disk tier): one advice line, logged once and kept
  * for the stats.  The disk tier's capacity() is its slots less an eighth:
  * a cache of total x 8/7 holds it; memory's budget is 3/4 of max_memory,
  * and a disk tier's staging and index come out of the option's value
