@@ -112,6 +112,28 @@ static int screen_width(bool tty)
 
 /* ---- header, memory, totals ---------------------------------------- */
 
+/*
+ * A fill through the disk tier that is done with less on disk than it
+ * read (of its subset, or of all @tot bytes): the tier did not admit the
+ * rest, being full of other data its policy keeps (another data set's
+ * fill, not cold yet).
+ */
+static void fill_short(const struct pf_json *fl, double tot)
+{
+	double in_tier = pf_json_num(fl, "in_tier", -1);
+	double part = pf_json_num(fl, "part_bytes", 0);
+	double want = part > 0 ? part : tot;
+	char a[32], b[32];
+
+	if (!fl || in_tier < 0 || in_tier >= want ||
+	    strcmp(pf_json_str(fl, "state", ""), "done") != 0)
+		return;
+	pf_stat_line("  fill: the disk tier holds %s of the %s it filled "
+		     "(full of other data)",
+		     pf_stat_size(a, sizeof(a), in_tier),
+		     pf_stat_size(b, sizeof(b), want));
+}
+
 static void print_header(const char *mnt, const struct pf_stat_view *v)
 {
 	const struct pf_json *x = pf_json_get(v->root, "dirahead");
@@ -168,6 +190,7 @@ static void print_header(const char *mnt, const struct pf_stat_view *v)
 							 in_tier) : "",
 			     in_tier >= 0 ? " on disk" : "");
 	}
+	fill_short(fl, tot);
 }
 
 /* 79 columns; the interval's bytes are MB/s, the total's bytes.  wait%
