@@ -18,7 +18,9 @@
  *            reads and writes with one request
  *   journal  fixed 64-byte records, each with its own CRC32C: a header
  *            (block size, slots), then PUT (slot holds block blk of key,
- *            len bytes, sealed with nonce and tag) and DEL (slot is empty)
+ *            len bytes, sealed with nonce and tag; flags J_KEPT: the
+ *            fill's, see the policy; 0 in an older build's records, which
+ *            ignores them) and DEL (slot is empty)
  * A block is written to its slot first and journalled after the write
  * completed; every read from the cache checks the block against the tag
  * journalled with it, a MAC under DIR/key of the block's key, index,
