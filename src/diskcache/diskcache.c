@@ -1,7 +1,9 @@
 /*
  * diskcache.c - the store of the disk cache: block slots in one data file,
  * an index in memory, an append-only journal that rebuilds the index at
- * start-up, and the admission/eviction policy.
+ * start-up (its records, compaction and replay: diskcache_journal.c; the
+ * structures both share: diskcache_store.h), and the admission/eviction
+ * policy.
  *
  * DESIGN
  * Layout of the cache directory (0700, every file 0600, all opened through
@@ -93,69 +95,14 @@
 #include "pf_diskcache.h"
 #include "pf_log.h"
 #include "diskcache_int.h"
+#include "diskcache_store.h"
 
-#define J_MAGIC 0x324a4650u	/* "PFJ2": records with a MAC (PFJ1: CRC32C) */
-#define J_HDR 1u
-#define J_PUT 2u
-#define J_DEL 3u
-#define J_REC 64
 #define SCAN_MAX 64
 #define COLD_FACTOR 8
 #define KEEP_FACTOR 32	/* a fill's block: cold for a reader's miss after */
-#define J_KEPT 0x1u	/* jrec.flags: the block is a fill's */
-#define JOURNAL_FACTOR 2	/* records per slot before a compaction */
-#define NIL UINT32_MAX
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
-#define MAX_BLOCK (16u << 20)
 #define INDEX_PER_SLOT 80	/* slot, free list, buckets (at most 2/slot) */
-
-enum { S_FREE, S_WRITING, S_VALID };
-/* dc_slot.kept: a reader's block, a fill's of an earlier run (from the
- * journal), a fill's of this run */
-enum { K_NO, K_BEFORE, K_NOW };
-
-struct dc_slot {
-	uint64_t ka;
-	uint64_t kb;
-	uint64_t blk;
-	uint64_t touch;		/* clock tick of the last hit or write */
-	struct pf_dc_sum sum;
-	uint32_t len;
-	uint32_t hnext;		/* hash chain */
-	uint16_t pins;
-	uint8_t state;
-	uint8_t kept;		/* K_*: whose block (see the policy) */
-};
-
-struct pf_dc {
-	int dirfd;
-	int lockfd;
-	int datafd;
-	int jfd;
-	uint64_t jlen;		/* valid journal bytes (writer thread) */
-	uint64_t jrecs;
-	uint32_t bs;
-	uint32_t nslots;
-	unsigned char mkey[PF_DC_KEY_LEN];	/* DIR/key: seals the blocks */
-	atomic_uint_least64_t nonce;	/* the next seal's (random start) */
-
-	pthread_mutex_t lock;	/* guards all below */
-	struct dc_slot *slots;
-	uint32_t *buckets;
-	uint32_t nbuckets;	/* a power of two */
-	uint32_t *freel;	/* stack of free slots */
-	uint32_t nfree;
-	bool no_new;		/* disk full: do not use free slots */
-	uint32_t hand;
-	uint64_t now;
-	uint64_t nvalid;
-	uint64_t bytes;		/* of valid blocks */
-	uint64_t kept_bytes;	/* of valid blocks a fill keeps */
-	uint64_t nplain;	/* valid blocks of readers' (K_NO) */
-	struct pf_dc_stats st;
-};
-
 /* ---- index (dc->lock held) --------------------------------------------- */
 
 static uint32_t bucket_of(const struct pf_dc *dc, uint64_t ka, uint64_t kb,
@@ -250,237 +197,37 @@ static void release(struct pf_dc *dc, uint32_t i)
 		dc->freel[dc->nfree++] = i;
 }
 
-/* ---- journal (writer thread) ------------------------------------------- */
+/* ---- replay (diskcache_journal.c: one thread, no lock) ----------------- */
 
-struct jrec {
-	uint32_t magic;
-	uint32_t type;
-	uint64_t ka;
-	uint64_t kb;
-	uint64_t blk;
-	uint32_t slot;
-	uint32_t len;
-	uint64_t nonce;		/* the block's seal */
-	uint64_t tag;
-	uint32_t flags;		/* J_KEPT; 0 in journals of older builds */
-	uint32_t rcrc;		/* of the 60 bytes before it */
-};
-_Static_assert(sizeof(struct jrec) == J_REC, "journal record size");
-
-static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
-		      uint64_t blk, uint32_t slot, uint32_t len,
-		      const struct pf_dc_sum *sum, bool kept)
+void pf_dc_index_del(struct pf_dc *dc, uint32_t slot)
 {
-	memset(r, 0, sizeof(*r));
-	r->magic = J_MAGIC;
-	r->type = type;
-	r->ka = ka;
-	r->kb = kb;
-	r->blk = blk;
-	r->slot = slot;
-	r->len = len;
-	if (sum) {
-		r->nonce = sum->nonce;
-		r->tag = sum->tag;
-	}
-	r->flags = kept ? J_KEPT : 0;
-	r->rcrc = pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
+	unvalidate(dc, slot);
 }
 
-static bool jrec_ok(const struct jrec *r)
+void pf_dc_index_put(struct pf_dc *dc, uint32_t slot, uint64_t ka,
+		     uint64_t kb, uint64_t blk, uint32_t len,
+		     const struct pf_dc_sum *sum, bool kept)
 {
-	return r->magic == J_MAGIC &&
-	       r->rcrc == pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
-}
-
-static int jappend(struct pf_dc *dc, const struct jrec *r)
-{
-	ssize_t n = pwrite(dc->jfd, r, sizeof(*r), (off_t)dc->jlen);
-
-	if (n == (ssize_t)sizeof(*r)) {
-		dc->jlen += sizeof(*r);
-		dc->jrecs++;
-		return 0;
-	}
-	/* a torn record would end the replay early: cut it off */
-	if (n > 0 && ftruncate(dc->jfd, (off_t)dc->jlen) < 0)
-		pf_debug("disk cache: truncating the journal: %s",
-			 strerror(errno));
-	return n < 0 ? -errno : -ENOSPC;
-}
-
-/*
- * Writes the header and one PUT per valid slot to journal.tmp and renames
- * it over the journal.  Writer thread; dc->lock not held.
- */
-static int compact(struct pf_dc *dc)
-{
-	struct jrec *recs;
-	uint64_t n = 0;
-	uint64_t cap;
-	char why[128];
-	int fd = -1;
-	int ret = 0;
-
-	pthread_mutex_lock(&dc->lock);
-	cap = dc->nvalid + 1;
-	recs = malloc(cap * sizeof(*recs));
-	if (recs) {
-		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0,
-			  NULL, false);
-		for (uint32_t i = 0; i < dc->nslots; i++) {
-			const struct dc_slot *s = &dc->slots[i];
-
-			if (s->state == S_VALID)
-				jrec_fill(&recs[n++], J_PUT, s->ka, s->kb,
-					  s->blk, i, s->len, &s->sum,
-					  s->kept != K_NO);
-		}
-	}
-	pthread_mutex_unlock(&dc->lock);
-	if (!recs)
-		return -ENOMEM;
-	fd = pf_dc_file_open(dc->dirfd, "journal.tmp", O_WRONLY | O_EXCL,
-			     why, sizeof(why));
-	if (fd < 0) {
-		ret = fd;
-		goto out;
-	}
-	for (uint64_t off = 0; off < n * J_REC;) {
-		ssize_t w = pwrite(fd, (char *)recs + off, n * J_REC - off,
-				   (off_t)off);
-
-		if (w <= 0) {
-			ret = w < 0 ? -errno : -ENOSPC;
-			goto out;
-		}
-		off += (uint64_t)w;
-	}
-	/* the old journal stays until the new one is on disk */
-	if (fsync(fd) < 0 ||
-	    renameat(dc->dirfd, "journal.tmp", dc->dirfd, "journal") < 0) {
-		ret = -errno;
-		goto out;
-	}
-	fsync(dc->dirfd);
-	close(dc->jfd);
-	dc->jfd = fd;
-	fd = -1;
-	dc->jlen = n * J_REC;
-	dc->jrecs = n;
-out:
-	if (fd >= 0) {
-		close(fd);
-		unlinkat(dc->dirfd, "journal.tmp", 0);
-	}
-	free(recs);
-	return ret;
-}
-
-void pf_dc_maintain(struct pf_dc *dc)
-{
-	int ret;
-
-	if (dc->jrecs <= (uint64_t)JOURNAL_FACTOR * dc->nslots + 1024)
-		return;
-	ret = compact(dc);
-	if (ret < 0)
-		pf_warn("disk cache: cannot compact the journal: %s",
-			strerror(-ret));
-}
-
-/* Applies one record at replay; dc->lock not needed (one thread). */
-static void replay_rec(struct pf_dc *dc, const struct jrec *r)
-{
-	struct dc_slot *s;
+	struct dc_slot *s = &dc->slots[slot];
 	uint32_t dup;
 
-	if (r->slot >= dc->nslots)
-		return;
-	s = &dc->slots[r->slot];
-	if (r->type == J_DEL) {
-		unvalidate(dc, r->slot);
-		return;
-	}
-	if (r->type != J_PUT || r->len == 0 || r->len > dc->bs)
-		return;
-	unvalidate(dc, r->slot);
+	unvalidate(dc, slot);
 	/* the same block written again elsewhere: the later one holds */
-	dup = find(dc, r->ka, r->kb, r->blk);
+	dup = find(dc, ka, kb, blk);
 	if (dup != NIL)
 		unvalidate(dc, dup);
-	s->ka = r->ka;
-	s->kb = r->kb;
-	s->blk = r->blk;
-	s->len = r->len;
-	s->sum.nonce = r->nonce;
-	s->sum.tag = r->tag;
+	s->ka = ka;
+	s->kb = kb;
+	s->blk = blk;
+	s->len = len;
+	s->sum = *sum;
 	s->touch = 0;
 	s->state = S_VALID;
-	s->kept = r->flags & J_KEPT ? K_BEFORE : K_NO;
-	hash_in(dc, r->slot);
+	s->kept = kept ? K_BEFORE : K_NO;
+	hash_in(dc, slot);
 	dc->nvalid++;
-	dc->bytes += r->len;
+	dc->bytes += len;
 	count_class(dc, s, true);
-}
-
-/*
- * Replays the journal; a journal from another block size is discarded.
- * Returns whether it needs rewriting (no header, or mostly dead records).
- */
-static int replay(struct pf_dc *dc, bool *rewrite)
-{
-	enum { CHUNK = J_REC * 4096 };
-	char *buf = malloc(CHUNK);
-	uint64_t off = 0;
-	bool hdr = false;
-	int ret = 0;
-
-	*rewrite = false;
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = pread(dc->jfd, buf, CHUNK, (off_t)off);
-		ssize_t i;
-
-		if (n < 0) {
-			ret = -errno;
-			goto out;
-		}
-		for (i = 0; i + J_REC <= n; i += J_REC) {
-			struct jrec r;
-
-			memcpy(&r, buf + i, J_REC);
-			if (!jrec_ok(&r))
-				goto end;
-			if (!hdr) {
-				if (r.type != J_HDR || r.ka != dc->bs)
-					goto end;
-				hdr = true;
-			} else {
-				replay_rec(dc, &r);
-			}
-			dc->st.replayed++;
-			off += J_REC;
-		}
-		if (n < CHUNK)
-			break;
-	}
-end:
-	if (!hdr) {
-		*rewrite = true;
-		off = 0;
-	}
-	dc->jlen = off;
-	dc->jrecs = off / J_REC;
-	/* cut a torn or corrupt tail: appends go after the last good one */
-	if (ftruncate(dc->jfd, (off_t)off) < 0)
-		ret = -errno;
-	if (dc->jrecs > 2 * dc->nvalid + 1024)
-		*rewrite = true;
-out:
-	free(buf);
-	return ret;
 }
 
 /* ---- open, close ------------------------------------------------------- */
@@ -564,18 +311,6 @@ static uint64_t slots_max(const struct pf_dc_cfg *cfg)
 	if (cfg && cfg->index_max && cfg->index_max / INDEX_PER_SLOT < n)
 		n = cfg->index_max / INDEX_PER_SLOT;
 	return n;
-}
-
-/* The block size in the journal's header, or 0 (none, or not one). */
-static uint32_t journal_block(struct pf_dc *dc)
-{
-	struct jrec r;
-
-	if (pread(dc->jfd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) ||
-	    !jrec_ok(&r) || r.type != J_HDR || r.ka < 4096 ||
-	    r.ka > MAX_BLOCK || (r.ka & (r.ka - 1)))
-		return 0;
-	return (uint32_t)r.ka;
 }
 
 /*
@@ -684,14 +419,14 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	/* a new key: the blocks sealed under the old one cannot be checked */
-	ret = size_slots(dc, dir, cfg, fresh ? 0 : journal_block(dc), err,
+	ret = size_slots(dc, dir, cfg, fresh ? 0 : pf_dc_journal_block(dc), err,
 			 errlen);
 	if (ret < 0)
 		goto out;
 	ret = index_alloc(dc, err, errlen);
 	if (ret < 0)
 		goto out;
-	ret = fresh ? 0 : replay(dc, &rewrite);
+	ret = fresh ? 0 : pf_dc_journal_replay(dc, &rewrite);
 	if (ret < 0) {
 		snprintf(err, errlen, "cache_dir '%s': reading the journal: "
 			 "%s", dir, strerror(-ret));
@@ -709,7 +444,7 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 		goto out;
 	}
 	if (rewrite || fresh) {
-		ret = compact(dc);
+		ret = pf_dc_journal_compact(dc);
 		if (ret < 0) {
 			snprintf(err, errlen, "cache_dir '%s': writing the "
 				 "journal: %s", dir, strerror(-ret));
@@ -931,13 +666,10 @@ out:
 int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 {
 	struct dc_slot *s = &dc->slots[slot];
-	struct jrec r;
 	int ret;
 
 	/* fields of a writing slot change only on this thread */
-	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, sum,
-		  s->kept != K_NO);
-	ret = jappend(dc, &r);
+	ret = pf_dc_journal_put(dc, slot, s, sum);
 	pthread_mutex_lock(&dc->lock);
 	if (ret < 0) {
 		hash_out(dc, slot);
@@ -967,7 +699,6 @@ void pf_dc_abort(struct pf_dc *dc, uint32_t slot)
 
 void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 {
-	struct jrec r;
 	bool gone = false;
 
 	pthread_mutex_lock(&dc->lock);
@@ -980,11 +711,8 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 		dc->slots[slot].pins--;
 	}
 	pthread_mutex_unlock(&dc->lock);
-	if (gone) {
-		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, NULL, false);
-		if (jappend(dc, &r) < 0)
-			pf_debug("disk cache: journal append failed");
-	}
+	if (gone && pf_dc_journal_del(dc, slot) < 0)
+		pf_debug("disk cache: journal append failed");
 }
 
 void pf_dc_shrink(struct pf_dc *dc)
