@@ -62,6 +62,8 @@
 #                     and the scheduler is the network; on a LAN the
 #                     default 5 holds)
 #   --pf-opts OPTS    more -o options for every prefetchfs
+#   --mc-threads N    memcached -t (worker threads) of every node
+#                     (default 2)
 #   --out DIR         where the results go (default bench/results)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -78,6 +80,7 @@ SAME_SIZE=64M
 KILL=1
 TIMEOUT_MS=100
 PF_OPTS=""
+MC_THREADS=2
 OUT=bench/results
 WORKERS=2
 BATCH=16
@@ -100,6 +103,7 @@ while [ $# -gt 0 ]; do
 	--no-kill) KILL=0; shift ;;
 	--timeout-ms) need_arg "$@"; TIMEOUT_MS=$2; shift 2 ;;
 	--pf-opts) need_arg "$@"; PF_OPTS=$2; shift 2 ;;
+	--mc-threads) need_arg "$@"; MC_THREADS=$2; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) usage_err "unknown argument '$1'" ;;
@@ -136,6 +140,10 @@ OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say() { echo "[cluster $(($(date +%s) - T0))s] $*" >&2; }
+# cpu_jiffies: BUSY:TOTAL ticks of every core so far (/proc/stat)
+cpu_jiffies() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 ":" $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat
+}
 bytes_of() {
 	local n=${1%[KMG]}
 	case $1 in
@@ -202,7 +210,7 @@ nodes_up() {
 	fi
 	if [ "$sys" = tier ] || [ "$sys" = tier_small ]; then
 		for ((i = 0; i < n; i++)); do
-			memcached_start "127.0.0.$((i + 2))" >/dev/null || return 1
+			memcached_start "127.0.0.$((i + 2))" -t "$MC_THREADS" >/dev/null || return 1
 			MCS+=("$MC_SERVER")
 			MCDIRS+=("$MC_DIR")
 		done
@@ -238,12 +246,13 @@ nodes_down() {
 # $WORK/r.SYS.N.RANK (their lines) and $WORK/b.SYS.N/origin.EPOCH
 FAILED=0
 run() {
-	local sys=$1 n=$2 i bar pids=() killer="" rc cpu d
+	local sys=$1 n=$2 i bar pids=() killer="" rc pfc mcc d s0 s1
 	bar=$WORK/b.$sys.$n
 	say "$sys, $n node(s)"
 	mkdir -p "$bar"
 	nodes_up "$sys" "$n" || { say "$sys $n: the nodes did not come up"; FAILED=1; nodes_down; return 1; }
 	origin_bytes '^/tree/' >"$bar/origin.0"
+	s0=$(cpu_jiffies)
 	for ((i = 0; i < n; i++)); do
 		timeout -k 5 "$TMO" $PY examples/folder_loader.py --epochs "$EPOCHS" \
 			--workers "$WORKERS" --batch "$BATCH" --compute-ms "$COMPUTE" \
@@ -271,17 +280,19 @@ run() {
 			FAILED=1
 		fi
 	done
+	s1=$(cpu_jiffies)
 	[ -n "$killer" ] && { kill "$killer" 2>/dev/null; wait "$killer" 2>/dev/null; }
-	cpu=0
+	pfc=0
+	mcc=0
 	for ((i = 0; i < n; i++)); do
 		[ "$sys" = local ] && break
 		stats_json "${ROOTS[$i]}" >"$WORK/s.$sys.$n.$i.json" 2>/dev/null
-		cpu=$(echo "$cpu + $(daemon_cpu "${DPIDS[$i]}")" | bc)
+		pfc=$(echo "$pfc + $(daemon_cpu "${DPIDS[$i]}")" | bc)
 	done
 	for d in "${MCDIRS[@]}"; do
-		cpu=$(echo "$cpu + $(daemon_cpu "$(cat "$d/pid")" || echo 0)" | bc)
+		mcc=$(echo "$mcc + $(daemon_cpu "$(cat "$d/pid")" || echo 0)" | bc)
 	done
-	[ "$sys" = local ] || echo "$sys	$n	$cpu" >>"$WORK/cpu"
+	echo "$sys	$n	$pfc	$mcc	$s0	$s1" >>"$WORK/cpu"
 	nodes_down
 }
 
@@ -406,14 +417,22 @@ PY
 	echo "    bench/cluster.sh $ARGS"
 	echo
 	echo "Origin: $DELAY_DESC. Tree: $FILES files of $FSIZE ($((TREE >> 20)) MiB), $EPOCHS epochs, trainers examples/folder_loader.py --workers $WORKERS --batch $BATCH --compute-ms $COMPUTE, one per node (DistributedSampler)."
-	echo "Each node: prefetchfs -o max_memory=512M (the *_small systems: $SMALL); with the tier, shared_timeout=$TIMEOUT_MS."
+	echo "Each node: prefetchfs -o max_memory=512M (the *_small systems: $SMALL); with the tier, shared_timeout=$TIMEOUT_MS, and a memcached -m 64 -t $MC_THREADS."
 	[ "$KILL" = 1 ] && [ "$NMAX" -gt 1 ] && [[ " $SYSTEMS " == *" tier_small "* ]] &&
 		echo "In the tier_small run of $NMAX nodes, node $NMAX's memcached was killed 1 s into epoch 2."
 	echo
 	cat "$WORK/table.md"
 	echo
 	[ -n "$SAME_LINE" ] && echo "$SAME_LINE." && echo
-	echo "CPU seconds of the run's daemons (prefetchfs and memcached, every node): $(awk '{ printf("%s%s %s: %.1f", (NR > 1 ? ", " : ""), $1, $2, $3) }' "$WORK/cpu")."
+	echo "CPU of each run (its epochs), the machine's $(nproc) cores: busy % of the run's wall time, and CPU seconds of the nodes' prefetchfs, of their memcached servers, and of the rest (the trainers, and whatever else ran on the machine):"
+	echo
+	echo "| system | nodes | wall s | busy % | prefetchfs s | memcached s | rest s |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	awk -v c="$(nproc)" -v hz="$(getconf CLK_TCK)" '{
+		split($5, a, ":"); split($6, b, ":")
+		wall = (b[2] - a[2]) / hz / c; busy = (b[1] - a[1]) / hz
+		printf "| %s | %s | %.1f | %.0f | %.1f | %.1f | %.1f |\n", $1, $2, wall, 100 * busy / (wall * c), $3, $4, busy - $3 - $4
+	}' "$WORK/cpu"
 	echo
 	for s in tier tier_small; do
 	for n in $NODES; do
@@ -427,14 +446,25 @@ for r in range(n):
         sc = json.load(open(os.path.join(work, "s.%s.%d.%d.json" % (s, n, r))))["transport"]["shared_cache"]
     except (OSError, ValueError, KeyError):
         continue
-    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped"):
+    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped", "timeouts", "slow_ejections", "aside_pieces", "hits", "hit_ns", "misses", "miss_ns", "mgets", "mget_keys"):
         tot[k] = tot.get(k, 0) + sc.get(k, 0)
-print(", ".join("%s %d" % kv for kv in tot.items()))
+extra = []
+if tot.get("hits"):
+    extra.append("a hit's mean time in the tier %.2f ms" % (tot["hit_ns"] / tot["hits"] / 1e6))
+if tot.get("misses"):
+    extra.append("a miss's %.1f ms" % (tot["miss_ns"] / tot["misses"] / 1e6))
+if tot.get("mgets"):
+    extra.append("keys per multi-get %.2f" % (tot["mget_keys"] / tot["mgets"]))
+for k in ("hit_ns", "miss_ns", "mget_keys"):
+    tot.pop(k, None)
+print(", ".join(["%s %d" % kv for kv in tot.items()] + extra))
 PY
 )"
 	done
 	done
 } >"$MD"
+mkdir -p "$OUT/cluster.stats"
+cp "$WORK"/s.*.json "$OUT/cluster.stats/" 2>/dev/null
 cat "$MD"
 say "written to $MD and $TSV"
 exit $FAILED

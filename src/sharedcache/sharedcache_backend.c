@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_clock.h"
 #include "pf_log.h"
 #include "pf_sharedcache.h"
 #include "sharedcache_int.h"
@@ -130,6 +131,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 	const char *rest = "";
 	unsigned up = 0;
 	unsigned ejected = 0;
+	uint64_t now = pf_now_ns();
 	size_t n;
 
 	if (t->inner->ops->stats_json)
@@ -140,7 +142,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		rest = inner + 1;
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		up += atomic_load(&t->srv[i].up);
-		ejected += atomic_load(&t->srv[i].ejected_by) > 0;
+		ejected += atomic_load(&t->srv[i].ejected_by) > 0 ||
+			   pf_sc_aside(t, (int)i, now);
 	}
 	snprintf(buf, size,
 		 "{\"shared_cache\": {\"servers\": %u, \"servers_up\": %u"
@@ -155,7 +158,10 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"leases_waited\": %" PRIu64 ", \"leases_timed_out\": %"
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
-		 PRIu64 ", \"staging\": %" PRIu64
+		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
+		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
+		 ", \"mgets\": %" PRIu64 ", \"mget_keys\": %" PRIu64
+		 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
 		 t->nsrv, up, ejected, t->self >= 0 ? t->srv[t->self].name : "",
 		 CNT(hits), CNT(misses), CNT(pieces_hit), CNT(pieces_missed),
@@ -164,7 +170,9 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(errors), CNT(ejections), CNT(server_failures),
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
 		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
-		 CNT(staging_waits),
+		 CNT(staging_waits), CNT(timeouts), CNT(slow_ejections),
+		 CNT(aside_pieces), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
+		 CNT(mget_keys),
 		 (uint64_t)atomic_load(&t->staging), t->staging_max,
 		 *rest ? ", " : "}", rest);
 }
@@ -197,6 +205,11 @@ static void sc_free(struct sc *t, bool locks)
 	for (unsigned i = 0; i < LOOK_THREADS; i++) {
 		if (t->look[i].mc)
 			memcached_free(t->look[i].mc);
+		for (unsigned k = 0; t->look[i].one && k < t->nsrv; k++)
+			if (t->look[i].one[k])
+				memcached_free(t->look[i].one[k]);
+		free(t->look[i].one);
+		free(t->look[i].asked);
 		free(t->look[i].ejected);
 	}
 	for (unsigned i = 0; t->srv && i < t->nsrv; i++)
@@ -283,8 +296,17 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 		t->look[i].t = t;
 		t->look[i].mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
 		t->look[i].ejected = calloc(t->nsrv, sizeof(bool));
-		if (!t->look[i].mc || !t->look[i].ejected)
+		t->look[i].asked = calloc(t->nsrv, sizeof(bool));
+		t->look[i].one = calloc(t->nsrv, sizeof(memcached_st *));
+		if (!t->look[i].mc || !t->look[i].ejected ||
+		    !t->look[i].asked || !t->look[i].one)
 			goto fail;
+		for (unsigned k = 0; k < t->nsrv; k++) {
+			t->look[i].one[k] = pf_sc_mc_new(&sv[k], 1,
+							 t->timeout_ms, false);
+			if (!t->look[i].one[k])
+				goto fail;
+		}
 	}
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		snprintf(t->srv[i].name, sizeof(t->srv[i].name),
