@@ -159,7 +159,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
 		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
-		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
+		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"inline_hits\": %"
+		 PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
 		 ", \"mgets\": %" PRIu64 ", \"mget_keys\": %" PRIu64
 		 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
@@ -171,7 +172,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
 		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
 		 CNT(staging_waits), CNT(timeouts), CNT(slow_ejections),
-		 CNT(aside_pieces), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
+		 CNT(aside_pieces), CNT(inline_hits), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
 		 CNT(mget_keys),
 		 (uint64_t)atomic_load(&t->staging), t->staging_max,
 		 *rest ? ", " : "}", rest);
@@ -199,19 +200,25 @@ static void sc_cancel(struct pf_backend *be)
 		t->inner->ops->cancel(t->inner);
 }
 
+static void look_clients_free(struct sc *t, struct sc_look *lk)
+{
+	if (lk->mc)
+		memcached_free(lk->mc);
+	for (unsigned k = 0; lk->one && k < t->nsrv; k++)
+		if (lk->one[k])
+			memcached_free(lk->one[k]);
+	free(lk->one);
+	free(lk->asked);
+	free(lk->ejected);
+}
+
 /* Frees @t; @locks: its locks were made (sc_start()). */
 static void sc_free(struct sc *t, bool locks)
 {
-	for (unsigned i = 0; i < LOOK_THREADS; i++) {
-		if (t->look[i].mc)
-			memcached_free(t->look[i].mc);
-		for (unsigned k = 0; t->look[i].one && k < t->nsrv; k++)
-			if (t->look[i].one[k])
-				memcached_free(t->look[i].one[k]);
-		free(t->look[i].one);
-		free(t->look[i].asked);
-		free(t->look[i].ejected);
-	}
+	for (unsigned i = 0; i < LOOK_THREADS; i++)
+		look_clients_free(t, &t->look[i]);
+	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
+		look_clients_free(t, &t->inl[i]);
 	for (unsigned i = 0; t->srv && i < t->nsrv; i++)
 		if (t->srv[i].probe)
 			memcached_free(t->srv[i].probe);
@@ -228,6 +235,8 @@ static void sc_free(struct sc *t, bool locks)
 		pthread_cond_destroy(&t->cond);
 		pthread_mutex_destroy(&t->slock);
 		pthread_mutex_destroy(&t->lock);
+		for (unsigned i = 0; i < INLINE_CLIENTS; i++)
+			pthread_mutex_destroy(&t->inl_lock[i]);
 	}
 	memset(&t->keys, 0, sizeof(t->keys));
 	free(t);
@@ -282,8 +291,28 @@ static const struct pf_backend_ops sc_ops = {
 	.holds = sc_holds,
 };
 
-/* The clients: placement, one per lookup thread, the writer's, a probe
- * per server. */
+/* @lk's clients: of the list, and of each server alone. */
+static int look_clients(struct sc *t, struct sc_look *lk,
+			const struct pf_sc_server *sv)
+{
+	lk->t = t;
+	lk->mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
+	lk->ejected = calloc(t->nsrv, sizeof(bool));
+	lk->asked = calloc(t->nsrv, sizeof(bool));
+	lk->one = calloc(t->nsrv, sizeof(memcached_st *));
+	if (!lk->mc || !lk->ejected || !lk->asked || !lk->one)
+		return -ENOMEM;
+	for (unsigned k = 0; k < t->nsrv; k++) {
+		lk->one[k] = pf_sc_mc_new(&sv[k], 1, t->timeout_ms, false);
+		if (!lk->one[k])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+
+/* The clients: placement, one per lookup thread and inline client, the
+ * writer's, a probe per server. */
 static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 		      char *err, size_t errlen)
 {
@@ -292,22 +321,12 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 	t->wejected = calloc(t->nsrv, sizeof(bool));
 	if (!t->wejected)
 		goto fail;
-	for (unsigned i = 0; i < LOOK_THREADS; i++) {
-		t->look[i].t = t;
-		t->look[i].mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
-		t->look[i].ejected = calloc(t->nsrv, sizeof(bool));
-		t->look[i].asked = calloc(t->nsrv, sizeof(bool));
-		t->look[i].one = calloc(t->nsrv, sizeof(memcached_st *));
-		if (!t->look[i].mc || !t->look[i].ejected ||
-		    !t->look[i].asked || !t->look[i].one)
+	for (unsigned i = 0; i < LOOK_THREADS; i++)
+		if (look_clients(t, &t->look[i], sv) < 0)
 			goto fail;
-		for (unsigned k = 0; k < t->nsrv; k++) {
-			t->look[i].one[k] = pf_sc_mc_new(&sv[k], 1,
-							 t->timeout_ms, false);
-			if (!t->look[i].one[k])
-				goto fail;
-		}
-	}
+	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
+		if (look_clients(t, &t->inl[i], sv) < 0)
+			goto fail;
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		snprintf(t->srv[i].name, sizeof(t->srv[i].name),
 			 strchr(sv[i].host, ':') ? "[%s]:%u" : "%s:%u",
@@ -336,6 +355,8 @@ static int sc_start(struct sc *t, char *err, size_t errlen)
 
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->slock, NULL);
+	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
+		pthread_mutex_init(&t->inl_lock[i], NULL);
 	/* the waits are on CLOCK_MONOTONIC (pf_deadline_ms()) */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

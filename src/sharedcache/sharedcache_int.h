@@ -18,7 +18,10 @@
  *
  * DESIGN
  * Threads.  Submits come from the engine's threads (and the disk cache's,
- * above); they only queue an op for the lookup threads (t->lock, t->cond).
+ * above); they queue an op for the lookup threads (t->lock, t->cond), but
+ * a small file read whole is first looked up on the submitting thread with
+ * one of INLINE_CLIENTS clients, when one is free, and answered there when
+ * it is in the tier (look_inline()).
  * LOOK_THREADS lookup threads each own a memcached client (libmemcached's
  * are not thread safe): a thread takes every queued op, looks their pieces
  * up with one multi-get, opens the values and decides each op: all there
@@ -49,6 +52,8 @@
 #include "pf_sharedcache.h"
 
 #define LOOK_THREADS 4
+/* clients for the look-ups made on the submitting thread (look_inline()) */
+#define INLINE_CLIENTS 2
 #define POLL_MS 5		/* a waiting op's first poll; doubling */
 #define POLL_MAX_MS 40		/* up to this */
 #define MGET_MAX 256		/* keys in one multi-get */
@@ -220,6 +225,7 @@ struct sc_stats {
 	sc_counter slow_ejections; /* servers set aside (SLOW_LIMIT) */
 	sc_counter aside_pieces; /* pieces not looked up or stored: their
 				  * server was set aside */
+	sc_counter inline_hits;	/* hits answered on the submitting thread */
 	sc_counter hit_ns;	/* the hits' submit-to-answer times, summed */
 	sc_counter miss_ns;	/* the misses' */
 	sc_counter mgets;	/* multi-gets */
@@ -253,6 +259,10 @@ struct sc {
 	bool cancelled;		/* cancel(): ops fail, no new ones */
 	bool stopping;		/* the lookup threads are to exit */
 	struct sc_look look[LOOK_THREADS];
+	/* the inline look-ups' clients, each under its lock (a submitter
+	 * that finds both taken queues its op) */
+	struct sc_look inl[INLINE_CLIENTS];
+	pthread_mutex_t inl_lock[INLINE_CLIENTS];
 
 	pthread_mutex_t slock;	/* the store queue and sstop */
 	pthread_cond_t scond;
@@ -317,6 +327,9 @@ bool pf_sc_aside(struct sc *t, int i, uint64_t now);
 /* A call to server @i ended with @rc: counts a timeout (SLOW_LIMIT in a
  * row set it aside) or, when it answered, ends the row. */
 void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc);
+/* The servers @lk asked in a multi-get (lk->asked) answered it, or one
+ * did not (@rc a timeout: the one that does not answer a get alone). */
+void pf_sc_mc_answered(struct sc_look *lk, memcached_return_t rc);
 /* Whether @rc says a server did not answer in time. */
 bool pf_sc_mc_timeout(memcached_return_t rc);
 /* Counts a failed call (rc is no hit, miss, END or NOTSTORED). */

@@ -184,6 +184,51 @@ void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc)
 		s->name, n, t->timeout_ms, ASIDE_S);
 }
 
+/*
+ * A multi-get of @lk's that timed out: which of the servers it asked did
+ * not answer?  Each is asked again alone (a get of a key nobody stores):
+ * a healthy one answers at once, the slow one costs one more timeout and
+ * is counted (pf_sc_mc_answer()).
+ */
+static void look_blame(struct sc_look *lk)
+{
+	struct sc *t = lk->t;
+	static const char key[] = "Pprobe";
+
+	for (unsigned i = 0; i < t->nsrv; i++) {
+		memcached_return_t rc;
+		uint32_t flags;
+		size_t len;
+
+		if (!lk->asked[i])
+			continue;
+		free(memcached_get(lk->one[i], key, sizeof(key) - 1, &len,
+				   &flags, &rc));
+		pf_sc_mc_answer(t, (int)i, rc);
+	}
+}
+
+void pf_sc_mc_answered(struct sc_look *lk, memcached_return_t rc)
+{
+	struct sc *t = lk->t;
+	unsigned asked = 0;
+	int one = -1;
+
+	for (unsigned i = 0; i < t->nsrv; i++)
+		if (lk->asked[i]) {
+			asked++;
+			one = (int)i;
+		}
+	if (pf_sc_mc_timeout(rc) && asked > 1)
+		look_blame(lk);
+	else if (pf_sc_mc_timeout(rc))
+		pf_sc_mc_answer(t, one, rc);
+	else
+		for (unsigned i = 0; i < t->nsrv; i++)
+			if (lk->asked[i])
+				pf_sc_mc_answer(t, (int)i, rc);
+}
+
 int pf_sc_owner(struct sc *t, const char *text)
 {
 	uint32_t i = memcached_generate_hash(t->proto, text, PF_SC_KEY_TEXT);

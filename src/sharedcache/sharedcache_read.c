@@ -402,6 +402,8 @@ static void fetch_start(struct sc *t, struct sc_op *op)
 
 /* ---- submit ------------------------------------------------------------- */
 
+static bool look_inline(struct sc *t, struct sc_op *op);
+
 /*
  * Takes staging for @op's buffer and queues it for the lookup threads;
  * without staging left (the stores lag, or many ops wait for other
@@ -422,7 +424,7 @@ static int submit_staged(struct sc *t, struct sc_op *op)
 			atomic_fetch_add(&t->st.bypassed, 1);
 			return submit_pass(t, ubio);
 		}
-		if (look_queue(t, op))
+		if (look_inline(t, op) || look_queue(t, op))
 			return 0;
 		op->ubio = NULL;
 		pf_sc_op_free(op);
@@ -510,52 +512,6 @@ struct ref {
 	unsigned i;
 };
 
-/*
- * A multi-get of @lk's that timed out: which of the servers it asked did
- * not answer?  Each is asked again alone (a get of a key nobody stores):
- * a healthy one answers at once, the slow one costs one more timeout and
- * is counted (pf_sc_mc_answer()).
- */
-static void look_blame(struct sc_look *lk)
-{
-	struct sc *t = lk->t;
-	static const char key[] = "Pprobe";
-
-	for (unsigned i = 0; i < t->nsrv; i++) {
-		memcached_return_t rc;
-		uint32_t flags;
-		size_t len;
-
-		if (!lk->asked[i])
-			continue;
-		free(memcached_get(lk->one[i], key, sizeof(key) - 1, &len,
-				   &flags, &rc));
-		pf_sc_mc_answer(t, (int)i, rc);
-	}
-}
-
-/* The servers of a multi-get answered (@rc) or one did not. */
-static void look_answered(struct sc_look *lk, memcached_return_t rc)
-{
-	struct sc *t = lk->t;
-	unsigned asked = 0;
-	int one = -1;
-
-	for (unsigned i = 0; i < t->nsrv; i++)
-		if (lk->asked[i]) {
-			asked++;
-			one = (int)i;
-		}
-	if (pf_sc_mc_timeout(rc) && asked > 1)
-		look_blame(lk);
-	else if (pf_sc_mc_timeout(rc))
-		pf_sc_mc_answer(t, one, rc);
-	else
-		for (unsigned i = 0; i < t->nsrv; i++)
-			if (lk->asked[i])
-				pf_sc_mc_answer(t, (int)i, rc);
-}
-
 /* The values of @n keys (one multi-get), opened into their pieces. */
 static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 {
@@ -576,7 +532,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	if (rc != MEMCACHED_SUCCESS) {
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
 		if (rc != MEMCACHED_SOME_ERRORS) {
-			look_answered(lk, rc);
+			pf_sc_mc_answered(lk, rc);
 			return;
 		}
 	}
@@ -639,7 +595,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	    rc != MEMCACHED_SUCCESS)
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
 	memcached_result_free(&res);
-	look_answered(lk, rc);
+	pf_sc_mc_answered(lk, rc);
 }
 
 /* Whether the fill of @op waits for piece @pc from the node owning it. */
@@ -851,6 +807,52 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 		look_decide(lk, batch);
 		batch = next;
 	}
+}
+
+/*
+ * A small file read whole (one piece), looked up on the submitting thread
+ * when an inline client is free: a hit is answered here, which spares the
+ * reader the wake-up of a lookup thread (a third of a hit's hops: the
+ * submitter, memcached, the submitter); anything else (a miss, a value
+ * that does not open, no client free) goes to the lookup threads, which
+ * look again and decide.  Big files' reads stay with the threads: their
+ * read-ahead comes in bursts, which one multi-get batches.
+ */
+static bool look_inline(struct sc *t, struct sc_op *op)
+{
+	struct sc_pc *pc = &op->pc[0];
+	struct sc_look *lk = NULL;
+	uint64_t now = pf_now_ns();
+	struct ref ref;
+	int srv;
+
+	if (op->fill || op->npc != 1 || op->fid.size > PF_SC_PIECE)
+		return false;
+	for (unsigned k = 0; k < INLINE_CLIENTS && !lk; k++)
+		if (pthread_mutex_trylock(&t->inl_lock[k]) == 0)
+			lk = &t->inl[k];
+	if (!lk)
+		return false;
+	pf_sc_piece_key(&t->keys, &op->fid, op->p0, pc->key);
+	pf_sc_key_text(pc->key, 'D', pc->text);
+	srv = pf_sc_mc_server(t, lk->mc, pc->text);
+	if (!pf_sc_aside(t, srv, now)) {
+		memset(lk->asked, 0, t->nsrv * sizeof(bool));
+		if (srv >= 0)
+			lk->asked[srv] = true;
+		ref = (struct ref){ pc->text, op, 0 };
+		look_mget(lk, &ref, 1);
+		if (now - lk->ej_ns > 100000000ull) {
+			pf_sc_mc_ejections(t, lk->mc, lk->ejected);
+			lk->ej_ns = now;
+		}
+	}
+	pthread_mutex_unlock(&t->inl_lock[lk - t->inl]);
+	if (pc->state != PC_HAVE)
+		return false;
+	atomic_fetch_add(&t->st.inline_hits, 1);
+	op_finish(op);
+	return true;
 }
 
 /* Takes this thread's parked ops whose poll is due into @batch; returns
