@@ -159,8 +159,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
 		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
-		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"inline_hits\": %"
-		 PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
+		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
 		 ", \"mgets\": %" PRIu64 ", \"mget_keys\": %" PRIu64
 		 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
@@ -172,7 +171,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
 		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
 		 CNT(staging_waits), CNT(timeouts), CNT(slow_ejections),
-		 CNT(aside_pieces), CNT(inline_hits), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
+		 CNT(aside_pieces), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
 		 CNT(mget_keys),
 		 (uint64_t)atomic_load(&t->staging), t->staging_max,
 		 *rest ? ", " : "}", rest);
@@ -217,8 +216,7 @@ static void sc_free(struct sc *t, bool locks)
 {
 	for (unsigned i = 0; i < LOOK_THREADS; i++)
 		look_clients_free(t, &t->look[i]);
-	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
-		look_clients_free(t, &t->inl[i]);
+
 	for (unsigned i = 0; t->srv && i < t->nsrv; i++)
 		if (t->srv[i].probe)
 			memcached_free(t->srv[i].probe);
@@ -235,8 +233,6 @@ static void sc_free(struct sc *t, bool locks)
 		pthread_cond_destroy(&t->cond);
 		pthread_mutex_destroy(&t->slock);
 		pthread_mutex_destroy(&t->lock);
-		for (unsigned i = 0; i < INLINE_CLIENTS; i++)
-			pthread_mutex_destroy(&t->inl_lock[i]);
 	}
 	memset(&t->keys, 0, sizeof(t->keys));
 	free(t);
@@ -311,8 +307,8 @@ static int look_clients(struct sc *t, struct sc_look *lk,
 }
 
 
-/* The clients: placement, one per lookup thread and inline client, the
- * writer's, a probe per server. */
+/* The clients: placement, one per lookup thread, the writer's, a probe
+ * per server. */
 static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 		      char *err, size_t errlen)
 {
@@ -324,9 +320,7 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 	for (unsigned i = 0; i < LOOK_THREADS; i++)
 		if (look_clients(t, &t->look[i], sv) < 0)
 			goto fail;
-	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
-		if (look_clients(t, &t->inl[i], sv) < 0)
-			goto fail;
+
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		snprintf(t->srv[i].name, sizeof(t->srv[i].name),
 			 strchr(sv[i].host, ':') ? "[%s]:%u" : "%s:%u",
@@ -355,8 +349,6 @@ static int sc_start(struct sc *t, char *err, size_t errlen)
 
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->slock, NULL);
-	for (unsigned i = 0; i < INLINE_CLIENTS; i++)
-		pthread_mutex_init(&t->inl_lock[i], NULL);
 	/* the waits are on CLOCK_MONOTONIC (pf_deadline_ms()) */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

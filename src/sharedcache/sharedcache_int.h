@@ -18,10 +18,7 @@
  *
  * DESIGN
  * Threads.  Submits come from the engine's threads (and the disk cache's,
- * above); they queue an op for the lookup threads (t->lock, t->cond), but
- * a small file read whole is first looked up on the submitting thread with
- * one of INLINE_CLIENTS clients, when one is free, and answered there when
- * it is in the tier (look_inline()).
+ * above); they only queue an op for the lookup threads (t->lock, t->cond).
  * LOOK_THREADS lookup threads each own a memcached client (libmemcached's
  * are not thread safe): a thread takes every queued op, looks their pieces
  * up with one multi-get, opens the values and decides each op: all there
@@ -52,8 +49,6 @@
 #include "pf_sharedcache.h"
 
 #define LOOK_THREADS 4
-/* clients for the look-ups made on the submitting thread (look_inline()) */
-#define INLINE_CLIENTS 2
 #define POLL_MS 5		/* a waiting op's first poll; doubling */
 #define POLL_MAX_MS 40		/* up to this */
 #define MGET_MAX 256		/* keys in one multi-get */
@@ -225,7 +220,6 @@ struct sc_stats {
 	sc_counter slow_ejections; /* servers set aside (SLOW_LIMIT) */
 	sc_counter aside_pieces; /* pieces not looked up or stored: their
 				  * server was set aside */
-	sc_counter inline_hits;	/* hits answered on the submitting thread */
 	sc_counter hit_ns;	/* the hits' submit-to-answer times, summed */
 	sc_counter miss_ns;	/* the misses' */
 	sc_counter mgets;	/* multi-gets */
@@ -259,10 +253,6 @@ struct sc {
 	bool cancelled;		/* cancel(): ops fail, no new ones */
 	bool stopping;		/* the lookup threads are to exit */
 	struct sc_look look[LOOK_THREADS];
-	/* the inline look-ups' clients, each under its lock (a submitter
-	 * that finds both taken queues its op) */
-	struct sc_look inl[INLINE_CLIENTS];
-	pthread_mutex_t inl_lock[INLINE_CLIENTS];
 
 	pthread_mutex_t slock;	/* the store queue and sstop */
 	pthread_cond_t scond;

@@ -402,8 +402,6 @@ static void fetch_start(struct sc *t, struct sc_op *op)
 
 /* ---- submit ------------------------------------------------------------- */
 
-static bool look_inline(struct sc *t, struct sc_op *op);
-
 /*
  * Takes staging for @op's buffer and queues it for the lookup threads;
  * without staging left (the stores lag, or many ops wait for other
@@ -424,7 +422,7 @@ static int submit_staged(struct sc *t, struct sc_op *op)
 			atomic_fetch_add(&t->st.bypassed, 1);
 			return submit_pass(t, ubio);
 		}
-		if (look_inline(t, op) || look_queue(t, op))
+		if (look_queue(t, op))
 			return 0;
 		op->ubio = NULL;
 		pf_sc_op_free(op);
@@ -807,52 +805,6 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 		look_decide(lk, batch);
 		batch = next;
 	}
-}
-
-/*
- * A small file read whole (one piece), looked up on the submitting thread
- * when an inline client is free: a hit is answered here, which spares the
- * reader the wake-up of a lookup thread (a third of a hit's hops: the
- * submitter, memcached, the submitter); anything else (a miss, a value
- * that does not open, no client free) goes to the lookup threads, which
- * look again and decide.  Big files' reads stay with the threads: their
- * read-ahead comes in bursts, which one multi-get batches.
- */
-static bool look_inline(struct sc *t, struct sc_op *op)
-{
-	struct sc_pc *pc = &op->pc[0];
-	struct sc_look *lk = NULL;
-	uint64_t now = pf_now_ns();
-	struct ref ref;
-	int srv;
-
-	if (op->fill || op->npc != 1 || op->fid.size > PF_SC_PIECE)
-		return false;
-	for (unsigned k = 0; k < INLINE_CLIENTS && !lk; k++)
-		if (pthread_mutex_trylock(&t->inl_lock[k]) == 0)
-			lk = &t->inl[k];
-	if (!lk)
-		return false;
-	pf_sc_piece_key(&t->keys, &op->fid, op->p0, pc->key);
-	pf_sc_key_text(pc->key, 'D', pc->text);
-	srv = pf_sc_mc_server(t, lk->mc, pc->text);
-	if (!pf_sc_aside(t, srv, now)) {
-		memset(lk->asked, 0, t->nsrv * sizeof(bool));
-		if (srv >= 0)
-			lk->asked[srv] = true;
-		ref = (struct ref){ pc->text, op, 0 };
-		look_mget(lk, &ref, 1);
-		if (now - lk->ej_ns > 100000000ull) {
-			pf_sc_mc_ejections(t, lk->mc, lk->ejected);
-			lk->ej_ns = now;
-		}
-	}
-	pthread_mutex_unlock(&t->inl_lock[lk - t->inl]);
-	if (pc->state != PC_HAVE)
-		return false;
-	atomic_fetch_add(&t->st.inline_hits, 1);
-	op_finish(op);
-	return true;
 }
 
 /* Takes this thread's parked ops whose poll is due into @batch; returns
