@@ -28,6 +28,9 @@
 #   tier_small  the tier with max_memory a quarter of the tree (32M at
 #             least): no background fill, every epoch's reads come from
 #             the tier, the data set's home after epoch 1
+#   tier_hints  tier_small with trainers that declare each epoch's order
+#             of their rank (folder_loader.py --hints: a plan per node),
+#             so that the node fetches ahead of its reader, from the tier
 #   alone_small (not by default) each node alone with that max_memory:
 #             every epoch from the origin
 # Then, with the tier, --same N nodes read one file of --same-size
@@ -51,7 +54,7 @@
 #   --epochs N        (default 3)
 #   --latency-ms MS   first-byte latency of the origin (default 50)
 #   --bw RATE         the origin's bandwidth per connection (default 64M)
-#   --systems "..."   subset of "alone cache_dir tier tier_small
+#   --systems "..."   subset of "alone cache_dir tier tier_small tier_hints
 #                     alone_small" (default all but alone_small; local
 #                     always runs)
 #   --same N          nodes of the one-file run (default 4; 0: none)
@@ -74,7 +77,7 @@ FSIZE=64K
 EPOCHS=3
 LAT=50
 BW=64M
-SYSTEMS="alone cache_dir tier tier_small"
+SYSTEMS="alone cache_dir tier tier_small tier_hints"
 SAME=4
 SAME_SIZE=64M
 KILL=1
@@ -114,8 +117,8 @@ for v in $NODES "$FILES" "$EPOCHS"; do
 done
 [[ $SAME =~ ^[0-9]+$ ]] || usage_err "--same '$SAME' is not a number"
 for s in $SYSTEMS; do
-	[[ " alone cache_dir tier tier_small alone_small " == *" $s "* ]] ||
-		usage_err "--systems: unknown '$s' (alone, cache_dir, tier, tier_small, alone_small)"
+	[[ " alone cache_dir tier tier_small tier_hints alone_small " == *" $s "* ]] ||
+		usage_err "--systems: unknown '$s' (alone, cache_dir, tier, tier_small, tier_hints, alone_small)"
 done
 for v in $NODES $SAME; do
 	[ "$v" -le 8 ] || usage_err "at most 8 nodes (127.0.0.2 to .9)"
@@ -208,7 +211,7 @@ nodes_up() {
 		for ((i = 0; i < n; i++)); do ROOTS+=("$D"); done
 		return 0
 	fi
-	if [ "$sys" = tier ] || [ "$sys" = tier_small ]; then
+	if [[ $sys == tier* ]]; then
 		for ((i = 0; i < n; i++)); do
 			memcached_start "127.0.0.$((i + 2))" -t "$MC_THREADS" >/dev/null || return 1
 			MCS+=("$MC_SERVER")
@@ -219,7 +222,7 @@ nodes_up() {
 	for ((i = 0; i < n; i++)); do
 		o=max_memory=512M
 		case $sys in
-		*_small) o=max_memory=$SMALL ;;
+		*_small|tier_hints) o=max_memory=$SMALL ;;
 		esac
 		case $sys in
 		cache_dir) o=$o,cache_dir=$WORK/cache.$n.$i,cache_size=256M ;;
@@ -246,17 +249,18 @@ nodes_down() {
 # $WORK/r.SYS.N.RANK (their lines) and $WORK/b.SYS.N/origin.EPOCH
 FAILED=0
 run() {
-	local sys=$1 n=$2 i bar pids=() killer="" rc pfc mcc d s0 s1
+	local sys=$1 n=$2 i bar pids=() killer="" rc pfc mcc d s0 s1 hints=()
 	bar=$WORK/b.$sys.$n
 	say "$sys, $n node(s)"
 	mkdir -p "$bar"
 	nodes_up "$sys" "$n" || { say "$sys $n: the nodes did not come up"; FAILED=1; nodes_down; return 1; }
 	origin_bytes '^/tree/' >"$bar/origin.0"
 	s0=$(cpu_jiffies)
+	[ "$sys" = tier_hints ] && hints=(--hints)
 	for ((i = 0; i < n; i++)); do
 		timeout -k 5 "$TMO" $PY examples/folder_loader.py --epochs "$EPOCHS" \
 			--workers "$WORKERS" --batch "$BATCH" --compute-ms "$COMPUTE" \
-			--seed 7 --checksum --rank "$i" --world-size "$n" \
+			--seed 7 --checksum --rank "$i" --world-size "$n" "${hints[@]}" \
 			--after-epoch "$WORK/barrier.sh $bar $n $NGINX_DIR/access.log" \
 			"${ROOTS[$i]}/tree" >"$WORK/r.$sys.$n.$i" 2>"$WORK/r.$sys.$n.$i.err" &
 		pids+=($!)
@@ -434,7 +438,7 @@ PY
 		printf "| %s | %s | %.1f | %.0f | %.1f | %.1f | %.1f |\n", $1, $2, wall, 100 * busy / (wall * c), $3, $4, busy - $3 - $4
 	}' "$WORK/cpu"
 	echo
-	for s in tier tier_small; do
+	for s in tier tier_small tier_hints; do
 	for n in $NODES; do
 		[[ " $SYSTEMS " == *" $s "* ]] || break
 		echo "$s, $n node(s): $($PY - "$WORK" "$s" "$n" <<'PY'

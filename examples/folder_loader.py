@@ -192,8 +192,8 @@ def main():
         ap.error("--hints declares a shuffled order: not with --in-order")
     if a.world_size < 1 or not 0 <= a.rank < a.world_size:
         ap.error("--rank must be from 0 to --world-size - 1")
-    if a.world_size > 1 and (a.in_order or a.hints):
-        ap.error("--world-size: not with --in-order or --hints")
+    if a.world_size > 1 and a.in_order:
+        ap.error("--world-size: not with --in-order")
     if not os.path.isdir(a.root):
         ap.error("not a directory: %s" % a.root)
 
