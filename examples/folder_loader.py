@@ -34,7 +34,9 @@ IterableDataset): N readers each on its own directory.
 module next to this file), which writes each epoch's order to the mount's
 plan file before the first batch, so that prefetchfs can fetch ahead in
 that order.  locate(i) gives the sample's absolute path, under
---mountpoint (default: the mount point that holds ROOT).
+--mountpoint (default: the mount point that holds ROOT).  With
+--world-size, each rank declares its own share of the epoch to its
+node's mount.
 
 Output, one line of key=value pairs per epoch: epoch, batches, samples,
 bytes, wall_s, compute_s, data_wait_pct = (wall - compute) / wall (the
