@@ -151,6 +151,8 @@ bool pf_sc_mc_timeout(memcached_return_t rc)
 void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc)
 {
 	struct sc_srv *s;
+	uint64_t now;
+	uint64_t old;
 	unsigned n;
 
 	if (i < 0 || (unsigned)i >= t->nsrv)
@@ -172,13 +174,16 @@ void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc)
 		return;
 	/* one more timeout after the pause sets it aside again */
 	atomic_store(&s->timeouts, SLOW_LIMIT - 1);
-	if (atomic_exchange(&s->aside_until,
-			    pf_now_ns() + ASIDE_S * 1000000000ull)) {
-		/* still slow after its pause */
-		atomic_fetch_add(&t->st.slow_ejections, 1);
+	now = pf_now_ns();
+	old = atomic_exchange(&s->aside_until, now + ASIDE_S * 1000000000ull);
+	if (old > now)
+		return;	/* aside already (the probe): longer, not again */
+	atomic_fetch_add(&t->st.slow_ejections, 1);
+	if (old) {
+		pf_debug("shared cache: %s still slow: set aside again",
+			 s->name);
 		return;
 	}
-	atomic_fetch_add(&t->st.slow_ejections, 1);
 	pf_info("shared cache: %s did not answer %u calls in a row within "
 		"%u ms: set aside for %u s, its pieces come from the source",
 		s->name, n, t->timeout_ms, ASIDE_S);
