@@ -159,7 +159,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
 		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
-		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %" PRIu64 ", \"miss_ns\": %" PRIu64
+		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %"
+		 PRIu64 ", \"miss_ns\": %" PRIu64
 		 ", \"mgets\": %" PRIu64 ", \"mget_keys\": %" PRIu64
 		 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
@@ -199,6 +200,7 @@ static void sc_cancel(struct pf_backend *be)
 		t->inner->ops->cancel(t->inner);
 }
 
+/* Frees look_clients()'s. */
 static void look_clients_free(struct sc *t, struct sc_look *lk)
 {
 	if (lk->mc)
@@ -305,7 +307,6 @@ static int look_clients(struct sc *t, struct sc_look *lk,
 	}
 	return 0;
 }
-
 
 /* The clients: placement, one per lookup thread, the writer's, a probe
  * per server. */

@@ -624,7 +624,6 @@ static memcached_return_t lease_add(struct sc_look *lk, struct sc_pc *pc)
 	struct sc *t = lk->t;
 	char lease[PF_SC_KEY_TEXT + 1];
 	time_t ttl = (time_t)(LEASE_HOLD * t->lease_ms / 1000 + 2);
-
 	memcached_return_t rc;
 
 	memcpy(lease, pc->text, sizeof(lease));
