@@ -467,8 +467,6 @@ PY
 	done
 	done
 } >"$MD"
-mkdir -p "$OUT/cluster.stats"
-cp "$WORK"/s.*.json "$OUT/cluster.stats/" 2>/dev/null
 cat "$MD"
 say "written to $MD and $TSV"
 exit $FAILED
