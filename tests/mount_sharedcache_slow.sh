@@ -37,7 +37,7 @@ head -c 32 /dev/urandom >"$SECRET"
 chmod 600 "$SECRET"
 # next_file=off: one file read at a time, so that the counts below are
 # the reads' own
-OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=100,next_file=off,fill=off"
+OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=300,next_file=off,fill=off"
 resume() { kill -CONT "$MCPID2" 2>/dev/null; }
 
 # read_tree MNT DIR: every file of DIR, one after the other
