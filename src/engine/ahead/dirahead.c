@@ -28,10 +28,12 @@
  * whose read-ahead is still in flight adds two (pf_dirahead_late(): a
  * POSIX source opens at once and reads slowly).  The first open of a
  * directory guesses a reader in name order when the files after it are
- * small: XD_GUESS of them are asked at once (ddir_guess(); not once the
- * latest opens mostly did not follow), and that many stay asked ahead
- * while the directory's interval still holds its first opens' waits; so
- * a reader's first file costs a round trip, the next ones none.
+ * small: as many as make XD_GUESS_BYTES (XD_GUESS to XD_GUESS_MAX files)
+ * are asked at once (ddir_guess(); not once the latest opens mostly did
+ * not follow), and that many stay asked ahead while the directory's
+ * interval still holds its first opens' waits; so a reader's first file
+ * costs a round trip, the next ones none (8 files of 256 KiB were read
+ * at local speed before the learner's next ask came back).
  * At most 64 per directory; the ghosts' bounds (max_ghosts files,
  * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
  * both this and the older next file of a sequential stream on or off.
