@@ -80,7 +80,7 @@ s3)
 	for f in "$WORK"/www/ino/dir0/*; do
 		warm+=(-o /dev/null "$S3_ENDPOINT/bkt/ds/dir0/${f##*/}")
 	done
-	s3_curl --parallel --parallel-max 8 "${warm[@]}" >/dev/null ||
+	s3_curl --no-progress-meter --parallel --parallel-max 8 "${warm[@]}" >/dev/null ||
 		{ echo "bench/inorder.sh: the S3 server does not serve its objects" >&2; exit 1; }
 	UP=127.0.0.1:$S3_PORT
 	IN=""
