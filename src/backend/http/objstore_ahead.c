@@ -18,10 +18,11 @@
  * directories listed too.  A thread with nothing queued waits while
  * another's listing may queue more.  The mounting thread waits for them
  * AHEAD_WAIT_MS at most, so that the mount returns with them listed on a
- * store that answers; the rest go on in the background.  A directory that cannot be listed (an error, the
- * listings' memory budget) is left for its first use to try again, and
- * the budget stops the rest.  pf_obj_ahead_stop() runs in the destroy before
- * the curl loop is freed: it drops the paths not started, stops the curl
+ * store that answers; the rest go on in the background.  A directory that
+ * cannot be listed (an error, the listings' memory budget) is left for its
+ * first use to try again, and the budget stops the rest.
+ * pf_obj_ahead_stop() runs in the destroy before the curl loop is freed:
+ * it drops the paths not started, wakes the idle threads, stops the curl
  * loop if a listing is still in progress (it then ends with ECANCELED)
  * and joins.  o->lock guards struct ahead's queue and counts, as it
  * guards the directory table; its cond signals an ended listing.
