@@ -41,13 +41,19 @@ for fmt in json html; do
 	pf_mount_ready "$NGINX_URL" "$M" || { fail "$fmt: mount"; nginx_stop; continue; }
 
 	# ---- 1. listed at mount ------------------------------------------
-	check "1. $fmt: ino/dir0 listed at mount, once ($(listings))" [ "$(listings)" -eq 1 ]
+	# (the mount waits 1 s at most for it: a loaded machine may return
+	# first, and the listing ahead goes on)
+	for ((i = 0; i < 100; i++)); do
+		[ "$(listings)" -ge 1 ] && break
+		sleep 0.05
+	done
+	check "1. $fmt: ino/dir0 listed ahead, once ($(listings))" [ "$(listings)" -eq 1 ]
 	check "1. $fmt: the reader lists it" [ "$(ls "$M/ino/dir0" | wc -l)" -eq $N ]
 	check "1. $fmt: ... without a request ($(listings))" [ "$(listings)" -eq 1 ]
 
 	# ---- 2. the first open asks for its neighbours ---------------------
 	check "2. $fmt: the first file byte-exact" cmp -s "$SRC/ino/dir0/$(name 0)" "$M/ino/dir0/$(name 0)"
-	for ((i = 0; i < 100; i++)); do
+	for ((i = 0; i < 200; i++)); do
 		[ "$(gets 1 16)" -ge 16 ] && break
 		sleep 0.05
 	done
