@@ -7,7 +7,8 @@
 #  - the fill went through the disk tier (stats fill.through) and is done
 #    with bytes_done == the file;
 #  - nginx sent each byte of the file about once (<= 1.05 x the file: the
-#    fill fetches what the tier lacks, the reader's misses are on disk);
+#    fill fetches what the tier lacks, the reader's misses are on disk,
+#    and a read of a block another read is bringing in joins it);
 #  - the daemon's peak RSS stayed within max_memory (plus what the daemon
 #    holds with nothing read: its code, libraries, threads);
 #  - the whole file read again (its page cache dropped) is exact and makes
@@ -56,7 +57,8 @@ stats_check "the fill went through the disk tier and is done, the whole file" "$
 	"s['fill']['state'] == 'done' and s['fill']['through'] and s['fill']['bytes_done'] == s['fill']['bytes_total'] == $SIZE"
 stats_check "the disk tier holds the file" "$M" "c['bytes_cached'] >= $SIZE"
 stats_check "memory holds none of the fill (memory_ahead under 4 MiB)" "$M" "t['memory_ahead'] < 4 << 20"
-echo "nginx: $(gets) GETs, $(sent) bytes of big.bin"
+echo "nginx: $(gets) GETs, $(sent) bytes of big.bin;" \
+	"$(stats_eval "$M" "c['joined']") reads joined a miss in flight"
 check "one fetch per byte: nginx sent at most 1.05 x the file" [ "$(sent)" -le $((SIZE + SIZE / 20)) ]
 hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
 echo "daemon peak RSS: ${hwm0} KiB before the reads, ${hwm} KiB after"
