@@ -226,6 +226,52 @@ START_TEST(test_advice_without_tier)
 }
 END_TEST
 
+/*
+ * A random reader whose READs are the mount's read-ahead (an mmap reader's
+ * read-around) gets a note in the stats, without a tier only; READs of
+ * 4 KiB, or an unknown read-ahead, get none.
+ */
+START_TEST(test_note_read_around)
+{
+	up(0);
+	for (unsigned i = 0; i < 40; i++)
+		read_random();
+	pf_engine_set_read_ahead(eng, 1u << 20);
+	for (unsigned i = 0; i < 40; i++)
+		read_random();
+	ck_assert(stats_has("\"read_ahead\": 1048576"));
+	ck_assert(stats_has("\"notes\": []"));
+	down();
+
+	up(0);
+	pf_engine_set_read_ahead(eng, 4u << 20);
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t off;
+
+		xs ^= xs << 13;
+		xs ^= xs >> 7;
+		xs ^= xs << 17;
+		off = (xs % (BIG / 4096 - 256)) * 4096;
+		read_wait(big, -1, off, PF_ENGINE_READ_MAX, rq);
+		assert_file_bytes(rq, &tb.files[0], off, PF_ENGINE_READ_MAX);
+	}
+	/* (READs before the tracker saw the pattern are another stream's) */
+	ck_assert(stats_has("\"notes\": [\"random READs of big: "));
+	ck_assert(stats_has(" are 1024 KiB, the mount's read-ahead: "));
+	ck_assert(stats_has("readahead_kb=N sets it"));
+	down();
+
+	/* with a tier, the fill decides: no note */
+	up(128ull << 20);
+	pf_engine_set_read_ahead(eng, 1u << 20);
+	for (unsigned i = 0; i < 40; i++)
+		read_wait(big, -1, (uint64_t)i * 7 % 40 << 20,
+			  PF_ENGINE_READ_MAX, rq);
+	ck_assert(stats_has("\"notes\": []"));
+	down();
+}
+END_TEST
+
 /* ---- a reader's miss and the fill's read of one tier block ------------ */
 
 /* A read of the decorator: its bio, its buffer, whether and how it ended. */
@@ -418,6 +464,7 @@ static Suite *fill_suite(void)
 	tcase_add_test(tc, test_fill_through_disk);
 	tcase_add_test(tc, test_fill_tier_smaller_than_file);
 	tcase_add_test(tc, test_advice_without_tier);
+	tcase_add_test(tc, test_note_read_around);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("join");
 	tcase_set_timeout(tc, 30);
