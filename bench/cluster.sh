@@ -28,6 +28,9 @@
 #   tier_small  the tier with max_memory a quarter of the tree (32M at
 #             least): no background fill, every epoch's reads come from
 #             the tier, the data set's home after epoch 1
+#   tier_hints  tier_small with trainers that declare each epoch's order
+#             of their rank (folder_loader.py --hints: a plan per node),
+#             so that the node fetches ahead of its reader, from the tier
 #   alone_small (not by default) each node alone with that max_memory:
 #             every epoch from the origin
 # Then, with the tier, --same N nodes read one file of --same-size
@@ -51,7 +54,7 @@
 #   --epochs N        (default 3)
 #   --latency-ms MS   first-byte latency of the origin (default 50)
 #   --bw RATE         the origin's bandwidth per connection (default 64M)
-#   --systems "..."   subset of "alone cache_dir tier tier_small
+#   --systems "..."   subset of "alone cache_dir tier tier_small tier_hints
 #                     alone_small" (default all but alone_small; local
 #                     always runs)
 #   --same N          nodes of the one-file run (default 4; 0: none)
@@ -62,6 +65,8 @@
 #                     and the scheduler is the network; on a LAN the
 #                     default 5 holds)
 #   --pf-opts OPTS    more -o options for every prefetchfs
+#   --mc-threads N    memcached -t (worker threads) of every node
+#                     (default 2)
 #   --out DIR         where the results go (default bench/results)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -72,12 +77,13 @@ FSIZE=64K
 EPOCHS=3
 LAT=50
 BW=64M
-SYSTEMS="alone cache_dir tier tier_small"
+SYSTEMS="alone cache_dir tier tier_small tier_hints"
 SAME=4
 SAME_SIZE=64M
 KILL=1
 TIMEOUT_MS=100
 PF_OPTS=""
+MC_THREADS=2
 OUT=bench/results
 WORKERS=2
 BATCH=16
@@ -100,6 +106,7 @@ while [ $# -gt 0 ]; do
 	--no-kill) KILL=0; shift ;;
 	--timeout-ms) need_arg "$@"; TIMEOUT_MS=$2; shift 2 ;;
 	--pf-opts) need_arg "$@"; PF_OPTS=$2; shift 2 ;;
+	--mc-threads) need_arg "$@"; MC_THREADS=$2; shift 2 ;;
 	--out) need_arg "$@"; OUT=$2; shift 2 ;;
 	-h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) usage_err "unknown argument '$1'" ;;
@@ -110,8 +117,8 @@ for v in $NODES "$FILES" "$EPOCHS"; do
 done
 [[ $SAME =~ ^[0-9]+$ ]] || usage_err "--same '$SAME' is not a number"
 for s in $SYSTEMS; do
-	[[ " alone cache_dir tier tier_small alone_small " == *" $s "* ]] ||
-		usage_err "--systems: unknown '$s' (alone, cache_dir, tier, tier_small, alone_small)"
+	[[ " alone cache_dir tier tier_small tier_hints alone_small " == *" $s "* ]] ||
+		usage_err "--systems: unknown '$s' (alone, cache_dir, tier, tier_small, tier_hints, alone_small)"
 done
 for v in $NODES $SAME; do
 	[ "$v" -le 8 ] || usage_err "at most 8 nodes (127.0.0.2 to .9)"
@@ -136,6 +143,10 @@ OUT=$(cd "$OUT" && pwd)
 T0=$(date +%s)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 say() { echo "[cluster $(($(date +%s) - T0))s] $*" >&2; }
+# cpu_jiffies: BUSY:TOTAL ticks of every core so far (/proc/stat)
+cpu_jiffies() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 ":" $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat
+}
 bytes_of() {
 	local n=${1%[KMG]}
 	case $1 in
@@ -200,9 +211,9 @@ nodes_up() {
 		for ((i = 0; i < n; i++)); do ROOTS+=("$D"); done
 		return 0
 	fi
-	if [ "$sys" = tier ] || [ "$sys" = tier_small ]; then
+	if [[ $sys == tier* ]]; then
 		for ((i = 0; i < n; i++)); do
-			memcached_start "127.0.0.$((i + 2))" >/dev/null || return 1
+			memcached_start "127.0.0.$((i + 2))" -t "$MC_THREADS" >/dev/null || return 1
 			MCS+=("$MC_SERVER")
 			MCDIRS+=("$MC_DIR")
 		done
@@ -211,7 +222,7 @@ nodes_up() {
 	for ((i = 0; i < n; i++)); do
 		o=max_memory=512M
 		case $sys in
-		*_small) o=max_memory=$SMALL ;;
+		*_small|tier_hints) o=max_memory=$SMALL ;;
 		esac
 		case $sys in
 		cache_dir) o=$o,cache_dir=$WORK/cache.$n.$i,cache_size=256M ;;
@@ -238,16 +249,18 @@ nodes_down() {
 # $WORK/r.SYS.N.RANK (their lines) and $WORK/b.SYS.N/origin.EPOCH
 FAILED=0
 run() {
-	local sys=$1 n=$2 i bar pids=() killer="" rc cpu d
+	local sys=$1 n=$2 i bar pids=() killer="" rc pfc mcc d s0 s1 hints=()
 	bar=$WORK/b.$sys.$n
 	say "$sys, $n node(s)"
 	mkdir -p "$bar"
 	nodes_up "$sys" "$n" || { say "$sys $n: the nodes did not come up"; FAILED=1; nodes_down; return 1; }
 	origin_bytes '^/tree/' >"$bar/origin.0"
+	s0=$(cpu_jiffies)
+	[ "$sys" = tier_hints ] && hints=(--hints)
 	for ((i = 0; i < n; i++)); do
 		timeout -k 5 "$TMO" $PY examples/folder_loader.py --epochs "$EPOCHS" \
 			--workers "$WORKERS" --batch "$BATCH" --compute-ms "$COMPUTE" \
-			--seed 7 --checksum --rank "$i" --world-size "$n" \
+			--seed 7 --checksum --rank "$i" --world-size "$n" "${hints[@]}" \
 			--after-epoch "$WORK/barrier.sh $bar $n $NGINX_DIR/access.log" \
 			"${ROOTS[$i]}/tree" >"$WORK/r.$sys.$n.$i" 2>"$WORK/r.$sys.$n.$i.err" &
 		pids+=($!)
@@ -271,17 +284,19 @@ run() {
 			FAILED=1
 		fi
 	done
+	s1=$(cpu_jiffies)
 	[ -n "$killer" ] && { kill "$killer" 2>/dev/null; wait "$killer" 2>/dev/null; }
-	cpu=0
+	pfc=0
+	mcc=0
 	for ((i = 0; i < n; i++)); do
 		[ "$sys" = local ] && break
 		stats_json "${ROOTS[$i]}" >"$WORK/s.$sys.$n.$i.json" 2>/dev/null
-		cpu=$(echo "$cpu + $(daemon_cpu "${DPIDS[$i]}")" | bc)
+		pfc=$(echo "$pfc + $(daemon_cpu "${DPIDS[$i]}")" | bc)
 	done
 	for d in "${MCDIRS[@]}"; do
-		cpu=$(echo "$cpu + $(daemon_cpu "$(cat "$d/pid")" || echo 0)" | bc)
+		mcc=$(echo "$mcc + $(daemon_cpu "$(cat "$d/pid")" || echo 0)" | bc)
 	done
-	[ "$sys" = local ] || echo "$sys	$n	$cpu" >>"$WORK/cpu"
+	echo "$sys	$n	$pfc	$mcc	$s0	$s1" >>"$WORK/cpu"
 	nodes_down
 }
 
@@ -406,16 +421,24 @@ PY
 	echo "    bench/cluster.sh $ARGS"
 	echo
 	echo "Origin: $DELAY_DESC. Tree: $FILES files of $FSIZE ($((TREE >> 20)) MiB), $EPOCHS epochs, trainers examples/folder_loader.py --workers $WORKERS --batch $BATCH --compute-ms $COMPUTE, one per node (DistributedSampler)."
-	echo "Each node: prefetchfs -o max_memory=512M (the *_small systems: $SMALL); with the tier, shared_timeout=$TIMEOUT_MS."
+	echo "Each node: prefetchfs -o max_memory=512M (the *_small systems: $SMALL); with the tier, shared_timeout=$TIMEOUT_MS, and a memcached -m 64 -t $MC_THREADS."
 	[ "$KILL" = 1 ] && [ "$NMAX" -gt 1 ] && [[ " $SYSTEMS " == *" tier_small "* ]] &&
 		echo "In the tier_small run of $NMAX nodes, node $NMAX's memcached was killed 1 s into epoch 2."
 	echo
 	cat "$WORK/table.md"
 	echo
 	[ -n "$SAME_LINE" ] && echo "$SAME_LINE." && echo
-	echo "CPU seconds of the run's daemons (prefetchfs and memcached, every node): $(awk '{ printf("%s%s %s: %.1f", (NR > 1 ? ", " : ""), $1, $2, $3) }' "$WORK/cpu")."
+	echo "CPU of each run (its epochs), the machine's $(nproc) cores: busy % of the run's wall time, and CPU seconds of the nodes' prefetchfs, of their memcached servers, and of the rest (the trainers, and whatever else ran on the machine):"
 	echo
-	for s in tier tier_small; do
+	echo "| system | nodes | wall s | busy % | prefetchfs s | memcached s | rest s |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	awk -v c="$(nproc)" -v hz="$(getconf CLK_TCK)" '{
+		split($5, a, ":"); split($6, b, ":")
+		wall = (b[2] - a[2]) / hz / c; busy = (b[1] - a[1]) / hz
+		printf "| %s | %s | %.1f | %.0f | %.1f | %.1f | %.1f |\n", $1, $2, wall, 100 * busy / (wall * c), $3, $4, busy - $3 - $4
+	}' "$WORK/cpu"
+	echo
+	for s in tier tier_small tier_hints; do
 	for n in $NODES; do
 		[[ " $SYSTEMS " == *" $s "* ]] || break
 		echo "$s, $n node(s): $($PY - "$WORK" "$s" "$n" <<'PY'
@@ -427,9 +450,18 @@ for r in range(n):
         sc = json.load(open(os.path.join(work, "s.%s.%d.%d.json" % (s, n, r))))["transport"]["shared_cache"]
     except (OSError, ValueError, KeyError):
         continue
-    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped"):
+    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped", "timeouts", "slow_ejections", "aside_pieces", "hits", "hit_ns", "misses", "miss_ns", "mgets", "mget_keys"):
         tot[k] = tot.get(k, 0) + sc.get(k, 0)
-print(", ".join("%s %d" % kv for kv in tot.items()))
+extra = []
+if tot.get("hits"):
+    extra.append("a hit's mean time in the tier %.2f ms" % (tot["hit_ns"] / tot["hits"] / 1e6))
+if tot.get("misses"):
+    extra.append("a miss's %.1f ms" % (tot["miss_ns"] / tot["misses"] / 1e6))
+if tot.get("mgets"):
+    extra.append("keys per multi-get %.2f" % (tot["mget_keys"] / tot["mgets"]))
+for k in ("hit_ns", "miss_ns", "mget_keys"):
+    tot.pop(k, None)
+print(", ".join(["%s %d" % kv for kv in tot.items()] + extra))
 PY
 )"
 	done

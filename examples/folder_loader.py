@@ -34,7 +34,9 @@ IterableDataset): N readers each on its own directory.
 module next to this file), which writes each epoch's order to the mount's
 plan file before the first batch, so that prefetchfs can fetch ahead in
 that order.  locate(i) gives the sample's absolute path, under
---mountpoint (default: the mount point that holds ROOT).
+--mountpoint (default: the mount point that holds ROOT).  With
+--world-size, each rank declares its own share of the epoch to its
+node's mount.
 
 Output, one line of key=value pairs per epoch: epoch, batches, samples,
 bytes, wall_s, compute_s, data_wait_pct = (wall - compute) / wall (the
@@ -192,8 +194,8 @@ def main():
         ap.error("--hints declares a shuffled order: not with --in-order")
     if a.world_size < 1 or not 0 <= a.rank < a.world_size:
         ap.error("--rank must be from 0 to --world-size - 1")
-    if a.world_size > 1 and (a.in_order or a.hints):
-        ap.error("--world-size: not with --in-order or --hints")
+    if a.world_size > 1 and a.in_order:
+        ap.error("--world-size: not with --in-order")
     if not os.path.isdir(a.root):
         ap.error("not a directory: %s" % a.root)
 

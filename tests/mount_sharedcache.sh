@@ -78,7 +78,7 @@ stats_check "B: every piece from the tier" "$B" "sc['pieces_missed'] == 0 and sc
 echo "B: $(stats_eval "$B" sc)"
 COLUMNS=80 "$TOP/prefetchfs-stat" -n 1 "$B" >"$WORK/stat.txt" 2>&1
 check "prefetchfs-stat: the tier's line" grep -qE "^shared +100.0 +6.9M" "$WORK/stat.txt"
-check "prefetchfs-stat: its servers" grep -q "^  servers 2 of 2 up, 0 ejected (0 ejections)   errors 0$" "$WORK/stat.txt"
+check "prefetchfs-stat: its servers" grep -q "^  servers 2 of 2 up, 0 ejected (0 ejections, 0 slow)   errors 0, timeouts 0$" "$WORK/stat.txt"
 check "prefetchfs-stat: its leases and the fill" grep -q "^  leases won 0, waited 0, timed out 0   fill from peers 0$" "$WORK/stat.txt"
 grep -A3 "^shared " "$WORK/stat.txt"
 pf_umount "$B" || fail "unmount B"

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pf_clock.h"
 #include "pf_log.h"
 #include "pf_sharedcache.h"
 #include "sharedcache_int.h"
@@ -130,6 +131,7 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 	const char *rest = "";
 	unsigned up = 0;
 	unsigned ejected = 0;
+	uint64_t now = pf_now_ns();
 	size_t n;
 
 	if (t->inner->ops->stats_json)
@@ -140,7 +142,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		rest = inner + 1;
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		up += atomic_load(&t->srv[i].up);
-		ejected += atomic_load(&t->srv[i].ejected_by) > 0;
+		ejected += atomic_load(&t->srv[i].ejected_by) > 0 ||
+			   pf_sc_aside(t, (int)i, now);
 	}
 	snprintf(buf, size,
 		 "{\"shared_cache\": {\"servers\": %u, \"servers_up\": %u"
@@ -155,7 +158,11 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"leases_waited\": %" PRIu64 ", \"leases_timed_out\": %"
 		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
-		 PRIu64 ", \"staging\": %" PRIu64
+		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
+		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %"
+		 PRIu64 ", \"miss_ns\": %" PRIu64
+		 ", \"mgets\": %" PRIu64 ", \"mget_keys\": %" PRIu64
+		 ", \"staging\": %" PRIu64
 		 ", \"staging_max\": %" PRIu64 "}%s%s",
 		 t->nsrv, up, ejected, t->self >= 0 ? t->srv[t->self].name : "",
 		 CNT(hits), CNT(misses), CNT(pieces_hit), CNT(pieces_missed),
@@ -164,7 +171,9 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(errors), CNT(ejections), CNT(server_failures),
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
 		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
-		 CNT(staging_waits),
+		 CNT(staging_waits), CNT(timeouts), CNT(slow_ejections),
+		 CNT(aside_pieces), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
+		 CNT(mget_keys),
 		 (uint64_t)atomic_load(&t->staging), t->staging_max,
 		 *rest ? ", " : "}", rest);
 }
@@ -191,14 +200,25 @@ static void sc_cancel(struct pf_backend *be)
 		t->inner->ops->cancel(t->inner);
 }
 
+/* Frees look_clients()'s. */
+static void look_clients_free(struct sc *t, struct sc_look *lk)
+{
+	if (lk->mc)
+		memcached_free(lk->mc);
+	for (unsigned k = 0; lk->one && k < t->nsrv; k++)
+		if (lk->one[k])
+			memcached_free(lk->one[k]);
+	free(lk->one);
+	free(lk->asked);
+	free(lk->ejected);
+}
+
 /* Frees @t; @locks: its locks were made (sc_start()). */
 static void sc_free(struct sc *t, bool locks)
 {
-	for (unsigned i = 0; i < LOOK_THREADS; i++) {
-		if (t->look[i].mc)
-			memcached_free(t->look[i].mc);
-		free(t->look[i].ejected);
-	}
+	for (unsigned i = 0; i < LOOK_THREADS; i++)
+		look_clients_free(t, &t->look[i]);
+
 	for (unsigned i = 0; t->srv && i < t->nsrv; i++)
 		if (t->srv[i].probe)
 			memcached_free(t->srv[i].probe);
@@ -269,6 +289,25 @@ static const struct pf_backend_ops sc_ops = {
 	.holds = sc_holds,
 };
 
+/* @lk's clients: of the list, and of each server alone. */
+static int look_clients(struct sc *t, struct sc_look *lk,
+			const struct pf_sc_server *sv)
+{
+	lk->t = t;
+	lk->mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
+	lk->ejected = calloc(t->nsrv, sizeof(bool));
+	lk->asked = calloc(t->nsrv, sizeof(bool));
+	lk->one = calloc(t->nsrv, sizeof(memcached_st *));
+	if (!lk->mc || !lk->ejected || !lk->asked || !lk->one)
+		return -ENOMEM;
+	for (unsigned k = 0; k < t->nsrv; k++) {
+		lk->one[k] = pf_sc_mc_new(&sv[k], 1, t->timeout_ms, false);
+		if (!lk->one[k])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* The clients: placement, one per lookup thread, the writer's, a probe
  * per server. */
 static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
@@ -279,13 +318,10 @@ static int sc_clients(struct sc *t, const struct pf_sc_server *sv,
 	t->wejected = calloc(t->nsrv, sizeof(bool));
 	if (!t->wejected)
 		goto fail;
-	for (unsigned i = 0; i < LOOK_THREADS; i++) {
-		t->look[i].t = t;
-		t->look[i].mc = pf_sc_mc_new(sv, t->nsrv, t->timeout_ms, true);
-		t->look[i].ejected = calloc(t->nsrv, sizeof(bool));
-		if (!t->look[i].mc || !t->look[i].ejected)
+	for (unsigned i = 0; i < LOOK_THREADS; i++)
+		if (look_clients(t, &t->look[i], sv) < 0)
 			goto fail;
-	}
+
 	for (unsigned i = 0; i < t->nsrv; i++) {
 		snprintf(t->srv[i].name, sizeof(t->srv[i].name),
 			 strchr(sv[i].host, ':') ? "[%s]:%u" : "%s:%u",

@@ -65,6 +65,16 @@
 /* a node waits for a piece under another's lease this many shared_lease
  * at most, while the lease is there */
 #define LEASE_HOLD 3
+/*
+ * A server that answers none of this many calls in a row within
+ * shared_timeout (a memcached slow or stopped, its kernel still accepting
+ * connections: libmemcached counts no such timeout) is set aside for
+ * ASIDE_S: its pieces are neither looked up nor stored, they come from the
+ * store at once; then it is tried again, and set aside again at its next
+ * timeout if it still does not answer (sharedcache_mc.c).
+ */
+#define SLOW_LIMIT 3
+#define ASIDE_S 5
 
 enum pc_state {
 	PC_WANT,	/* not looked up yet, or missing */
@@ -133,6 +143,7 @@ struct sc_op {
 	char *buf;		/* the pieces, one after the other; NULL
 				 * while it waits for staging */
 	uint64_t bytes;		/* of buf (staging taken with it) */
+	uint64_t t0;		/* ns: submitted */
 	uint64_t next_poll;	/* ns */
 	unsigned poll_ms;
 	/* the store's reads in flight: their completions (on the inner
@@ -163,6 +174,9 @@ struct sc_srv {
 	 * elsewhere has ejected this server */
 	char sentinel[16];
 	atomic_uint ejected_by;	/* clients that have it ejected now */
+	atomic_uint timeouts;	/* calls to it in a row that timed out */
+	/* ns: until then it is set aside (SLOW_LIMIT) */
+	atomic_uint_least64_t aside_until;
 };
 
 struct sc_look {
@@ -173,6 +187,10 @@ struct sc_look {
 	struct sc_op *waiting;	/* parked ops, this thread's */
 	bool *ejected;		/* per server: by this client */
 	uint64_t ej_ns;		/* last looked at */
+	/* per server: a client of it alone, to tell which server of a
+	 * multi-get that timed out did not answer */
+	memcached_st **one;
+	bool *asked;		/* per server: had keys in this multi-get */
 };
 
 typedef atomic_uint_least64_t sc_counter;
@@ -198,6 +216,14 @@ struct sc_stats {
 	sc_counter fill_timed_out;
 	sc_counter bypassed;	/* reads past the tier: no memory */
 	sc_counter staging_waits; /* reads that waited for staging */
+	sc_counter timeouts;	/* calls a server did not answer in time */
+	sc_counter slow_ejections; /* servers set aside (SLOW_LIMIT) */
+	sc_counter aside_pieces; /* pieces not looked up or stored: their
+				  * server was set aside */
+	sc_counter hit_ns;	/* the hits' submit-to-answer times, summed */
+	sc_counter miss_ns;	/* the misses' */
+	sc_counter mgets;	/* multi-gets */
+	sc_counter mget_keys;	/* keys they asked for */
 };
 
 struct sc {
@@ -284,6 +310,18 @@ void pf_sc_mc_sentinels(struct sc *t);
 /* Notes the servers @mc's ring has ejected or taken back since @ejected
  * (one flag per server) said; counts each ejection. */
 void pf_sc_mc_ejections(struct sc *t, memcached_st *mc, bool *ejected);
+/* The server (index in the list) @mc's ring gives @text now; -1 none. */
+int pf_sc_mc_server(struct sc *t, memcached_st *mc, const char *text);
+/* Whether server @i is set aside now (@now: pf_now_ns()). */
+bool pf_sc_aside(struct sc *t, int i, uint64_t now);
+/* A call to server @i ended with @rc: counts a timeout (SLOW_LIMIT in a
+ * row set it aside) or, when it answered, ends the row. */
+void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc);
+/* The servers @lk asked in a multi-get (lk->asked) answered it, or one
+ * did not (@rc a timeout: the one that does not answer a get alone). */
+void pf_sc_mc_answered(struct sc_look *lk, memcached_return_t rc);
+/* Whether @rc says a server did not answer in time. */
+bool pf_sc_mc_timeout(memcached_return_t rc);
 /* Counts a failed call (rc is no hit, miss, END or NOTSTORED). */
 void pf_sc_mc_error(struct sc *t, memcached_st *mc, memcached_return_t rc,
 		    const char *what);

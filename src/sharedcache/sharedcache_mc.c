@@ -21,6 +21,17 @@
  *       again if it fails), so a restarted memcached comes back by itself
  *   RETRY_TIMEOUT 1 s: the clients that do not eject (placement, probes)
  *       leave a failed server alone that long
+ *   A slow server is libmemcached's blind spot: a poll that times out on
+ *       an established connection closes it, and the next call connects
+ *       again, which succeeds as long as the server's kernel accepts (a
+ *       memcached stopped, swapping or overloaded), and clears the
+ *       failure counts; so such a server is never ejected and every call
+ *       to it costs shared_timeout.  pf_sc_mc_answer() counts the calls
+ *       each server did not answer in time, whatever client made them:
+ *       SLOW_LIMIT in a row set it aside ASIDE_S seconds (counted
+ *       slow_ejections), during which its pieces come from the store
+ *       without asking it; then it is asked again, and one more timeout
+ *       sets it aside again.
  *   BINARY_PROTOCOL off: the text protocol (memcached 1.6 deprecates the
  *       binary one); keys are 65 characters of [0-9a-fDL]
  * The placement client (t->proto) is never connected: the fill's owner of
@@ -32,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pf_clock.h"
 #include "pf_log.h"
 #include "sharedcache_int.h"
 
@@ -116,6 +128,110 @@ void pf_sc_mc_ejections(struct sc *t, memcached_st *mc, bool *ejected)
 			atomic_fetch_sub(&t->srv[i].ejected_by, 1);
 		}
 	}
+}
+
+int pf_sc_mc_server(struct sc *t, memcached_st *mc, const char *text)
+{
+	uint32_t i = memcached_generate_hash(mc, text, PF_SC_KEY_TEXT);
+
+	return i < t->nsrv ? (int)i : -1;
+}
+
+bool pf_sc_aside(struct sc *t, int i, uint64_t now)
+{
+	return i >= 0 && (unsigned)i < t->nsrv &&
+	       now < atomic_load(&t->srv[i].aside_until);
+}
+
+bool pf_sc_mc_timeout(memcached_return_t rc)
+{
+	return rc == MEMCACHED_TIMEOUT;
+}
+
+void pf_sc_mc_answer(struct sc *t, int i, memcached_return_t rc)
+{
+	struct sc_srv *s;
+	uint64_t now;
+	uint64_t old;
+	unsigned n;
+
+	if (i < 0 || (unsigned)i >= t->nsrv)
+		return;
+	s = &t->srv[i];
+	if (!pf_sc_mc_timeout(rc)) {
+		/* (a write only when there was a row: the servers' flags
+		 * are read by every thread) */
+		if (atomic_load(&s->timeouts))
+			atomic_store(&s->timeouts, 0);
+		if (atomic_load(&s->aside_until) &&
+		    atomic_exchange(&s->aside_until, 0))
+			pf_info("shared cache: %s answers again", s->name);
+		return;
+	}
+	atomic_fetch_add(&t->st.timeouts, 1);
+	n = atomic_fetch_add(&s->timeouts, 1) + 1;
+	if (n < SLOW_LIMIT)
+		return;
+	/* one more timeout after the pause sets it aside again */
+	atomic_store(&s->timeouts, SLOW_LIMIT - 1);
+	now = pf_now_ns();
+	old = atomic_exchange(&s->aside_until, now + ASIDE_S * 1000000000ull);
+	if (old > now)
+		return;	/* aside already (the probe): longer, not again */
+	atomic_fetch_add(&t->st.slow_ejections, 1);
+	if (old) {
+		pf_debug("shared cache: %s still slow: set aside again",
+			 s->name);
+		return;
+	}
+	pf_info("shared cache: %s did not answer %u calls in a row within "
+		"%u ms: set aside for %u s, its pieces come from the source",
+		s->name, n, t->timeout_ms, ASIDE_S);
+}
+
+/*
+ * A multi-get of @lk's that timed out: which of the servers it asked did
+ * not answer?  Each is asked again alone (a get of a key nobody stores):
+ * a healthy one answers at once, the slow one costs one more timeout and
+ * is counted (pf_sc_mc_answer()).
+ */
+static void look_blame(struct sc_look *lk)
+{
+	struct sc *t = lk->t;
+	static const char key[] = "Pprobe";
+
+	for (unsigned i = 0; i < t->nsrv; i++) {
+		memcached_return_t rc;
+		uint32_t flags;
+		size_t len;
+
+		if (!lk->asked[i])
+			continue;
+		free(memcached_get(lk->one[i], key, sizeof(key) - 1, &len,
+				   &flags, &rc));
+		pf_sc_mc_answer(t, (int)i, rc);
+	}
+}
+
+void pf_sc_mc_answered(struct sc_look *lk, memcached_return_t rc)
+{
+	struct sc *t = lk->t;
+	unsigned asked = 0;
+	int one = -1;
+
+	for (unsigned i = 0; i < t->nsrv; i++)
+		if (lk->asked[i]) {
+			asked++;
+			one = (int)i;
+		}
+	if (pf_sc_mc_timeout(rc) && asked > 1)
+		look_blame(lk);
+	else if (pf_sc_mc_timeout(rc))
+		pf_sc_mc_answer(t, one, rc);
+	else
+		for (unsigned i = 0; i < t->nsrv; i++)
+			if (lk->asked[i])
+				pf_sc_mc_answer(t, (int)i, rc);
 }
 
 int pf_sc_owner(struct sc *t, const char *text)

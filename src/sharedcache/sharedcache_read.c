@@ -133,8 +133,12 @@ static void op_reply(struct sc_op *op, int err)
 static void op_finish(struct sc_op *op)
 {
 	struct sc *t = op->t;
-	atomic_fetch_add(atomic_load(&op->missed) ? &t->st.misses :
-						    &t->st.hits, 1);
+	bool missed = atomic_load(&op->missed);
+
+	atomic_fetch_add(missed ? &t->st.misses : &t->st.hits, 1);
+	if (op->ubio)
+		atomic_fetch_add(missed ? &t->st.miss_ns : &t->st.hit_ns,
+				 pf_now_ns() - op->t0);
 	op_reply(op, 0);
 	pf_sc_store(t, op);
 }
@@ -485,6 +489,7 @@ int pf_sc_submit(struct pf_backend *be, struct pf_bio *bio)
 	op->skip = bio->off - p0 * PF_SC_PIECE;
 	op->want = end - bio->off;
 	op->fill = bio->flags & PF_BIO_FILL;
+	op->t0 = pf_now_ns();
 	for (unsigned i = 0; i < npc; i++) {
 		uint64_t po = (p0 + i) * PF_SC_PIECE;
 
@@ -519,11 +524,15 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 		keys[k] = refs[k].text;
 		lens[k] = PF_SC_KEY_TEXT;
 	}
+	atomic_fetch_add(&t->st.mgets, 1);
+	atomic_fetch_add(&t->st.mget_keys, n);
 	rc = memcached_mget(lk->mc, keys, lens, n);
 	if (rc != MEMCACHED_SUCCESS) {
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
-		if (rc != MEMCACHED_SOME_ERRORS)
+		if (rc != MEMCACHED_SOME_ERRORS) {
+			pf_sc_mc_answered(lk, rc);
 			return;
+		}
 	}
 	if (!memcached_result_create(lk->mc, &res))
 		return;
@@ -584,6 +593,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	    rc != MEMCACHED_SUCCESS)
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
 	memcached_result_free(&res);
+	pf_sc_mc_answered(lk, rc);
 }
 
 /* Whether the fill of @op waits for piece @pc from the node owning it. */
@@ -614,11 +624,14 @@ static memcached_return_t lease_add(struct sc_look *lk, struct sc_pc *pc)
 	struct sc *t = lk->t;
 	char lease[PF_SC_KEY_TEXT + 1];
 	time_t ttl = (time_t)(LEASE_HOLD * t->lease_ms / 1000 + 2);
+	memcached_return_t rc;
 
 	memcpy(lease, pc->text, sizeof(lease));
 	lease[0] = 'L';
-	return memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
-				    PF_SC_KEY_TEXT, "1", 1, ttl, 0);
+	rc = memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
+				  PF_SC_KEY_TEXT, "1", 1, ttl, 0);
+	pf_sc_mc_answer(t, pf_sc_mc_server(t, lk->mc, pc->text), rc);
+	return rc;
 }
 
 /* A piece that is missing: wait for it, or read it from the store. */
@@ -635,7 +648,8 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 		return;
 	}
 	pc->state = PC_FETCH;
-	if (!t->lease_ms)
+	if (!t->lease_ms ||
+	    pf_sc_aside(t, pf_sc_mc_server(t, lk->mc, pc->text), now))
 		return;
 	rc = lease_add(lk, pc);
 	if (rc == MEMCACHED_SUCCESS) {
@@ -744,11 +758,14 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 {
 	struct sc *t = lk->t;
 	struct ref refs[MGET_MAX];
+	uint64_t now = pf_now_ns();
 	unsigned n = 0;
 
+	memset(lk->asked, 0, t->nsrv * sizeof(bool));
 	for (struct sc_op *op = batch; op; op = op->next)
 		for (unsigned i = 0; i < op->npc; i++) {
 			struct sc_pc *pc = &op->pc[i];
+			int srv;
 
 			if (pc->state == PC_HAVE || pc->state == PC_FETCH)
 				continue;
@@ -757,10 +774,20 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 						op->p0 + i, pc->key);
 				pf_sc_key_text(pc->key, 'D', pc->text);
 			}
+			srv = pf_sc_mc_server(t, lk->mc, pc->text);
+			if (pf_sc_aside(t, srv, now)) {
+				/* its server is set aside: the store, now */
+				pc->state = PC_FETCH;
+				atomic_fetch_add(&t->st.aside_pieces, 1);
+				continue;
+			}
 			if (n == MGET_MAX) {
 				look_mget(lk, refs, n);
+				memset(lk->asked, 0, t->nsrv * sizeof(bool));
 				n = 0;
 			}
+			if (srv >= 0)
+				lk->asked[srv] = true;
 			refs[n++] = (struct ref){ pc->text, op, i };
 		}
 	if (n)

@@ -62,6 +62,7 @@ static void store_op(struct sc *t, struct sc_op *op)
 	for (unsigned i = 0; i < op->npc; i++) {
 		struct sc_pc *pc = &op->pc[i];
 		memcached_return_t rc;
+		int srv;
 		int n;
 
 		if (!pc->fetched)
@@ -71,6 +72,11 @@ static void store_op(struct sc *t, struct sc_op *op)
 					pc->key);
 			pf_sc_key_text(pc->key, 'D', pc->text);
 		}
+		srv = pf_sc_mc_server(t, t->wmc, pc->text);
+		if (pf_sc_aside(t, srv, pf_now_ns())) {
+			atomic_fetch_add(&t->st.aside_pieces, 1);
+			continue;
+		}
 		n = pf_sc_seal(&t->keys, pc->key, &op->fid, op->p0 + i,
 			       op->buf + pc->off, pc->len, t->seal_buf);
 		if (n < 0) {
@@ -79,6 +85,7 @@ static void store_op(struct sc *t, struct sc_op *op)
 		}
 		rc = memcached_set(t->wmc, pc->text, PF_SC_KEY_TEXT,
 				   (const char *)t->seal_buf, (size_t)n, 0, 0);
+		pf_sc_mc_answer(t, srv, rc);
 		if (rc == MEMCACHED_SUCCESS) {
 			atomic_fetch_add(&t->st.stored, 1);
 			atomic_fetch_add(&t->st.bytes_stored, pc->len);
@@ -106,6 +113,7 @@ static void probe(struct sc *t)
 		v = memcached_get(s->probe, key, sizeof(key) - 1, &len, &flags,
 				  &rc);
 		free(v);
+		pf_sc_mc_answer(t, (int)i, rc);
 		up = rc == MEMCACHED_SUCCESS || rc == MEMCACHED_NOTFOUND;
 		if (atomic_exchange(&s->up, up) == up)
 			continue;

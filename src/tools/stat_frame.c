@@ -321,13 +321,15 @@ static void tier_shared_detail(const struct pf_stat_view *v)
 
 	if (!sc)
 		return;
-	pf_stat_line("  servers %.0f of %.0f up, %.0f ejected (%.0f ejections)"
-		     "   errors %.0f",
+	pf_stat_line("  servers %.0f of %.0f up, %.0f ejected (%.0f ejections,"
+		     " %.0f slow)   errors %.0f, timeouts %.0f",
 		     pf_json_num(sc, "servers_up", 0),
 		     pf_json_num(sc, "servers", 0),
 		     pf_json_num(sc, "servers_ejected", 0),
 		     pf_json_num(sc, "ejections", 0),
-		     pf_json_num(sc, "errors", 0));
+		     pf_json_num(sc, "slow_ejections", 0),
+		     pf_json_num(sc, "errors", 0),
+		     pf_json_num(sc, "timeouts", 0));
 	pf_stat_line("  from the source %s, stored %s (not: %.0f), bad values "
 		     "%.0f",
 		     pf_stat_size(a, sizeof(a),
