@@ -30,8 +30,10 @@
 #include "pf_log.h"
 
 #define NOTES_MAX 4
-#define NOTE_READS 32		/* READs of a random stream before a note */
-#define NOTE_RA_MIN (64u << 10)	/* read-ahead READs smaller are no cost */
+/* READs of a random stream before a note */
+#define NOTE_READS 32
+/* a read-ahead below this costs little more than a page */
+#define NOTE_RA_MIN (64u << 10)
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 {
@@ -150,7 +152,8 @@ static void stats_notes(struct pf_strbuf *sb, struct pf_engine *e,
 		for (unsigned i = 0; i < ns && n < NOTES_MAX; i++) {
 			const struct pf_stream *st =
 				pf_tracker_stream(f->tracker, i);
-			struct efile_stream *s = pf_efile_stream_find(f, st->id);
+			struct efile_stream *s =
+				pf_efile_stream_find(f, st->id);
 			char line[PATH_MAX + 256];
 			uint64_t reads;
 
