@@ -30,10 +30,13 @@
  * bytes are on its disk; the engine then drops the blocks at once (but
  * those a READ waited for), so memory holds the fill's reads in flight
  * only, and a reader's READ finds the rest on disk.  The tier reads a
- * reader's misses before the fill's (PF_BIO_FILL): demand first.  A file
- * larger than the tier is filled as far as the tier holds (fl->limit: its
- * first bytes); a tree larger than the tier, a stable subset of its files
- * in SUBSET_NUM / SUBSET_DEN of the tier (fillset.c: ranked by a hash of
+ * reader's misses before the fill's (PF_BIO_FILL): demand first; a read of
+ * a tier block that another is bringing in (a reader's miss, which the
+ * tier widens to its whole block, met by the fill's piece of it) joins
+ * that one in the tier, so each block is fetched once.  A file larger than
+ * the tier is filled as far as the tier holds (fl->limit: its first
+ * bytes); a tree larger than the tier, a stable subset of its files in
+ * SUBSET_NUM / SUBSET_DEN of the tier (fillset.c: ranked by a hash of
  * their path, so a remount's fill picks the same files and finds them on
  * disk), the rest of the tier left to readers' misses of the other files.
  * The tier keeps what the fill wrote, or found there and claimed (keep():
