@@ -303,6 +303,45 @@ static uint64_t pending_unstarted(void)
 }
 
 /*
+ * early_two_readers(@z), then the pieces' first bytes come and they land
+ * (shorter than a full fetch: still the ramp), and the reader goes on
+ * through them in order, with an idle of @gap_ms (on the fake clock)
+ * before its READ at @gap_at.  Returns "b".
+ */
+static struct pf_efile *ramp_read_pieces(uint64_t z, uint64_t gap_at,
+					 unsigned gap_ms)
+{
+	struct pf_efile *bf = early_two_readers(z);
+
+	nstarted = 0;
+	while (start_one_below(z))
+		;
+	while (complete_one_below(z))
+		;
+	ck_assert(rq->done);
+	assert_bytes(rq, 0, 128 << 10);
+	for (uint64_t off = 128 << 10; off < z; off += 128 << 10) {
+		if (off == gap_at)
+			advance_ms(gap_ms);
+		memset(rq, 0, offsetof(struct treq, buf));
+		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
+		ck_assert(rq->done);
+		assert_bytes(rq, off, 128 << 10);
+	}
+	return bf;
+}
+
+/* The first bytes of every pending read of file 0 come. */
+static void start_all(void)
+{
+	unsigned n;
+
+	pending_in(0, FSIZE, &n);
+	while (n--)
+		start_one_below(FSIZE);
+}
+
+/*
  * A reader found sequential in its ramp (no full read-ahead fetch of its
  * own has landed) while another reader fetches: of the two windows it
  * plans, what waits for a first byte stays within one window (4 MiB here)
@@ -311,33 +350,43 @@ static uint64_t pending_unstarted(void)
 START_TEST(test_ramp_holds_past_a_window_unstarted)
 {
 	const uint64_t z = 2u << 20;
-	struct pf_efile *bf = early_two_readers(z);
+	struct pf_efile *bf = ramp_read_pieces(z, 0, 0);
 	uint64_t held;
-	unsigned n;
 
-	nstarted = 0;
-	while (start_one_below(z))
-		;
-	/* the pieces land (shorter than a full fetch: still the ramp) */
-	while (complete_one_below(z))
-		;
-	ck_assert(rq->done);
-	assert_bytes(rq, 0, 128 << 10);
-	/* the reader goes on through its pieces, in order */
-	for (uint64_t off = 128 << 10; off < z; off += 128 << 10) {
-		memset(rq, 0, offsetof(struct treq, buf));
-		pf_engine_read(ef, off, 128 << 10, t_reply, rq);
-		ck_assert(rq->done);
-		assert_bytes(rq, off, 128 << 10);
-	}
 	held = pending_unstarted();
 	ck_assert_uint_gt(held, 0);
 	ck_assert_uint_le(held, (4u << 20) + (1u << 20));
 	/* their first bytes come: what was held back goes out */
-	pending_in(0, FSIZE, &n);
-	while (n--)
-		start_one_below(FSIZE);
+	start_all();
 	ck_assert_uint_gt(pending_unstarted(), 0);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
+	early_two_readers_end(bf);
+}
+END_TEST
+
+/*
+ * The same reader with an idle of 3 ms (over gap_ns) before its READ at
+ * 1.125 MiB: a burst ended, its batch is 1.125 MiB, and the planner
+ * refills when the reader has consumed a batch or has less than a window
+ * planned ahead (pf_plan_ahead()), not when first bytes come: with the
+ * window planned to 6 MiB, what the ramp held goes out with the reader's
+ * next READ.
+ */
+START_TEST(test_ramp_held_refills_with_reads)
+{
+	const uint64_t z = 2u << 20;
+	struct pf_efile *bf = ramp_read_pieces(z, 9u << 17, 3);
+
+	ck_assert_uint_gt(pending_unstarted(), 0);
+	start_all();
+	ck_assert_uint_eq(pending_unstarted(), 0);
+	memset(rq, 0, offsetof(struct treq, buf));
+	pf_engine_read(ef, z, 128 << 10, t_reply, rq);
+	ck_assert_uint_gt(pending_unstarted(), 0);
+	while (!rq->done)
+		ck_assert_uint_gt(complete_pending(), 0);
+	assert_bytes(rq, z, 128 << 10);
 	memset(rq, 0, offsetof(struct treq, buf));
 	pf_engine_read(ef, 0, 128 << 10, t_reply, rq);
 	early_two_readers_end(bf);
@@ -668,11 +717,17 @@ START_TEST(test_stats_json)
 }
 END_TEST
 
+/* min_window 4 MiB, on the fake clock: no READ of these tests comes after
+ * an idle (gap_ns, 2 ms) that ends a burst unless the test says so; on the
+ * wall clock a loaded machine made one, and the planner then refills at
+ * with the reader's READs (test_ramp_held_refills_with_reads) */
 static void setup_early4(void)
 {
+	fake_clock = 1;
 	setup_min_window = 4u << 20;
 	setup_with(256u << 20, 1, 16, 0);
 	setup_min_window = 1u << 20;
+	fake_clock = 0;
 }
 
 static void setup_prefetch_fake(void)
@@ -734,6 +789,7 @@ static Suite *readahead_suite(void)
 	tcase_add_test(tc, test_early_second_half_waits_for_pieces);
 	tcase_add_test(tc, test_early_second_half_when_pieces_arrive);
 	tcase_add_test(tc, test_ramp_holds_past_a_window_unstarted);
+	tcase_add_test(tc, test_ramp_held_refills_with_reads);
 	tcase_add_test(tc, test_early_window_lone_reader);
 	suite_add_tcase(s, tc);
 
