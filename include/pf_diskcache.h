@@ -166,9 +166,11 @@ bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
  * A slot to write block @blk of @key into: a free one, else one the policy
  * lets go (see diskcache.c: a cold one, or for @flags PF_DC_FILL a
  * reader's).  -ENOSPC when nothing may be evicted (the block is not
- * admitted), -EEXIST when it is cached (with PF_DC_FILL it becomes the
- * fill's, as with pf_dc_keep()) or being written.  The slot is pinned in
- * state "writing" until pf_dc_commit() or pf_dc_abort().
+ * admitted) or the disk has no room for its journal record (then, as
+ * after pf_dc_shrink(), no free slot is used any more: pf_dc_full()),
+ * -EEXIST when it is cached (with PF_DC_FILL it becomes the fill's, as
+ * with pf_dc_keep()) or being written.  The slot is pinned in state
+ * "writing" until pf_dc_commit() or pf_dc_abort().
  */
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 		  uint64_t blk, uint32_t len, unsigned flags);
@@ -209,6 +211,8 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot);
  * used any more (capacity shrinks to what the disk held).
  */
 void pf_dc_shrink(struct pf_dc *dc);
+/* Whether the disk was found full (pf_dc_shrink(), pf_dc_reserve()). */
+bool pf_dc_full(struct pf_dc *dc);
 /* Compacts the journal if it grew past its bound. */
 void pf_dc_maintain(struct pf_dc *dc);
 

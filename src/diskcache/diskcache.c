@@ -24,7 +24,9 @@
  *            fill's, see the policy; 0 in an older build's records, which
  *            ignores them) and DEL (slot is empty)
  * A block is written to its slot first and journalled after the write
- * completed; every read from the cache checks the block against the tag
+ * completed (the journal's disk space for its record allocated before:
+ * on a disk the data fills, no block is written that cannot be
+ * journalled); every read from the cache checks the block against the tag
  * journalled with it, a MAC under DIR/key of the block's key, index,
  * length and bytes (diskcache_mac.c).  So a kill -9 (or a power cut) at
  * any moment leaves at worst records whose data is missing or was
@@ -620,10 +622,14 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	bool fill = flags & PF_DC_FILL;
 	struct dc_slot *s;
 	uint32_t i;
+	int room;
 	int ret;
 
 	if (len == 0 || len > dc->bs)
 		return -EINVAL;
+	/* the journal records of the blocks being written and of this one
+	 * have their disk space before this one's data takes any */
+	room = pf_dc_journal_room(dc, dc->jwriting + 1);
 	pthread_mutex_lock(&dc->lock);
 	i = find(dc, key->a, key->b, blk);
 	if (i != NIL) {
@@ -632,6 +638,14 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 		if (fill)
 			make_kept(dc, &dc->slots[i]);
 		ret = -EEXIST;
+		goto out;
+	}
+	if (room < 0) {
+		/* the disk is full: as after a write that failed so */
+		dc->no_new = true;
+		dc->nfree = 0;
+		dc->st.rejected++;
+		ret = -ENOSPC;
 		goto out;
 	}
 	if (dc->nfree) {
@@ -657,6 +671,7 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	s->kept = fill ? K_NOW : K_NO;
 	/* in the hash already, so that a second reserve sees it */
 	hash_in(dc, i);
+	dc->jwriting++;
 	ret = (int)i;
 out:
 	pthread_mutex_unlock(&dc->lock);
@@ -670,6 +685,7 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 
 	/* fields of a writing slot change only on this thread */
 	ret = pf_dc_journal_put(dc, slot, s, sum);
+	dc->jwriting--;
 	pthread_mutex_lock(&dc->lock);
 	if (ret < 0) {
 		hash_out(dc, slot);
@@ -691,6 +707,7 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 
 void pf_dc_abort(struct pf_dc *dc, uint32_t slot)
 {
+	dc->jwriting--;
 	pthread_mutex_lock(&dc->lock);
 	hash_out(dc, slot);
 	release(dc, slot);
@@ -721,6 +738,16 @@ void pf_dc_shrink(struct pf_dc *dc)
 	dc->no_new = true;
 	dc->nfree = 0;
 	pthread_mutex_unlock(&dc->lock);
+}
+
+bool pf_dc_full(struct pf_dc *dc)
+{
+	bool full;
+
+	pthread_mutex_lock(&dc->lock);
+	full = dc->no_new;
+	pthread_mutex_unlock(&dc->lock);
+	return full;
 }
 
 /* ---- synchronous put/get, counters ------------------------------------ */

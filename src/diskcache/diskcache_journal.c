@@ -5,10 +5,11 @@
  * slots), then PUT (slot holds block blk of key, len bytes, sealed with
  * nonce and tag; flags J_KEPT: the background fill's, see the policy in
  * diskcache.c; 0 in an older build's records, which ignores them) and DEL
- * (slot is empty).  Appends, compaction (rewritten with one PUT per valid
- * slot when it holds more than JOURNAL_FACTOR x nslots records), and the
- * replay at open, which stops at the first record torn or failing its CRC
- * and cuts the journal there.
+ * (slot is empty).  Appends (their disk space allocated ahead of the
+ * blocks' data: pf_dc_journal_room()), compaction (rewritten with one PUT
+ * per valid slot when it holds more than JOURNAL_FACTOR x nslots records),
+ * and the replay at open, which stops at the first record torn or failing
+ * its CRC and cuts the journal there.
  *
  * Threads: appends and compaction run on the store's writer thread only
  * (the decorator's ring thread, or a test's), replay at open before any
@@ -37,6 +38,7 @@
 #define J_REC 64
 #define J_KEPT 0x1u	/* jrec.flags: the block is a fill's */
 #define JOURNAL_FACTOR 2	/* records per slot before a compaction */
+#define J_ROOM (1024 * J_REC)	/* journal bytes allocated ahead at a time */
 
 struct jrec {
 	uint32_t magic;
@@ -154,6 +156,8 @@ int pf_dc_journal_compact(struct pf_dc *dc)
 	fd = -1;
 	dc->jlen = n * J_REC;
 	dc->jrecs = n;
+	if (dc->jalloc != UINT64_MAX)
+		dc->jalloc = dc->jlen;
 out:
 	if (fd >= 0) {
 		close(fd);
@@ -238,6 +242,7 @@ end:
 	}
 	dc->jlen = off;
 	dc->jrecs = off / J_REC;
+	dc->jalloc = off;
 	/* cut a torn or corrupt tail: appends go after the last good one */
 	if (ftruncate(dc->jfd, (off_t)off) < 0)
 		ret = -errno;
@@ -246,6 +251,40 @@ end:
 out:
 	free(buf);
 	return ret;
+}
+
+/*
+ * The journal grows on the disk the data fills: a record appended when
+ * the data took the last free space fails, and its block, written, is not
+ * cached (with the journal at a page boundary when an 8 MiB tmpfs filled,
+ * only its first 63 blocks were).  So its space is allocated ahead, J_ROOM
+ * at a time, without changing its size (the replay reads to the end), and
+ * a block is admitted only once its record has room.
+ */
+int pf_dc_journal_room(struct pf_dc *dc, uint64_t recs)
+{
+	uint64_t need = recs * J_REC;
+
+	if (dc->jalloc == UINT64_MAX || dc->jalloc >= dc->jlen + need)
+		return 0;
+	if (fallocate(dc->jfd, FALLOC_FL_KEEP_SIZE, (off_t)dc->jlen,
+		      (off_t)(need + J_ROOM)) == 0) {
+		dc->jalloc = dc->jlen + need + J_ROOM;
+		return 0;
+	}
+	if (errno == EOPNOTSUPP || errno == ENOSYS) {
+		/* appends take their space as they come */
+		dc->jalloc = UINT64_MAX;
+		return 0;
+	}
+	if (errno != ENOSPC && errno != EDQUOT)
+		return -errno;
+	/* nearly full: the records asked for, if they fit */
+	if (fallocate(dc->jfd, FALLOC_FL_KEEP_SIZE, (off_t)dc->jlen,
+		      (off_t)need) < 0)
+		return -errno;
+	dc->jalloc = dc->jlen + need;
+	return 0;
 }
 
 int pf_dc_journal_put(struct pf_dc *dc, uint32_t slot,

@@ -141,8 +141,16 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 						 b->len,
 						 op->bg ? PF_DC_FILL : 0);
 
-			if (slot < 0)
-				continue;	/* cached, or not admitted */
+			if (slot < 0) {
+				/* cached, or not admitted; one line when it
+				 * was the journal that found the disk full */
+				if (slot == -ENOSPC && pf_dc_full(d->dc))
+					pf_dcb_warn_once(&d->warned_full,
+						"write", -ENOSPC,
+						"the cache stays at the size "
+						"it has");
+				continue;
+			}
 			if (pf_dc_seal(d->dc, &op->key, op->b0 + i,
 				       (uint32_t)slot, b->buf, b->len,
 				       &b->sum) < 0) {

@@ -43,6 +43,11 @@ struct pf_dc {
 	int jfd;
 	uint64_t jlen;		/* valid journal bytes (writer thread) */
 	uint64_t jrecs;
+	uint64_t jalloc;	/* journal bytes allocated on the disk, past
+				 * jlen too; UINT64_MAX: the filesystem
+				 * cannot allocate ahead (writer thread) */
+	uint64_t jwriting;	/* slots being written: PUTs to come (writer
+				 * thread) */
 	uint32_t bs;
 	uint32_t nslots;
 	unsigned char mkey[PF_DC_KEY_LEN];	/* DIR/key: seals the blocks */
@@ -80,6 +85,12 @@ void pf_dc_index_del(struct pf_dc *dc, uint32_t slot);
  * open (*rewrite: compact it); the block size in an existing journal's
  * header, 0 if none.  -errno on failure.
  */
+/*
+ * Room on the disk for @recs more records of the journal, allocated ahead
+ * (pf_dc_reserve(): before the data of the blocks they will journal);
+ * -ENOSPC (-EDQUOT) when the disk is full.
+ */
+int pf_dc_journal_room(struct pf_dc *dc, uint64_t recs);
 int pf_dc_journal_put(struct pf_dc *dc, uint32_t slot,
 		      const struct dc_slot *s, const struct pf_dc_sum *sum);
 int pf_dc_journal_del(struct pf_dc *dc, uint32_t slot);
