@@ -516,7 +516,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	struct sc *t = lk->t;
 	const char *keys[MGET_MAX];
 	size_t lens[MGET_MAX];
-	memcached_result_st res;
+	memcached_result_st *res = &lk->res;
 	memcached_return_t rc;
 	unsigned cur = 0;
 
@@ -534,11 +534,9 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 			return;
 		}
 	}
-	if (!memcached_result_create(lk->mc, &res))
-		return;
-	while (memcached_fetch_result(lk->mc, &res, &rc)) {
-		const char *key = memcached_result_key_value(&res);
-		size_t klen = memcached_result_key_length(&res);
+	while (memcached_fetch_result(lk->mc, res, &rc)) {
+		const char *key = memcached_result_key_value(res);
+		size_t klen = memcached_result_key_length(res);
 		unsigned k;
 
 		if (klen != PF_SC_KEY_TEXT)
@@ -562,8 +560,8 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 				continue;
 			if (pf_sc_unseal(&t->keys, pc->key, &op->fid,
 					 op->p0 + refs[k].i,
-					 memcached_result_value(&res),
-					 memcached_result_length(&res),
+					 memcached_result_value(res),
+					 memcached_result_length(res),
 					 op->buf + pc->off, pc->len) < 0) {
 				/* once: a waiting op looks again */
 				if (pc->bad)
@@ -574,7 +572,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 					 "open under key %.12s... (%zu bytes, "
 					 "piece %" PRIu64 " of %u): dropped",
 					 pc->text,
-					 memcached_result_length(&res),
+					 memcached_result_length(res),
 					 op->p0 + refs[k].i, pc->len);
 				continue;
 			}
@@ -592,7 +590,6 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND &&
 	    rc != MEMCACHED_SUCCESS)
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
-	memcached_result_free(&res);
 	pf_sc_mc_answered(lk, rc);
 }
 
