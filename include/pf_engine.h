@@ -296,6 +296,18 @@ struct pf_engine_totals {
 void pf_engine_warm(struct pf_engine *e);
 bool pf_engine_warm_wait(struct pf_engine *e, unsigned ms);
 
+/* The largest READ a FUSE daemon gets (libfuse's max_pages: 256 pages). */
+#define PF_ENGINE_READ_MAX (1u << 20)
+/*
+ * The mount's kernel read-ahead is @bytes (its bdi's read_ahead_kb; 0:
+ * unknown): the size of the READs the kernel sends ahead of a sequential
+ * reader and around each page an mmap reader faults in, in pieces of at
+ * most PF_ENGINE_READ_MAX.  The engine counts a stream's READs of that
+ * size, and a random stream of mostly such READs on a mount without a
+ * cache tier gets a note in the stats ("notes", stats.c).  Any thread.
+ */
+void pf_engine_set_read_ahead(struct pf_engine *e, uint64_t bytes);
+
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t);
 
 /*

@@ -43,6 +43,11 @@ struct pf_inode {
 	mode_t mode;		/* file type bits */
 	/* the fields below are the table's; do not touch */
 	uint64_t nlookup;
+	/* the size and mtime the kernel was told (pf_itable_told()) */
+	int64_t told_size;
+	int64_t told_sec;
+	long told_nsec;
+	unsigned char told;	/* 0: nothing, 1: one version, 2: several */
 	struct pf_efile *efile;
 	struct pf_inode *next_ino;
 	struct pf_inode *next_path;
@@ -73,6 +78,18 @@ void pf_itable_forget(struct pf_itable *t, uint64_t ino, uint64_t n);
 /* getattr of an inode at the backend, st_ino set. */
 int pf_itable_getattr(struct pf_itable *t, struct pf_inode *in,
 		      struct stat *st);
+
+/*
+ * The kernel was given @st as @in's attributes (a lookup's, readdirplus's
+ * or getattr's answer).  pf_itable_told_same(): the kernel was told no
+ * other size or mtime than @st's since the last pf_itable_told_reset()
+ * (an open that expired them), so its cached attributes are @st's.
+ */
+void pf_itable_told(struct pf_itable *t, struct pf_inode *in,
+		    const struct stat *st);
+bool pf_itable_told_same(struct pf_itable *t, struct pf_inode *in,
+			 const struct stat *st);
+void pf_itable_told_reset(struct pf_itable *t, struct pf_inode *in);
 
 /* The engine file of a regular-file inode, created on first use. */
 struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in);

@@ -156,7 +156,8 @@ START_TEST(test_in_order_one_dir)
 END_TEST
 
 /* A directory's first open: the small files after it are read ahead at
- * once (a guess), so the reader's second and later files do not wait. */
+ * once (a guess: 4 MiB of them, 32 files of about 100 KB at most), so the
+ * reader's second and later files do not wait. */
 START_TEST(test_first_open_guesses)
 {
 	struct pf_engine_totals t;
@@ -164,16 +165,16 @@ START_TEST(test_first_open_guesses)
 
 	read_whole(2, 0);
 	/* the listing comes (a next-file thread), then the guess's opens */
-	for (int i = 0; i < 500 && stats_num("asked") < 8; i++)
+	for (int i = 0; i < 500 && stats_num("asked") < 32; i++)
 		usleep(10000);
 	settle();
 	pf_engine_totals(eng, &t);
-	ck_assert_uint_eq(stats_num("asked"), 8);
-	ck_assert_uint_ge(t.next_files, 8);
-	for (unsigned f = 1; f < 8; f++)
+	ck_assert_uint_eq(stats_num("asked"), 32);
+	ck_assert_uint_ge(t.next_files, 32);
+	for (unsigned f = 1; f <= 32; f++)
 		if (read_whole(2, f))
 			hits++;
-	ck_assert_uint_eq(hits, 7);
+	ck_assert_uint_eq(hits, 32);
 }
 END_TEST
 
@@ -186,22 +187,24 @@ END_TEST
 START_TEST(test_no_ask_of_a_file_read)
 {
 	unsigned id = 0 * NFILES + 5;
+	uint64_t guessed;
 
 	read_whole(0, 5);
-	/* the listing, then the first open's guess: f006 ... f013 */
+	/* the listing, then the first open's guess: f006 and on */
 	for (int i = 0; i < 500 && stats_num("asked") < 8; i++)
 		usleep(10000);
 	settle();
-	ck_assert_uint_eq(stats_num("asked"), 8);
+	guessed = stats_num("asked");
+	ck_assert_uint_ge(guessed, 8);
 	/* f005 let go of: no efile by its path, no block */
 	pf_efile_retire(efiles[id]);
-	/* f002, f003, f004 follow: f005 ... f012 are wanted ahead; all but
+	/* f002, f003, f004 follow: f005 and on are wanted ahead; all but
 	 * f005 were asked already, f005 was read */
 	read_whole(0, 2);
 	read_whole(0, 3);
 	read_whole(0, 4);
 	settle();
-	ck_assert_uint_eq(stats_num("asked"), 8);
+	ck_assert_uint_eq(stats_num("asked"), guessed);
 }
 END_TEST
 
@@ -321,11 +324,11 @@ START_TEST(test_random_fill_fits)
 
 	for (unsigned k = 0; k < 2; k++)
 		read_whole(k % 2, shuffled(k / 2));
-	/* a directory's first open guesses a reader in name order (8 small
+	/* a directory's first open guesses a reader in name order (32 small
 	 * files each), if its listing came before a second open there */
 	settle();
 	asked = stats_num("asked");
-	ck_assert_uint_le(asked, 16);
+	ck_assert_uint_le(asked, 64);
 	for (unsigned k = 2; k < 20; k++)
 		read_whole(k % 2, shuffled(k / 2));
 	pf_engine_totals(eng, &t);

@@ -9,6 +9,10 @@
  * (PF_FILL_RANDOM_READS of them start it).  The backend's reads complete
  * inside its submit (tb.autocomplete), the decorator's writes on its ring
  * thread; the engine runs on the real clock.
+ *
+ * And the race under it, on the decorator alone (tcase "join", tb's reads
+ * completed by the test): a reader's miss and the fill's read of the
+ * same tier block, in either order, are one read of the store.
  */
 #include "engine_harness.h"
 #include "pf_diskcache.h"
@@ -165,9 +169,9 @@ START_TEST(test_fill_through_disk)
 	ck_assert_uint_le(t.memory_ahead, 4 * TIER_BLOCK);
 	ck_assert_uint_lt(t.memory_used, t.memory_max / 2);
 	ck_assert_uint_eq(stats_num("\"disk_cache\"", "bytes_cached"), BIG);
-	/* one fetch per byte: the store read the file once, but for a
-	 * reader's misses the fill met in flight */
-	ck_assert_uint_le(tb.bytes, BIG + BIG / 50);
+	/* one fetch per byte: the store read the file once (the fill's
+	 * reads join a reader's miss of their block in flight) */
+	ck_assert_uint_eq(tb.bytes, BIG);
 	/* every byte from the tier: the store reads nothing more */
 	submits = tb.submits;
 	for (uint64_t off = 0; off < BIG; off += 1u << 20) {
@@ -222,6 +226,234 @@ START_TEST(test_advice_without_tier)
 }
 END_TEST
 
+/*
+ * A random reader whose READs are the mount's read-ahead (an mmap reader's
+ * read-around) gets a note in the stats, without a tier only; READs of
+ * 4 KiB, or an unknown read-ahead, get none.
+ */
+START_TEST(test_note_read_around)
+{
+	up(0);
+	for (unsigned i = 0; i < 40; i++)
+		read_random();
+	pf_engine_set_read_ahead(eng, 1u << 20);
+	for (unsigned i = 0; i < 40; i++)
+		read_random();
+	ck_assert(stats_has("\"read_ahead\": 1048576"));
+	ck_assert(stats_has("\"notes\": []"));
+	down();
+
+	up(0);
+	pf_engine_set_read_ahead(eng, 4u << 20);
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t off;
+
+		xs ^= xs << 13;
+		xs ^= xs >> 7;
+		xs ^= xs << 17;
+		off = (xs % (BIG / 4096 - 256)) * 4096;
+		read_wait(big, -1, off, PF_ENGINE_READ_MAX, rq);
+		assert_file_bytes(rq, &tb.files[0], off, PF_ENGINE_READ_MAX);
+	}
+	/* (READs before the tracker saw the pattern are another stream's) */
+	ck_assert(stats_has("\"notes\": [\"random READs of big: "));
+	ck_assert(stats_has(" are 1024 KiB, the mount's read-ahead: "));
+	ck_assert(stats_has("readahead_kb=N sets it"));
+	down();
+
+	/* with a tier, the fill decides: no note */
+	up(128ull << 20);
+	pf_engine_set_read_ahead(eng, 1u << 20);
+	for (unsigned i = 0; i < 40; i++)
+		read_wait(big, -1, (uint64_t)i * 7 % 40 << 20,
+			  PF_ENGINE_READ_MAX, rq);
+	ck_assert(stats_has("\"notes\": []"));
+	down();
+}
+END_TEST
+
+/* ---- a reader's miss and the fill's read of one tier block ------------ */
+
+/* A read of the decorator: its bio, its buffer, whether and how it ended. */
+struct wbio {
+	struct pf_bio bio;
+	struct iovec iov;
+	pthread_mutex_t lock;
+	bool done;
+	int64_t res;
+	unsigned char buf[TIER_BLOCK];
+};
+
+static struct pf_bfile *tf;	/* "big" opened through the tier */
+
+static void wbio_done(struct pf_bio *bio, int64_t res)
+{
+	struct wbio *w = bio->priv;
+
+	pthread_mutex_lock(&w->lock);
+	w->res = res;
+	w->done = true;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* The tier (staging @staging) over tb, whose reads wait for the test. */
+static void tier_up(uint64_t staging)
+{
+	struct pf_diskcache_cfg dc = { .source = "t", .size = 64ull << 20,
+				       .block_size = TIER_BLOCK,
+				       .staging = staging };
+	char err[256];
+	struct stat st;
+
+	tb_reset(&t_ops_inner);
+	tb_add_file("big", BIG, NULL);
+	snprintf(dir, sizeof(dir), "/tmp/pftest.joinXXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	dc.dir = dir;
+	ck_assert_msg(pf_diskcache_backend_new(&tb.be, &dc, &tier, err,
+					       sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(tier->ops->open(tier, "big", &tf, &st), 0);
+}
+
+static void tier_down(void)
+{
+	tier->ops->close(tier, tf);
+	tier->ops->destroy(tier);
+	rm_tree(dir);
+}
+
+/* Submits a read of [off, off + len) of "big" (@flags: PF_BIO_*). */
+static struct wbio *submit(uint64_t off, uint64_t len, unsigned flags)
+{
+	struct wbio *w = calloc(1, sizeof(*w));
+
+	ck_assert_ptr_nonnull(w);
+	ck_assert_uint_le(len, sizeof(w->buf));
+	pthread_mutex_init(&w->lock, NULL);
+	w->iov = (struct iovec){ w->buf, len };
+	w->bio = (struct pf_bio){ .file = tf, .off = off, .iov = &w->iov,
+				  .iovcnt = 1, .done = wbio_done, .priv = w,
+				  .flags = flags };
+	ck_assert_int_eq(pf_backend_submit(tier, &w->bio), 0);
+	return w;
+}
+
+/* Waits (10 s at most, completing tb's reads as they come) for @w to end:
+ * its result; then frees it, the bytes checked when it read some. */
+static int64_t finish(struct wbio *w)
+{
+	int64_t res;
+	int tries;
+
+	for (tries = 0; tries < 1000; tries++) {
+		bool done;
+
+		pthread_mutex_lock(&w->lock);
+		done = w->done;
+		pthread_mutex_unlock(&w->lock);
+		if (done)
+			break;
+		complete_pending();
+		usleep(10000);
+	}
+	ck_assert_int_lt(tries, 1000);
+	res = w->res;
+	for (int64_t i = 0; i < res; i++)
+		if (w->buf[i] != tfile_byte(&tb.files[0], w->bio.off + i))
+			ck_abort_msg("wrong byte at %llu",
+				     (unsigned long long)(w->bio.off + i));
+	free(w);
+	return res;
+}
+
+static uint64_t tier_stat(const char *name)
+{
+	char js[4096];
+	char pat[64];
+	const char *p;
+
+	tier->ops->stats_json(tier, js, sizeof(js));
+	snprintf(pat, sizeof(pat), "\"%s\": ", name);
+	p = strstr(js, pat);
+	ck_assert_ptr_nonnull(p);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/*
+ * What tests/mount_bigfill.sh met: a reader's 4 KiB miss reads its whole
+ * tier block; the fill, finding the block not on disk yet, read it again,
+ * once for each piece the engine cut it in (at the reader's block).  The
+ * fill's reads join the reader's: one read of the store, the reader
+ * answered at once, the fill once the block is on disk.
+ */
+START_TEST(test_join_fill_meets_reader)
+{
+	struct wbio *rd;
+	struct wbio *f1;
+	struct wbio *f2;
+
+	tier_up(2u << 20);
+	rd = submit(TIER_BLOCK + 8192, 4096, 0);
+	ck_assert_uint_eq(tb.submits, 1);
+	ck_assert_uint_eq(tb.bytes, TIER_BLOCK);
+	f1 = submit(TIER_BLOCK, TIER_BLOCK / 2, PF_BIO_FILL | PF_BIO_CACHE);
+	f2 = submit(TIER_BLOCK + TIER_BLOCK / 2, TIER_BLOCK / 2,
+		    PF_BIO_FILL | PF_BIO_CACHE);
+	ck_assert_uint_eq(tb.submits, 1);
+	ck_assert_uint_eq(tier_stat("joined"), 2);
+	ck_assert_uint_eq(complete_pending(), 1);
+	ck_assert_int_eq(finish(rd), 4096);
+	ck_assert_int_eq(finish(f1), TIER_BLOCK / 2);
+	ck_assert_int_eq(finish(f2), TIER_BLOCK / 2);
+	/* the fill's were done once the block was on disk */
+	ck_assert_uint_eq(tier_stat("bytes_cached"), TIER_BLOCK);
+	ck_assert_uint_eq(tb.submits, 1);
+	tier_down();
+}
+END_TEST
+
+/*
+ * The other way: a reader's miss of a block the fill is reading joins it,
+ * also while the fill's read waits for staging behind the readers' (then
+ * it goes ahead with the readers' reserve: 4 blocks of staging, the fill
+ * may take 3).  A failed read fails who joined it.
+ */
+START_TEST(test_join_reader_meets_fill)
+{
+	struct wbio *f[4];
+	struct wbio *rd;
+	struct wbio *bad;
+
+	tier_up(4 * TIER_BLOCK);
+	for (unsigned i = 0; i < 4; i++)
+		f[i] = submit(i * TIER_BLOCK, TIER_BLOCK,
+			      PF_BIO_FILL | PF_BIO_CACHE);
+	ck_assert_uint_eq(count_pending(-1, NULL), 3);
+	rd = submit(3 * TIER_BLOCK + 100, 4096, 0);
+	ck_assert_uint_eq(count_pending(-1, NULL), 4);
+	ck_assert_uint_eq(tb.submits, 4);
+	complete_until_idle();
+	ck_assert_int_eq(finish(rd), 4096);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(finish(f[i]), TIER_BLOCK);
+	ck_assert_uint_eq(tb.submits, 4);
+	ck_assert_uint_eq(tier_stat("joined"), 1);
+	ck_assert_uint_eq(tier_stat("bytes_cached"), 4 * TIER_BLOCK);
+	/* a hit now: no read of the store */
+	ck_assert_int_eq(finish(submit(2 * TIER_BLOCK + 5, 3000, 0)), 3000);
+	ck_assert_uint_eq(tb.submits, 4);
+
+	bad = submit(9 * TIER_BLOCK, TIER_BLOCK, PF_BIO_FILL | PF_BIO_CACHE);
+	rd = submit(9 * TIER_BLOCK + 4096, 4096, 0);
+	ck_assert_uint_eq(tb.submits, 5);
+	tb.fail_next = EIO;
+	ck_assert_uint_eq(complete_pending(), 1);
+	ck_assert_int_eq(finish(bad), -EIO);
+	ck_assert_int_eq(finish(rd), -EIO);
+	tier_down();
+}
+END_TEST
+
 static Suite *fill_suite(void)
 {
 	Suite *s = suite_create("fill");
@@ -232,6 +464,12 @@ static Suite *fill_suite(void)
 	tcase_add_test(tc, test_fill_through_disk);
 	tcase_add_test(tc, test_fill_tier_smaller_than_file);
 	tcase_add_test(tc, test_advice_without_tier);
+	tcase_add_test(tc, test_note_read_around);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("join");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_join_fill_meets_reader);
+	tcase_add_test(tc, test_join_reader_meets_fill);
 	suite_add_tcase(s, tc);
 	return s;
 }

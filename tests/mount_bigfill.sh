@@ -7,7 +7,8 @@
 #  - the fill went through the disk tier (stats fill.through) and is done
 #    with bytes_done == the file;
 #  - nginx sent each byte of the file about once (<= 1.05 x the file: the
-#    fill fetches what the tier lacks, the reader's misses are on disk);
+#    fill fetches what the tier lacks, the reader's misses are on disk,
+#    and a read of a block another read is bringing in joins it);
 #  - the daemon's peak RSS stayed within max_memory (plus what the daemon
 #    holds with nothing read: its code, libraries, threads);
 #  - the whole file read again (its page cache dropped) is exact and makes
@@ -15,6 +16,10 @@
 # Then without cache_dir: nothing holds the file, so nothing is filled,
 # the reads fetch what they ask for (bytes fetched <= 1.5 x the READs'),
 # and the log says once, and prefetchfs-stat shows, what would hold it.
+# Last, an mmap reader of 2 KiB windows at random offsets (nanoGPT's
+# get_batch) of another file: its READs are the mount's read-ahead (the
+# kernel's read-around of each page fault), which the stats' "notes" and a
+# note: line of prefetchfs-stat (80 columns) say, naming readahead_kb.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 need_fuse
@@ -25,6 +30,7 @@ M=$WORK/mnt
 SIZE=$((256 << 20))
 mkdir -p "$SRC"
 mkfile "$SRC/big.bin" "$SIZE"
+mkfile "$SRC/tok.bin" $((128 << 20))
 
 # gets / bytes: GETs of big.bin in nginx's log, and the bytes they sent
 gets() { grep -c '"GET /big.bin ' "$NGINX_DIR/access.log"; }
@@ -56,7 +62,8 @@ stats_check "the fill went through the disk tier and is done, the whole file" "$
 	"s['fill']['state'] == 'done' and s['fill']['through'] and s['fill']['bytes_done'] == s['fill']['bytes_total'] == $SIZE"
 stats_check "the disk tier holds the file" "$M" "c['bytes_cached'] >= $SIZE"
 stats_check "memory holds none of the fill (memory_ahead under 4 MiB)" "$M" "t['memory_ahead'] < 4 << 20"
-echo "nginx: $(gets) GETs, $(sent) bytes of big.bin"
+echo "nginx: $(gets) GETs, $(sent) bytes of big.bin;" \
+	"$(stats_eval "$M" "c['joined']") reads joined a miss in flight"
 check "one fetch per byte: nginx sent at most 1.05 x the file" [ "$(sent)" -le $((SIZE + SIZE / 20)) ]
 hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
 echo "daemon peak RSS: ${hwm0} KiB before the reads, ${hwm} KiB after"
@@ -95,5 +102,27 @@ stats_check "no cache_dir: the stats carry it" "$M" \
 	"len(s['advice']) == 1 and 'cache_dir=DIR' in s['advice'][0]"
 check "no cache_dir: prefetchfs-stat shows it" \
 	bash -c "'$TOP/prefetchfs-stat' -n 1 '$M' | grep -q '^advice: random reads of big.bin'"
+
+# ---- no cache_dir, an mmap reader: its READs are the read-ahead ------------
+check "mmap reader of 2 KiB windows at random: every byte exact" \
+	python3 - "$M/tok.bin" "$SRC/tok.bin" <<'PY'
+import mmap, random, sys
+f, r = open(sys.argv[1], "rb"), open(sys.argv[2], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+rnd = random.Random(29)
+for i in range(64):
+    off = rnd.randrange(0, len(m) - 2050)
+    r.seek(off)
+    if m[off:off + 2050] != r.read(2050):
+        sys.exit("mismatch at %d" % off)
+PY
+echo "tok.bin's streams: $(stats_eval "$M" "[(x['pattern'], x['reads'], x['reads_ra'], x['read_bytes']) for x in s['streams'] if x['file'] == 'tok.bin']"), read_ahead $(stats_eval "$M" "s['read_ahead']")"
+stats_check "mmap reader: one note on its READs, the read-ahead, naming readahead_kb" "$M" \
+	"len(s['notes']) == 1 and s['notes'][0].startswith('random READs of tok.bin: ') and 'readahead_kb=N' in s['notes'][0] and ' %d KiB' % (min(s['read_ahead'], 1 << 20) >> 10) in s['notes'][0]"
+"$TOP/prefetchfs-stat" -n 1 "$M" >"$WORK/stat.txt"
+grep -A3 '^note:' "$WORK/stat.txt"
+check "mmap reader: prefetchfs-stat's note: lines, within 80 columns" \
+	bash -c "grep -q '^note: random READs of tok.bin' '$WORK/stat.txt' &&
+		 ! sed -n '/^note:/,\$p' '$WORK/stat.txt' | awk 'length > 80' | grep -q ."
 pf_umount "$M" || fail "unmount"
 finish

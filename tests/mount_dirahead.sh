@@ -116,8 +116,10 @@ if pf_mount "$SLOW" "$M"; then
 	guard "$M" 120 "$TREEREAD" --pause 20 --shuffle 7 --count 40 "$M" "$DATA" "${TREE[@]}" ||
 		fail "fill: the shuffled reader failed"
 	fill_done "$M" "$WORK/fill1.json"
+	# (but for the guess of each directory's first open: 32 files of
+	# 64 KiB at most, the first open of c0 and of c1)
 	stats_check "fill: the shuffled reader was not read ahead across files" "$WORK/fill1.json" \
-		's["dirahead"]["asked"] <= 16'
+		's["dirahead"]["asked"] <= 64'
 	stats_check "fill: the tree was filled (state done, bytes_done == bytes_total)" "$WORK/fill1.json" \
 		's["fill"]["state"] == "done" and s["fill"]["root"] == "tree" and s["fill"]["bytes_total"] == 200 * 65536 and s["fill"]["bytes_done"] == s["fill"]["bytes_total"]'
 	if guard "$M" 120 "$TREEREAD" --shuffle 7 "$M" "$DATA" "${TREE[@]}"; then

@@ -25,6 +25,8 @@
  *    and journals them after the write completed.  A read of the engine's
  *    fill through the tier (PF_BIO_CACHE) is done only then: the engine
  *    drops its bytes at once, and a reader finds them on disk.
+ *  - a miss of blocks another miss is reading, or has read and not yet
+ *    written, joins that one (diskcache_join.c): one read per block.
  * The fill's reads (PF_BIO_FILL, PF_BIO_CACHE) leave a quarter of the
  * staging to readers' and wait for staging behind theirs.
  * When no staging memory is left (the writes lag behind, or many hits are
@@ -196,6 +198,7 @@ static void dcb_free(struct dcb *d)
 	pf_pool_free(d->pool);
 	pthread_mutex_destroy(&d->plock);
 	pthread_mutex_destroy(&d->wlock);
+	pthread_mutex_destroy(&d->ilock);
 	pthread_mutex_destroy(&d->lock);
 	free(d->source);
 	free(d);
@@ -256,14 +259,16 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"index_bytes\": %" PRIu64 ", \"staging\": %" PRIu64
 		 ", \"staging_mapped\": %" PRIu64 ", \"staging_max\": %"
 		 PRIu64 ", \"uncached\": %" PRIu64 ", \"waited\": %" PRIu64
-		 ", \"waited_fill\": %" PRIu64 "}%s%s",
+		 ", \"waited_fill\": %" PRIu64 ", \"joined\": %" PRIu64
+		 "}%s%s",
 		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
 		 s.errors, s.capacity, s.replayed, s.index_bytes,
 		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
 		 (uint64_t)atomic_load(&d->uncached),
 		 (uint64_t)atomic_load(&d->waited),
-		 (uint64_t)atomic_load(&d->waited_fill), *rest ? ", " : "}",
+		 (uint64_t)atomic_load(&d->waited_fill),
+		 (uint64_t)atomic_load(&d->joined), *rest ? ", " : "}",
 		 rest);
 }
 
@@ -389,6 +394,8 @@ int pf_diskcache_backend_new(struct pf_backend *inner,
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_mutex_init(&d->plock, NULL);
 	pthread_mutex_init(&d->wlock, NULL);
+	pthread_mutex_init(&d->ilock, NULL);
+	list_init(&d->inflight);
 	d->staging_max = cfg->staging ? cfg->staging : DEFAULT_STAGING;
 	d->source = strdup(cfg->source ? cfg->source : "");
 	if (!d->source) {

@@ -9,6 +9,8 @@
  *                        waiting for staging
  *   diskcache_ring.c     the ring thread: the reads of hits' blocks and the
  *                        write-back of misses' blocks to the store
+ *   diskcache_join.c     the misses in flight, until their blocks are on
+ *                        disk, and the reads that join them
  *   diskcache_backend.c  the ops table: pass-through ops, open/close,
  *                        capacity and holds, stats, create and destroy
  * The store itself (slots, index, journal) is diskcache.c; the directory,
@@ -17,9 +19,12 @@
  * DESIGN
  * See diskcache_backend.c.  d->lock guards the ring's queue and the
  * stopping/cancelled/stopped flags, d->plock the staging pool, d->wlock the
- * list of ops waiting for staging; none is held across I/O or a done()
- * call, and no two are held at once but wlock then plock (pf_dcb_stage_kick()
- * takes staging for the op it holds).  Fields marked "(ring thread)" are
+ * list of ops waiting for staging, d->ilock the misses in flight; none is
+ * held across I/O or a done() call, and no two are held at once but in the
+ * order ilock, wlock, plock (pf_dcb_stage_kick() takes staging for the op
+ * it holds; a reader that joins a fill's miss waiting for staging moves it
+ * to the readers' list, pf_dcb_stage_promote()), and ilock then the
+ * store's lock (pf_dc_has()).  Fields marked "(ring thread)" are
  * touched by the ring thread only; those set in pf_diskcache_backend_new()
  * before the ring thread starts are read without a lock.
  */
@@ -36,6 +41,7 @@
 
 #include "pf_backend.h"
 #include "pf_diskcache.h"
+#include "pf_list.h"
 
 /* SQEs in flight; an op (one read: its blocks) takes at most this many */
 #define RING_DEPTH 1024
@@ -76,6 +82,17 @@ struct op_blk {
 	uint32_t run;
 };
 
+/*
+ * A read that joined a miss in flight (diskcache_join.c): it is answered
+ * from that miss's staging rather than read from the inner backend again.
+ */
+struct joiner {
+	struct joiner *next;
+	struct pf_bio *ubio;
+	uint64_t total;		/* its bytes, as submitted */
+	int64_t res;		/* once answered: what its done() gets */
+};
+
 struct op {
 	enum op_type type;
 	struct op *next;	/* queue */
@@ -95,6 +112,19 @@ struct op {
 	int64_t cres;
 	unsigned nblk;
 	unsigned pending;	/* SQEs in flight (ring thread) */
+	/*
+	 * A miss in flight (d->ilock guards these four): listed on
+	 * d->inflight from its submit until its blocks are on disk (or it
+	 * ends without them); reads of its blocks join it (joined) until
+	 * its inner read ends (got), then are answered from its staging,
+	 * blk[0, jblk), until it is written.  Joiners that are the fill's
+	 * PF_BIO_CACHE reads wait on joined for the write, as ubio does.
+	 */
+	struct list inode;
+	bool listed;
+	bool got;
+	unsigned jblk;
+	struct joiner *joined;
 	struct op_blk blk[];
 };
 
@@ -134,6 +164,16 @@ struct dcb {
 	bool wclosed;		/* cancel() or destroy(): no more waiting */
 	atomic_uint_least64_t waited;	/* readers' ops */
 	atomic_uint_least64_t waited_fill; /* the fill's (op->bg) */
+
+	/*
+	 * The misses in flight (struct op's inode), so that a second read
+	 * of a block being read from the inner backend, or read and not yet
+	 * on disk, joins the first: one fetch per block.  At most the
+	 * engine's requests in flight plus WAIT_MAX: a list.
+	 */
+	pthread_mutex_t ilock;
+	struct list inflight;
+	atomic_uint_least64_t joined;	/* reads that joined one */
 
 	struct io_uring ring;
 	bool ring_ready;
@@ -221,6 +261,8 @@ void pf_dcb_warn_once(atomic_bool *flag, const char *what, int err,
 
 int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio);
 int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total);
+void pf_dcb_copy_to_iov(const struct iovec *iov, int cnt, const struct op *op,
+			uint64_t skip, uint64_t n);
 void pf_dcb_hit_finish(struct dcb *d, struct op *op);
 
 /* ---- diskcache_stage.c: ops and the staging pool ---- */
@@ -232,7 +274,20 @@ void pf_dcb_op_trim(struct op *op, unsigned keep);
 bool pf_dcb_stage_get(struct dcb *d, struct op *op);
 bool pf_dcb_stage_wait(struct dcb *d, struct op *op);
 void pf_dcb_stage_kick(struct dcb *d);
+bool pf_dcb_stage_promote(struct dcb *d, struct op *op);
 void pf_dcb_stage_close(struct dcb *d);
+
+/* ---- diskcache_join.c: the misses in flight and their joiners ---- */
+
+enum join_res { JOIN_LISTED, JOIN_JOINED, JOIN_CACHED };
+enum join_res pf_dcb_join(struct dcb *d, struct op *op, struct pf_bio *ubio,
+			  uint64_t total, bool recheck);
+struct joiner *pf_dcb_join_got(struct op *op, unsigned keep);
+void pf_dcb_join_serve(struct op *op, struct joiner *j, int64_t res);
+void pf_dcb_join_wait_write(struct op *op, struct joiner *j);
+struct joiner *pf_dcb_join_unlist(struct op *op);
+void pf_dcb_join_end(struct op *op, int err);
+void pf_dcb_join_resubmit(struct dcb *d, struct joiner *j);
 
 /* ---- diskcache_ring.c: the ring thread ---- */
 

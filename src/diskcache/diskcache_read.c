@@ -8,7 +8,9 @@
  *  - else (a miss) the read goes to the inner backend, widened to whole
  *    cache blocks, into staging; miss_done() copies the bytes to the
  *    reader, calls done() at once, and only then hands the whole blocks to
- *    the ring thread to be written back (an OP_WRITE).
+ *    the ring thread to be written back (an OP_WRITE).  A miss of blocks
+ *    another miss is reading, or has read and not yet written, joins it
+ *    instead and is answered from its staging (diskcache_join.c).
  * A read for which no staging is left waits for it (diskcache_stage.c);
  * when it cannot, a miss goes to the inner backend as it is and is not
  * cached (OP_PASS), and a hit is read from the inner backend.
@@ -33,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pf_backend.h"
@@ -42,8 +45,8 @@
 
 /* Copies @n bytes of @op's staging, from byte @skip of its first block on,
  * to @iov from its start. */
-static void copy_to_iov(const struct iovec *iov, int cnt,
-			const struct op *op, uint64_t skip, uint64_t n)
+void pf_dcb_copy_to_iov(const struct iovec *iov, int cnt, const struct op *op,
+			uint64_t skip, uint64_t n)
 {
 	uint32_t bs = op->d->bs;
 	uint64_t pos = skip;
@@ -69,6 +72,36 @@ static void copy_to_iov(const struct iovec *iov, int cnt,
 	}
 }
 
+/*
+ * Answers @op's joiners (pf_dcb_join_got()) from its staging, whose inner
+ * read returned @res: the fill's wait for the write when @op keeps blocks
+ * (put back on @op), the others are returned, to be done after its own
+ * reader.
+ */
+static struct joiner *joiners_serve(struct op *op, int64_t res, unsigned keep)
+{
+	struct joiner *j = pf_dcb_join_got(op, keep);
+	struct joiner *now = NULL;
+	struct joiner *later = NULL;
+
+	while (j) {
+		struct joiner *next = j->next;
+
+		pf_dcb_join_serve(op, j, res);
+		if (keep && (j->ubio->flags & PF_BIO_CACHE)) {
+			j->next = later;
+			later = j;
+		} else {
+			j->next = now;
+			now = j;
+		}
+		j = next;
+	}
+	if (later)
+		pf_dcb_join_wait_write(op, later);
+	return now;
+}
+
 static void miss_done(struct pf_bio *ibio, int64_t res)
 {
 	struct op *op = ibio->priv;
@@ -77,6 +110,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 	uint64_t skip = ubio->off - op->b0 * d->bs;
 	int64_t ures = res;
 	unsigned keep = 0;
+	struct joiner *now;
 
 	if (op->type == OP_PASS) {
 		pf_dcb_op_free(op);
@@ -87,7 +121,8 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 		uint64_t got = (uint64_t)res > skip ? (uint64_t)res - skip : 0;
 
 		ures = (int64_t)(got < op->want ? got : op->want);
-		copy_to_iov(ubio->iov, ubio->iovcnt, op, skip, (uint64_t)ures);
+		pf_dcb_copy_to_iov(ubio->iov, ubio->iovcnt, op, skip,
+				   (uint64_t)ures);
 		/* whole blocks, and the file's last one if it ends there */
 		for (unsigned i = 0; i < op->nblk; i++) {
 			uint64_t end = (uint64_t)i * d->bs + op->blk[i].len;
@@ -97,6 +132,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 			keep = i + 1;
 		}
 	}
+	now = joiners_serve(op, res, keep);
 	op->ubio = NULL;
 	if (keep && (ubio->flags & PF_BIO_CACHE)) {
 		/* the fill's: done once the blocks are written
@@ -108,6 +144,13 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 	/* the reader first: writing to the cache must not delay it */
 	if (ubio)
 		ubio->done(ubio, ures);
+	while (now) {
+		struct joiner *next = now->next;
+
+		now->ubio->done(now->ubio, now->res);
+		free(now);
+		now = next;
+	}
 	if (keep == 0) {
 		pf_dcb_op_free(op);
 		return;
@@ -116,6 +159,7 @@ static void miss_done(struct pf_bio *ibio, int64_t res)
 	pf_dcb_op_trim(op, keep);
 	if (pf_dcb_ring_enqueue(d, op))
 		return;
+	/* (its joiners waiting for the write are done with it) */
 	ubio = op->ubio;
 	pf_dcb_op_free(op);
 	if (ubio)
@@ -130,11 +174,16 @@ static void miss_started(struct pf_bio *ibio)
 	op->ubio->started(op->ubio);
 }
 
+static int submit_hit(struct dcb *d, struct pf_bio *bio, uint64_t total);
+
 /*
  * Sends @ubio to the inner backend: widened to whole cache blocks through a
- * staging buffer when there is room (then cached), else as it is.
+ * staging buffer when there is room (then cached), else as it is; or, when
+ * a miss in flight covers its blocks, joins it (diskcache_join.c).
+ * @recheck: a store that holds the blocks by now sends it back as a hit.
  */
-int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
+static int submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total,
+		       bool recheck)
 {
 	struct dc_file *f = to_dcfile(ubio->file);
 	uint64_t end = ubio->off + total;
@@ -168,6 +217,21 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		op->blk[i].len = (uint32_t)(f->size - bo < d->bs ?
 					    f->size - bo : d->bs);
 	}
+	/* (an op too big for staging goes past the cache: nothing to join) */
+	if (stage_fits(d, nblk, op->bg)) {
+		switch (pf_dcb_join(d, op, ubio, total, recheck)) {
+		case JOIN_JOINED:
+			pf_dcb_op_free(op);
+			return 0;
+		case JOIN_CACHED:
+			pf_dcb_op_free(op);
+			if (submit_hit(d, ubio, total))
+				return 0;
+			return submit_miss(d, ubio, total, false);
+		case JOIN_LISTED:
+			break;
+		}
+	}
 	/* the ring takes at most RING_DEPTH writes of one op */
 	if (stage_fits(d, nblk, op->bg) && pf_dcb_stage_get(d, op)) {
 		op->ibio.off = b0 * d->bs;
@@ -176,6 +240,8 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 	} else if (stage_fits(d, nblk, op->bg) && pf_dcb_stage_wait(d, op)) {
 		return 0;
 	} else {
+		/* past the cache: who joined it is read on its own */
+		pf_dcb_join_resubmit(d, pf_dcb_join_unlist(op));
 		atomic_fetch_add(&d->uncached, op->want);
 		op->type = OP_PASS;
 		op->ibio.off = ubio->off;
@@ -183,9 +249,72 @@ int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
 		op->ibio.iovcnt = ubio->iovcnt;
 	}
 	ret = pf_backend_submit(d->inner, &op->ibio);
-	if (ret < 0)
+	if (ret < 0) {
+		pf_dcb_join_end(op, ret);
 		pf_dcb_op_free(op);
+	}
 	return ret;
+}
+
+int pf_dcb_submit_miss(struct dcb *d, struct pf_bio *ubio, uint64_t total)
+{
+	return submit_miss(d, ubio, total, true);
+}
+
+/*
+ * @bio (@total bytes, within the file) as a hit: when the store holds
+ * every block it touches, their slots are pinned and it goes to the ring
+ * thread (or waits for staging): 1.  Else 0, for the caller to miss.
+ */
+static int submit_hit(struct dcb *d, struct pf_bio *bio, uint64_t total)
+{
+	struct dc_file *f = to_dcfile(bio->file);
+	uint64_t end = bio->off + total < f->size ? bio->off + total : f->size;
+	uint64_t b0 = bio->off / d->bs;
+	unsigned nblk = (unsigned)((end - 1) / d->bs - b0 + 1);
+	struct op *op;
+
+	if (!stage_fits(d, nblk, bio->flags & (PF_BIO_FILL | PF_BIO_CACHE)))
+		return 0;
+	op = pf_dcb_op_new(d, OP_HIT, nblk);
+	if (!op)
+		return 0;
+	for (unsigned i = 0; i < nblk; i++) {
+		uint64_t bo = (b0 + i) * d->bs;
+		uint32_t len = (uint32_t)(f->size - bo < d->bs ? f->size - bo
+							       : d->bs);
+		int slot = pf_dc_lookup(d->dc, &f->key, b0 + i, len,
+					&op->blk[i].sum);
+
+		if (slot < 0) {
+			for (unsigned k = 0; k < i; k++)
+				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+			pf_dcb_op_free(op);
+			return 0;
+		}
+		op->blk[i].slot = slot;
+		op->blk[i].len = len;
+	}
+	op->ubio = bio;
+	op->key = f->key;
+	op->fsize = f->size;
+	op->b0 = b0;
+	op->want = end - bio->off;
+	op->bg = bio->flags & (PF_BIO_FILL | PF_BIO_CACHE);
+	if (!pf_dcb_stage_get(d, op)) {
+		/* the blocks are on disk: wait for staging rather than
+		 * read them from the store */
+		if (pf_dcb_stage_wait(d, op))
+			return 1;
+		goto unpin;
+	}
+	if (pf_dcb_ring_enqueue(d, op))
+		return 1;
+unpin:
+	for (unsigned k = 0; k < nblk; k++)
+		pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+	pf_dcb_op_free(op);
+	return 0;
 }
 
 int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
@@ -193,9 +322,6 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 	struct dcb *d = to_d(be);
 	struct dc_file *f;
 	uint64_t total = 0;
-	uint64_t end;
-	uint64_t b0;
-	unsigned nblk;
 	struct op *op;
 	int ret;
 
@@ -229,50 +355,8 @@ int pf_dcb_submit(struct pf_backend *be, struct pf_bio *bio)
 			pf_dcb_op_free(op);
 		return ret;
 	}
-	end = bio->off + total < f->size ? bio->off + total : f->size;
-	b0 = bio->off / d->bs;
-	nblk = (unsigned)((end - 1) / d->bs - b0 + 1);
-	if (!stage_fits(d, nblk, bio->flags & (PF_BIO_FILL | PF_BIO_CACHE)))
-		goto miss;
-	op = pf_dcb_op_new(d, OP_HIT, nblk);
-	if (!op)
-		goto miss;
-	for (unsigned i = 0; i < nblk; i++) {
-		uint64_t bo = (b0 + i) * d->bs;
-		uint32_t len = (uint32_t)(f->size - bo < d->bs ? f->size - bo
-							       : d->bs);
-		int slot = pf_dc_lookup(d->dc, &f->key, b0 + i, len,
-					&op->blk[i].sum);
-
-		if (slot < 0) {
-			for (unsigned k = 0; k < i; k++)
-				pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
-			pf_dcb_op_free(op);
-			goto miss;
-		}
-		op->blk[i].slot = slot;
-		op->blk[i].len = len;
-	}
-	op->ubio = bio;
-	op->key = f->key;
-	op->fsize = f->size;
-	op->b0 = b0;
-	op->want = end - bio->off;
-	op->bg = bio->flags & (PF_BIO_FILL | PF_BIO_CACHE);
-	if (!pf_dcb_stage_get(d, op)) {
-		/* the blocks are on disk: wait for staging rather than
-		 * read them from the store */
-		if (pf_dcb_stage_wait(d, op))
-			return 0;
-		goto unpin;
-	}
-	if (pf_dcb_ring_enqueue(d, op))
+	if (submit_hit(d, bio, total))
 		return 0;
-unpin:
-	for (unsigned k = 0; k < nblk; k++)
-		pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
-	pf_dcb_op_free(op);
-miss:
 	pf_dc_count(d->dc, 0, 0);
 	return pf_dcb_submit_miss(d, bio, total);
 }
@@ -317,8 +401,8 @@ void pf_dcb_hit_finish(struct dcb *d, struct op *op)
 			ubio->done(ubio, ret);
 		return;
 	}
-	copy_to_iov(ubio->iov, ubio->iovcnt, op, ubio->off - op->b0 * d->bs,
-		    op->want);
+	pf_dcb_copy_to_iov(ubio->iov, ubio->iovcnt, op,
+			   ubio->off - op->b0 * d->bs, op->want);
 	pf_dc_count(d->dc, 1, op->want);
 	total = op->want;
 	pf_dcb_op_free(op);

@@ -79,6 +79,8 @@ void pf_dcb_op_free(struct op *op)
 
 	if (!op)
 		return;
+	/* a miss others joined: they end with it */
+	pf_dcb_join_end(op, -ECANCELED);
 	d = op->d;
 	staged = op->staged;
 	if (staged) {
@@ -94,8 +96,9 @@ void pf_dcb_op_free(struct op *op)
 }
 
 /*
- * Ends @op that will not be done: unpins a hit's slots, frees @op and its
- * staging, then fails its reader, if it has one, with @err.
+ * Ends @op that will not be done: unpins a hit's slots, fails the reads
+ * that joined it (diskcache_join.c), frees @op and its staging, then fails
+ * its reader, if it has one, with @err.
  */
 void pf_dcb_op_fail(struct op *op, int err)
 {
@@ -105,6 +108,7 @@ void pf_dcb_op_fail(struct op *op, int err)
 	if (op->type == OP_HIT)
 		for (unsigned k = 0; k < op->nblk; k++)
 			pf_dc_unpin(d->dc, (uint32_t)op->blk[k].slot);
+	pf_dcb_join_end(op, err);
 	pf_dcb_op_free(op);
 	if (ubio)
 		ubio->done(ubio, err);
@@ -142,6 +146,7 @@ struct op *pf_dcb_op_new(struct dcb *d, enum op_type type, unsigned nblk)
 	op->d = d;
 	op->nblk = nblk;
 	op->iov = (struct iovec *)((char *)op + head);
+	list_init(&op->inode);
 	for (unsigned i = 0; i < nblk; i++) {
 		op->blk[i].op = op;
 		op->blk[i].slot = -1;
@@ -172,6 +177,35 @@ bool pf_dcb_stage_wait(struct dcb *d, struct op *op)
 	/* staging may have come back before it was parked */
 	pf_dcb_stage_kick(d);
 	return true;
+}
+
+/*
+ * Under d->ilock: @op, the fill's miss that a reader's read joined, is
+ * waited for by that reader now: if it still waits for staging, it moves
+ * from the fill's list to the end of the readers' and may take their
+ * reserve.  True when it moved: the caller kicks (after unlocking).
+ */
+bool pf_dcb_stage_promote(struct dcb *d, struct op *op)
+{
+	struct op *prev = NULL;
+	struct op *o;
+
+	pthread_mutex_lock(&d->wlock);
+	for (o = d->bhead; o && o != op; o = o->next)
+		prev = o;
+	if (o) {
+		if (prev)
+			prev->next = o->next;
+		else
+			d->bhead = o->next;
+		if (d->btail == o)
+			d->btail = prev;
+		o->bg = false;
+		o->ibio.flags &= ~PF_BIO_FILL;
+		op_append(&d->whead, &d->wtail, o);
+	}
+	pthread_mutex_unlock(&d->wlock);
+	return o != NULL;
 }
 
 /* Starts the ops waiting for staging, readers' first, each list oldest

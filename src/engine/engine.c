@@ -77,6 +77,13 @@ bool pf_engine_warm_wait(struct pf_engine *e, unsigned ms)
 	return pf_pool_warm_wait(e->pool, ms);
 }
 
+void pf_engine_set_read_ahead(struct pf_engine *e, uint64_t bytes)
+{
+	pthread_mutex_lock(&e->lock);
+	e->read_ahead = bytes;
+	pthread_mutex_unlock(&e->lock);
+}
+
 int pf_engine_create(const struct pf_engine_cfg *cfg, struct pf_backend *be,
 		     const struct pf_engine_hooks *hooks,
 		     struct pf_engine **out)

@@ -206,6 +206,8 @@ struct efile_stream {
 	uint64_t bytes_served;	/* READs' and pushed */
 	uint64_t bytes_fetched;
 	uint64_t bytes_unused;
+	uint64_t reads_ra;	/* READs of the read-ahead's size
+				 * (engine_ra_read()) */
 	unsigned inflight;
 	struct pf_plan_state plan; /* the planner's, between calls */
 	unsigned depth;		/* windows kept ahead: cfg's, more after
@@ -357,6 +359,8 @@ struct pf_engine {
 				 * and of the queued ones */
 	uint64_t fill_inflight;	/* protected by e->lock: bytes of the
 				 * fill's fetches among them */
+	uint64_t read_ahead;	/* protected by e->lock: the mount's kernel
+				 * read-ahead (pf_engine_set_read_ahead()) */
 	unsigned queued;	/* protected by e->lock */
 	unsigned completing; /* protected by e->lock: pf_fetch_done() calls
 			      * still answering READs or submitting after
@@ -550,6 +554,14 @@ static inline uint64_t engine_now(const struct pf_engine *e)
 static inline unsigned engine_max_requests(const struct pf_engine *e)
 {
 	return PF_ENGINE_MAX_REQUESTS(e->cfg.max_inflight);
+}
+
+/* The size of a READ of the mount's read-ahead, 0 if unknown; e->lock
+ * held. */
+static inline uint64_t engine_ra_read(const struct pf_engine *e)
+{
+	return e->read_ahead < PF_ENGINE_READ_MAX ? e->read_ahead
+						   : PF_ENGINE_READ_MAX;
 }
 
 /* Nothing in flight, queued or being completed; e->lock held. */

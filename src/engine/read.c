@@ -236,6 +236,8 @@ void pf_read_answer(struct pf_engine *e, struct parked_read *p,
 	}
 	if (s)
 		s->bytes_served += served;
+	if (s && engine_ra_read(e) && p->size >= engine_ra_read(e))
+		s->reads_ra++;
 	if (s && e->cfg.prefetch && f->tracker)
 		pf_ra_depth_read_done(e, f, s, p, now);
 	if (f->tracker && p->stream)

@@ -1,12 +1,25 @@
 /*
  * engine_stats.c - the engine's totals and the stats file's JSON.
  *
+ * The notes ("notes"): what the numbers show of the reader that no option
+ * of the daemon's own changes.  One kind: a random stream whose READs are
+ * mostly the mount's read-ahead (READS_RA of them at least) on a mount
+ * without a cache tier.  An mmap reader's page fault makes the kernel read
+ * that much around the page, however little the reader uses of it (a 2 KiB
+ * window of a token file costs a 1 MiB READ), and without a tier every
+ * such READ is a fetch of the source.  What is measured is the READ size
+ * and count; what the reader uses of a READ is not seen (its page faults
+ * after the first are the kernel's): the note says the size, its cause and
+ * the option that sets it (readahead_kb), and no value, since a smaller
+ * one was not faster for the token reader (docs/tuning.md).
+ *
  * DESIGN
  * Called by whichever thread reads the stats file (a FUSE worker) or a
  * test; takes e->lock to copy the totals and to walk the files and their
  * streams, formats with it released where it can.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +28,12 @@
 #include "pf_strbuf.h"
 #include "engine_int.h"
 #include "pf_log.h"
+
+#define NOTES_MAX 4
+/* READs of a random stream before a note */
+#define NOTE_READS 32
+/* a read-ahead below this costs little more than a page */
+#define NOTE_RA_MIN (64u << 10)
 
 void pf_engine_totals(struct pf_engine *e, struct pf_engine_totals *t)
 {
@@ -93,7 +112,8 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  ", \"wait_ms\": %.3f, \"bytes_fetched\": %" PRIu64
 		  ", \"bytes_served\": %" PRIu64
 		  ", \"bytes_unused\": %" PRIu64 ", \"inflight\": %u"
-		  ", \"windows\": %u}",
+		  ", \"windows\": %u, \"read_bytes\": %" PRIu64
+		  ", \"reads_ra\": %" PRIu64 "}",
 		  st->id, pf_pattern_name(st->pattern), st->next_off,
 		  st->stride, st->record, st->batch, win,
 		  win ? (double)ready / (double)win : 0.0, st->reads,
@@ -102,7 +122,64 @@ static void stats_stream(struct pf_strbuf *sb, struct pf_engine *e,
 		  s ? (double)s->wait_ns / 1e6 : 0.0,
 		  s ? s->bytes_fetched : 0, s ? s->bytes_served : 0,
 		  s ? s->bytes_unused : 0, s ? s->inflight : 0,
-		  pf_ra_stream_plan_cfg(e, s).windows);
+		  pf_ra_stream_plan_cfg(e, s).windows, st->bytes,
+		  s ? s->reads_ra : 0);
+}
+
+/*
+ * Under the lock: the stats' "notes" (see the top): a random stream of
+ * mostly read-ahead READs, at most NOTES_MAX, its file named when @paths.
+ */
+static void stats_notes(struct pf_strbuf *sb, struct pf_engine *e,
+			bool paths, uint64_t now)
+{
+	uint64_t ra = engine_ra_read(e);
+	unsigned n = 0;
+
+	pf_strbuf_addf(sb, ",\n  \"read_ahead\": %" PRIu64
+		       ",\n  \"notes\": [", e->read_ahead);
+	/* with a cache tier the fill, not the READ's size, decides */
+	if (ra < NOTE_RA_MIN || e->be->ops->capacity)
+		goto out;
+	for (struct list *l = e->files.next; l != &e->files && n < NOTES_MAX;
+	     l = l->next) {
+		struct pf_efile *f = container_of(l, struct pf_efile, node);
+		unsigned ns;
+
+		if (!f->tracker || (!f->opens && !recently_read(f, now)))
+			continue;
+		ns = pf_tracker_count(f->tracker);
+		for (unsigned i = 0; i < ns && n < NOTES_MAX; i++) {
+			const struct pf_stream *st =
+				pf_tracker_stream(f->tracker, i);
+			struct efile_stream *s =
+				pf_efile_stream_find(f, st->id);
+			char line[PATH_MAX + 256];
+			uint64_t reads;
+
+			if (!s || st->pattern != PF_PAT_RANDOM)
+				continue;
+			/* READs answered, counted where reads_ra is (the
+			 * tracker's st->reads moves with its merges) */
+			reads = s->hits + s->waits;
+			if (reads < NOTE_READS || s->reads_ra * 4 < reads * 3)
+				continue;
+			snprintf(line, sizeof(line),
+				 "random READs of %s: %" PRIu64 " of %" PRIu64
+				 " are %" PRIu64 " KiB, the mount's read-ahead"
+				 ": the kernel reads that much around each "
+				 "page an mmap reader faults in, however "
+				 "little it uses; readahead_kb=N sets it "
+				 "(docs/tuning.md)",
+				 paths ? f->path : "a file", s->reads_ra,
+				 reads, ra >> 10);
+			pf_strbuf_addf(sb, n ? ", " : "");
+			pf_strbuf_add_json(sb, line);
+			n++;
+		}
+	}
+out:
+	pf_strbuf_addf(sb, "]");
 }
 
 char *pf_engine_stats_json(struct pf_engine *e, const char *backend_desc)
@@ -190,6 +267,7 @@ char *pf_engine_stats_json_for(struct pf_engine *e, const char *backend_desc,
 	now = engine_now(e);
 	pthread_mutex_lock(&e->lock);
 	e->hooks->stats_locked(e, &sb, all);
+	stats_notes(&sb, e, all, now);
 	pf_strbuf_addf(&sb, ",\n  \"streams\": [");
 	for (struct list *l = e->files.next; all && l != &e->files;
 	     l = l->next) {

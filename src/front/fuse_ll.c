@@ -113,6 +113,7 @@ static void lo_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	pf_itable_told(fs->itable, in, &st);
 	pf_fuse_reply_entry(req, fs->opts, in->ino, &st);
 }
 
@@ -158,6 +159,7 @@ static void lo_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	io_size(fs->opts, &st);
+	pf_itable_told(fs->itable, in, &st);
 	fuse_reply_attr(req, &st, fs->opts->attr_timeout);
 }
 
@@ -356,6 +358,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 				if (ret < 0)
 					continue;
 				e.ino = in->ino;
+				pf_itable_told(fs->itable, in, &e.attr);
 				io_size(fs->opts, &e.attr);
 				e.attr_timeout = fs->opts->attr_timeout;
 				e.entry_timeout = fs->opts->entry_timeout;
@@ -552,15 +555,21 @@ static void lo_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	fi->direct_io = fs->opts->direct_io;
 	/* an object store's size came from a listing (inexact, or of
-	 * another version): the size pinned now is what getattr says */
-	if (ret == 1 || strcmp(fs->be->ops->name, "posix") != 0) {
+	 * another version): the size pinned now is what getattr says; the
+	 * kernel has it already when it was told no other (a round trip
+	 * less a file: no GETATTR after the open) */
+	if (ret == 1 || (strcmp(fs->be->ops->name, "posix") != 0 &&
+			 !pf_itable_told_same(fs->itable, in, &st))) {
 		/*
 		 * The kernel still has the old size (attributes are cached
 		 * for long): expire them, and the next read asks for them
 		 * (auto_inval_data), so no read is cut at a stale size or
 		 * padded with zeros past the new end.
 		 */
-		int r = fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+		int r;
+
+		pf_itable_told_reset(fs->itable, in);
+		r = fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 
 		if (r < 0 && r != -ENOENT)
 			pf_warn("cannot expire the kernel's attributes of %s: "

@@ -294,6 +294,43 @@ int pf_itable_getattr(struct pf_itable *t, struct pf_inode *in,
 	return 0;
 }
 
+void pf_itable_told(struct pf_itable *t, struct pf_inode *in,
+		    const struct stat *st)
+{
+	pthread_mutex_lock(&t->lock);
+	if (in->told == 0) {
+		in->told_size = st->st_size;
+		in->told_sec = st->st_mtim.tv_sec;
+		in->told_nsec = st->st_mtim.tv_nsec;
+		in->told = 1;
+	} else if (in->told_size != st->st_size ||
+		   in->told_sec != st->st_mtim.tv_sec ||
+		   in->told_nsec != st->st_mtim.tv_nsec) {
+		in->told = 2;	/* which one the kernel kept is unknown */
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool pf_itable_told_same(struct pf_itable *t, struct pf_inode *in,
+			 const struct stat *st)
+{
+	bool same;
+
+	pthread_mutex_lock(&t->lock);
+	same = in->told == 1 && in->told_size == st->st_size &&
+	       in->told_sec == st->st_mtim.tv_sec &&
+	       in->told_nsec == st->st_mtim.tv_nsec;
+	pthread_mutex_unlock(&t->lock);
+	return same;
+}
+
+void pf_itable_told_reset(struct pf_itable *t, struct pf_inode *in)
+{
+	pthread_mutex_lock(&t->lock);
+	in->told = 0;
+	pthread_mutex_unlock(&t->lock);
+}
+
 struct pf_efile *pf_itable_efile(struct pf_itable *t, struct pf_inode *in)
 {
 	struct pf_efile *f;

@@ -262,30 +262,49 @@ struct ready_ctx {
 };
 
 /*
- * The kernel's READ size is its read-ahead window for the mount, 128 KiB
- * unless raised; INIT can only lower it, so it is raised through the
- * mount's bdi once INIT has been answered.
+ * The file of @mnt's kernel read-ahead, /sys/class/bdi/MAJ:MIN/read_ahead_kb,
+ * into @path; -errno when @mnt is not found.  From mountinfo, not from
+ * stat(): a stat of our own mount would be a request to ourselves, and
+ * under valgrind (which does not let other threads run during a stat) one
+ * that is never answered.
  */
-static void set_readahead(const char *mnt, unsigned kb)
+static int bdi_readahead_path(const char *mnt, char *path, size_t len)
 {
-	char path[128];
-	char val[32];
 	unsigned maj;
 	unsigned min;
-	int fd;
-	int len;
-	/* from mountinfo, not from stat(): a stat of our own mount would be
-	 * a request to ourselves, and under valgrind (which does not let
-	 * other threads run during a stat) one that is never answered */
 	int ret = pf_mountinfo_fuse_dev(mnt, &maj, &min);
 
-	if (ret < 0) {
-		pf_warn("cannot find %s in /proc/self/mountinfo to set its "
-			"read-ahead: %s", mnt, strerror(-ret));
-		return;
-	}
-	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
-		 maj, min);
+	if (ret < 0)
+		return ret;
+	snprintf(path, len, "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	return 0;
+}
+
+/* The read-ahead in @path (KiB, anyone may read it), or 0. */
+static unsigned bdi_readahead(const char *path)
+{
+	char val[32] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, val, sizeof(val) - 1);
+	close(fd);
+	return n > 0 ? (unsigned)strtoul(val, NULL, 10) : 0;
+}
+
+/*
+ * The kernel's READ size is its read-ahead window for the mount, 128 KiB
+ * unless raised; INIT can only lower it, so it is raised through the
+ * mount's bdi (@path) once INIT has been answered.
+ */
+static void set_readahead(const char *mnt, const char *path, unsigned kb)
+{
+	char val[32];
+	int fd;
+	int len;
+
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		char note[PF_LOG_NOTE_MAX + 128];
@@ -311,7 +330,9 @@ static void set_readahead(const char *mnt, unsigned kb)
 static void *ready_thread(void *arg)
 {
 	struct ready_ctx *rc = arg;
+	char bdi[128];
 	char ok = 0;
+	int ret;
 	int fd;
 
 	pthread_mutex_lock(&rc->fs->init_lock);
@@ -327,8 +348,19 @@ static void *ready_thread(void *arg)
 		pf_warn("open of %s: %s", rc->mountpoint, strerror(errno));
 	else
 		close(fd);
-	if (rc->readahead_kb)
-		set_readahead(rc->mountpoint, rc->readahead_kb);
+	ret = bdi_readahead_path(rc->mountpoint, bdi, sizeof(bdi));
+	if (ret < 0) {
+		if (rc->readahead_kb)
+			pf_warn("cannot find %s in /proc/self/mountinfo to set "
+				"its read-ahead: %s", rc->mountpoint,
+				strerror(-ret));
+	} else {
+		if (rc->readahead_kb)
+			set_readahead(rc->mountpoint, bdi, rc->readahead_kb);
+		/* what the kernel uses, set or not: the engine's notes */
+		pf_engine_set_read_ahead(rc->engine,
+					 (uint64_t)bdi_readahead(bdi) << 10);
+	}
 	/*
 	 * The mount is ready once the pool is warm: faulting in 128 MiB
 	 * takes a core for 60-80 ms and the address space's lock with it,

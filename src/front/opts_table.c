@@ -367,10 +367,11 @@ const struct pf_opt pf_opt_table[] = {
 		  "without a HEAD; 0: a HEAD at every open" },
 	{ .name = "list_ahead", .arg = "N", .type = PF_OT_UINT,
 	  .group = PF_OG_OBJECT, F(list_ahead), .lo = 0, .hi = 1000000,
-	  .help = "list up to N directories of the source's root at mount, "
-		  "8 at a time (the mount waits 1 s at most, the rest go on "
-		  "in the background), so that their first opens and "
-		  "listings make no request; 0: each when first used" },
+	  .help = "list up to N directories at mount, breadth first from "
+		  "the source's root (its directories, then theirs), 8 at a "
+		  "time (the mount waits 1 s at most, the rest go on in the "
+		  "background), so that their first opens and listings make "
+		  "no request; 0: each when first used" },
 	{ .name = "url", .arg = "URL", .type = PF_OT_STR,
 	  .group = PF_OG_OBJECT, F(endpoint), .alias = "endpoint",
 	  .help = "s3fs's name for endpoint: the same option, the same "

@@ -1,6 +1,6 @@
 /*
- * stat_advice.c - the warning: and advice: lines of prefetchfs-stat (see
- * stat_main.c).
+ * stat_advice.c - the warning:, advice: and note: lines of prefetchfs-stat
+ * (see stat_main.c).
  *
  * Warnings are what the daemon kept (the stats' "warnings": a server
  * ignoring Range, io_uring unavailable...) and what the numbers show went
@@ -13,6 +13,9 @@
  *  - reads went past the disk cache because its writes lagged (staging,
  *    a tenth of max_memory, was full): more max_memory;
  *  - a server that ignores Range: what serves ranges, or a disk copy.
+ * Notes are the daemon's (the stats' "notes"): what it saw of a reader
+ * that an option of the mount's changes but no value is advised for (a
+ * random reader's READs at the read-ahead's size: mmap read-around).
  * Each is wrapped at the screen's width (80 columns at most), never cut.
  */
 #include <math.h>
@@ -173,4 +176,5 @@ void pf_stat_advice(const struct pf_stat_view *v)
 	    !pf_json_get(v->root, "advice")->child)
 		fill_advice(v);
 	disk_advice(v);
+	print_list(v->root, "notes", "note");
 }

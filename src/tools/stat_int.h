@@ -2,7 +2,8 @@
  * stat_int.h - what the files of prefetchfs-stat share (not installed):
  *   stat_main.c    the command line, reading the stats file, the loop
  *   stat_frame.c   one screen: totals, tiers, streams, plans
- *   stat_advice.c  the warning: and advice: lines, wrapped to the screen
+ *   stat_advice.c  the warning:, advice: and note: lines, wrapped to the
+ *                  screen
  *
  * One thread; nothing here is thread-safe.
  */
@@ -61,7 +62,8 @@ const struct pf_json *pf_stat_tier(const struct pf_json *root,
 				   const char *name);
 
 /* The daemon's warnings, the advice it gives and the advice read from the
- * numbers (fill too big, the disk cache bypassed...), one after another. */
+ * numbers (fill too big, the disk cache bypassed...), then its notes, one
+ * after another. */
 void pf_stat_advice(const struct pf_stat_view *v);
 
 /* One screen. */

@@ -12,7 +12,7 @@
  * first frame, having no previous snapshot, shows the totals since the
  * mount.  --json prints the file once, unchanged, for scripts.  This file
  * holds the command line and the loop; stat_frame.c draws a screen,
- * stat_advice.c its warning and advice lines.
+ * stat_advice.c its warning, advice and note lines.
  *
  * A separate program, not part of the daemon or libprefetchfs.a: it needs
  * only the JSON reader (json.c).  It exits 1 with one line on stderr when

@@ -1,29 +1,35 @@
 /*
- * objstore_ahead.c - the root's directories listed at mount
- * (-o list_ahead=N): a trainer's first open in a directory of the root
- * (shards/, an ImageFolder's class directories) then costs no round trip,
- * and a loader that lists every class directory at start finds them
- * listed several at a time instead of one after another.
+ * objstore_ahead.c - the source's first directories listed at mount
+ * (-o list_ahead=N), breadth first: a trainer's first open in a directory
+ * (shards/, an ImageFolder's class directories, train/class/ one level
+ * further) then costs no round trip, and a loader that lists every class
+ * directory at start finds them listed several at a time instead of one
+ * after another.
  *
  * DESIGN
  * pf_obj_ahead_start() runs on the mounting thread once the root is listed: it
- * takes the paths of the first N directories of the root's listing that
- * are not loaded yet (the listings file of a cache_dir may hold them) and
- * starts AHEAD_THREADS threads that list them with pf_obj_dir_get(), so that a
- * directory a READ or lookup asks for meanwhile is listed once
- * (pf_obj_dir_get() makes later callers wait for the listing in progress).  The
- * mounting thread then waits for them AHEAD_WAIT_MS at most, so that the mount
- * returns with them listed on a store that answers; the rest go on in
- * the background.  A directory that cannot be listed (an error, the
- * listings' memory budget) is left for its first use to try again, and
- * the budget stops the rest.  pf_obj_ahead_stop() runs in the destroy before
- * the curl loop is freed: it drops the paths not started, stops the curl
+ * queues the paths of the root's directories that are not loaded yet (the
+ * listings file of a cache_dir may hold them) and starts AHEAD_THREADS
+ * threads that list them with pf_obj_dir_get(), so that a directory a READ
+ * or lookup asks for meanwhile is listed once (pf_obj_dir_get() makes later
+ * callers wait for the listing in progress).  Each listing that arrives
+ * queues its own directories after the others (breadth first), until N
+ * were queued: a root of a few directories (train/, val/) has its class
+ * directories listed too.  A thread with nothing queued waits while
+ * another's listing may queue more.  The mounting thread waits for them
+ * AHEAD_WAIT_MS at most, so that the mount returns with them listed on a
+ * store that answers; the rest go on in the background.  A directory that
+ * cannot be listed (an error, the listings' memory budget) is left for its
+ * first use to try again, and the budget stops the rest.
+ * pf_obj_ahead_stop() runs in the destroy before the curl loop is freed:
+ * it drops the paths not started, wakes the idle threads, stops the curl
  * loop if a listing is still in progress (it then ends with ECANCELED)
  * and joins.  o->lock guards struct ahead's queue and counts, as it
  * guards the directory table; its cond signals an ended listing.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,6 +44,8 @@
 struct ahead {
 	char **paths;
 	size_t n;
+	size_t cap;
+	size_t max;		/* paths queued at most (list_ahead) */
 	size_t next;		/* the next path to list */
 	unsigned active;	/* threads listing one now */
 	unsigned listed;
@@ -48,17 +56,27 @@ struct ahead {
 	unsigned nth;
 };
 
+static int ahead_queue(struct obj *o, struct ahead *a, const char *dir);
+
 static void *ahead_main(void *arg)
 {
 	struct obj *o = arg;
 	struct ahead *a = o->ahead;
 
 	pthread_mutex_lock(&o->lock);
-	while (!a->stop && a->next < a->n) {
-		const char *path = a->paths[a->next++];
+	for (;;) {
+		const char *path;
 		struct dir *d;
 		int ret;
 
+		if (a->stop || (a->next == a->n && !a->active))
+			break;
+		if (a->next == a->n) {
+			/* another's listing may queue more */
+			pthread_cond_wait(&a->cond, &o->lock);
+			continue;
+		}
+		path = a->paths[a->next++];
 		a->active++;
 		pthread_mutex_unlock(&o->lock);
 		ret = pf_obj_dir_get(o, path, &d); /* with the lock when 0 */
@@ -67,6 +85,8 @@ static void *ahead_main(void *arg)
 		a->active--;
 		if (ret == 0) {
 			a->listed++;
+			if (ahead_queue(o, a, path) < 0)
+				a->max = a->n;
 		} else {
 			a->failed++;
 			if (ret == -ENOMEM)	/* the budget: no more */
@@ -87,40 +107,46 @@ static void ahead_free(struct ahead *a)
 	free(a);
 }
 
-/* The directories of the root's listing not loaded yet, @max at most. */
-static int ahead_paths(struct obj *o, struct ahead *a, unsigned max)
+/* Under o->lock: queue the directories of loaded directory @dir that are
+ * not loaded yet, up to a->max paths queued in all. */
+static int ahead_queue(struct obj *o, struct ahead *a, const char *dir)
 {
-	struct dir *root;
-	int ret = 0;
+	const struct dir *parent = pf_obj_dir_find(o, dir);
 
-	pthread_mutex_lock(&o->lock);
-	root = pf_obj_dir_find(o, "");
-	if (!root || root->state != D_LOADED)
-		goto out;
-	a->paths = calloc(root->n < max ? root->n : max, sizeof(*a->paths));
-	if (!a->paths && root->n && max) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < root->n && a->n < max; i++) {
-		const struct ent *e = &root->ents[i];
+	if (!parent || parent->state != D_LOADED)
+		return 0;
+	for (size_t i = 0; i < parent->n && a->n < a->max; i++) {
+		const struct ent *e = &parent->ents[i];
 		const struct dir *d;
+		char *path;
 
 		if (!e->is_dir)
 			continue;
-		d = pf_obj_dir_find(o, e->name);
-		if (d && d->state == D_LOADED)
+		if (!dir[0])
+			path = strdup(e->name);
+		else if (asprintf(&path, "%s/%s", dir, e->name) < 0)
+			path = NULL;
+		if (!path)
+			return -ENOMEM;
+		d = pf_obj_dir_find(o, path);
+		if (d && d->state == D_LOADED) {
+			free(path);
 			continue;
-		a->paths[a->n] = strdup(e->name);
-		if (!a->paths[a->n]) {
-			ret = -ENOMEM;
-			goto out;
 		}
-		a->n++;
+		if (a->n == a->cap) {
+			size_t cap = a->cap ? 2 * a->cap : 64;
+			char **v = realloc(a->paths, cap * sizeof(*v));
+
+			if (!v) {
+				free(path);
+				return -ENOMEM;
+			}
+			a->paths = v;
+			a->cap = cap;
+		}
+		a->paths[a->n++] = path;
 	}
-out:
-	pthread_mutex_unlock(&o->lock);
-	return ret;
+	return 0;
 }
 
 void pf_obj_ahead_start(struct obj *o, unsigned max)
@@ -129,6 +155,7 @@ void pf_obj_ahead_start(struct obj *o, unsigned max)
 	struct timespec until;
 	struct ahead *a;
 	unsigned nth;
+	int ret;
 
 	if (!max)
 		return;
@@ -139,12 +166,16 @@ void pf_obj_ahead_start(struct obj *o, unsigned max)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (ahead_paths(o, a, max) < 0 || !a->n) {
+	a->max = max;
+	pthread_mutex_lock(&o->lock);
+	ret = ahead_queue(o, a, "");
+	pthread_mutex_unlock(&o->lock);
+	if (ret < 0 || !a->n) {
 		ahead_free(a);
 		return;
 	}
 	o->ahead = a;
-	nth = a->n < AHEAD_THREADS ? (unsigned)a->n : AHEAD_THREADS;
+	nth = max < AHEAD_THREADS ? max : AHEAD_THREADS;
 	for (unsigned i = 0; i < nth; i++) {
 		if (pthread_create(&a->th[i], NULL, ahead_main, o) != 0)
 			break;
@@ -179,6 +210,7 @@ void pf_obj_ahead_stop(struct obj *o)
 	pthread_mutex_lock(&o->lock);
 	a->stop = true;
 	busy = a->active || a->next < a->n;
+	pthread_cond_broadcast(&a->cond);	/* the idle threads end */
 	pthread_mutex_unlock(&o->lock);
 	if (busy)
 		pf_curl_stop(o->curl);	/* a listing in progress ends */

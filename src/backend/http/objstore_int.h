@@ -119,7 +119,7 @@ struct obj {
 	bool refresher_on;
 	pthread_mutex_t save_lock;
 
-	struct ahead *ahead;	/* the root's directories listed at mount
+	struct ahead *ahead;	/* the first directories listed at mount
 				 * (objstore_ahead.c), or NULL */
 };
 
@@ -178,10 +178,10 @@ void pf_obj_listings_start(struct obj *o, const char *source, int dirfd,
 			   const char *path);
 void pf_obj_listings_stop(struct obj *o);
 
-/* ---- objstore_ahead.c: the root's directories listed at mount ---------- */
+/* ---- objstore_ahead.c: the first directories listed at mount --------- */
 
-/* Lists up to @max directories of the root (loaded: not again), waiting
- * a second at most; the rest go on in the background. */
+/* Lists up to @max directories breadth first from the root (loaded: not
+ * again), waiting a second at most; the rest go on in the background. */
 void pf_obj_ahead_start(struct obj *o, unsigned max);
 /* Before the curl loop is freed: stops and joins. */
 void pf_obj_ahead_stop(struct obj *o);

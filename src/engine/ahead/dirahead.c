@@ -28,10 +28,12 @@
  * whose read-ahead is still in flight adds two (pf_dirahead_late(): a
  * POSIX source opens at once and reads slowly).  The first open of a
  * directory guesses a reader in name order when the files after it are
- * small: XD_GUESS of them are asked at once (ddir_guess(); not once the
- * latest opens mostly did not follow), and that many stay asked ahead
- * while the directory's interval still holds its first opens' waits; so
- * a reader's first file costs a round trip, the next ones none.
+ * small: as many as make XD_GUESS_BYTES (XD_GUESS to XD_GUESS_MAX files)
+ * are asked at once (ddir_guess(); not once the latest opens mostly did
+ * not follow), and that many stay asked ahead while the directory's
+ * interval still holds its first opens' waits; so a reader's first file
+ * costs a round trip, the next ones none (8 files of 256 KiB were read
+ * at local speed before the learner's next ask came back).
  * A file a reader opened in the directory's current pass is not asked
  * (ddir_seen(): a shuffled reader read it, its blocks may be gone, and it
  * will not be read again; a file opened a second time starts the next
@@ -65,7 +67,9 @@
 #define XD_STRIDE 8		/* largest stride learned */
 #define XD_LEARN 2		/* opens in a row that follow */
 #define XD_ASKED 128		/* indices asked, per directory */
-#define XD_GUESS 8		/* small files asked after a first open */
+#define XD_GUESS 8		/* small files asked after a first open, */
+#define XD_GUESS_MAX 32		/* or as many (at most this many) as */
+#define XD_GUESS_BYTES (4u << 20) /* make up this many bytes */
 #define XD_RELIST_NS (30ull * 1000000000ull)
 #define FILL_WINDOW 16
 #define FILL_RANDOM_OF 12	/* of FILL_WINDOW opens do not follow */
@@ -474,6 +478,28 @@ static bool ddir_small_next(const struct pf_engine *e, const struct ddir *d,
 	return j + 1 < (long)d->ls.n && d->ls.size[j + 1] <= dirahead_small(e);
 }
 
+/*
+ * How many files after @j a guess asks for: XD_GUESS, or more small ones
+ * up to XD_GUESS_BYTES (sixteen of 256 KiB): a reader at local speed
+ * goes through that many in a round trip or two.
+ */
+static unsigned ddir_guess_n(const struct pf_engine *e, const struct ddir *d,
+			     long j)
+{
+	uint64_t bytes = 0;
+	unsigned n = 0;
+
+	for (long i = j + 1; i < (long)d->ls.n && n < XD_GUESS_MAX; i++) {
+		if (d->ls.size[i] > dirahead_small(e))
+			break;
+		bytes += d->ls.size[i];
+		if (n >= XD_GUESS && bytes > XD_GUESS_BYTES)
+			break;
+		n++;
+	}
+	return n > XD_GUESS ? n : XD_GUESS;
+}
+
 static bool ddir_guess(struct pf_engine *e, const struct ddir *d, long j)
 {
 	const struct dirahead *da = e->da;
@@ -509,14 +535,15 @@ static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 	dirahead_outcome(e, s > 0, d->path, strlen(d->path));
 	if (ask && s == 0 && ddir_guess(e, d, j)) {
 		d->stride = 1;
-		ddir_ask(e, d, j, XD_GUESS);
+		ddir_ask(e, d, j, ddir_guess_n(e, d, j));
 		return;
 	}
 	/* (the interval learned from a directory's first opens still holds
-	 * their waits: small files keep XD_GUESS ahead meanwhile) */
+	 * their waits: small files keep the guess's count ahead meanwhile) */
 	if (ask && d->runs >= XD_LEARN && e->cfg.next_file)
-		ddir_ask(e, d, j, d->runs < XD_GUESS && ddir_small_next(e, d, j) ?
-				  XD_GUESS : 0);
+		ddir_ask(e, d, j,
+			 d->runs < XD_GUESS_MAX && ddir_small_next(e, d, j) ?
+				 ddir_guess_n(e, d, j) : 0);
 }
 
 /* Under the lock, after a reader's open of @f succeeded. */

@@ -30,7 +30,10 @@
  * bytes are on its disk; the engine then drops the blocks at once (but
  * those a READ waited for), so memory holds the fill's reads in flight
  * only, and a reader's READ finds the rest on disk.  The tier reads a
- * reader's misses before the fill's (PF_BIO_FILL): demand first.  A file
+ * reader's misses before the fill's (PF_BIO_FILL): demand first; a read of
+ * a tier block that another is bringing in (a reader's miss, which the
+ * tier widens to its whole block, met by the fill's piece of it) joins
+ * that one in the tier, so each block is fetched once.  A file
  * larger than the tier is filled as far as the tier holds (da->limit), a
  * stable subset that the tier's policy keeps (diskcache.c admits only over
  * cold blocks).  A random reader whose file fits neither memory nor a disk
