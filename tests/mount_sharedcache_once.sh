@@ -58,7 +58,7 @@ check "B: byte-exact, another shuffled order" shuffled "$B" 21
 # (2 % allowed: a file read ahead whose block is evicted before its reader
 # comes is looked up again, on a loaded machine)
 stats_check "B: one look-up per file read ($N, 2 % more at most)" "$B" \
-	"$N <= sc['pieces_hit'] <= $((N + N / 50)) and sc['mget_keys'] == sc['pieces_hit'] and sc['pieces_missed'] == 0"
+	"$N <= sc['mget_keys'] <= $((N + N / 50)) and sc['pieces_hit'] >= $N and sc['pieces_missed'] == 0"
 stats_eval "$B" "'  B: hits %d, keys %d, multi-gets %d, files read %d' % (sc['hits'], sc['mget_keys'], sc['mgets'], $N)"
 pf_umount "$B"
 finish

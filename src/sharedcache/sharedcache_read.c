@@ -749,14 +749,56 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 	lk->waiting = op;
 }
 
-/* Looks up every piece of the ops of @batch not there yet, then decides
- * each op. */
+/*
+ * A piece two ops of a batch want (the engine's fetches cut a piece: a
+ * stream's first demand fetch and its first read-ahead, submitted
+ * together): asked once, for refs[k]; @op's copy taken from there.
+ */
+struct twin {
+	struct sc_op *op;
+	unsigned i;
+	unsigned k;
+};
+
+/* The ref of refs[0, n) naming @pc's key; n if none. */
+static unsigned ref_of(const struct ref *refs, unsigned n,
+		       const struct sc_pc *pc)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (memcmp(refs[k].op->pc[refs[k].i].key, pc->key,
+			   PF_SC_KEY_BYTES) == 0)
+			return k;
+	return n;
+}
+
+/* After the multi-get of refs: each twin takes its piece if it came. */
+static void twins_take(struct sc *t, const struct ref *refs,
+		       const struct twin *tw, unsigned nt)
+{
+	for (unsigned j = 0; j < nt; j++) {
+		const struct sc_op *from = refs[tw[j].k].op;
+		const struct sc_pc *fp = &from->pc[refs[tw[j].k].i];
+		struct sc_pc *pc = &tw[j].op->pc[tw[j].i];
+
+		if (fp->state != PC_HAVE || fp->len != pc->len)
+			continue;
+		memcpy(tw[j].op->buf + pc->off, from->buf + fp->off, pc->len);
+		pc->state = PC_HAVE;
+		atomic_fetch_add(&t->st.pieces_hit, 1);
+	}
+}
+
+/* Looks up every piece of the ops of @batch not there yet (a piece two of
+ * them want, once), then decides each op. */
 static void look_batch(struct sc_look *lk, struct sc_op *batch)
 {
 	struct sc *t = lk->t;
 	struct ref refs[MGET_MAX];
+	struct twin tw[MGET_MAX];
 	uint64_t now = pf_now_ns();
 	unsigned n = 0;
+	unsigned nt = 0;
+	unsigned k;
 
 	memset(lk->asked, 0, t->nsrv * sizeof(bool));
 	for (struct sc_op *op = batch; op; op = op->next)
@@ -778,17 +820,26 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 				atomic_fetch_add(&t->st.aside_pieces, 1);
 				continue;
 			}
+			k = ref_of(refs, n, pc);
+			if (k < n && nt < MGET_MAX) {
+				tw[nt++] = (struct twin){ op, i, k };
+				continue;
+			}
 			if (n == MGET_MAX) {
 				look_mget(lk, refs, n);
+				twins_take(t, refs, tw, nt);
 				memset(lk->asked, 0, t->nsrv * sizeof(bool));
 				n = 0;
+				nt = 0;
 			}
 			if (srv >= 0)
 				lk->asked[srv] = true;
 			refs[n++] = (struct ref){ pc->text, op, i };
 		}
-	if (n)
+	if (n) {
 		look_mget(lk, refs, n);
+		twins_take(t, refs, tw, nt);
+	}
 	/* what this client's ring ejected (or took back), ten times a second
 	 * at most */
 	if (pf_now_ns() - lk->ej_ns > 100000000ull) {
