@@ -37,12 +37,14 @@
 #            half of it, max_memory 24M and keep_cache=off (so that reads
 #            reach the disk tier, not the kernel's page cache or the
 #            daemon's memory): the data set twice the cache, reshuffled
-#            every epoch
-#            (only the cache_dir system and the floor); reports epoch 2's
-#            disk-cache hit rate
+#            every epoch; the background fill keeps a stable subset of it
+#            on disk (the note says which part)
+#            (the cache_dir system, prefetchfs with the same max_memory
+#            and keep_cache=off but no cache_dir, and the floor); reports
+#            the disk-cache hit rate
 # Epochs: 1 and 2 of one mount, then "remount": unmount, mount again (the
 # same cache directory where there is one) and one more epoch; every epoch
-# is a new random order.  inorder, inorder48 and twice: epochs 1 and 2.
+# is a new random order.  inorder and inorder48: epochs 1 and 2.
 # Systems (each a fresh mount per trainer):
 #   local      the same files on local disk, in the page cache: the floor
 #   prefetchfs prefetchfs, its defaults
@@ -308,6 +310,8 @@ sys_mount() {
 		case $sys in
 		cache_dir) o=cache_dir=$WORK/cache.$tr
 			[ "$tr" = twice ] && o=$o,cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off ;;
+		prefetchfs)
+			[ "$tr" = twice ] && o=max_memory=24M,keep_cache=off ;;
 		hints) o=max_memory=$HINTS_MEM ;;
 		esac
 		[ -n "$PF_OPTS" ] && o=${o:+$o,}$PF_OPTS
@@ -422,7 +426,8 @@ FAILED=0
 cell() {
 	local sys=$1 tr=$2 mnt labels=(1 2) cpu=- rss=- note
 	mnt=$WORK/m.$sys.$tr
-	if [ "$tr" = twice ] && [ "$sys" != cache_dir ] && [ "$sys" != local ]; then
+	if [ "$tr" = twice ] && [ "$sys" != cache_dir ] && [ "$sys" != local ] &&
+	   [ "$sys" != prefetchfs ]; then
 		return
 	fi
 	if [ "$tr" = inorder48 ] && [ "$sys" != prefetchfs ] && [ "$sys" != local ]; then
@@ -453,8 +458,8 @@ cell() {
 	for l in "${labels[@]}"; do
 		echo "$sys	$tr	$l	$WORK/r.$sys.$tr.$l	$note	${cpu:--}	${rss:--}" >>"$WORK/rows"
 	done
-	# after a remount: the tree and the records
-	[ "$tr" = tree ] || [ "$tr" = records ] || return
+	# after a remount: the tree, the records, the tree twice the cache
+	[ "$tr" = tree ] || [ "$tr" = records ] || [ "$tr" = twice ] || return
 	[ -z "$note" ] || return
 	if [ "$sys" = local ]; then
 		note="no remount: the page cache"
@@ -529,6 +534,22 @@ def disk_counts(path):
     o = found[0][1]
     return float(o["hits"]), float(o["misses"]), o.get("bytes_cached"), o.get("capacity")
 
+def fill_note(path):
+    # the background fill's state in a stats file, when it fills a part
+    # of the data set only (a tree larger than the disk tier)
+    try:
+        f = json.load(open(path)).get("fill") or {}
+    except (OSError, ValueError, AttributeError):
+        return ""
+    if not f.get("part_bytes"):
+        return ""
+    n = "fill %s: subset %d of %d files, %.0f of %.0f MiB" % (
+        f.get("state"), f.get("part_files", 0), f.get("tree_files", 0),
+        f["part_bytes"] / 2**20, f.get("bytes_total", 0) / 2**20)
+    if f.get("in_tier", -1) >= 0:
+        n += ", %.0f MiB on disk" % (f["in_tier"] / 2**20)
+    return n
+
 # the local copy: the reference digests and waits
 ref = {}
 for sysn, tr, ep, pfx, note, cpu, rss in rows:
@@ -577,6 +598,9 @@ for sysn, tr, ep, pfx, note, cpu, rss in rows:
             r["disk"] = "%.0f" % (b[2] / 2**20)
             if b[3]:
                 r["disk"] += " / %.0f" % (b[3] / 2**20)
+        fn = fill_note(pfx + ".snap.json")
+        if fn:
+            r["note"] = (r["note"] + "; " if r["note"] else "") + fn
     elif pfx != "-" and not note:
         r["note"] = "no result"
     out_rows.append(r)
@@ -611,7 +635,8 @@ o.append("Data: a tree of $FILES files of $FSIZE in 10 class directories ($((TRE
          "examples/torch_loader.py --shuffle --record $FSIZE (batches of $BATCH); inorder = "
          "folder_loader.py --in-order (each worker its own directory in name order, batches of 8); "
          "twice = a tree of $FILES files of $((TWICE_FBYTES >> 10)) KiB ($((TWICE_BYTES >> 20)) MiB) with "
-         "-o cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off (cache/data = %.2f; keep_cache=off: the kernel's page cache would otherwise hold the data set), reshuffled every epoch; the cache keeps "
+         "-o cache_size=$TWICE_CACHE,max_memory=24M,keep_cache=off (cache/data = %.2f; keep_cache=off: the kernel's page cache would otherwise hold the data set; "
+         "its prefetchfs row: max_memory=24M,keep_cache=off, no cache_dir), reshuffled every epoch; the cache keeps "
          "whole blocks (block_size), so a file's last partial block takes a whole one."
          % (" (inorder48: 4 of $INORDER_SHORT)" if "inorder48" in [r["trainer"] for r in out_rows] else "",
             ${TWICE_CACHE%M} * 2**20 / $TWICE_BYTES))

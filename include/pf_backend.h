@@ -153,6 +153,15 @@ struct pf_backend_ops {
 	 */
 	uint64_t (*held_run)(struct pf_backend *be, struct pf_bfile *f,
 			     uint64_t off, uint64_t len, bool *held);
+	/*
+	 * Optional: the blocks of open file @f that [@off, @off + @len)
+	 * meets and that the backend holds cached itself are the engine's
+	 * background fill's from now on (it found them there and reads them
+	 * no more): a disk tier keeps them as it keeps what the fill wrote,
+	 * over readers' misses.  Any thread, must not block.
+	 */
+	void (*keep)(struct pf_backend *be, struct pf_bfile *f, uint64_t off,
+		     uint64_t len);
 };
 
 struct pf_backend {

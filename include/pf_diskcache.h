@@ -85,6 +85,7 @@ struct pf_dc_cfg {
 struct pf_dc_stats {
 	uint64_t capacity;	/* bytes of slots in use or usable */
 	uint64_t bytes_cached;	/* bytes of valid blocks */
+	uint64_t bytes_kept;	/* of those, the fill's (PF_DC_FILL) */
 	uint64_t blocks;	/* valid blocks */
 	uint64_t hits;		/* reads served from the cache */
 	uint64_t misses;	/* reads sent to the store */
@@ -162,14 +163,26 @@ bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	       uint32_t len);
 
 /*
- * A slot to write block @blk of @key into: a free one, else a cold one
- * (see the policy in diskcache.c).  -ENOSPC when nothing may be evicted
- * (the block is not admitted), -EEXIST when it is cached or being written.
- * The slot is pinned in state "writing" until pf_dc_commit() or
- * pf_dc_abort().
+ * A slot to write block @blk of @key into: a free one, else one the policy
+ * lets go (see diskcache.c: a cold one, or for @flags PF_DC_FILL a
+ * reader's).  -ENOSPC when nothing may be evicted (the block is not
+ * admitted), -EEXIST when it is cached (with PF_DC_FILL it becomes the
+ * fill's, as with pf_dc_keep()) or being written.  The slot is pinned in
+ * state "writing" until pf_dc_commit() or pf_dc_abort().
  */
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
-		  uint64_t blk, uint32_t len);
+		  uint64_t blk, uint32_t len, unsigned flags);
+/* The block is the engine's background fill's: kept over readers' misses
+ * (journalled with the block). */
+#define PF_DC_FILL 0x1u
+/*
+ * Block @blk of @key, if cached with @len bytes or being written, is the
+ * fill's from now on (kept as if the fill had written it; journalled so at
+ * the next compaction, or with its write) and counts as touched now.
+ * Returns whether it is cached or being written.  No I/O.
+ */
+bool pf_dc_keep(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+		uint32_t len);
 /* The slot's data is written, sealed with @sum: journal it, make it
  * visible. */
 int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum);

@@ -561,6 +561,110 @@ START_TEST(test_moves_on)
 }
 END_TEST
 
+/* Writes block @blk of file @n as the background fill's (PF_DC_FILL): the
+ * slot's return, or -errno. */
+static int put_fill(struct pf_dc *dc, unsigned n, uint64_t blk)
+{
+	struct pf_dc_key k = key_n(n);
+	struct pf_dc_sum sum;
+	char buf[BS];
+	int slot = pf_dc_reserve(dc, &k, blk, BS, PF_DC_FILL);
+
+	if (slot < 0)
+		return slot;
+	fill(n, blk, buf, BS);
+	ck_assert_int_eq(pwrite(pf_dc_data_fd(dc), buf, BS,
+				(off_t)pf_dc_slot_off(dc, (uint32_t)slot)),
+			 BS);
+	ck_assert_int_eq(pf_dc_seal(dc, &k, blk, (uint32_t)slot, buf, BS,
+				    &sum), 0);
+	return pf_dc_commit(dc, (uint32_t)slot, &sum);
+}
+
+/* Readers of files @n0.. @n0 + @files - 1, blocks [0, @blocks): each read
+ * once, put on a miss (each lookup ticks the clock). */
+static void readers(struct pf_dc *dc, unsigned n0, unsigned files,
+		    unsigned blocks)
+{
+	for (unsigned n = n0; n < n0 + files; n++)
+		for (uint64_t b = 0; b < blocks; b++)
+			if (!get_n(dc, n, b))
+				put_n(dc, n, b);
+}
+
+static uint64_t kept_bytes(struct pf_dc *dc)
+{
+	struct pf_dc_stats s;
+
+	pf_dc_get_stats(dc, &s);
+	return s.bytes_kept;
+}
+
+START_TEST(test_fill_kept)
+{
+	/* a tree larger than the cache: the fill keeps a subset in 3/4 of
+	 * it, readers of the other files miss all the time */
+	const unsigned cache = 256;
+	const unsigned part = 192;
+	struct pf_dc *dc = open_dc(cache);
+	unsigned present = 0;
+	struct pf_dc_key k1;
+	uint64_t b1;
+
+	/* readers' misses took every slot before the fill came */
+	readers(dc, 1, 1, cache);
+	/* the fill takes readers' slots, recent as they are */
+	for (uint64_t b = 0; b < part; b++)
+		ck_assert_int_ge(put_fill(dc, 0, b), 0);
+	ck_assert_uint_eq(kept_bytes(dc), (uint64_t)part * BS);
+	/* a reader's block the fill finds cached becomes the fill's */
+	k1 = key_n(1);
+	for (b1 = 0; !pf_dc_has(dc, &k1, b1, BS); b1++)
+		ck_assert_uint_lt(b1, cache);
+	ck_assert(pf_dc_keep(dc, &k1, b1, BS));
+	ck_assert_uint_eq(kept_bytes(dc), (uint64_t)(part + 1) * BS);
+	/* readers of other data, 20 cache-fulls of misses (more than the
+	 * cold window of 8, less than the fill's of 32): they go through
+	 * the other slots, the subset stays whole */
+	readers(dc, 100, 20, cache);
+	for (uint64_t b = 0; b < part; b++)
+		present += (unsigned)get_n(dc, 0, b);
+	ck_assert_uint_eq(present, part);
+	{
+		struct pf_dc_stats s;
+
+		/* (readers' blocks go once cold: admitted over cold ones
+		 * only, the rest are not) */
+		pf_dc_get_stats(dc, &s);
+		ck_assert_uint_gt(s.evictions, part + 64);
+		ck_assert_uint_gt(s.rejected, 1000);
+	}
+	ck_assert(pf_dc_has(dc, &k1, b1, BS));
+	/* the fill never evicts its own: the other slots the fill's too,
+	 * one block more is not admitted */
+	for (uint64_t b = part; b < cache - 1; b++)
+		ck_assert_int_ge(put_fill(dc, 0, b), 0);
+	ck_assert_int_eq(put_fill(dc, 0, cache), -ENOSPC);
+	/* the flags are journalled: a reopen keeps them (but the reader's
+	 * block made the fill's, journalled so at a compaction only) */
+	pf_dc_close(dc);
+	dc = open_dc(cache);
+	ck_assert_uint_eq(kept_bytes(dc), (uint64_t)(cache - 1) * BS);
+	/* an earlier run's fill blocks, once cold, make room for a new fill
+	 * (another data set) */
+	ck_assert_int_ge(put_fill(dc, 7, 0), 0);	/* the reader's block */
+	ck_assert_int_eq(put_fill(dc, 7, 1), -ENOSPC);
+	for (unsigned i = 0; i <= 8 * cache; i++)
+		get_n(dc, 3, i);
+	ck_assert_int_ge(put_fill(dc, 7, 1), 0);
+	/* readers who moved on to other data long ago (32 cache-fulls)
+	 * replace them too */
+	readers(dc, 200, 40, cache);
+	ck_assert_uint_lt(kept_bytes(dc), (uint64_t)cache * BS / 2);
+	pf_dc_close(dc);
+}
+END_TEST
+
 START_TEST(test_compaction)
 {
 	/* many evictions: the journal stays bounded, the content survives */
@@ -1236,6 +1340,7 @@ static Suite *diskcache_suite(void)
 	tcase_set_timeout(te, 60);
 	tcase_add_test(te, test_shuffled_epochs);
 	tcase_add_test(te, test_moves_on);
+	tcase_add_test(te, test_fill_kept);
 	tcase_add_test(te, test_compaction);
 	suite_add_tcase(s, te);
 	tcase_add_unchecked_fixture(tr, base_setup, base_teardown);

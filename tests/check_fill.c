@@ -3,12 +3,16 @@
  * when the file does not fit memory: through a disk tier (the real disk
  * cache decorator, src/diskcache/, over engine_harness.h's backend, in a
  * temporary directory), as far as a tier smaller than the file holds, and
- * the advice line when nothing holds it.
+ * the advice line when nothing holds it; and of a shuffled tree larger
+ * than the tier: a stable subset of it (fillset.c), the same after a
+ * "remount" (a new tier and engine on the same directory), which then
+ * reads none of it from the store.
  *
  * The reader: random 4 KiB READs of a 48 MiB file until the fill is done
- * (PF_FILL_RANDOM_READS of them start it).  The backend's reads complete
- * inside its submit (tb.autocomplete), the decorator's writes on its ring
- * thread; the engine runs on the real clock.
+ * (PF_FILL_RANDOM_READS of them start it), or whole files of the tree in
+ * an order that never follows.  The backend's reads complete inside its
+ * submit (tb.autocomplete), the decorator's writes on its ring thread; the
+ * engine runs on the real clock.
  *
  * And the race under it, on the decorator alone (tcase "join", tb's reads
  * completed by the test): a reader's miss and the fill's read of the
@@ -17,6 +21,7 @@
 #include "engine_harness.h"
 #include "pf_diskcache.h"
 #include "tmptree.h"
+#include "../src/engine/ahead/ahead_int.h"
 
 #define BIG (48ull << 20)
 #define MEM (8ull << 20)
@@ -32,26 +37,36 @@ static void t_destroy(struct pf_backend *be)
 	(void)be;
 }
 
+/* bytes the store read of each file of tb */
+static uint64_t file_bytes[TB_MAXFILES];
+
+/* t_submit, counting each file's bytes */
+static int t_submit_counted(struct pf_backend *be, struct pf_bio *bio)
+{
+	const struct tfile *f = (const struct tfile *)bio->file;
+
+	for (int i = 0; i < bio->iovcnt; i++)
+		__atomic_add_fetch(&file_bytes[f->id], bio->iov[i].iov_len,
+				   __ATOMIC_RELAXED);
+	return t_submit(be, bio);
+}
+
 static const struct pf_backend_ops t_ops_inner = {
 	.name = "test",
 	.getattr = t_getattr,
 	.readdir = t_readdir,
 	.open = t_open,
 	.close = t_close,
-	.submit = t_submit,
+	.submit = t_submit_counted,
 	.destroy = t_destroy,
 };
 
-/* tb with file "big"; a disk tier of @tier_bytes over it (0: none); an
- * engine of MEM with the fill on over that; "big" opened. */
-static void up(uint64_t tier_bytes)
+/* A disk tier of @tier_bytes over tb, in dir (made anew when @fresh), and
+ * an engine of MEM with the fill on over it (over tb: @tier_bytes 0). */
+static void engine_over(uint64_t tier_bytes, bool fresh)
 {
 	struct pf_engine_cfg cfg;
-	struct stat st;
 
-	tb_reset(&t_ops_inner);
-	tb_add_file("big", BIG, NULL);
-	tb.autocomplete = 1;
 	tier = NULL;
 	if (tier_bytes) {
 		struct pf_diskcache_cfg dc = { .source = "t",
@@ -61,8 +76,10 @@ static void up(uint64_t tier_bytes)
 		char err[256];
 		int ret;
 
-		snprintf(dir, sizeof(dir), "/tmp/pftest.fillXXXXXX");
-		ck_assert_ptr_nonnull(mkdtemp(dir));
+		if (fresh) {
+			snprintf(dir, sizeof(dir), "/tmp/pftest.fillXXXXXX");
+			ck_assert_ptr_nonnull(mkdtemp(dir));
+		}
 		dc.dir = dir;
 		ret = pf_diskcache_backend_new(&tb.be, &dc, &tier, err,
 					       sizeof(err));
@@ -71,8 +88,21 @@ static void up(uint64_t tier_bytes)
 	harness_cfg(&cfg, MEM, 16);
 	cfg.fill = 1;
 	ck_assert_int_eq(pf_engine_new(&cfg, tier ? tier : &tb.be, &eng), 0);
-	rq = calloc(1, sizeof(*rq));
+	if (!rq)
+		rq = calloc(1, sizeof(*rq));
 	ck_assert_ptr_nonnull(rq);
+}
+
+/* tb with file "big"; a disk tier of @tier_bytes over it (0: none); an
+ * engine of MEM with the fill on over that; "big" opened. */
+static void up(uint64_t tier_bytes)
+{
+	struct stat st;
+
+	tb_reset(&t_ops_inner);
+	tb_add_file("big", BIG, NULL);
+	tb.autocomplete = 1;
+	engine_over(tier_bytes, true);
 	big = pf_efile_new(eng, "big", 1);
 	ck_assert_ptr_nonnull(big);
 	ck_assert_int_eq(pf_efile_open(big, &st), 0);
@@ -223,6 +253,241 @@ START_TEST(test_advice_without_tier)
 	/* nothing was filled: the reader's READs only */
 	ck_assert_uint_eq(tb.bytes, 4 * PF_FILL_RANDOM_READS * 4096);
 	down();
+}
+END_TEST
+
+/* ---- a shuffled tree larger than the tier ------------------------------ */
+
+#define TDIRS 2
+#define TPER 150
+#define TFILE (128u << 10)
+#define TFILES (TDIRS * TPER)
+#define TTIER (16ull << 20)
+
+/* tb with the tree "d<d>/f<nnn>", TFILES files of TFILE bytes (37.5 MiB:
+ * more than twice the tier's 16 MiB, which is more than MEM) */
+static void tree_up(void)
+{
+	char path[32];
+
+	tb_reset(&t_ops_inner);
+	memset(file_bytes, 0, sizeof(file_bytes));
+	for (unsigned d = 0; d < TDIRS; d++)
+		for (unsigned f = 0; f < TPER; f++) {
+			snprintf(path, sizeof(path), "d%u/f%03u", d, f);
+			tb_add_file(path, TFILE, NULL);
+		}
+	tb.autocomplete = 1;
+}
+
+/* Stops the engine and the tier, leaving the tier's directory. */
+static void tree_engine_down(void)
+{
+	pf_engine_quiesce(eng);
+	for (unsigned i = 0; i < TB_MAXFILES; i++) {
+		if (efiles[i])
+			pf_efile_put(efiles[i]);
+		efiles[i] = NULL;
+	}
+	pf_engine_free(eng);
+	eng = NULL;
+	tier->ops->destroy(tier);
+	tier = NULL;
+}
+
+/* A reader opens @n files of the tree whole in an order that never follows
+ * (97 is prime to TFILES, and 97 mod TPER is no stride the learner takes),
+ * from the @k0-th on, each checked byte for byte; returns the most memory
+ * the engine used meanwhile. */
+static uint64_t tree_read_shuffled(unsigned k0, unsigned n)
+{
+	struct pf_engine_totals t;
+	uint64_t most = 0;
+
+	for (unsigned k = k0; k < k0 + n; k++) {
+		unsigned id = (k * 97 + 13) % TFILES;
+		struct pf_efile *f = tfile_open(id);
+
+		read_wait(f, -1, 0, TFILE, rq);
+		assert_file_bytes(rq, &tb.files[id], 0, TFILE);
+		pf_efile_close(f);
+		pf_engine_totals(eng, &t);
+		if (t.memory_used > most)
+			most = t.memory_used;
+		/* (the opens' directories are listed meanwhile) */
+		usleep(2000);
+	}
+	return most;
+}
+
+/* The fill is done (a bounded while); returns the most memory used. */
+static uint64_t tree_fill_done(void)
+{
+	struct pf_engine_totals t;
+	uint64_t most = 0;
+
+	for (int i = 0; i < 3000; i++) {
+		pf_engine_totals(eng, &t);
+		if (t.memory_used > most)
+			most = t.memory_used;
+		if (stats_quiet("\"state\": \"done\"", true))
+			break;
+		usleep(10000);
+	}
+	ck_assert(stats_has("\"state\": \"done\""));
+	return most;
+}
+
+START_TEST(test_tree_larger_than_tier)
+{
+	struct pf_engine_totals t;
+	struct names ns = { 0 };
+	uint64_t most, budget, part, sub_bytes, cap;
+	size_t nsub;
+	bool in_sub[TFILES] = { false };
+
+	tree_up();
+	engine_over(TTIER, true);
+	most = tree_read_shuffled(0, 60);
+	ck_assert(stats_wait("\"tier_full\": true"));
+	most |= tree_fill_done();
+	pf_engine_totals(eng, &t);
+	/* a subset of the tree, through the tier, within 3/4 of its
+	 * capacity() (its slots less an eighth) */
+	ck_assert(stats_has("\"through\": true"));
+	ck_assert_uint_eq(stats_num("\"fill\"", "tree_files"), TFILES);
+	ck_assert_uint_eq(stats_num("\"fill\"", "bytes_total"),
+			  (uint64_t)TFILES * TFILE);
+	cap = stats_num("\"disk_cache\"", "capacity");
+	budget = (cap - cap / 8) / 4 * 3;
+	part = stats_num("\"fill\"", "part_bytes");
+	ck_assert_uint_gt(part, 0);
+	ck_assert_uint_le(part, budget);
+	ck_assert_uint_eq(stats_num("\"fill\"", "bytes_done"), part);
+	/* all of it on disk, as the fill's; memory within budget */
+	ck_assert_uint_eq(stats_num("\"fill\"", "in_tier"), part);
+	ck_assert_uint_ge(stats_num("\"disk_cache\"", "bytes_kept"), part);
+	ck_assert_uint_le(stats_num("\"disk_cache\"", "bytes_cached"), cap);
+	ck_assert_uint_le(most, t.memory_max);
+	ck_assert_uint_lt(t.memory_max, part);
+	/* the subset is the one the files' ranks choose from the listing */
+	for (unsigned i = 0; i < TFILES; i++)
+		ck_assert_int_eq(pf_next_names_add_sized(&ns, tb.files[i].path,
+							 TFILE), 0);
+	nsub = pf_fillset_choose(&ns, budget, &sub_bytes);
+	ck_assert_uint_eq(sub_bytes, part);
+	ck_assert_uint_eq(stats_num("\"fill\"", "part_files"), nsub);
+	for (size_t i = 0; i < nsub; i++)
+		in_sub[tb_find(ns.v[i])->id] = true;
+	pf_next_names_clear(&ns);
+	free(ns.v);
+	free(ns.size);
+	/* the user is told what would hold it all */
+	ck_assert(stats_has("\"advice\": [\"shuffled reads of / (39321600 "
+			    "bytes) fit neither memory nor the disk cache: "
+			    "cache_size=43.9M"));
+
+	/* a remount: a new tier and engine on the same directory; the
+	 * reader in another order; the fill finds the subset whole on disk
+	 * and the store reads none of it */
+	tree_engine_down();
+	memset(file_bytes, 0, sizeof(file_bytes));
+	engine_over(TTIER, false);
+	tree_read_shuffled(1000, 60);
+	tree_fill_done();
+	ck_assert_uint_eq(stats_num("\"fill\"", "part_bytes"), part);
+	ck_assert_uint_eq(stats_num("\"fill\"", "on_disk"), nsub);
+	ck_assert_uint_eq(stats_num("\"fill\"", "in_tier"), part);
+	for (unsigned i = 0; i < TFILES; i++)
+		if (in_sub[i])
+			ck_assert_msg(file_bytes[i] == 0, "%s: %llu bytes "
+				      "from the store", tb.files[i].path,
+				      (unsigned long long)file_bytes[i]);
+	/* every file of the subset whole from the tier, exact (in name
+	 * order: the learner may read ahead the files after them) */
+	for (unsigned i = 0; i < TFILES; i++) {
+		struct pf_efile *f;
+
+		if (!in_sub[i])
+			continue;
+		f = tfile_open(i);
+		read_wait(f, -1, 0, TFILE, rq);
+		assert_file_bytes(rq, &tb.files[i], 0, TFILE);
+		pf_efile_close(f);
+		ck_assert_uint_eq(file_bytes[i], 0);
+	}
+	tree_engine_down();
+	rm_tree(dir);
+	free(rq);
+	rq = NULL;
+}
+END_TEST
+
+/* The names "s/NNN" for i in [0, @n), 1000 bytes each (s/007
+ * larger than any budget below, with @huge). */
+static void names_of(struct names *ns, unsigned n, bool huge)
+{
+	char path[32];
+
+	memset(ns, 0, sizeof(*ns));
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "s/%03u", i);
+		ck_assert_int_eq(pf_next_names_add_sized(ns, path,
+							 huge && i == 7 ?
+							 1ull << 40 : 1000),
+				 0);
+	}
+}
+
+static void names_drop(struct names *ns)
+{
+	pf_next_names_clear(ns);
+	free(ns->v);
+	free(ns->size);
+}
+
+static bool names_holds(const struct names *ns, const char *path)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		if (strcmp(ns->v[i], path) == 0)
+			return true;
+	return false;
+}
+
+START_TEST(test_fillset_stable)
+{
+	struct names a, b;
+	uint64_t bytes;
+	unsigned gone = 0;
+
+	/* 50 of 200 files of 1000 bytes; a file bigger than the budget is
+	 * passed over; the kept ones stay in name order */
+	names_of(&a, 200, true);
+	ck_assert_uint_eq(pf_fillset_choose(&a, 50000, &bytes), 50);
+	ck_assert_uint_eq(bytes, 50000);
+	ck_assert(!names_holds(&a, "s/007"));
+	for (size_t i = 1; i < a.n; i++)
+		ck_assert_int_lt(strcmp(a.v[i - 1], a.v[i]), 0);
+	/* the same listing, the same subset */
+	names_of(&b, 200, true);
+	ck_assert_uint_eq(pf_fillset_choose(&b, 50000, &bytes), 50);
+	for (size_t i = 0; i < a.n; i++)
+		ck_assert_str_eq(a.v[i], b.v[i]);
+	names_drop(&b);
+	/* a file more in the tree: one file of the subset may leave it,
+	 * no more */
+	names_of(&b, 201, true);
+	ck_assert_uint_eq(pf_fillset_choose(&b, 50000, &bytes), 50);
+	for (size_t i = 0; i < a.n; i++)
+		gone += !names_holds(&b, a.v[i]);
+	ck_assert_uint_le(gone, 1);
+	names_drop(&a);
+	names_drop(&b);
+	/* nothing fits */
+	names_of(&a, 3, false);
+	ck_assert_uint_eq(pf_fillset_choose(&a, 999, &bytes), 0);
+	ck_assert_uint_eq(a.n, 0);
+	names_drop(&a);
 }
 END_TEST
 
@@ -470,6 +735,11 @@ static Suite *fill_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_join_fill_meets_reader);
 	tcase_add_test(tc, test_join_reader_meets_fill);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tree_beyond_tier");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_fillset_stable);
+	tcase_add_test(tc, test_tree_larger_than_tier);
 	suite_add_tcase(s, tc);
 	return s;
 }

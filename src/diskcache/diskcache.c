@@ -1,7 +1,9 @@
 /*
  * diskcache.c - the store of the disk cache: block slots in one data file,
  * an index in memory, an append-only journal that rebuilds the index at
- * start-up, and the admission/eviction policy.
+ * start-up (its records, compaction and replay: diskcache_journal.c; the
+ * structures both share: diskcache_store.h), and the admission/eviction
+ * policy.
  *
  * DESIGN
  * Layout of the cache directory (0700, every file 0600, all opened through
@@ -18,7 +20,9 @@
  *            reads and writes with one request
  *   journal  fixed 64-byte records, each with its own CRC32C: a header
  *            (block size, slots), then PUT (slot holds block blk of key,
- *            len bytes, sealed with nonce and tag) and DEL (slot is empty)
+ *            len bytes, sealed with nonce and tag; flags J_KEPT: the
+ *            fill's, see the policy; 0 in an older build's records, which
+ *            ignores them) and DEL (slot is empty)
  * A block is written to its slot first and journalled after the write
  * completed; every read from the cache checks the block against the tag
  * journalled with it, a MAC under DIR/key of the block's key, index,
@@ -44,7 +48,19 @@
  * of its last hit or write.  A new block takes a free slot, else the first
  * slot from a clock hand (at most SCAN_MAX looked at) that is cold: not
  * touched in the last COLD_FACTOR (8) x nslots ticks.  If none is cold the
- * new block is not admitted.  A data set read in a new random order every
+ * new block is not admitted.
+ * Two classes of blocks: a reader's miss, and the engine's background
+ * fill's (PF_DC_FILL, flagged J_KEPT in the journal; also a reader's
+ * block the fill found cached and claimed, pf_dc_keep()).  The fill plans
+ * what the cache holds (at most its capacity less a share; of a tree
+ * larger than the cache, a stable subset: engine/ahead/fill.c), so:
+ *  - a fill's block may take the slot of any reader's block (cold or not)
+ *    and of a cold fill's block of an earlier run (another data set's),
+ *    never a fill's block of this run: the fill never evicts its own;
+ *  - a reader's miss takes a cold reader's block, or a fill's block not
+ *    touched in KEEP_FACTOR (32) x nslots ticks (the readers moved on to
+ *    other data long ago), so readers of the files outside a subset cycle
+ *    through the rest of the slots and never push the subset out.  A data set read in a new random order every
  * epoch touches each cached block once per epoch, two hits at most two
  * epochs apart; as long as that is shorter than the cold window (data up
  * to 4x the cache, with room for reads the memory tier absorbs) the first
@@ -79,61 +95,14 @@
 #include "pf_diskcache.h"
 #include "pf_log.h"
 #include "diskcache_int.h"
+#include "diskcache_store.h"
 
-#define J_MAGIC 0x324a4650u	/* "PFJ2": records with a MAC (PFJ1: CRC32C) */
-#define J_HDR 1u
-#define J_PUT 2u
-#define J_DEL 3u
-#define J_REC 64
 #define SCAN_MAX 64
 #define COLD_FACTOR 8
-#define JOURNAL_FACTOR 2	/* records per slot before a compaction */
-#define NIL UINT32_MAX
+#define KEEP_FACTOR 32	/* a fill's block: cold for a reader's miss after */
 #define MIN_SLOTS 16
 #define MAX_AUTO_SLOTS (1u << 20)
-#define MAX_BLOCK (16u << 20)
 #define INDEX_PER_SLOT 80	/* slot, free list, buckets (at most 2/slot) */
-
-enum { S_FREE, S_WRITING, S_VALID };
-
-struct dc_slot {
-	uint64_t ka;
-	uint64_t kb;
-	uint64_t blk;
-	uint64_t touch;		/* clock tick of the last hit or write */
-	struct pf_dc_sum sum;
-	uint32_t len;
-	uint32_t hnext;		/* hash chain */
-	uint16_t pins;
-	uint8_t state;
-};
-
-struct pf_dc {
-	int dirfd;
-	int lockfd;
-	int datafd;
-	int jfd;
-	uint64_t jlen;		/* valid journal bytes (writer thread) */
-	uint64_t jrecs;
-	uint32_t bs;
-	uint32_t nslots;
-	unsigned char mkey[PF_DC_KEY_LEN];	/* DIR/key: seals the blocks */
-	atomic_uint_least64_t nonce;	/* the next seal's (random start) */
-
-	pthread_mutex_t lock;	/* guards all below */
-	struct dc_slot *slots;
-	uint32_t *buckets;
-	uint32_t nbuckets;	/* a power of two */
-	uint32_t *freel;	/* stack of free slots */
-	uint32_t nfree;
-	bool no_new;		/* disk full: do not use free slots */
-	uint32_t hand;
-	uint64_t now;
-	uint64_t nvalid;
-	uint64_t bytes;		/* of valid blocks */
-	struct pf_dc_stats st;
-};
-
 /* ---- index (dc->lock held) --------------------------------------------- */
 
 static uint32_t bucket_of(const struct pf_dc *dc, uint64_t ka, uint64_t kb,
@@ -178,6 +147,29 @@ static void hash_out(struct pf_dc *dc, uint32_t i)
 	s->hnext = NIL;
 }
 
+/* Valid slot @s's share of the class counters, added or taken out. */
+static void count_class(struct pf_dc *dc, const struct dc_slot *s, bool add)
+{
+	if (s->kept && add)
+		dc->kept_bytes += s->len;
+	else if (s->kept)
+		dc->kept_bytes -= s->len;
+	else if (add)
+		dc->nplain++;
+	else
+		dc->nplain--;
+}
+
+/* A valid or writing slot's block is the fill's of this run. */
+static void make_kept(struct pf_dc *dc, struct dc_slot *s)
+{
+	if (s->state == S_VALID)
+		count_class(dc, s, false);
+	s->kept = K_NOW;
+	if (s->state == S_VALID)
+		count_class(dc, s, true);
+}
+
 /* Takes a valid slot out of the index (it stays allocated). */
 static void unvalidate(struct pf_dc *dc, uint32_t i)
 {
@@ -188,6 +180,8 @@ static void unvalidate(struct pf_dc *dc, uint32_t i)
 	hash_out(dc, i);
 	dc->nvalid--;
 	dc->bytes -= s->len;
+	count_class(dc, s, false);
+	s->kept = K_NO;
 	s->state = S_FREE;
 }
 
@@ -197,238 +191,43 @@ static void release(struct pf_dc *dc, uint32_t i)
 
 	unvalidate(dc, i);
 	s->state = S_FREE;
+	s->kept = K_NO;
 	s->pins = 0;
 	if (!dc->no_new)
 		dc->freel[dc->nfree++] = i;
 }
 
-/* ---- journal (writer thread) ------------------------------------------- */
+/* ---- replay (diskcache_journal.c: one thread, no lock) ----------------- */
 
-struct jrec {
-	uint32_t magic;
-	uint32_t type;
-	uint64_t ka;
-	uint64_t kb;
-	uint64_t blk;
-	uint32_t slot;
-	uint32_t len;
-	uint64_t nonce;		/* the block's seal */
-	uint64_t tag;
-	uint32_t pad;
-	uint32_t rcrc;		/* of the 60 bytes before it */
-};
-_Static_assert(sizeof(struct jrec) == J_REC, "journal record size");
-
-static void jrec_fill(struct jrec *r, uint32_t type, uint64_t ka, uint64_t kb,
-		      uint64_t blk, uint32_t slot, uint32_t len,
-		      const struct pf_dc_sum *sum)
+void pf_dc_index_del(struct pf_dc *dc, uint32_t slot)
 {
-	memset(r, 0, sizeof(*r));
-	r->magic = J_MAGIC;
-	r->type = type;
-	r->ka = ka;
-	r->kb = kb;
-	r->blk = blk;
-	r->slot = slot;
-	r->len = len;
-	if (sum) {
-		r->nonce = sum->nonce;
-		r->tag = sum->tag;
-	}
-	r->rcrc = pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
+	unvalidate(dc, slot);
 }
 
-static bool jrec_ok(const struct jrec *r)
+void pf_dc_index_put(struct pf_dc *dc, uint32_t slot, uint64_t ka,
+		     uint64_t kb, uint64_t blk, uint32_t len,
+		     const struct pf_dc_sum *sum, bool kept)
 {
-	return r->magic == J_MAGIC &&
-	       r->rcrc == pf_dc_crc32c(0, r, offsetof(struct jrec, rcrc));
-}
-
-static int jappend(struct pf_dc *dc, const struct jrec *r)
-{
-	ssize_t n = pwrite(dc->jfd, r, sizeof(*r), (off_t)dc->jlen);
-
-	if (n == (ssize_t)sizeof(*r)) {
-		dc->jlen += sizeof(*r);
-		dc->jrecs++;
-		return 0;
-	}
-	/* a torn record would end the replay early: cut it off */
-	if (n > 0 && ftruncate(dc->jfd, (off_t)dc->jlen) < 0)
-		pf_debug("disk cache: truncating the journal: %s",
-			 strerror(errno));
-	return n < 0 ? -errno : -ENOSPC;
-}
-
-/*
- * Writes the header and one PUT per valid slot to journal.tmp and renames
- * it over the journal.  Writer thread; dc->lock not held.
- */
-static int compact(struct pf_dc *dc)
-{
-	struct jrec *recs;
-	uint64_t n = 0;
-	uint64_t cap;
-	char why[128];
-	int fd = -1;
-	int ret = 0;
-
-	pthread_mutex_lock(&dc->lock);
-	cap = dc->nvalid + 1;
-	recs = malloc(cap * sizeof(*recs));
-	if (recs) {
-		jrec_fill(&recs[n++], J_HDR, dc->bs, dc->nslots, 0, 0, 0,
-			  NULL);
-		for (uint32_t i = 0; i < dc->nslots; i++) {
-			const struct dc_slot *s = &dc->slots[i];
-
-			if (s->state == S_VALID)
-				jrec_fill(&recs[n++], J_PUT, s->ka, s->kb,
-					  s->blk, i, s->len, &s->sum);
-		}
-	}
-	pthread_mutex_unlock(&dc->lock);
-	if (!recs)
-		return -ENOMEM;
-	fd = pf_dc_file_open(dc->dirfd, "journal.tmp", O_WRONLY | O_EXCL,
-			     why, sizeof(why));
-	if (fd < 0) {
-		ret = fd;
-		goto out;
-	}
-	for (uint64_t off = 0; off < n * J_REC;) {
-		ssize_t w = pwrite(fd, (char *)recs + off, n * J_REC - off,
-				   (off_t)off);
-
-		if (w <= 0) {
-			ret = w < 0 ? -errno : -ENOSPC;
-			goto out;
-		}
-		off += (uint64_t)w;
-	}
-	/* the old journal stays until the new one is on disk */
-	if (fsync(fd) < 0 ||
-	    renameat(dc->dirfd, "journal.tmp", dc->dirfd, "journal") < 0) {
-		ret = -errno;
-		goto out;
-	}
-	fsync(dc->dirfd);
-	close(dc->jfd);
-	dc->jfd = fd;
-	fd = -1;
-	dc->jlen = n * J_REC;
-	dc->jrecs = n;
-out:
-	if (fd >= 0) {
-		close(fd);
-		unlinkat(dc->dirfd, "journal.tmp", 0);
-	}
-	free(recs);
-	return ret;
-}
-
-void pf_dc_maintain(struct pf_dc *dc)
-{
-	int ret;
-
-	if (dc->jrecs <= (uint64_t)JOURNAL_FACTOR * dc->nslots + 1024)
-		return;
-	ret = compact(dc);
-	if (ret < 0)
-		pf_warn("disk cache: cannot compact the journal: %s",
-			strerror(-ret));
-}
-
-/* Applies one record at replay; dc->lock not needed (one thread). */
-static void replay_rec(struct pf_dc *dc, const struct jrec *r)
-{
-	struct dc_slot *s;
+	struct dc_slot *s = &dc->slots[slot];
 	uint32_t dup;
 
-	if (r->slot >= dc->nslots)
-		return;
-	s = &dc->slots[r->slot];
-	if (r->type == J_DEL) {
-		unvalidate(dc, r->slot);
-		return;
-	}
-	if (r->type != J_PUT || r->len == 0 || r->len > dc->bs)
-		return;
-	unvalidate(dc, r->slot);
+	unvalidate(dc, slot);
 	/* the same block written again elsewhere: the later one holds */
-	dup = find(dc, r->ka, r->kb, r->blk);
+	dup = find(dc, ka, kb, blk);
 	if (dup != NIL)
 		unvalidate(dc, dup);
-	s->ka = r->ka;
-	s->kb = r->kb;
-	s->blk = r->blk;
-	s->len = r->len;
-	s->sum.nonce = r->nonce;
-	s->sum.tag = r->tag;
+	s->ka = ka;
+	s->kb = kb;
+	s->blk = blk;
+	s->len = len;
+	s->sum = *sum;
 	s->touch = 0;
 	s->state = S_VALID;
-	hash_in(dc, r->slot);
+	s->kept = kept ? K_BEFORE : K_NO;
+	hash_in(dc, slot);
 	dc->nvalid++;
-	dc->bytes += r->len;
-}
-
-/*
- * Replays the journal; a journal from another block size is discarded.
- * Returns whether it needs rewriting (no header, or mostly dead records).
- */
-static int replay(struct pf_dc *dc, bool *rewrite)
-{
-	enum { CHUNK = J_REC * 4096 };
-	char *buf = malloc(CHUNK);
-	uint64_t off = 0;
-	bool hdr = false;
-	int ret = 0;
-
-	*rewrite = false;
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = pread(dc->jfd, buf, CHUNK, (off_t)off);
-		ssize_t i;
-
-		if (n < 0) {
-			ret = -errno;
-			goto out;
-		}
-		for (i = 0; i + J_REC <= n; i += J_REC) {
-			struct jrec r;
-
-			memcpy(&r, buf + i, J_REC);
-			if (!jrec_ok(&r))
-				goto end;
-			if (!hdr) {
-				if (r.type != J_HDR || r.ka != dc->bs)
-					goto end;
-				hdr = true;
-			} else {
-				replay_rec(dc, &r);
-			}
-			dc->st.replayed++;
-			off += J_REC;
-		}
-		if (n < CHUNK)
-			break;
-	}
-end:
-	if (!hdr) {
-		*rewrite = true;
-		off = 0;
-	}
-	dc->jlen = off;
-	dc->jrecs = off / J_REC;
-	/* cut a torn or corrupt tail: appends go after the last good one */
-	if (ftruncate(dc->jfd, (off_t)off) < 0)
-		ret = -errno;
-	if (dc->jrecs > 2 * dc->nvalid + 1024)
-		*rewrite = true;
-out:
-	free(buf);
-	return ret;
+	dc->bytes += len;
+	count_class(dc, s, true);
 }
 
 /* ---- open, close ------------------------------------------------------- */
@@ -512,18 +311,6 @@ static uint64_t slots_max(const struct pf_dc_cfg *cfg)
 	if (cfg && cfg->index_max && cfg->index_max / INDEX_PER_SLOT < n)
 		n = cfg->index_max / INDEX_PER_SLOT;
 	return n;
-}
-
-/* The block size in the journal's header, or 0 (none, or not one). */
-static uint32_t journal_block(struct pf_dc *dc)
-{
-	struct jrec r;
-
-	if (pread(dc->jfd, &r, sizeof(r), 0) != (ssize_t)sizeof(r) ||
-	    !jrec_ok(&r) || r.type != J_HDR || r.ka < 4096 ||
-	    r.ka > MAX_BLOCK || (r.ka & (r.ka - 1)))
-		return 0;
-	return (uint32_t)r.ka;
 }
 
 /*
@@ -632,14 +419,14 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 	if (ret < 0)
 		goto out;
 	/* a new key: the blocks sealed under the old one cannot be checked */
-	ret = size_slots(dc, dir, cfg, fresh ? 0 : journal_block(dc), err,
+	ret = size_slots(dc, dir, cfg, fresh ? 0 : pf_dc_journal_block(dc), err,
 			 errlen);
 	if (ret < 0)
 		goto out;
 	ret = index_alloc(dc, err, errlen);
 	if (ret < 0)
 		goto out;
-	ret = fresh ? 0 : replay(dc, &rewrite);
+	ret = fresh ? 0 : pf_dc_journal_replay(dc, &rewrite);
 	if (ret < 0) {
 		snprintf(err, errlen, "cache_dir '%s': reading the journal: "
 			 "%s", dir, strerror(-ret));
@@ -657,7 +444,7 @@ int pf_dc_open(const char *dir, const struct pf_dc_cfg *cfg,
 		goto out;
 	}
 	if (rewrite || fresh) {
-		ret = compact(dc);
+		ret = pf_dc_journal_compact(dc);
 		if (ret < 0) {
 			snprintf(err, errlen, "cache_dir '%s': writing the "
 				 "journal: %s", dir, strerror(-ret));
@@ -758,6 +545,27 @@ bool pf_dc_has(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	return ret;
 }
 
+bool pf_dc_keep(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
+		uint32_t len)
+{
+	uint32_t i;
+	bool ret;
+
+	pthread_mutex_lock(&dc->lock);
+	i = find(dc, key->a, key->b, blk);
+	ret = i != NIL && dc->slots[i].state != S_FREE &&
+	      dc->slots[i].len == len;
+	if (ret) {
+		struct dc_slot *s = &dc->slots[i];
+
+		/* (one being written counts once committed) */
+		make_kept(dc, s);
+		s->touch = dc->now;
+	}
+	pthread_mutex_unlock(&dc->lock);
+	return ret;
+}
+
 void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
 {
 	pthread_mutex_lock(&dc->lock);
@@ -766,26 +574,50 @@ void pf_dc_unpin(struct pf_dc *dc, uint32_t slot)
 	pthread_mutex_unlock(&dc->lock);
 }
 
-/* A cold, unpinned valid slot from the clock hand, or NIL.  Locked. */
-static uint32_t victim(struct pf_dc *dc)
+/*
+ * Whether the block in valid slot @s may make room for a new one, a
+ * fill's (@fill) or a reader's: see the policy at the top.
+ */
+static bool evictable(const struct pf_dc *dc, const struct dc_slot *s,
+		      bool fill)
 {
+	uint64_t age = dc->now - s->touch;
 	uint64_t cold = (uint64_t)COLD_FACTOR * dc->nslots;
 
-	for (int n = 0; n < SCAN_MAX; n++) {
+	if (s->kept == K_NO)
+		return fill || age > cold;
+	if (fill)
+		return s->kept == K_BEFORE && age > cold;
+	return age > (uint64_t)KEEP_FACTOR * dc->nslots;
+}
+
+/*
+ * An unpinned valid slot from the clock hand that may go for a new block,
+ * a fill's (@fill) or a reader's, or NIL.  At most SCAN_MAX looked at, but
+ * for a fill while readers' blocks are cached: its own blocks, written to
+ * consecutive slots, make long runs the hand passes (a fill takes at most
+ * 3/4 of the slots, so a rotation finds a reader's block every few slots
+ * on average).  Locked.
+ */
+static uint32_t victim(struct pf_dc *dc, bool fill)
+{
+	uint32_t scan = fill && dc->nplain ? dc->nslots : SCAN_MAX;
+
+	for (uint32_t n = 0; n < scan; n++) {
 		uint32_t i = dc->hand;
 		struct dc_slot *s = &dc->slots[i];
 
 		dc->hand = i + 1 == dc->nslots ? 0 : i + 1;
-		if (s->state == S_VALID && !s->pins &&
-		    dc->now - s->touch > cold)
+		if (s->state == S_VALID && !s->pins && evictable(dc, s, fill))
 			return i;
 	}
 	return NIL;
 }
 
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
-		  uint64_t blk, uint32_t len)
+		  uint64_t blk, uint32_t len, unsigned flags)
 {
+	bool fill = flags & PF_DC_FILL;
 	struct dc_slot *s;
 	uint32_t i;
 	int ret;
@@ -793,14 +625,19 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	if (len == 0 || len > dc->bs)
 		return -EINVAL;
 	pthread_mutex_lock(&dc->lock);
-	if (find(dc, key->a, key->b, blk) != NIL) {
+	i = find(dc, key->a, key->b, blk);
+	if (i != NIL) {
+		/* a reader's block the fill fetched too: the fill's now (one
+		 * being written counts once committed) */
+		if (fill)
+			make_kept(dc, &dc->slots[i]);
 		ret = -EEXIST;
 		goto out;
 	}
 	if (dc->nfree) {
 		i = dc->freel[--dc->nfree];
 	} else {
-		i = victim(dc);
+		i = victim(dc, fill);
 		if (i == NIL) {
 			dc->st.rejected++;
 			ret = -ENOSPC;
@@ -817,6 +654,7 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	memset(&s->sum, 0, sizeof(s->sum));
 	s->pins = 1;
 	s->state = S_WRITING;
+	s->kept = fill ? K_NOW : K_NO;
 	/* in the hash already, so that a second reserve sees it */
 	hash_in(dc, i);
 	ret = (int)i;
@@ -828,12 +666,10 @@ out:
 int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 {
 	struct dc_slot *s = &dc->slots[slot];
-	struct jrec r;
 	int ret;
 
 	/* fields of a writing slot change only on this thread */
-	jrec_fill(&r, J_PUT, s->ka, s->kb, s->blk, slot, s->len, sum);
-	ret = jappend(dc, &r);
+	ret = pf_dc_journal_put(dc, slot, s, sum);
 	pthread_mutex_lock(&dc->lock);
 	if (ret < 0) {
 		hash_out(dc, slot);
@@ -846,6 +682,7 @@ int pf_dc_commit(struct pf_dc *dc, uint32_t slot, const struct pf_dc_sum *sum)
 		s->touch = dc->now;
 		dc->nvalid++;
 		dc->bytes += s->len;
+		count_class(dc, s, true);
 		dc->st.bytes_written += s->len;
 	}
 	pthread_mutex_unlock(&dc->lock);
@@ -862,7 +699,6 @@ void pf_dc_abort(struct pf_dc *dc, uint32_t slot)
 
 void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 {
-	struct jrec r;
 	bool gone = false;
 
 	pthread_mutex_lock(&dc->lock);
@@ -875,11 +711,8 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 		dc->slots[slot].pins--;
 	}
 	pthread_mutex_unlock(&dc->lock);
-	if (gone) {
-		jrec_fill(&r, J_DEL, 0, 0, 0, slot, 0, NULL);
-		if (jappend(dc, &r) < 0)
-			pf_debug("disk cache: journal append failed");
-	}
+	if (gone && pf_dc_journal_del(dc, slot) < 0)
+		pf_debug("disk cache: journal append failed");
 }
 
 void pf_dc_shrink(struct pf_dc *dc)
@@ -915,7 +748,7 @@ bool pf_dc_verify(struct pf_dc *dc, const struct pf_dc_key *key,
 int pf_dc_put(struct pf_dc *dc, const struct pf_dc_key *key, uint64_t blk,
 	      const void *buf, uint32_t len)
 {
-	int slot = pf_dc_reserve(dc, key, blk, len);
+	int slot = pf_dc_reserve(dc, key, blk, len, 0);
 	struct pf_dc_sum sum;
 	ssize_t n;
 
@@ -982,6 +815,7 @@ void pf_dc_get_stats(struct pf_dc *dc, struct pf_dc_stats *st)
 	*st = dc->st;
 	st->blocks = dc->nvalid;
 	st->bytes_cached = dc->bytes;
+	st->bytes_kept = dc->kept_bytes;
 	if (dc->no_new) {
 		uint64_t used = 0;
 

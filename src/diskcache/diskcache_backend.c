@@ -3,8 +3,8 @@
  * backend and keeps the blocks read through it in a pf_dc store (see
  * diskcache.c), so that they are read from local disk the next time, in
  * this run or after a remount.  This file holds its ops table and life
- * cycle: the pass-through ops, open/close, capacity/holds/held_run, stats,
- * create, cancel and destroy.  The data path is cut into files along it
+ * cycle: the pass-through ops, open/close, capacity/holds/held_run/keep,
+ * stats, create, cancel and destroy.  The data path is cut into files along it
  * (diskcache_int.h): the read path, hits and misses, is diskcache_read.c;
  * ops and the staging pool diskcache_stage.c; the ring thread, which reads
  * hits and writes misses back, diskcache_ring.c.
@@ -252,7 +252,7 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 	snprintf(buf, size,
 		 "{\"disk_cache\": {\"hits\": %" PRIu64 ", \"misses\": %" PRIu64
 		 ", \"bytes_hit\": %" PRIu64 ", \"bytes_cached\": %" PRIu64
-		 ", \"blocks\": %" PRIu64 ", \"bytes_written\": %" PRIu64
+		 ", \"bytes_kept\": %" PRIu64 ", \"blocks\": %" PRIu64 ", \"bytes_written\": %" PRIu64
 		 ", \"evictions\": %" PRIu64 ", \"rejected\": %" PRIu64
 		 ", \"dropped\": %" PRIu64 ", \"errors\": %" PRIu64
 		 ", \"capacity\": %" PRIu64 ", \"replayed\": %" PRIu64
@@ -261,7 +261,8 @@ static void dcb_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 PRIu64 ", \"uncached\": %" PRIu64 ", \"waited\": %" PRIu64
 		 ", \"waited_fill\": %" PRIu64 ", \"joined\": %" PRIu64
 		 "}%s%s",
-		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.blocks,
+		 s.hits, s.misses, s.bytes_hit, s.bytes_cached, s.bytes_kept,
+		 s.blocks,
 		 s.bytes_written, s.evictions, s.rejected, s.dropped,
 		 s.errors, s.capacity, s.replayed, s.index_bytes,
 		 (uint64_t)atomic_load(&d->staging), mapped, d->staging_max,
@@ -347,6 +348,23 @@ static uint64_t dcb_held_run(struct pf_backend *be, struct pf_bfile *bf,
 	return (b * d->bs < f->size ? b * d->bs : f->size) - off;
 }
 
+/* The cached blocks [off, off + len) meets are the fill's (pf_dc_keep()). */
+static void dcb_keep(struct pf_backend *be, struct pf_bfile *bf, uint64_t off,
+		     uint64_t len)
+{
+	struct dcb *d = to_d(be);
+	struct dc_file *f = to_dcfile(bf);
+	uint64_t end = off + len < f->size ? off + len : f->size;
+
+	for (uint64_t b = off / d->bs; b * d->bs < end; b++) {
+		uint64_t bo = b * d->bs;
+		uint32_t blen = (uint32_t)(f->size - bo < d->bs ? f->size - bo
+								: d->bs);
+
+		pf_dc_keep(d->dc, &f->key, b, blen);
+	}
+}
+
 static const struct pf_backend_ops dcb_ops = {
 	.name = "diskcache",
 	.getattr = dcb_getattr,
@@ -362,6 +380,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.capacity = dcb_capacity,
 	.holds = dcb_holds,
 	.held_run = dcb_held_run,
+	.keep = dcb_keep,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,

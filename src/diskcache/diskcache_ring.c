@@ -138,7 +138,8 @@ static unsigned ring_start(struct dcb *d, struct op *op)
 
 		if (op->type == OP_WRITE) {
 			int slot = pf_dc_reserve(d->dc, &op->key, op->b0 + i,
-						 b->len);
+						 b->len,
+						 op->bg ? PF_DC_FILL : 0);
 
 			if (slot < 0)
 				continue;	/* cached, or not admitted */

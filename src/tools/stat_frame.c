@@ -112,6 +112,28 @@ static int screen_width(bool tty)
 
 /* ---- header, memory, totals ---------------------------------------- */
 
+/*
+ * A fill through the disk tier that is done with less on disk than it
+ * read (of its subset, or of all @tot bytes): the tier did not admit the
+ * rest, being full of other data its policy keeps (another data set's
+ * fill, not cold yet).
+ */
+static void fill_short(const struct pf_json *fl, double tot)
+{
+	double in_tier = pf_json_num(fl, "in_tier", -1);
+	double part = pf_json_num(fl, "part_bytes", 0);
+	double want = part > 0 ? part : tot;
+	char a[32], b[32];
+
+	if (!fl || in_tier < 0 || in_tier >= want ||
+	    strcmp(pf_json_str(fl, "state", ""), "done") != 0)
+		return;
+	pf_stat_line("  fill: the disk tier holds %s of the %s it filled "
+		     "(full of other data)",
+		     pf_stat_size(a, sizeof(a), in_tier),
+		     pf_stat_size(b, sizeof(b), want));
+}
+
 static void print_header(const char *mnt, const struct pf_stat_view *v)
 {
 	const struct pf_json *x = pf_json_get(v->root, "dirahead");
@@ -151,6 +173,24 @@ static void print_header(const char *mnt, const struct pf_stat_view *v)
 			     pf_stat_size(b, sizeof(b), tot),
 			     tot > 0 ? 100.0 * pf_json_num(fl, "bytes_done",
 							   0) / tot : 0.0);
+	/* a tree (or file) larger than the disk tier: the part it keeps */
+	if (fl && pf_json_num(fl, "part_bytes", 0) > 0) {
+		double in_tier = pf_json_num(fl, "in_tier", -1);
+		char c[32];
+
+		pf_stat_line("  fill subset %.0f of %.0f files, %s of %s, "
+			     "disk tier full%s%s%s",
+			     pf_json_num(fl, "part_files", 0),
+			     pf_json_num(fl, "tree_files", 0),
+			     pf_stat_size(a, sizeof(a),
+					  pf_json_num(fl, "part_bytes", 0)),
+			     pf_stat_size(b, sizeof(b), tot),
+			     in_tier >= 0 ? "; " : "",
+			     in_tier >= 0 ? pf_stat_size(c, sizeof(c),
+							 in_tier) : "",
+			     in_tier >= 0 ? " on disk" : "");
+	}
+	fill_short(fl, tot);
 }
 
 /* 79 columns; the interval's bytes are MB/s, the total's bytes.  wait%

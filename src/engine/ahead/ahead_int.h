@@ -10,7 +10,8 @@
  *   dirahead.c   readers of a directory's files in name order (one, or N
  *                striding), or of a tree's in random order
  *   fill.c       the background fill of a tree or a file read in random
- *                order: into memory, or through a disk tier
+ *                order: into memory, or through a disk tier (fillset.c:
+ *                the stable subset of a tree larger than the tier)
  *   plans.c      declared plans: the control file's writes, the hint
  *                thread (pf-hints) that fetches what the plans declare
  *                (plans_file.c: the plan file, its resolver and the caps
@@ -147,6 +148,15 @@ void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths);
 uint64_t pf_fill_budget(const struct pf_engine *e, bool *memory);
 /* on an opener thread, lock held on entry and return (dropped inside) */
 bool pf_fill_work(struct pf_engine *e);
+
+/*
+ * fillset.c: the stable subset of a tree larger than the disk tier.
+ * Keeps in @ns (in their order; the others' names freed) the files ranked
+ * first by pf_fillset_rank() that fit @budget bytes; returns how many,
+ * *bytes their sum (0, @ns untouched, when out of memory).  Pure.
+ */
+uint64_t pf_fillset_rank(const char *path);
+size_t pf_fillset_choose(struct names *ns, uint64_t budget, uint64_t *bytes);
 
 /* preload.c (warm-ups, pf_engine_preload_*) */
 void pf_preload_plan(struct pf_engine *e, struct deferred *later);

@@ -33,12 +33,19 @@
  * reader's misses before the fill's (PF_BIO_FILL): demand first; a read of
  * a tier block that another is bringing in (a reader's miss, which the
  * tier widens to its whole block, met by the fill's piece of it) joins
- * that one in the tier, so each block is fetched once.  A file
- * larger than the tier is filled as far as the tier holds (da->limit), a
- * stable subset that the tier's policy keeps (diskcache.c admits only over
- * cold blocks).  A random reader whose file fits neither memory nor a disk
- * tier gets one advice line in the log and the stats: the option and the
- * value that would let it be filled (fill_advise()).
+ * that one in the tier, so each block is fetched once.  A file larger than
+ * the tier is filled as far as the tier holds (fl->limit: its first
+ * bytes); a tree larger than the tier, a stable subset of its files in
+ * SUBSET_NUM / SUBSET_DEN of the tier (fillset.c: ranked by a hash of
+ * their path, so a remount's fill picks the same files and finds them on
+ * disk), the rest of the tier left to readers' misses of the other files.
+ * The tier keeps what the fill wrote, or found there and claimed (keep():
+ * a reader's misses of the fill's files), over readers' misses, and never
+ * evicts it for more of the same fill (diskcache.c); once done the fill
+ * counts what the tier holds of its files (fl->in_tier).  A reader whose
+ * file or tree fits neither memory nor a disk tier gets one advice line in
+ * the log and the stats: the option and the value that would let it be
+ * filled whole (fill_advise()).
  *
  * In memory, with a disk tier beside it (a tree that fits memory but whose
  * budget is the tier's), the fill lets the memory of the files it read
@@ -49,7 +56,8 @@
  * pattern changes (opens follow again: pf_fill_in_order()); it lets its
  * files go after FILL_HOLD_NS (looked at whenever the next-file threads
  * wake), so a version pinned by the fill is served about that long at
- * most.
+ * most (a fill that runs longer lets go of the files it has read and
+ * goes on: fill_let_go()).
  *
  * Threads: FUSE workers (pf_fill_shuffled, pf_fill_in_order, through the
  * learner; pf_fill_random_file, after a READ), the backend's completion
@@ -71,6 +79,10 @@
 /* the fill through a disk tier keeps at most max_memory / this in flight */
 #define THROUGH_SHARE 8
 #define THROUGH_PIECES 16
+/* a tree larger than the disk tier: its subset takes this share of the
+ * tier's capacity(), the rest is for readers' misses of the other files */
+#define SUBSET_NUM 3
+#define SUBSET_DEN 4
 #define ADVICE_MAX 200
 #define ADVICE_PATH 160	/* bytes of a path the advice names */
 
@@ -84,15 +96,25 @@ struct fill {
 	int state;
 	bool single;
 	bool through;		/* through the disk tier (see DESIGN) */
+	bool subset;		/* a tree larger than the tier: a stable
+				 * subset of it (fillset.c) */
 	char *froot;
-	struct names list;
+	struct names list;	/* a subset's: its files only */
 	size_t next;
 	unsigned opening;
-	uint64_t bytes_total;
+	size_t tree_files;	/* files listed (a subset's tree's) */
+	uint64_t bytes_total;	/* of the tree or file, subset or not */
 	uint64_t bytes_done;	/* when its files were let go */
+	uint64_t bytes_gone;	/* of files let go while it ran */
 	uint64_t on_disk;	/* held files a disk tier held whole: not read */
 	uint64_t limit;		/* through: bytes planned at most */
 	uint64_t planned;	/* through: bytes fetched or found held */
+	uint64_t part;		/* < bytes_total: what the tier holds of it
+				 * (a subset, or a file's first bytes) */
+	size_t part_files;
+	uint64_t tier_gone;	/* through: tier_bytes() of files let go */
+	int64_t in_tier;	/* through, once done: bytes of its files the
+				 * tier held then; -1 before */
 	uint64_t unused0;
 	uint64_t t0;
 	struct pf_efile **held;
@@ -105,13 +127,17 @@ struct fill {
 				 * reader may have brought some back) */
 	char advice[ADVICE_MAX]; /* "" or the advice, once: what follows
 				  * "random reads of " advice_what */
+	bool advice_tree;	/* of a tree's shuffled reads, not a file's */
 	char advice_what[ADVICE_PATH + 1];
 };
 
 int pf_fill_new(struct pf_engine *e)
 {
 	e->fill = calloc(1, sizeof(*e->fill));
-	return e->fill ? 0 : -1;
+	if (!e->fill)
+		return -1;
+	e->fill->in_tier = -1;
+	return 0;
 }
 
 /* After next_stop() (no held file is left). */
@@ -186,14 +212,16 @@ static void size_up(uint64_t v, char *buf, size_t len)
 }
 
 /*
- * Under the lock: a random reader of @what (@total bytes) that fits
- * neither memory nor a disk tier: one advice line, logged once and kept
+ * Under the lock: a random reader of file @what, or shuffled readers of
+ * tree @what (@tree), @total bytes that fit neither memory nor a disk
+ * tier (a tree: with a disk tier): one advice line, logged once and kept
  * for the stats.  The disk tier's capacity() is its slots less an eighth:
  * a cache of total x 8/7 holds it; memory's budget is 3/4 of max_memory,
  * and a disk tier's staging and index come out of the option's value
  * (cfg.memory_aside).
  */
-static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
+static void fill_advise(struct pf_engine *e, bool tree, const char *what,
+			uint64_t total)
 {
 	struct fill *fl = e->fill;
 	char disk[32];
@@ -205,6 +233,7 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 	size_up(total / 3 * 4 + e->cfg.memory_aside + (1u << 20), mem,
 		sizeof(mem));
 	snprintf(fl->advice_what, sizeof(fl->advice_what), "%s", what);
+	fl->advice_tree = tree;
 	if (e->be->ops->capacity)
 		snprintf(fl->advice, sizeof(fl->advice),
 			 " (%" PRIu64 " bytes) fit neither memory nor the disk "
@@ -215,7 +244,8 @@ static void fill_advise(struct pf_engine *e, const char *what, uint64_t total)
 			 " (%" PRIu64 " bytes) do not fit memory: add "
 			 "cache_dir=DIR (%s free needed) or max_memory=%s",
 			 total, disk, mem);
-	pf_warn("advice: random reads of %s%s", fl->advice_what, fl->advice);
+	pf_warn("advice: %s reads of %s%s", tree ? "shuffled" : "random",
+		fl->advice_what, fl->advice);
 }
 
 /* Under the lock: the stats' "advice", what the user can do that the
@@ -228,8 +258,10 @@ static void fill_advice_json(struct pf_engine *e, struct pf_strbuf *sb,
 
 	pf_strbuf_addf(sb, ",\n  \"advice\": [");
 	if (e->fill->advice[0]) {
-		snprintf(line, sizeof(line), "random reads of %s%s",
-			 paths ? e->fill->advice_what : "a file",
+		snprintf(line, sizeof(line), "%s reads of %s%s",
+			 e->fill->advice_tree ? "shuffled" : "random",
+			 paths ? e->fill->advice_what :
+			 e->fill->advice_tree ? "a tree" : "a file",
 			 e->fill->advice);
 		pf_strbuf_add_json(sb, line);
 	}
@@ -298,12 +330,42 @@ static uint64_t fill_done_bytes(struct pf_engine *e)
 	if (fl->through)
 		return fl->planned > e->fill_inflight
 			       ? fl->planned - e->fill_inflight : 0;
-	if (!fl->nheld)
+	if (!fl->nheld && !fl->bytes_gone)
 		return fl->bytes_done;
 	pf_fill_budget(e, &memory);
 	for (size_t i = 0; i < fl->nheld; i++)
 		done += filled(fl->held[i], memory);
-	return done;
+	return fl->bytes_gone + done;
+}
+
+/*
+ * Under the lock: bytes of @f the backend's own tier holds, made the
+ * fill's there (a reader's misses the fill counted on, written after the
+ * fill looked).
+ */
+static uint64_t tier_bytes(struct pf_engine *e, struct pf_efile *f)
+{
+	struct pf_backend *be = e->be;
+	uint64_t n = 0;
+
+	if (!be->ops->held_run || !f->cur)
+		return 0;
+	if (be->ops->keep)
+		be->ops->keep(be, f->cur->bf, 0, f->size);
+	for (uint64_t off = 0; off < f->size;) {
+		bool held;
+		uint64_t len = be->ops->held_run(be, f->cur->bf, off,
+						 f->size - off, &held);
+
+		if (!len)
+			break;
+		if (len > f->size - off)
+			len = f->size - off;
+		if (held)
+			n += len;
+		off += len;
+	}
+	return n;
 }
 
 static void held_release(struct pf_engine *e, struct pf_efile *f)
@@ -324,12 +386,72 @@ void pf_fill_release_all(struct pf_engine *e)
 {
 	struct fill *fl = e->fill;
 
-	if (fl->nheld)
+	if (fl->nheld || fl->bytes_gone)
 		fl->bytes_done = fill_done_bytes(e);
+	fl->bytes_gone = 0;
 	fl->npend = 0;
 	fl->shed = 0;
 	while (fl->nheld)
 		held_release(e, fl->held[--fl->nheld]);
+}
+
+/*
+ * Under the lock, FILL_HOLD_NS after a fill that still runs started: lets
+ * its files go (readers open them anew) but those it is still reading,
+ * which go at the next look once read: the fill goes on.
+ */
+static void fill_let_go(struct pf_engine *e)
+{
+	struct fill *fl = e->fill;
+	size_t k = 0;
+	bool memory;
+
+	pf_fill_budget(e, &memory);
+	for (size_t i = 0; i < fl->nheld; i++) {
+		struct pf_efile *f = fl->held[i];
+
+		if (f->fill_pending) {
+			fl->held[k++] = f;
+			continue;
+		}
+		if (fl->through)
+			fl->tier_gone += tier_bytes(e, f);
+		else
+			fl->bytes_gone += filled(f, memory);
+		held_release(e, f);
+	}
+	fl->nheld = k;
+	fl->shed = 0;
+}
+
+/* Under the lock: the fill is done (its last bytes are in, with a disk
+ * tier on disk); a fill through the tier counts what the tier holds of
+ * its files (its writes end before its reads do). */
+static void fill_done(struct pf_engine *e)
+{
+	struct fill *fl = e->fill;
+	const char *root = fl->froot[0] ? fl->froot : "/";
+	uint64_t n = fl->tier_gone;
+
+	fl->state = FILL_DONE;
+	if (!fl->through) {
+		pf_info("background fill of %s done", root);
+		return;
+	}
+	for (size_t i = 0; i < fl->nheld; i++)
+		n += tier_bytes(e, fl->held[i]);
+	fl->in_tier = (int64_t)n;
+	if (!fl->part) {
+		pf_info("background fill of %s done: the disk cache holds %"
+			PRIu64 " of its %" PRIu64 " bytes", root, n,
+			fl->bytes_total);
+		return;
+	}
+	pf_info("background fill of %s done: a stable subset, %zu of %zu "
+		"files, %" PRIu64 " of %" PRIu64 " bytes (the disk cache "
+		"holds no more of it); the disk cache holds %" PRIu64
+		" bytes of the subset", root, fl->part_files, fl->tree_files,
+		fl->part, fl->bytes_total, n);
 }
 
 static void fill_stop(struct pf_engine *e, const char *why)
@@ -357,8 +479,9 @@ void pf_fill_in_order(struct pf_engine *e)
 /*
  * Whether @total bytes can be filled, and how (fl->through, fl->limit):
  * in memory, through the disk tier (all of it; a single file larger than
- * the tier, as far as it holds), or not at all.  A file that does not
- * fit whole gets the advice.
+ * the tier, as far as it holds; a tree larger than the tier, a stable
+ * subset of it in SUBSET_NUM / SUBSET_DEN of the tier: fl->subset), or
+ * not at all.  What does not fit whole gets the advice.
  */
 static bool fill_fits(struct pf_engine *e, const char *what, uint64_t total,
 		      bool single)
@@ -369,11 +492,48 @@ static bool fill_fits(struct pf_engine *e, const char *what, uint64_t total,
 
 	fl->through = !memory && total > fill_memory_budget(e);
 	fl->limit = total < budget ? total : budget;
+	fl->subset = !single && fl->through && total > budget;
+	if (fl->subset)
+		fl->limit = budget / SUBSET_DEN * SUBSET_NUM;
 	fl->planned = 0;
-	/* (a tree's advice is prefetchfs-stat's, from the budget) */
-	if (total > budget && single)
-		fill_advise(e, what, total);
-	return total <= budget || (fl->through && single);
+	fl->part = 0;
+	fl->part_files = 0;
+	fl->tier_gone = 0;
+	fl->bytes_gone = 0;
+	fl->in_tier = -1;
+	/* (a tree's advice without a disk tier is prefetchfs-stat's, from
+	 * the budget) */
+	if (total > budget && (single || !memory))
+		fill_advise(e, !single, what, total);
+	return total <= budget || fl->through;
+}
+
+/*
+ * Under the lock: of the tree listed in @ns, larger than the disk tier,
+ * the stable subset that fits fl->limit (fillset.c) is left in @ns.
+ * False when no file of it fits.
+ */
+static bool fill_subset(struct pf_engine *e, const char *root,
+			struct names *ns)
+{
+	struct fill *fl = e->fill;
+	uint64_t bytes;
+	size_t n = pf_fillset_choose(ns, fl->limit, &bytes);
+
+	if (!n) {
+		pf_info("shuffled readers of %s: no file of it fits the disk "
+			"cache's share for the fill (%" PRIu64 " bytes), no "
+			"background fill", root, fl->limit);
+		return false;
+	}
+	fl->limit = bytes;
+	fl->part = bytes;
+	fl->part_files = n;
+	pf_info("shuffled readers of %s: its %zu files (%" PRIu64 " bytes) "
+		"do not fit the disk cache; filling a stable subset of %zu "
+		"(%" PRIu64 " bytes) through it in the background", root,
+		fl->tree_files, fl->bytes_total, n, bytes);
+	return true;
 }
 
 /* On a next-file thread, under the lock: the listing of the tree to fill
@@ -396,6 +556,7 @@ void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
 	for (size_t i = 0; i < ns->n; i++)
 		total += ns->size[i];
 	fl->bytes_total = total;
+	fl->tree_files = ns->n;
 	if (!fill_fits(e, root, total, false)) {
 		pf_info("shuffled readers of %s: %" PRIu64 " bytes do not fit "
 			"the cache (%" PRIu64 "), no background fill", root,
@@ -403,9 +564,14 @@ void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
 		fl->state = FILL_TOO_BIG;
 		return;
 	}
-	pf_info("shuffled readers of %s: filling its %zu files (%" PRIu64
-		" bytes) in the background%s", root, ns->n, total,
-		fl->through ? " through the disk cache" : "");
+	if (fl->subset && !fill_subset(e, root, ns)) {
+		fl->state = FILL_TOO_BIG;
+		return;
+	}
+	if (!fl->subset)
+		pf_info("shuffled readers of %s: filling its %zu files (%"
+			PRIu64 " bytes) in the background%s", root, ns->n,
+			total, fl->through ? " through the disk cache" : "");
 	pf_next_names_clear(&fl->list);
 	free(fl->list.v);
 	free(fl->list.size);
@@ -432,9 +598,14 @@ void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
 	free(fl->froot);
 	fl->froot = strdup(f->path);
 	fl->bytes_total = f->size;
+	fl->tree_files = 1;
 	if (!fill_fits(e, f->path, f->size, true)) {
 		fl->state = FILL_TOO_BIG;
 		return;
+	}
+	if (fl->limit < f->size) {
+		fl->part = fl->limit;
+		fl->part_files = 1;
 	}
 	if (fl->limit < f->size)
 		pf_info("random reader of %s: filling %" PRIu64 " of its %"
@@ -487,6 +658,9 @@ void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 	 * the reader's open, nothing to read */
 	if (e->be->ops->holds && f->cur &&
 	    e->be->ops->holds(e->be, f->cur->bf, f->size)) {
+		/* the fill's now, if a reader's miss brought it */
+		if (e->be->ops->keep)
+			e->be->ops->keep(e->be, f->cur->bf, 0, f->size);
 		fl->on_disk++;
 		if (fl->through)
 			fl->planned += f->size;
@@ -577,6 +751,9 @@ static int fill_through(struct pf_engine *e, struct pf_efile *f,
 		if (len > f->size - off)
 			len = f->size - off;
 		if (held) {
+			/* a reader's misses: the fill's now (kept) */
+			if (be->ops->keep)
+				be->ops->keep(be, f->cur->bf, off, len);
 			f->ghost_upto += len;
 			fl->planned += len;
 			continue;
@@ -585,6 +762,10 @@ static int fill_through(struct pf_engine *e, struct pf_efile *f,
 			return -1;
 		reached = pf_cover_range(e, f, off, off + len, &c, &fb, later);
 		pf_fetch_builder_flush(e, &fb, later);
+		/* what a reader's fetch brought (in memory, on its way to
+		 * the tier) is the fill's too */
+		if (be->ops->keep && reached > off)
+			be->ops->keep(be, f->cur->bf, off, reached - off);
 		fl->planned += reached - off;
 		f->ghost_upto = reached;
 		if (reached < off + len)
@@ -670,8 +851,11 @@ bool pf_fill_work(struct pf_engine *e)
 	now = engine_now(e);
 	if (fl->nheld && now - fl->t0 > FILL_HOLD_NS) {
 		/* versions pinned that long ago: let readers open anew */
-		pf_fill_release_all(e);
-		return false;
+		if (fl->state != FILL_RUNNING) {
+			pf_fill_release_all(e);
+			return false;
+		}
+		fill_let_go(e);
 	}
 	if (fl->state != FILL_RUNNING)
 		return false;
@@ -685,11 +869,8 @@ bool pf_fill_work(struct pf_engine *e)
 	    (fl->through && fl->planned >= fl->limit)) {
 		/* done once its last bytes are in (with a disk tier: on
 		 * disk) */
-		if (!fl->opening && !fl->npend && !e->fill_inflight) {
-			fl->state = FILL_DONE;
-			pf_info("background fill of %s done",
-				fl->froot[0] ? fl->froot : "/");
-		}
+		if (!fl->opening && !fl->npend && !e->fill_inflight)
+			fill_done(e);
 		return false;
 	}
 	if (fl->opening + fl->npend >= ahead)
@@ -727,10 +908,19 @@ void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 		       ", \"files\": %zu, \"held\": %zu, \"on_disk\": %"
 		       PRIu64 ", \"bytes_done\": %" PRIu64
 		       ", \"bytes_total\": %" PRIu64 ", \"budget\": %" PRIu64
-		       ", \"budget_of\": \"%s\", \"through\": %s}",
+		       ", \"budget_of\": \"%s\", \"through\": %s",
 		       fl->single ? (size_t)1 : fl->list.n, fl->nheld,
 		       fl->on_disk, fill_done_bytes(e), fl->bytes_total,
 		       budget, memory ? "memory" : "disk",
 		       fl->through ? "true" : "false");
+	/* a part of it only (the disk tier holds no more): which part, and
+	 * what the tier held of the fill's files once it was done (less
+	 * than it read when the tier admitted not all of it) */
+	pf_strbuf_addf(sb,
+		       ", \"tree_files\": %zu, \"part_files\": %zu, "
+		       "\"part_bytes\": %" PRIu64 ", \"tier_full\": %s, "
+		       "\"in_tier\": %" PRId64 "}",
+		       fl->tree_files, fl->part_files, fl->part,
+		       fl->part ? "true" : "false", fl->in_tier);
 	fill_advice_json(e, sb, paths);
 }
