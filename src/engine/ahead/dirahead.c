@@ -90,6 +90,8 @@ struct ddir {
 	uint64_t gap_ns;	/* learned interval between opens */
 	long asked[XD_ASKED];
 	unsigned apos;
+	uint8_t *askmap;	/* the indices in asked (ddir_was_asked()) */
+	size_t askmap_n;
 	unsigned extra;		/* files ahead added: readers that came
 				 * to a file still being read ahead */
 	/* per index of ls: opened by a reader in this pass (ddir_seen()) */
@@ -120,6 +122,7 @@ static void ddir_clear(struct ddir *d)
 	free(d->ls.v);
 	free(d->ls.size);
 	free(d->seen);
+	free(d->askmap);
 	for (unsigned i = 0; i < XD_RECENT; i++)
 		free(d->recent[i]);
 	memset(d, 0, sizeof(*d));
@@ -311,13 +314,69 @@ static void ddir_see(struct ddir *d, long j)
 	d->seen[j / 8] |= (uint8_t)(1u << (j % 8));
 }
 
-static bool ddir_was_asked(struct ddir *d, long idx)
+/*
+ * d->askmap mirrors the ring d->asked as one bit per index of the listing
+ * (rebuilt from the ring when the listing's size changed): an in-order
+ * reader's every open asks again for the files ahead it asked for at the
+ * previous ones, and a scan of the ring per candidate cost most of an
+ * open's time under the engine lock.  Without the map (no memory), the
+ * scan.
+ */
+static bool ddir_ring_has(const struct ddir *d, long idx)
 {
 	for (unsigned i = 0; i < XD_ASKED; i++)
 		if (d->asked[i] == idx)
 			return true;
+	return false;
+}
+
+static void ddir_askmap_set(struct ddir *d, long idx, bool on)
+{
+	if (idx < 0 || (size_t)idx >= d->askmap_n)
+		return;
+	if (on)
+		d->askmap[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	else
+		d->askmap[idx / 8] &= (uint8_t)~(1u << (idx % 8));
+}
+
+static bool ddir_askmap_sync(struct ddir *d)
+{
+	size_t bytes = (d->ls.n + 7) / 8;
+
+	if (d->askmap && d->askmap_n == d->ls.n)
+		return true;
+	free(d->askmap);
+	d->askmap_n = 0;
+	d->askmap = calloc(bytes ? bytes : 1, 1);
+	if (!d->askmap)
+		return false;
+	d->askmap_n = d->ls.n;
+	for (unsigned i = 0; i < XD_ASKED; i++)
+		ddir_askmap_set(d, d->asked[i], true);
+	return true;
+}
+
+static bool ddir_was_asked(struct ddir *d, long idx)
+{
+	long out = d->asked[d->apos];
+	bool map = ddir_askmap_sync(d);
+	bool asked;
+
+	if (map && idx >= 0 && (size_t)idx < d->askmap_n)
+		asked = d->askmap[idx / 8] & (1u << (idx % 8));
+	else
+		asked = ddir_ring_has(d, idx);
+	if (asked)
+		return true;
 	d->asked[d->apos] = idx;
 	d->apos = (d->apos + 1) % XD_ASKED;
+	if (map) {
+		/* the ring holds each index once, but who knows */
+		if (!ddir_ring_has(d, out))
+			ddir_askmap_set(d, out, false);
+		ddir_askmap_set(d, idx, true);
+	}
 	return false;
 }
 
