@@ -178,6 +178,36 @@ START_TEST(test_first_open_guesses)
 }
 END_TEST
 
+/*
+ * A reader's guess and its follows never ask for a file it already read
+ * in this pass, even once that file is gone from memory: a shuffled reader
+ * (bench/tierfile.sh) read it and will not again; asking for it fetched it
+ * a second time (one more look-up in the shared tier, or a store read).
+ */
+START_TEST(test_no_ask_of_a_file_read)
+{
+	unsigned id = 0 * NFILES + 5;
+	uint64_t guessed;
+
+	read_whole(0, 5);
+	/* the listing, then the first open's guess: f006 and on */
+	for (int i = 0; i < 500 && stats_num("asked") < 8; i++)
+		usleep(10000);
+	settle();
+	guessed = stats_num("asked");
+	ck_assert_uint_ge(guessed, 8);
+	/* f005 let go of: no efile by its path, no block */
+	pf_efile_retire(efiles[id]);
+	/* f002, f003, f004 follow: f005 and on are wanted ahead; all but
+	 * f005 were asked already, f005 was read */
+	read_whole(0, 2);
+	read_whole(0, 3);
+	read_whole(0, 4);
+	settle();
+	ck_assert_uint_eq(stats_num("asked"), guessed);
+}
+END_TEST
+
 START_TEST(test_in_order_n_dirs)
 {
 	struct pf_engine_totals t;
@@ -502,6 +532,7 @@ static Suite *dirahead_suite(void)
 	tcase_add_test(tc, test_ahead_rule);
 	tcase_add_test(tc, test_in_order_one_dir);
 	tcase_add_test(tc, test_first_open_guesses);
+	tcase_add_test(tc, test_no_ask_of_a_file_read);
 	tcase_add_test(tc, test_in_order_n_dirs);
 	tcase_add_test(tc, test_n_ranks_striding);
 	suite_add_tcase(s, tc);

@@ -484,6 +484,26 @@ sanitized() {
 	ldd "$PF" 2>/dev/null | grep -qE 'lib(asan|ubsan|tsan)'
 }
 
+# hwm_kb PID: the process's peak RSS (VmHWM) in KiB.
+hwm_kb() {
+	awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null
+}
+
+# check_peak_rss PID HWM0 MIB: the daemon's peak RSS grew by at most MIB
+# (its max_memory) since HWM0 (hwm_kb before the reads); not compared in a
+# sanitizer build.
+check_peak_rss() {
+	local hwm
+	hwm=$(hwm_kb "$1")
+	echo "daemon peak RSS: $2 KiB before the reads, ${hwm} KiB after"
+	if sanitized; then
+		ok "peak RSS not compared: a sanitizer build"
+	else
+		check "peak RSS within max_memory ($3 MiB) of the daemon's before the reads" \
+			[ "${hwm:-999999999}" -le $(($2 + $3 * 1024)) ]
+	fi
+}
+
 # one_line_err FILE: FILE is exactly one line starting "prefetchfs: ".
 one_line_err() {
 	[ "$(wc -l <"$1")" -eq 1 ] && head -1 "$1" | grep -q '^prefetchfs: '

@@ -43,7 +43,7 @@ pf_mount_ready "$DELAY_URL/" "$M" -o "cache_dir=$WORK/cache,max_memory=32M" ||
 	{ fail "mount with cache_dir,max_memory=32M"; finish; }
 pid=$(cat "$WORK/pid.$(basename "$M")")
 stat "$M/big.bin" >/dev/null
-hwm0=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+hwm0=$(hwm_kb "$pid")
 
 # ---- random 4 KiB reads until the fill is done ------------------------------
 t0=$(date +%s)
@@ -65,14 +65,7 @@ stats_check "memory holds none of the fill (memory_ahead under 4 MiB)" "$M" "t['
 echo "nginx: $(gets) GETs, $(sent) bytes of big.bin;" \
 	"$(stats_eval "$M" "c['joined']") reads joined a miss in flight"
 check "one fetch per byte: nginx sent at most 1.05 x the file" [ "$(sent)" -le $((SIZE + SIZE / 20)) ]
-hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
-echo "daemon peak RSS: ${hwm0} KiB before the reads, ${hwm} KiB after"
-if sanitized; then
-	ok "peak RSS not compared: a sanitizer build"
-else
-	check "peak RSS within max_memory (32 MiB) of the daemon's before the reads" \
-		[ "$hwm" -le $((hwm0 + 32 * 1024)) ]
-fi
+check_peak_rss "$pid" "$hwm0" 32
 
 # ---- the whole file again: from the disk tier, no request to nginx ----------
 drop_page_cache "$M/big.bin"

@@ -75,7 +75,7 @@ nginx_start "$SRC" --json >/dev/null || { fail "nginx"; finish; }
 pf_mount_ready "$NGINX_URL" "$M" -o "$OPTS" || { fail "mount with $OPTS"; finish; }
 pid=$(cat "$WORK/pid.$(basename "$M")")
 stat "$M/tree" >/dev/null
-hwm0=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+hwm0=$(hwm_kb "$pid")
 stats_check "the tree is larger than the disk tier, the tier than memory" "$M" \
 	"c['capacity'] < $TOTAL and c['capacity'] * 7 // 8 > t['memory_max']"
 
@@ -100,14 +100,7 @@ stats_check "the tier holds all of the subset, as the fill's" "$M" \
 	"s['fill']['in_tier'] == s['fill']['part_bytes'] and c['bytes_kept'] >= s['fill']['part_bytes'] and c['bytes_cached'] <= c['capacity']"
 stats_check "memory within its budget, holding none of the fill (the subset is larger)" "$M" \
 	"t['memory_used'] <= t['memory_max'] < s['fill']['part_bytes'] and t['memory_ahead'] <= t['memory_max'] // 2"
-hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
-echo "daemon peak RSS: ${hwm0} KiB before the reads, ${hwm} KiB after"
-if sanitized; then
-	ok "peak RSS not compared: a sanitizer build"
-else
-	check "peak RSS within max_memory (32 MiB) of the daemon's before the reads" \
-		[ "$hwm" -le $((hwm0 + 32 * 1024)) ]
-fi
+check_peak_rss "$pid" "$hwm0" 32
 PART=$(stats_eval "$M" "s['fill']['part_files']")
 CAP=$(stats_eval "$M" "c['capacity'] * 7 // 8 * 3 // 4")
 mapfile -t KEPT < <(subset "$CAP")

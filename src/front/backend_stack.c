@@ -166,9 +166,10 @@ static int diskcache_wrap(struct pf_opts *o, const char *src, int cachefd,
 	/* the disk tier's staging and index come out of max_memory */
 	dmem = pf_diskcache_backend_memory(dbe);
 	e->memory_aside = e->max_memory;
-	e->max_memory = e->max_memory - floor > dmem ? e->max_memory - dmem :
+	e->max_memory = e->max_memory > floor + dmem ? e->max_memory - dmem :
 						       floor;
-	e->memory_aside -= e->max_memory;
+	e->memory_aside = e->memory_aside > e->max_memory ?
+				  e->memory_aside - e->max_memory : 0;
 	return 0;
 }
 
@@ -211,7 +212,7 @@ static int sharedcache_wrap(struct pf_opts *o, const char *src,
 	}
 	*be = sbe;
 	mem = pf_sc_backend_memory(sbe);
-	e->max_memory = e->max_memory - floor > mem ? e->max_memory - mem :
+	e->max_memory = e->max_memory > floor + mem ? e->max_memory - mem :
 						      floor;
 	n = strlen(desc);
 	snprintf(desc + n, desclen - n, " + shared cache");

@@ -203,6 +203,8 @@ static void sc_cancel(struct pf_backend *be)
 /* Frees look_clients()'s. */
 static void look_clients_free(struct sc *t, struct sc_look *lk)
 {
+	if (lk->res_made)
+		memcached_result_free(&lk->res);
 	if (lk->mc)
 		memcached_free(lk->mc);
 	for (unsigned k = 0; lk->one && k < t->nsrv; k++)
@@ -300,6 +302,9 @@ static int look_clients(struct sc *t, struct sc_look *lk,
 	lk->one = calloc(t->nsrv, sizeof(memcached_st *));
 	if (!lk->mc || !lk->ejected || !lk->asked || !lk->one)
 		return -ENOMEM;
+	if (!memcached_result_create(lk->mc, &lk->res))
+		return -ENOMEM;
+	lk->res_made = true;
 	for (unsigned k = 0; k < t->nsrv; k++) {
 		lk->one[k] = pf_sc_mc_new(&sv[k], 1, t->timeout_ms, false);
 		if (!lk->one[k])

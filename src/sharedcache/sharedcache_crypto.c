@@ -17,7 +17,14 @@
  * file or another cluster's secret fails the tag.  Nonces are random: one
  * secret should seal fewer than 2^32 values (2 PiB of 512 KiB pieces).
  *
- * No state, no threads: every function may be called from any thread.
+ * Contexts.  Each thread keeps its own libcrypto contexts (a pthread key,
+ * freed when the thread ends): the HMAC keyed with the MAC key, and an
+ * AES-256-GCM context each way keyed with the encryption key, so that a
+ * piece's key, seal or opening sets up no context, fetches no algorithm
+ * and expands no key (it did: 1.6 us a key and 1 us an opening, of a
+ * 64 KiB hit's 20 us of AES-GCM).  A thread's contexts follow the keys it
+ * was last given (two mounts in one process, tests: compared by bytes).
+ * Every function may be called from any thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +35,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/params.h>
 #include <openssl/rand.h>
 
 #include "pf_sharedcache.h"
@@ -45,6 +57,129 @@ static void hmac(const uint8_t *key, size_t klen, const void *msg,
 	unsigned int n = 32;
 
 	HMAC(EVP_sha256(), key, (int)klen, msg, len, out, &n);
+}
+
+/* ---- each thread's contexts ---- */
+
+struct tctx {
+	EVP_MAC_CTX *mac;	/* HMAC-SHA256 keyed with mac_key */
+	uint8_t mac_key[32];
+	EVP_CIPHER_CTX *enc;	/* AES-256-GCM keyed with enc_key, sealing */
+	uint8_t enc_key[32];
+	EVP_CIPHER_CTX *dec;	/* the same, opening */
+	uint8_t dec_key[32];
+};
+
+static pthread_once_t tonce = PTHREAD_ONCE_INIT;
+static pthread_key_t tkey;
+static bool tkey_ok;
+static EVP_MAC *hmac_alg;
+static EVP_CIPHER *gcm_alg;
+
+static void tctx_free(void *arg)
+{
+	struct tctx *c = arg;
+
+	EVP_MAC_CTX_free(c->mac);
+	EVP_CIPHER_CTX_free(c->enc);
+	EVP_CIPHER_CTX_free(c->dec);
+	OPENSSL_cleanse(c, sizeof(*c));
+	free(c);
+}
+
+static void tonce_init(void)
+{
+	hmac_alg = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	gcm_alg = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	tkey_ok = hmac_alg && gcm_alg && pthread_key_create(&tkey, tctx_free) == 0;
+}
+
+/* This thread's contexts; NULL: none to be had (the one-shot calls then). */
+static struct tctx *tctx_get(void)
+{
+	struct tctx *c;
+
+	pthread_once(&tonce, tonce_init);
+	if (!tkey_ok)
+		return NULL;
+	c = pthread_getspecific(tkey);
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	if (pthread_setspecific(tkey, c) != 0) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* This thread's HMAC keyed with @key (32 bytes), ready for input. */
+static EVP_MAC_CTX *tctx_mac(const uint8_t key[32])
+{
+	struct tctx *c = tctx_get();
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+						 (char *)"SHA256", 0),
+		OSSL_PARAM_construct_end()
+	};
+
+	if (!c)
+		return NULL;
+	if (c->mac && memcmp(c->mac_key, key, 32) == 0)
+		return EVP_MAC_init(c->mac, NULL, 0, NULL) == 1 ? c->mac : NULL;
+	if (!c->mac)
+		c->mac = EVP_MAC_CTX_new(hmac_alg);
+	if (!c->mac || EVP_MAC_init(c->mac, key, 32, params) != 1) {
+		EVP_MAC_CTX_free(c->mac);
+		c->mac = NULL;
+		return NULL;
+	}
+	memcpy(c->mac_key, key, 32);
+	return c->mac;
+}
+
+/* This thread's AES-256-GCM context keyed with @key, sealing (@enc) or
+ * opening, its nonce set to @iv. */
+static EVP_CIPHER_CTX *tctx_gcm(const uint8_t key[32], bool enc,
+				const uint8_t *iv)
+{
+	struct tctx *c = tctx_get();
+	EVP_CIPHER_CTX **ctx;
+	uint8_t *have;
+
+	if (!c)
+		return NULL;
+	ctx = enc ? &c->enc : &c->dec;
+	have = enc ? c->enc_key : c->dec_key;
+	if (!*ctx || memcmp(have, key, 32) != 0) {
+		if (!*ctx)
+			*ctx = EVP_CIPHER_CTX_new();
+		if (!*ctx || EVP_CipherInit_ex2(*ctx, gcm_alg, key, NULL,
+						enc, NULL) != 1) {
+			EVP_CIPHER_CTX_free(*ctx);
+			*ctx = NULL;
+			return NULL;
+		}
+		memcpy(have, key, 32);
+	}
+	/* the key schedule stays; the nonce (and GCM's state) anew */
+	return EVP_CipherInit_ex2(*ctx, NULL, NULL, iv, enc, NULL) == 1 ? *ctx :
+									   NULL;
+}
+
+/* A MAC-keyed HMAC-SHA256 of @msg: this thread's context, or one-shot. */
+static void hmac_keyed(const uint8_t key[32], const void *msg, size_t len,
+		       uint8_t out[32])
+{
+	EVP_MAC_CTX *m = tctx_mac(key);
+	size_t n = 0;
+
+	if (m && EVP_MAC_update(m, msg, len) == 1 &&
+	    EVP_MAC_final(m, out, &n, 32) == 1 && n == 32)
+		return;
+	hmac(key, 32, msg, len, out);
 }
 
 int pf_sc_keys_derive(const void *secret, size_t len, struct pf_sc_keys *k)
@@ -181,7 +316,7 @@ void pf_sc_fid_of(const struct pf_sc_keys *k, const char *source,
 	p = put64(p, fid->size);
 	p = put64(p, (uint64_t)fid->mtime_s);
 	p = put64(p, (uint64_t)fid->mtime_ns);
-	hmac(k->mac, sizeof(k->mac), msg, (size_t)(p - msg), fid->id);
+	hmac_keyed(k->mac, msg, (size_t)(p - msg), fid->id);
 	if (msg != small)
 		free(msg);
 }
@@ -198,7 +333,7 @@ void pf_sc_piece_key(const struct pf_sc_keys *k, const struct pf_sc_fid *fid,
 	p += 32;
 	p = put64(p, PF_SC_PIECE);
 	p = put64(p, piece);
-	hmac(k->mac, sizeof(k->mac), msg, (size_t)(p - msg), key);
+	hmac_keyed(k->mac, msg, (size_t)(p - msg), key);
 }
 
 void pf_sc_key_text(const uint8_t key[PF_SC_KEY_BYTES], char kind,
@@ -245,20 +380,18 @@ int pf_sc_seal(const struct pf_sc_keys *k, const uint8_t key[PF_SC_KEY_BYTES],
 
 	if (len > PF_SC_PIECE)
 		return -EINVAL;
-	ctx = EVP_CIPHER_CTX_new();
-	if (!ctx)
-		return -ENOMEM;
 	aad_of(aad, key, fid, piece, len);
 	o[0] = FORMAT;
-	ok = RAND_bytes(o + 1, NONCE) == 1 &&
-	     EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, k->enc,
-				o + 1) == 1 &&
-	     EVP_EncryptUpdate(ctx, NULL, &n, aad, AAD_LEN) == 1 &&
+	if (RAND_bytes(o + 1, NONCE) != 1)
+		return -EIO;
+	ctx = tctx_gcm(k->enc, true, o + 1);
+	if (!ctx)
+		return -ENOMEM;
+	ok = EVP_EncryptUpdate(ctx, NULL, &n, aad, AAD_LEN) == 1 &&
 	     EVP_EncryptUpdate(ctx, o + 1 + NONCE, &n, plain, (int)len) == 1 &&
 	     EVP_EncryptFinal_ex(ctx, o + 1 + NONCE + n, &n) == 1 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG,
 				 o + 1 + NONCE + len) == 1;
-	EVP_CIPHER_CTX_free(ctx);
 	return ok ? (int)(len + PF_SC_SEAL_OVERHEAD) : -EIO;
 }
 
@@ -277,17 +410,14 @@ int pf_sc_unseal(const struct pf_sc_keys *k,
 	if (vlen != (size_t)len + PF_SC_SEAL_OVERHEAD || v[0] != FORMAT ||
 	    len > PF_SC_PIECE)
 		return -EBADMSG;
-	ctx = EVP_CIPHER_CTX_new();
+	ctx = tctx_gcm(k->enc, false, v + 1);
 	if (!ctx)
 		return -ENOMEM;
 	aad_of(aad, key, fid, piece, len);
 	memcpy(tag, v + 1 + NONCE + len, TAG);
-	ok = EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, k->enc,
-				v + 1) == 1 &&
-	     EVP_DecryptUpdate(ctx, NULL, &n, aad, AAD_LEN) == 1 &&
+	ok = EVP_DecryptUpdate(ctx, NULL, &n, aad, AAD_LEN) == 1 &&
 	     EVP_DecryptUpdate(ctx, plain, &n, v + 1 + NONCE, (int)len) == 1 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG, tag) == 1 &&
 	     EVP_DecryptFinal_ex(ctx, (uint8_t *)plain + n, &n) == 1;
-	EVP_CIPHER_CTX_free(ctx);
 	return ok ? 0 : -EBADMSG;
 }

@@ -184,6 +184,11 @@ struct sc_look {
 	pthread_t thread;
 	bool started;
 	memcached_st *mc;
+	/* the multi-gets' values, kept from one to the next (its buffer
+	 * grows to a piece once, not at every multi-get); in here, not
+	 * allocated: libmemcached frees an allocated one at a fetch's end */
+	memcached_result_st res;
+	bool res_made;
 	struct sc_op *waiting;	/* parked ops, this thread's */
 	bool *ejected;		/* per server: by this client */
 	uint64_t ej_ns;		/* last looked at */

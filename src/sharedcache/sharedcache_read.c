@@ -516,7 +516,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	struct sc *t = lk->t;
 	const char *keys[MGET_MAX];
 	size_t lens[MGET_MAX];
-	memcached_result_st res;
+	memcached_result_st *res = &lk->res;
 	memcached_return_t rc;
 	unsigned cur = 0;
 
@@ -534,11 +534,9 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 			return;
 		}
 	}
-	if (!memcached_result_create(lk->mc, &res))
-		return;
-	while (memcached_fetch_result(lk->mc, &res, &rc)) {
-		const char *key = memcached_result_key_value(&res);
-		size_t klen = memcached_result_key_length(&res);
+	while (memcached_fetch_result(lk->mc, res, &rc)) {
+		const char *key = memcached_result_key_value(res);
+		size_t klen = memcached_result_key_length(res);
 		unsigned k;
 
 		if (klen != PF_SC_KEY_TEXT)
@@ -562,8 +560,8 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 				continue;
 			if (pf_sc_unseal(&t->keys, pc->key, &op->fid,
 					 op->p0 + refs[k].i,
-					 memcached_result_value(&res),
-					 memcached_result_length(&res),
+					 memcached_result_value(res),
+					 memcached_result_length(res),
 					 op->buf + pc->off, pc->len) < 0) {
 				/* once: a waiting op looks again */
 				if (pc->bad)
@@ -574,7 +572,7 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 					 "open under key %.12s... (%zu bytes, "
 					 "piece %" PRIu64 " of %u): dropped",
 					 pc->text,
-					 memcached_result_length(&res),
+					 memcached_result_length(res),
 					 op->p0 + refs[k].i, pc->len);
 				continue;
 			}
@@ -592,7 +590,6 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 	if (rc != MEMCACHED_END && rc != MEMCACHED_NOTFOUND &&
 	    rc != MEMCACHED_SUCCESS)
 		pf_sc_mc_error(t, lk->mc, rc, "multi-get");
-	memcached_result_free(&res);
 	pf_sc_mc_answered(lk, rc);
 }
 
@@ -752,14 +749,56 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 	lk->waiting = op;
 }
 
-/* Looks up every piece of the ops of @batch not there yet, then decides
- * each op. */
+/*
+ * A piece two ops of a batch want (the engine's fetches cut a piece: a
+ * stream's first demand fetch and its first read-ahead, submitted
+ * together): asked once, for refs[k]; @op's copy taken from there.
+ */
+struct twin {
+	struct sc_op *op;
+	unsigned i;
+	unsigned k;
+};
+
+/* The ref of refs[0, n) naming @pc's key; n if none. */
+static unsigned ref_of(const struct ref *refs, unsigned n,
+		       const struct sc_pc *pc)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (memcmp(refs[k].op->pc[refs[k].i].key, pc->key,
+			   PF_SC_KEY_BYTES) == 0)
+			return k;
+	return n;
+}
+
+/* After the multi-get of refs: each twin takes its piece if it came. */
+static void twins_take(struct sc *t, const struct ref *refs,
+		       const struct twin *tw, unsigned nt)
+{
+	for (unsigned j = 0; j < nt; j++) {
+		const struct sc_op *from = refs[tw[j].k].op;
+		const struct sc_pc *fp = &from->pc[refs[tw[j].k].i];
+		struct sc_pc *pc = &tw[j].op->pc[tw[j].i];
+
+		if (fp->state != PC_HAVE || fp->len != pc->len)
+			continue;
+		memcpy(tw[j].op->buf + pc->off, from->buf + fp->off, pc->len);
+		pc->state = PC_HAVE;
+		atomic_fetch_add(&t->st.pieces_hit, 1);
+	}
+}
+
+/* Looks up every piece of the ops of @batch not there yet (a piece two of
+ * them want, once), then decides each op. */
 static void look_batch(struct sc_look *lk, struct sc_op *batch)
 {
 	struct sc *t = lk->t;
 	struct ref refs[MGET_MAX];
+	struct twin tw[MGET_MAX];
 	uint64_t now = pf_now_ns();
 	unsigned n = 0;
+	unsigned nt = 0;
+	unsigned k;
 
 	memset(lk->asked, 0, t->nsrv * sizeof(bool));
 	for (struct sc_op *op = batch; op; op = op->next)
@@ -781,17 +820,26 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 				atomic_fetch_add(&t->st.aside_pieces, 1);
 				continue;
 			}
+			k = ref_of(refs, n, pc);
+			if (k < n && nt < MGET_MAX) {
+				tw[nt++] = (struct twin){ op, i, k };
+				continue;
+			}
 			if (n == MGET_MAX) {
 				look_mget(lk, refs, n);
+				twins_take(t, refs, tw, nt);
 				memset(lk->asked, 0, t->nsrv * sizeof(bool));
 				n = 0;
+				nt = 0;
 			}
 			if (srv >= 0)
 				lk->asked[srv] = true;
 			refs[n++] = (struct ref){ pc->text, op, i };
 		}
-	if (n)
+	if (n) {
 		look_mget(lk, refs, n);
+		twins_take(t, refs, tw, nt);
+	}
 	/* what this client's ring ejected (or took back), ten times a second
 	 * at most */
 	if (pf_now_ns() - lk->ej_ns > 100000000ull) {

@@ -34,7 +34,10 @@
  * interval still holds its first opens' waits; so a reader's first file
  * costs a round trip, the next ones none (8 files of 256 KiB were read
  * at local speed before the learner's next ask came back).
- * At most 64 per directory; the ghosts' bounds (max_ghosts files,
+ * A file a reader opened in the directory's current pass is not asked
+ * (ddir_seen(): a shuffled reader read it, its blocks may be gone, and it
+ * will not be read again; a file opened a second time starts the next
+ * pass).  At most 64 per directory; the ghosts' bounds (max_ghosts files,
  * max_memory / 4) hold.  cfg.next_file (the option next_file=on|off) turns
  * both this and the older next file of a sequential stream on or off.
  *
@@ -87,8 +90,12 @@ struct ddir {
 	uint64_t gap_ns;	/* learned interval between opens */
 	long asked[XD_ASKED];
 	unsigned apos;
+	uint8_t *askmap;	/* the indices in asked (ddir_was_asked()) */
+	size_t askmap_n;
 	unsigned extra;		/* files ahead added: readers that came
 				 * to a file still being read ahead */
+	/* per index of ls: opened by a reader in this pass (ddir_seen()) */
+	uint8_t *seen;
 };
 
 struct dirahead {
@@ -114,6 +121,8 @@ static void ddir_clear(struct ddir *d)
 	pf_next_names_clear(&d->ls);
 	free(d->ls.v);
 	free(d->ls.size);
+	free(d->seen);
+	free(d->askmap);
 	for (unsigned i = 0; i < XD_RECENT; i++)
 		free(d->recent[i]);
 	memset(d, 0, sizeof(*d));
@@ -273,13 +282,101 @@ static int ddir_follows(struct pf_engine *e, const struct ddir *d, long j)
 	return 0;
 }
 
-static bool ddir_was_asked(struct ddir *d, long idx)
+/*
+ * Whether a reader opened file @idx of @d in this pass over it.  A file
+ * read and let go (its blocks evicted, its efile forgotten) is no file to
+ * read ahead again: a shuffled reader, which follows now and then by
+ * chance, or whose first open of a directory is guessed to go on in name
+ * order, has read it and will not read it again this epoch; reading it
+ * ahead would cost the store (or the shared tier) a second fetch of it.
+ */
+static bool ddir_seen(const struct ddir *d, long idx)
+{
+	return d->seen && idx >= 0 && idx < (long)d->ls.n &&
+	       (d->seen[idx / 8] & (1u << (idx % 8)));
+}
+
+/* A reader opened file @j of @d: a file already opened in this pass
+ * begins the next one (the epoch's second reading, or a second reader). */
+static void ddir_see(struct ddir *d, long j)
+{
+	size_t bytes = (d->ls.n + 7) / 8;
+
+	if (j < 0 || j >= (long)d->ls.n)
+		return;
+	if (!d->seen) {
+		d->seen = calloc(bytes ? bytes : 1, 1);
+		if (!d->seen)
+			return;
+	} else if (ddir_seen(d, j)) {
+		memset(d->seen, 0, bytes);
+	}
+	d->seen[j / 8] |= (uint8_t)(1u << (j % 8));
+}
+
+/*
+ * d->askmap mirrors the ring d->asked as one bit per index of the listing
+ * (rebuilt from the ring when the listing's size changed): an in-order
+ * reader's every open asks again for the files ahead it asked for at the
+ * previous ones, and a scan of the ring per candidate cost most of an
+ * open's time under the engine lock.  Without the map (no memory), the
+ * scan.
+ */
+static bool ddir_ring_has(const struct ddir *d, long idx)
 {
 	for (unsigned i = 0; i < XD_ASKED; i++)
 		if (d->asked[i] == idx)
 			return true;
+	return false;
+}
+
+static void ddir_askmap_set(struct ddir *d, long idx, bool on)
+{
+	if (idx < 0 || (size_t)idx >= d->askmap_n)
+		return;
+	if (on)
+		d->askmap[idx / 8] |= (uint8_t)(1u << (idx % 8));
+	else
+		d->askmap[idx / 8] &= (uint8_t)~(1u << (idx % 8));
+}
+
+static bool ddir_askmap_sync(struct ddir *d)
+{
+	size_t bytes = (d->ls.n + 7) / 8;
+
+	if (d->askmap && d->askmap_n == d->ls.n)
+		return true;
+	free(d->askmap);
+	d->askmap_n = 0;
+	d->askmap = calloc(bytes ? bytes : 1, 1);
+	if (!d->askmap)
+		return false;
+	d->askmap_n = d->ls.n;
+	for (unsigned i = 0; i < XD_ASKED; i++)
+		ddir_askmap_set(d, d->asked[i], true);
+	return true;
+}
+
+static bool ddir_was_asked(struct ddir *d, long idx)
+{
+	long out = d->asked[d->apos];
+	bool map = ddir_askmap_sync(d);
+	bool asked;
+
+	if (map && idx >= 0 && (size_t)idx < d->askmap_n)
+		asked = d->askmap[idx / 8] & (1u << (idx % 8));
+	else
+		asked = ddir_ring_has(d, idx);
+	if (asked)
+		return true;
 	d->asked[d->apos] = idx;
 	d->apos = (d->apos + 1) % XD_ASKED;
+	if (map) {
+		/* the ring holds each index once, but who knows */
+		if (!ddir_ring_has(d, out))
+			ddir_askmap_set(d, out, false);
+		ddir_askmap_set(d, idx, true);
+	}
 	return false;
 }
 
@@ -364,7 +461,7 @@ static void ddir_ask(struct pf_engine *e, struct ddir *d, long j,
 
 		if (idx >= (long)d->ls.n)
 			break;
-		if (ddir_was_asked(d, idx))
+		if (ddir_seen(d, idx) || ddir_was_asked(d, idx))
 			continue;
 		path = ddir_path(d, idx);
 		if (!path)
@@ -487,6 +584,7 @@ static void ddir_learn(struct pf_engine *e, struct ddir *d, const char *base,
 	if (s < 0)
 		return;		/* opened again: tells nothing */
 	ddir_remember(d, base);
+	ddir_see(d, j);
 	if (s > 0) {
 		d->stride = (unsigned)s;
 		d->runs++;
@@ -567,6 +665,8 @@ void pf_dirahead_listed(struct pf_engine *e, const struct next_req *r,
 			pf_next_names_clear(&d->ls);
 			free(d->ls.v);
 			free(d->ls.size);
+			free(d->seen);
+			d->seen = NULL;
 			d->ls = *ns;
 			memset(ns, 0, sizeof(*ns));
 			d->listed_ns = engine_now(e);
