@@ -25,7 +25,30 @@
 #ifndef PF_AHEAD_INT_H
 #define PF_AHEAD_INT_H
 
+#include <stdbool.h>
+#include <stdlib.h>
+
 #include "../engine_int.h"
+
+/*
+ * Room for one more element in the array *@pv of @n elements of @sz bytes,
+ * @cap allocated: doubles it (64 at first) when full.  False, the array
+ * unchanged, if realloc fails.  The fill's and the warm-ups' lists.
+ */
+static inline bool ahead_grow(void *pv, size_t *cap, size_t n, size_t sz)
+{
+	void **p = pv;
+	void *q;
+
+	if (n < *cap)
+		return true;
+	q = realloc(*p, (*cap ? 2 * *cap : 64) * sz);
+	if (!q)
+		return false;
+	*p = q;
+	*cap = *cap ? 2 * *cap : 64;
+	return true;
+}
 
 /* threads of the opener pool (opener.c says why 32) */
 #define OPENER_THREADS 32

@@ -624,21 +624,6 @@ void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
 	pf_fill_hold(e, f, later);
 }
 
-static bool grow(void *pv, size_t *cap, size_t n, size_t sz)
-{
-	void **p = pv;
-	void *q;
-
-	if (n < *cap)
-		return true;
-	q = realloc(*p, (*cap ? 2 * *cap : 64) * sz);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = *cap ? 2 * *cap : 64;
-	return true;
-}
-
 /* Under the lock: @f, opened for the fill (an open and a reference are
  * the fill's), is held and read whole. */
 void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
@@ -647,8 +632,8 @@ void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 	struct fill *fl = e->fill;
 
 	if (fl->state != FILL_RUNNING ||
-	    !grow(&fl->held, &fl->cheld, fl->nheld, sizeof(*fl->held)) ||
-	    !grow(&fl->pend, &fl->cpend, fl->npend, sizeof(*fl->pend))) {
+	    !ahead_grow(&fl->held, &fl->cheld, fl->nheld, sizeof(*fl->held)) ||
+	    !ahead_grow(&fl->pend, &fl->cpend, fl->npend, sizeof(*fl->pend))) {
 		held_release(e, f);
 		return;
 	}

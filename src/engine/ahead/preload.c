@@ -102,21 +102,6 @@ struct pl_job {
 	struct pf_engine_preload *p;
 };
 
-static bool grow(void *pv, size_t *cap, size_t n, size_t sz)
-{
-	void **p = pv;
-	void *q;
-
-	if (n < *cap)
-		return true;
-	q = realloc(*p, (*cap ? 2 * *cap : 64) * sz);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = *cap ? 2 * *cap : 64;
-	return true;
-}
-
 /* Under the lock: the first failure of @p is said in its status. */
 static void pl_fail(struct pf_engine_preload *p, const char *path, int err,
 		    const char *why)
@@ -177,7 +162,7 @@ static void pl_release(struct pf_engine *e, struct pf_efile *f, bool keep)
 		f->cur = NULL;
 	}
 	if (keep && !disk && !f->preload_kept && e->pl &&
-	    grow(&e->pl->kept, &e->pl->ckept, e->pl->nkept,
+	    ahead_grow(&e->pl->kept, &e->pl->ckept, e->pl->nkept,
 		 sizeof(*e->pl->kept))) {
 		f->preload_kept = true;
 		e->pl->kept[e->pl->nkept++] = f;
@@ -364,7 +349,7 @@ static void pl_open(struct pf_engine *e, struct pf_engine_preload *p,
 		p->files_cached++;
 		p->bytes_cached += f->size;
 		pl_release(e, f, true);
-	} else if (!grow(&p->reading, &p->creading, p->nreading,
+	} else if (!ahead_grow(&p->reading, &p->creading, p->nreading,
 			 sizeof(*p->reading))) {
 		p->files_failed++;
 		pl_fail(p, path, -ENOMEM, NULL);
@@ -530,7 +515,7 @@ static int pl_line(struct pf_engine *e, struct pf_engine_preload *p,
 		free(path);
 		return 0;
 	}
-	if (!grow(&p->paths, &p->cpaths, p->npaths, sizeof(*p->paths))) {
+	if (!ahead_grow(&p->paths, &p->cpaths, p->npaths, sizeof(*p->paths))) {
 		free(path);
 		return -ENOMEM;
 	}
