@@ -172,8 +172,7 @@ delayproxy_start "127.0.0.1:$NGINX_PORT" "$LAT" "$(bytes_of "$BW")" >/dev/null |
 URL=$DELAY_URL/
 say "origin: nginx behind bench/delayproxy ($DELAY_DESC); tree: $FILES x $FSIZE ($((TREE >> 20)) MiB)"
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 
 # origin_bytes [PATH-REGEX]: file bytes nginx sent so far (not listings)
 origin_bytes() {

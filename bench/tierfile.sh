@@ -62,8 +62,7 @@ find "$D" -type f -exec cat {} + >/dev/null
 nginx_start "$D" --json >/dev/null || { echo "bench/tierfile.sh: nginx did not start" >&2; exit 1; }
 memcached_start 127.0.0.2 -t "$MCT" >/dev/null || { echo "bench/tierfile.sh: memcached did not start" >&2; exit 1; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 O="max_memory=32M,shared_cache=$MC_SERVER,shared_secret=$SECRET,shared_timeout=100"
 cat >"$WORK/rd.py" <<'PY'
 import os, random, sys, time

@@ -40,8 +40,7 @@ memcached_start 127.0.0.3 >/dev/null || { fail "memcached 2"; finish; }
 MC2=$MC_SERVER
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 # a generous timeout: a loaded machine (sanitizers, parallel tests) must
 # not turn a slow answer into a GET this test counts
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=1000"

@@ -34,8 +34,7 @@ nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 # 20 ms and 24 MiB/s a connection: big.bin takes a second or more
 delayproxy_start "127.0.0.1:$NGINX_PORT" 20 $((24 << 20)) >/dev/null || { fail "delayproxy"; finish; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=500"
 
 # ---- 1. a memcached killed mid-read --------------------------------------------

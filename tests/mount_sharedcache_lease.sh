@@ -28,8 +28,7 @@ LIST=$(IFS=,; echo "${MCS[*]}")
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 delayproxy_start "127.0.0.1:$NGINX_PORT" 50 $((64 << 20)) >/dev/null || { fail "delayproxy"; finish; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 
 # origin_bytes FILE: bytes nginx sent of FILE's data so far
 origin_bytes() {

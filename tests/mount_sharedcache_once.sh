@@ -19,8 +19,7 @@ python3 "$TOP/bench/mktree.py" "$SRC/tree" $N 64K >/dev/null || { fail "mktree";
 memcached_start 127.0.0.2 >/dev/null || { fail "memcached"; finish; }
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 OPTS="max_memory=32M,shared_cache=$MC_SERVER,shared_secret=$SECRET,shared_timeout=1000"
 
 # shuffled MNT SEED: reads every file of MNT/tree once, in a shuffled

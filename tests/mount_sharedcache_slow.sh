@@ -37,8 +37,7 @@ MCD2=$MC_DIR
 MCPID2=$(cat "$MCD2/pid")
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
 SECRET=$WORK/secret
-head -c 32 /dev/urandom >"$SECRET"
-chmod 600 "$SECRET"
+tier_secret "$SECRET"
 # next_file=off: one file read at a time, so that the counts below are
 # the reads' own
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=300,next_file=off,fill=off"

@@ -232,6 +232,11 @@ delayproxy_start() {
 
 MEMCACHED_BIN=${MEMCACHED_BIN:-/usr/bin/memcached}
 
+# tier_secret FILE: 32 random bytes in FILE, mode 0600: a shared_secret
+tier_secret() {
+	head -c 32 /dev/urandom >"$1" && chmod 600 "$1"
+}
+
 # _srv_free_port_on ADDR: a TCP port of ADDR nobody listens on right now
 _srv_free_port_on() {
 	python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' "$1"
