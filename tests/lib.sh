@@ -351,6 +351,21 @@ sys.exit(1)
 # stats_eval SRC EXPR: print EXPR's value over the stats of SRC (above)
 stats_eval() { python3 -c "$STATS_PY" eval "$1" "$2"; }
 
+# stats_wait SRC EXPR SHOW: EXPR over the stats of SRC (stats_eval) comes
+# true within 10 s; else SHOW's value is printed and it returns 1
+stats_wait() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(stats_eval "$1" "$2")" = True ] && return 0
+		sleep 0.1
+	done
+	echo "$3: $(stats_eval "$1" "$3")"
+	return 1
+}
+
+# wait_cached MNT BYTES: the disk cache holds BYTES (10 s at most)
+wait_cached() { stats_wait "$1" "c['bytes_cached'] >= $2" c; }
+
 # stats_check "what" SRC EXPR: a check that EXPR is true over the stats of
 # SRC (above); on failure it prints the expression, its value and the
 # values of the names it uses

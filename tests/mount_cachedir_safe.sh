@@ -36,17 +36,6 @@ chmod 600 "$SRC/secret.bin"
 SECRET_SIZE=$(stat -c %s "$SRC/secret.bin")
 as_nobody() { runuser -u nobody -- "$@"; }
 
-# wait_cached MNT BYTES: the cache holds BYTES (10 s at most)
-wait_cached() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(stats_eval "$1" "c['bytes_cached'] >= $2")" = True ] && return 0
-		sleep 0.1
-	done
-	echo "cached: $(stats_eval "$1" c)"
-	return 1
-}
-
 # refused CACHE_DIR OUT: a mount with CACHE_DIR fails with one line in OUT
 refused() {
 	local m=$WORK/mnt_refused

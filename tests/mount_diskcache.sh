@@ -40,17 +40,6 @@ TOTAL=$(find "$SRC" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 # dc MNT EXPR: EXPR over the stats' transport.disk_cache as `c`
 dc() { stats_eval "$1" "$2"; }
 
-# wait_cached MNT BYTES: the ring thread has written BYTES (10 s at most)
-wait_cached() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(dc "$1" "c['bytes_cached'] >= $2")" = True ] && return 0
-		sleep 0.1
-	done
-	echo "cached: $(dc "$1" c)"
-	return 1
-}
-
 # ---- 1. persistence across a remount, over nginx ---------------------------
 
 nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }

@@ -46,15 +46,7 @@ tier_secret "$SECRET"
 OPTS="shared_cache=$MC1,$MC2,shared_secret=$SECRET,shared_timeout=1000"
 
 # wait_stored MNT BYTES: the tier has stored BYTES of MNT's reads (10 s)
-wait_stored() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(stats_eval "$1" "sc['bytes_stored'] >= $2")" = True ] && return 0
-		sleep 0.1
-	done
-	echo "stored: $(stats_eval "$1" sc)"
-	return 1
-}
+wait_stored() { stats_wait "$1" "sc['bytes_stored'] >= $2" sc; }
 
 # ---- 1. A, then B ------------------------------------------------------------
 

@@ -70,15 +70,6 @@ while v >= 1024 and u < 5:
 print("%.0f" % v if u == 0 else "%.1f%s" % (v, "BKMGTP"[u]))' "$1"
 }
 
-wait_cached() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ "$(stats_eval "$1" "c['bytes_cached'] >= $2")" = True ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # ---- 1. a first epoch, over a disk cache ------------------------------------
 OPTS=cache_dir=$WORK/cache,max_memory=64M
 pf_mount "$SRC" "$M" -o "$OPTS" || { fail "mount"; finish; }
