@@ -372,9 +372,9 @@ static bool ddir_was_asked(struct ddir *d, long idx)
 	d->asked[d->apos] = idx;
 	d->apos = (d->apos + 1) % XD_ASKED;
 	if (map) {
-		/* the ring holds each index once, but who knows */
-		if (!ddir_ring_has(d, out))
-			ddir_askmap_set(d, out, false);
+		/* an index enters the ring only when absent from it: the
+		 * one leaving it is in it no more */
+		ddir_askmap_set(d, out, false);
 		ddir_askmap_set(d, idx, true);
 	}
 	return false;
