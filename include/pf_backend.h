@@ -162,6 +162,16 @@ struct pf_backend_ops {
 	 */
 	void (*keep)(struct pf_backend *be, struct pf_bfile *f, uint64_t off,
 		     uint64_t len);
+	/*
+	 * Optional: whether every byte of [@off, @off + @len) of open file @f
+	 * is another node's to bring into a tier the nodes share (a shared
+	 * cache's placement puts it on a peer's server, which is up and whose
+	 * node fills): the background fill reads such files after its own,
+	 * when the peers' fills have put them in the tier.  False when it
+	 * cannot tell.  Touches nothing.  Any thread, must not block.
+	 */
+	bool (*peer_fills)(struct pf_backend *be, struct pf_bfile *f,
+			   uint64_t off, uint64_t len);
 };
 
 struct pf_backend {

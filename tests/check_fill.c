@@ -18,6 +18,8 @@
  * completed by the test): a reader's miss and the fill's read of the
  * same tier block, in either order, are one read of the store.
  */
+#include <limits.h>
+
 #include "engine_harness.h"
 #include "pf_diskcache.h"
 #include "tmptree.h"
@@ -423,6 +425,109 @@ START_TEST(test_tree_larger_than_tier)
 }
 END_TEST
 
+/* ---- nodes sharing a tier: the peers' files after this node's ------- */
+
+#define PFILES 48
+#define PFILE (64u << 10)
+
+/* the order in which the fill first read each file from the store (0: it
+ * did not) */
+static unsigned fill_seq;
+static unsigned first_fill[TB_MAXFILES];
+
+/* t_submit_counted, noting the fill's first read of each file */
+static int t_submit_peers(struct pf_backend *be, struct pf_bio *bio)
+{
+	const struct tfile *f = (const struct tfile *)bio->file;
+
+	if ((bio->flags & PF_BIO_FILL) && !first_fill[f->id])
+		first_fill[f->id] = __atomic_add_fetch(&fill_seq, 1,
+						       __ATOMIC_RELAXED);
+	return t_submit_counted(be, bio);
+}
+
+/* A shared tier's placement as the fill sees it: the odd files are the
+ * peers' to fill. */
+static bool t_peer_fills(struct pf_backend *be, struct pf_bfile *bf,
+			 uint64_t off, uint64_t len)
+{
+	(void)be;
+	(void)off;
+	(void)len;
+	return ((const struct tfile *)bf)->id % 2;
+}
+
+static const struct pf_backend_ops t_ops_peers = {
+	.name = "test",
+	.getattr = t_getattr,
+	.readdir = t_readdir,
+	.open = t_open,
+	.close = t_close,
+	.submit = t_submit_peers,
+	.destroy = t_destroy,
+	.peer_fills = t_peer_fills,
+};
+
+/*
+ * A shuffled tree that fits memory, over a backend whose tier places half
+ * of the files on other nodes: the fill reads every file of this node's
+ * before any of the peers', and every file once.
+ */
+START_TEST(test_fill_peers_last)
+{
+	char path[32];
+	unsigned last_own = 0;
+	unsigned first_peer = UINT_MAX;
+	unsigned peers = 0;
+
+	tb_reset(&t_ops_peers);
+	memset(file_bytes, 0, sizeof(file_bytes));
+	memset(first_fill, 0, sizeof(first_fill));
+	fill_seq = 0;
+	for (unsigned i = 0; i < PFILES; i++) {
+		snprintf(path, sizeof(path), "p/f%03u", i);
+		tb_add_file(path, PFILE, NULL);
+	}
+	tb.autocomplete = 1;
+	engine_over(0, true);
+	/* a reader in an order that never follows */
+	static const unsigned order[] = { 17, 3, 40, 29, 8, 35, 12, 44, 1,
+					  22, 31, 6, 38, 19, 27, 10 };
+
+	for (unsigned k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		unsigned id = order[k];
+		struct pf_efile *f = tfile_open(id);
+
+		read_wait(f, -1, 0, PFILE, rq);
+		assert_file_bytes(rq, &tb.files[id], 0, PFILE);
+		pf_efile_close(f);
+		usleep(2000);
+	}
+	tree_fill_done();
+	ck_assert(stats_has("\"through\": false"));
+	ck_assert_uint_eq(stats_num("\"fill\"", "peer_files"), PFILES / 2);
+	for (unsigned i = 0; i < PFILES; i++) {
+		ck_assert_uint_eq(file_bytes[i], PFILE);
+		if (!first_fill[i])
+			continue;
+		if (i % 2) {
+			peers++;
+			if (first_fill[i] < first_peer)
+				first_peer = first_fill[i];
+		} else if (first_fill[i] > last_own) {
+			last_own = first_fill[i];
+		}
+	}
+	ck_assert_uint_gt(peers, 0);
+	ck_assert_uint_gt(last_own, 0);
+	ck_assert_msg(last_own < first_peer, "the fill read a peer's file "
+		      "(#%u) before its own last (#%u)", first_peer, last_own);
+	engine_stop();
+	free(rq);
+	rq = NULL;
+}
+END_TEST
+
 /* The names "s/NNN" for i in [0, @n), 1000 bytes each (s/007
  * larger than any budget below, with @huge). */
 static void names_of(struct names *ns, unsigned n, bool huge)
@@ -740,6 +845,7 @@ static Suite *fill_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_fillset_stable);
 	tcase_add_test(tc, test_tree_larger_than_tier);
+	tcase_add_test(tc, test_fill_peers_last);
 	suite_add_tcase(s, tc);
 	return s;
 }

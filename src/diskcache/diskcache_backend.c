@@ -365,6 +365,16 @@ static void dcb_keep(struct pf_backend *be, struct pf_bfile *bf, uint64_t off,
 	}
 }
 
+/* The tier under this one's: whether a peer node brings it in. */
+static bool dcb_peer_fills(struct pf_backend *be, struct pf_bfile *bf,
+			   uint64_t off, uint64_t len)
+{
+	struct pf_backend *in = to_d(be)->inner;
+
+	return in->ops->peer_fills &&
+	       in->ops->peer_fills(in, to_dcfile(bf)->inner, off, len);
+}
+
 static const struct pf_backend_ops dcb_ops = {
 	.name = "diskcache",
 	.getattr = dcb_getattr,
@@ -381,6 +391,7 @@ static const struct pf_backend_ops dcb_ops = {
 	.holds = dcb_holds,
 	.held_run = dcb_held_run,
 	.keep = dcb_keep,
+	.peer_fills = dcb_peer_fills,
 };
 
 int pf_diskcache_backend_new(struct pf_backend *inner,

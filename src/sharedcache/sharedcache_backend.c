@@ -86,6 +86,36 @@ static bool sc_holds(struct pf_backend *be, struct pf_bfile *bf,
 	return in->ops->holds ? in->ops->holds(in, f->inner, size) : false;
 }
 
+/*
+ * Whether every piece of [@off, @off + @len) of @bf is a peer's to fill
+ * (pf_sc_peer_fills()).  PEER_PIECES pieces at most: a larger range's
+ * pieces are spread over the nodes, and each key costs a MAC.
+ */
+static bool sc_peer_fills(struct pf_backend *be, struct pf_bfile *bf,
+			  uint64_t off, uint64_t len)
+{
+	struct sc *t = to_sc(be);
+	struct sc_file *f = to_scfile(bf);
+	uint64_t now = pf_now_ns();
+	uint64_t end;
+
+	if (t->self < 0 || t->nsrv < 2 || !len || off >= f->fid.size)
+		return false;
+	end = off + len < f->fid.size ? off + len : f->fid.size;
+	if ((end - 1) / PF_SC_PIECE - off / PF_SC_PIECE >= PEER_PIECES)
+		return false;
+	for (uint64_t p = off / PF_SC_PIECE; p * PF_SC_PIECE < end; p++) {
+		uint8_t key[PF_SC_KEY_BYTES];
+		char text[PF_SC_KEY_TEXT + 1];
+
+		pf_sc_piece_key(&t->keys, &f->fid, p, key);
+		pf_sc_key_text(key, 'D', text);
+		if (!pf_sc_peer_fills(t, pf_sc_owner(t, text), now))
+			return false;
+	}
+	return true;
+}
+
 static int sc_open(struct pf_backend *be, const char *path,
 		   struct pf_bfile **out, struct stat *st)
 {
@@ -289,6 +319,7 @@ static const struct pf_backend_ops sc_ops = {
 	.stats_json = sc_stats_json,
 	.capacity = sc_capacity,
 	.holds = sc_holds,
+	.peer_fills = sc_peer_fills,
 };
 
 /* @lk's clients: of the list, and of each server alone. */

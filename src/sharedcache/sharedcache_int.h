@@ -65,6 +65,8 @@
 /* a node waits for a piece under another's lease this many shared_lease
  * at most, while the lease is there */
 #define LEASE_HOLD 3
+/* a fill's range may be a peer's to fill (sc_peer_fills()): pieces */
+#define PEER_PIECES 4
 /*
  * A server that answers none of this many calls in a row within
  * shared_timeout (a memcached slow or stopped, its kernel still accepting
@@ -241,10 +243,9 @@ struct sc {
 	int self;		/* this node's server; -1 not known */
 	unsigned nsrv;
 	struct sc_srv *srv;
-	/* configured once; the threads' clients are its clones; placement
-	 * (sc_owner()) asks it under plock */
+	/* configured once, never connected, never ejecting (its ring does
+	 * not change): placement (pf_sc_owner()) asks it from any thread */
 	memcached_st *proto;
-	pthread_mutex_t plock;
 
 	uint64_t staging_max;
 	atomic_uint_least64_t staging;
@@ -310,6 +311,12 @@ memcached_st *pf_sc_mc_new(const struct pf_sc_server *sv, unsigned n,
 			   unsigned timeout_ms, bool eject);
 /* The server (index in the list) the placement gives @text. */
 int pf_sc_owner(struct sc *t, const char *text);
+/*
+ * Whether server @owner (pf_sc_owner()) is a peer's that its node fills:
+ * not this node's, up, not quiet (its node's fill was not seen), not set
+ * aside.  Any thread.
+ */
+bool pf_sc_peer_fills(struct sc *t, int owner, uint64_t now);
 /* Finds each server's sentinel key (pf_sc_mc_ejections()). */
 void pf_sc_mc_sentinels(struct sc *t);
 /* Notes the servers @mc's ring has ejected or taken back since @ejected

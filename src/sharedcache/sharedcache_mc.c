@@ -241,6 +241,18 @@ int pf_sc_owner(struct sc *t, const char *text)
 	return i < t->nsrv ? (int)i : -1;
 }
 
+bool pf_sc_peer_fills(struct sc *t, int owner, uint64_t now)
+{
+	struct sc_srv *s;
+
+	if (t->self < 0 || owner < 0 || owner == t->self ||
+	    (unsigned)owner >= t->nsrv)
+		return false;
+	s = &t->srv[owner];
+	return atomic_load(&s->up) && now >= atomic_load(&s->quiet_until) &&
+	       !pf_sc_aside(t, owner, now);
+}
+
 void pf_sc_mc_error(struct sc *t, memcached_st *mc, memcached_return_t rc,
 		    const char *what)
 {

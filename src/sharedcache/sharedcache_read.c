@@ -597,16 +597,11 @@ static void look_mget(struct sc_look *lk, struct ref *refs, unsigned n)
 static bool fill_waits(struct sc *t, struct sc_op *op, struct sc_pc *pc,
 		       uint64_t now)
 {
-	struct sc_srv *s;
-
 	if (!op->fill || t->self < 0 || t->nsrv < 2)
 		return false;
 	if (pc->owner < 0)
 		pc->owner = (int16_t)pf_sc_owner(t, pc->text);
-	if (pc->owner < 0 || pc->owner == t->self)
-		return false;
-	s = &t->srv[pc->owner];
-	return atomic_load(&s->up) && now >= atomic_load(&s->quiet_until);
+	return pf_sc_peer_fills(t, pc->owner, now);
 }
 
 /*

@@ -78,6 +78,8 @@
 #define FILL_HOLD_NS (600ull * 1000000000ull)
 /* the fill through a disk tier keeps at most max_memory / this in flight */
 #define THROUGH_SHARE 8
+/* files left to peers held at most, in fill_ahead()s */
+#define PEER_AHEAD 4
 #define THROUGH_PIECES 16
 /* a tree larger than the disk tier: its subset takes this share of the
  * tier's capacity(), the rest is for readers' misses of the other files */
@@ -123,6 +125,13 @@ struct fill {
 	struct pf_efile **pend;	/* held, not yet planned whole */
 	size_t npend;
 	size_t cpend;
+	/* held, not yet planned, a peer's to fill (peer_fills(): a shared
+	 * tier's placement puts them on other nodes'): pend[] once it is
+	 * planned and every file is open (fill_peers_turn()) */
+	struct pf_efile **peer;
+	size_t npeer;
+	size_t cpeer;
+	size_t peer_files;	/* files the fill left to peers first */
 	size_t shed;		/* held[] below it: memory let go (a
 				 * reader may have brought some back) */
 	char advice[ADVICE_MAX]; /* "" or the advice, once: what follows
@@ -153,6 +162,7 @@ void pf_fill_free(struct pf_engine *e)
 	free(fl->froot);
 	free(fl->held);
 	free(fl->pend);
+	free(fl->peer);
 	free(fl);
 	e->fill = NULL;
 }
@@ -390,6 +400,7 @@ void pf_fill_release_all(struct pf_engine *e)
 		fl->bytes_done = fill_done_bytes(e);
 	fl->bytes_gone = 0;
 	fl->npend = 0;
+	fl->npeer = 0;
 	fl->shed = 0;
 	while (fl->nheld)
 		held_release(e, fl->held[--fl->nheld]);
@@ -579,6 +590,7 @@ void pf_fill_listed(struct pf_engine *e, const struct next_req *r,
 	memset(ns, 0, sizeof(*ns));
 	fl->next = 0;
 	fl->single = false;
+	fl->peer_files = 0;
 	fl->state = FILL_RUNNING;
 	fl->unused0 = e->tot.bytes_unused;
 	fl->t0 = engine_now(e);
@@ -626,6 +638,56 @@ void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
 
 /* Under the lock: @f, opened for the fill (an open and a reference are
  * the fill's), is held and read whole. */
+/*
+ * Under the lock: whether the fill leaves @f to the peers' fills for now.
+ * Nodes sharing a tier each read from the store what its placement puts
+ * on their own server and take the rest from the tier; a node that read
+ * the files in list order like the others, waiting for each of theirs in
+ * turn, would spend its fetch slots waiting and the nodes together would
+ * fill no faster than one.  Its own first: the nodes fill the tree N
+ * times as fast, then each finds the rest in the tier.
+ */
+static bool peer_fills(struct pf_engine *e, struct pf_efile *f)
+{
+	struct pf_backend *be = e->be;
+
+	return !e->fill->through && !e->fill->single && f->cur &&
+	       be->ops->peer_fills &&
+	       be->ops->peer_fills(be, f->cur->bf, 0, f->size);
+}
+
+/*
+ * Files the fill opens ahead of its fetches: opens (a round trip each) do
+ * not take fetch slots, so twice as many files opening or waiting for a
+ * slot as read-ahead may have requests in flight (a small file is one)
+ * keep the slots busy.  Files left to peers: PEER_AHEAD times as many.
+ */
+static size_t fill_ahead(const struct pf_engine *e)
+{
+	return 2 * (size_t)(engine_max_requests(e) - e->cfg.max_inflight);
+}
+
+/* Under the lock: the peers' files are the fill's to read once its own
+ * are planned and every file is open (or too many are left); whether
+ * they were moved. */
+static bool fill_peers_turn(struct pf_engine *e)
+{
+	struct fill *fl = e->fill;
+	struct pf_efile **v = fl->pend;
+	size_t c = fl->cpend;
+
+	if (!fl->npeer || fl->npend ||
+	    (fl->next < fl->list.n && fl->npeer < PEER_AHEAD * fill_ahead(e)))
+		return false;
+	fl->pend = fl->peer;
+	fl->cpend = fl->cpeer;
+	fl->npend = fl->npeer;
+	fl->peer = v;
+	fl->cpeer = c;
+	fl->npeer = 0;
+	return true;
+}
+
 void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 		  struct deferred *later)
 {
@@ -633,7 +695,8 @@ void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 
 	if (fl->state != FILL_RUNNING ||
 	    !ahead_grow(&fl->held, &fl->cheld, fl->nheld, sizeof(*fl->held)) ||
-	    !ahead_grow(&fl->pend, &fl->cpend, fl->npend, sizeof(*fl->pend))) {
+	    !ahead_grow(&fl->pend, &fl->cpend, fl->npend, sizeof(*fl->pend)) ||
+	    !ahead_grow(&fl->peer, &fl->cpeer, fl->npeer, sizeof(*fl->peer))) {
 		held_release(e, f);
 		return;
 	}
@@ -655,7 +718,12 @@ void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 	f->fill_pending = true;
 	f->ghost_upto = 0;
 	f->ghost_want = f->size;
-	fl->pend[fl->npend++] = f;
+	if (peer_fills(e, f)) {
+		fl->peer[fl->npeer++] = f;
+		fl->peer_files++;
+	} else {
+		fl->pend[fl->npend++] = f;
+	}
 	pf_fill_plan(e, later);
 }
 
@@ -767,11 +835,12 @@ void pf_fill_plan(struct pf_engine *e, struct deferred *later)
 	size_t i = 0;
 	bool memory;
 
-	if (!fl || !fl->npend || e->stopping)
+	if (!fl || e->stopping || (!fl->npend && !fill_peers_turn(e)))
 		return;
 	pf_fill_budget(e, &memory);
 	if (!memory && !fl->through)
 		fill_shed(e);
+again:
 	while (i < fl->npend) {
 		struct pf_efile *f = fl->pend[i];
 		struct fetch_builder fb = { .fill = true };
@@ -800,6 +869,10 @@ void pf_fill_plan(struct pf_engine *e, struct deferred *later)
 		fl->pend[i] = fl->pend[--fl->npend];
 		pf_opener_wake(e, false);
 	}
+	if (fill_peers_turn(e)) {
+		i = 0;
+		goto again;
+	}
 }
 
 /* Under the lock: a fetch ended; the fill's last one in flight may end
@@ -821,10 +894,7 @@ void pf_fill_fetched(struct pf_engine *e)
 bool pf_fill_work(struct pf_engine *e)
 {
 	struct fill *fl = e->fill;
-	/* opens (a round trip each) do not take fetch slots: twice as many
-	 * files opening or waiting for a slot as read-ahead may have
-	 * requests in flight (a small file is one) keep the slots busy */
-	unsigned ahead = 2 * (engine_max_requests(e) - e->cfg.max_inflight);
+	size_t ahead = fill_ahead(e);
 	uint64_t now;
 	bool memory;
 	char *path;
@@ -854,11 +924,13 @@ bool pf_fill_work(struct pf_engine *e)
 	    (fl->through && fl->planned >= fl->limit)) {
 		/* done once its last bytes are in (with a disk tier: on
 		 * disk) */
-		if (!fl->opening && !fl->npend && !e->fill_inflight)
+		if (!fl->opening && !fl->npend && !fl->npeer &&
+		    !e->fill_inflight)
 			fill_done(e);
 		return false;
 	}
-	if (fl->opening + fl->npend >= ahead)
+	if (fl->opening + fl->npend >= ahead ||
+	    fl->npeer >= PEER_AHEAD * ahead)
 		return false;
 	path = strdup(fl->list.v[fl->next]);
 	size = fl->list.size[fl->next];
@@ -904,8 +976,9 @@ void pf_fill_stats(struct pf_engine *e, struct pf_strbuf *sb, bool paths)
 	pf_strbuf_addf(sb,
 		       ", \"tree_files\": %zu, \"part_files\": %zu, "
 		       "\"part_bytes\": %" PRIu64 ", \"tier_full\": %s, "
-		       "\"in_tier\": %" PRId64 "}",
+		       "\"in_tier\": %" PRId64 ", \"peer_files\": %zu}",
 		       fl->tree_files, fl->part_files, fl->part,
-		       fl->part ? "true" : "false", fl->in_tier);
+		       fl->part ? "true" : "false", fl->in_tier,
+		       fl->peer_files);
 	fill_advice_json(e, sb, paths);
 }
