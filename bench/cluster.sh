@@ -64,7 +64,8 @@
 #                     their memcached servers and trainers share 2 cores,
 #                     and the scheduler is the network; on a LAN the
 #                     default 5 holds)
-#   --pf-opts OPTS    more -o options for every prefetchfs
+#   --pf-opts OPTS    more -o options for every prefetchfs (@N: the node's
+#                     number from 0, e.g. trace=/tmp/t.@N.json)
 #   --mc-threads N    memcached -t (worker threads) of every node
 #                     (default 2)
 #   --out DIR         where the results go (default bench/results)
@@ -227,7 +228,7 @@ nodes_up() {
 		cache_dir) o=$o,cache_dir=$WORK/cache.$n.$i,cache_size=256M ;;
 		tier*) o=$o,shared_cache=$list,shared_secret=$SECRET,shared_self=${MCS[$i]},shared_timeout=$TIMEOUT_MS ;;
 		esac
-		[ -n "$PF_OPTS" ] && o=$o,$PF_OPTS
+		[ -n "$PF_OPTS" ] && o=$o,${PF_OPTS//@N/$i}
 		pf_mount "$URL" "$WORK/m.$sys.$n.$i" -o "$o" >"$WORK/mount.log" 2>&1 ||
 			{ cat "$WORK/mount.log" >&2; return 1; }
 		ROOTS+=("$WORK/m.$sys.$n.$i")
