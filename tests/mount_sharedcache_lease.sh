@@ -5,7 +5,9 @@
 # connection).  For each piece one node takes the lease and reads it from
 # the origin; the others wait for it in the tier.  The origin's bytes
 # (nginx's access log) stay well under the 3 x the file three nodes alone
-# read: at most 1.5 x.  Every read byte-exact.
+# read: at most 1.5 x.  Every read byte-exact.  Then the leases are gone
+# once the pieces are stored, and a fourth mount finding the values evicted
+# reads them at once, waiting for no lease.
 #   then without leases (shared_lease=0), the same, for the comparison
 #   printed (not checked: the machine's timing decides it)
 . "$(dirname "$0")/lib.sh"
@@ -72,6 +74,44 @@ echo "leases: $with origin bytes for a file of $SIZE ($(python3 -c "print('%.2f'
 check "leases: every piece read from the origin once or so (<= 1.5 x)" [ "$with" -le $((SIZE * 3 / 2)) ]
 check "leases: some nodes waited for another's piece" [ "$waited" -gt 0 ]
 check "leases: each piece read under a lease or after a wait ran out ($won + $late of $((SIZE / (512 << 10))))" [ $((won + late)) -ge $((SIZE / (512 << 10))) ]
+# ---- a lease outlives no value ----------------------------------------------
+# Each node deletes its lease of a piece once it stored the piece: left to
+# expire (8 s with shared_lease=2000), a lease outlived a value memcached
+# evicted meanwhile, and a node missing the piece waited 3 x shared_lease
+# for nothing.  The servers hold no lease once the pieces are stored; the
+# pieces' values deleted (an eviction), a fourth mount reads the file at
+# once from the origin, waiting for no lease.
+# mc_keys KIND: the keys of KIND (D: values, L: leases) on the three servers
+mc_keys() {
+	local m
+	for m in "${MCS[@]}"; do
+		mc_cmd "$m" "lru_crawler metadump all" | grep -o "key=$1[0-9a-f]*"
+	done | sed 's/^key=//'
+}
+released=false
+for ((k = 0; k < 50; k++)); do
+	[ "$(sum "sc['leases_released']")" -ge $((SIZE / (512 << 10))) ] &&
+		[ -z "$(mc_keys L)" ] && { released=true; break; }
+	sleep 0.1
+done
+check "leases: released once their pieces are stored ($(sum "sc['leases_released']") released, $(mc_keys L | wc -l) left)" $released
+for m in "${MCS[@]}"; do
+	for k in $(mc_cmd "$m" "lru_crawler metadump all" | grep -o 'key=D[0-9a-f]*' | sed 's/^key=//'); do
+		mc_cmd "$m" "delete $k" >/dev/null
+	done
+done
+check "leases: the pieces' values are gone (evicted)" [ -z "$(mc_keys D)" ]
+E=$WORK/e
+pf_mount_ready "$DELAY_URL/" "$E" -o "shared_cache=$LIST,shared_secret=$SECRET,shared_self=${MCS[0]},shared_timeout=500,shared_lease=2000,fill=off" >/dev/null ||
+	fail "mount E"
+t0=$(date +%s%N)
+check "evicted: byte-exact" cmp "$SRC/shared.bin" "$E/shared.bin"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "  evicted: read in $ms ms: $(stats_eval "$E" "{k: sc[k] for k in ('pieces_hit', 'pieces_missed', 'leases_won', 'leases_waited', 'leases_timed_out')}")"
+stats_check "evicted: every piece from the origin, no lease waited for" "$E" \
+	"sc['pieces_missed'] == $((SIZE / (512 << 10))) and sc['leases_waited'] == 0"
+pf_umount "$E"
+
 without=$(together again.bin 0)
 echo "the same without leases: $without origin bytes ($(python3 -c "print('%.2f' % ($without / $SIZE))") x)"
 finish

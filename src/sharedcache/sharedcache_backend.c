@@ -186,7 +186,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 ", \"errors\": %" PRIu64 ", \"ejections\": %" PRIu64
 		 ", \"server_failures\": %" PRIu64 ", \"leases_won\": %" PRIu64
 		 ", \"leases_waited\": %" PRIu64 ", \"leases_timed_out\": %"
-		 PRIu64 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
+		 PRIu64 ", \"leases_released\": %" PRIu64
+		 ", \"fill_waited\": %" PRIu64 ", \"fill_timed_out\": %"
 		 PRIu64 ", \"bypassed\": %" PRIu64 ", \"staging_waits\": %"
 		 PRIu64 ", \"timeouts\": %" PRIu64 ", \"slow_ejections\": %"
 		 PRIu64 ", \"aside_pieces\": %" PRIu64 ", \"hit_ns\": %"
@@ -200,7 +201,8 @@ static void sc_stats_json(struct pf_backend *be, char *buf, size_t size)
 		 CNT(bytes_stored), CNT(store_dropped), CNT(dropped),
 		 CNT(errors), CNT(ejections), CNT(server_failures),
 		 CNT(leases_won), CNT(leases_waited), CNT(leases_timed_out),
-		 CNT(fill_waited), CNT(fill_timed_out), CNT(bypassed),
+		 CNT(leases_released), CNT(fill_waited), CNT(fill_timed_out),
+		 CNT(bypassed),
 		 CNT(staging_waits), CNT(timeouts), CNT(slow_ejections),
 		 CNT(aside_pieces), CNT(hit_ns), CNT(miss_ns), CNT(mgets),
 		 CNT(mget_keys),

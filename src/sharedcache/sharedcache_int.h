@@ -219,6 +219,7 @@ struct sc_stats {
 	sc_counter leases_won;
 	sc_counter leases_waited;
 	sc_counter leases_timed_out;
+	sc_counter leases_released; /* deleted once their piece was stored */
 	sc_counter fill_waited;	/* pieces the fill took from their owner */
 	sc_counter fill_timed_out;
 	sc_counter bypassed;	/* reads past the tier: no memory */
@@ -349,6 +350,21 @@ void pf_sc_op_fail(struct sc_op *op, int err);
 void pf_sc_cancel_waits(struct sc *t);
 
 /* ---- sharedcache_store.c ---- */
+
+/*
+ * Queues a copy of the pieces @op read from the store to be stored, and
+ * leaves them to @op as pieces it has (not to store again).  Without
+ * staging left for the copy, they are stored with @op, when it is done.
+ */
+void pf_sc_store_early(struct sc *t, struct sc_op *op);
+/*
+ * Deletes this node's lease of @pc with @mc (once the piece is stored, or
+ * found stored after the lease was won): a lease that outlived its value
+ * (evicted, never stored) would keep every node missing the piece waiting
+ * LEASE_HOLD x shared_lease for it.
+ */
+void pf_sc_lease_release(struct sc *t, memcached_st *mc,
+			 const struct sc_pc *pc);
 
 /* Queues @op's fetched pieces to be stored, or frees it (queue full). */
 void pf_sc_store(struct sc *t, struct sc_op *op);

@@ -10,7 +10,8 @@
  *    below; when nothing of that server came meanwhile, its node does not
  *    fill, and its pieces are not waited for during QUIET_MS;
  *  - else, with leases (-o shared_lease, ms): memcached add of the piece's
- *    lease key, which expires by itself (lease_add()).  Added: this node
+ *    lease key, which the writer deletes once the piece is stored, else
+ *    expires by itself (lease_add()).  Added: this node
  *    reads it from the store (PC_FETCH); there already: another node does,
  *    wait for it (PC_WAIT), shared_lease at a time while the lease is
  *    there (LEASE_HOLD times at most), then read it from the store;
@@ -247,44 +248,6 @@ static bool waits(const struct sc_op *op)
 	return false;
 }
 
-/*
- * Queues a copy of the pieces @op read from the store to be stored, and
- * leaves them to @op as pieces it has (not to store again).  Without
- * staging left for the copy, they are stored with @op, when it is done.
- */
-static void store_early(struct sc *t, struct sc_op *op)
-{
-	size_t head = sizeof(*op) + op->npc * sizeof(struct sc_pc);
-	struct sc_op *cp;
-	char *buf;
-
-	if (atomic_fetch_add(&t->staging, op->bytes) + op->bytes >
-	    t->staging_max) {
-		atomic_fetch_sub(&t->staging, op->bytes);
-		return;
-	}
-	cp = malloc(head);
-	buf = malloc(op->bytes);
-	if (!cp || !buf) {
-		free(cp);
-		free(buf);
-		atomic_fetch_sub(&t->staging, op->bytes);
-		return;
-	}
-	memcpy(cp, op, head);
-	cp->buf = buf;
-	cp->ubio = NULL;
-	cp->f = NULL;
-	for (unsigned i = 0; i < op->npc; i++) {
-		if (!op->pc[i].fetched)
-			continue;
-		memcpy(cp->buf + op->pc[i].off, op->buf + op->pc[i].off,
-		       op->pc[i].len);
-		op->pc[i].fetched = false;
-	}
-	pf_sc_store(t, cp);
-}
-
 /* A read of the store ended (or was not made): the last one hands the op
  * on, to the reader and the writer or back to the lookup threads. */
 static void fetch_put(struct sc_op *op)
@@ -306,7 +269,7 @@ static void fetch_put(struct sc_op *op)
 		/* other pieces are still to come from the tier: store these
 		 * now, other nodes may be waiting for them (and they for
 		 * pieces this op waits for) */
-		store_early(t, op);
+		pf_sc_store_early(t, op);
 		if (!look_queue(t, op))
 			pf_sc_op_fail(op, -ECANCELED);
 		return;
@@ -605,8 +568,10 @@ static bool fill_waits(struct sc *t, struct sc_op *op, struct sc_pc *pc,
 }
 
 /*
- * memcached add of @pc's lease.  It lives LEASE_HOLD times shared_lease and
- * two seconds (memcached's whole seconds): a node waiting for the piece
+ * memcached add of @pc's lease.  The writer deletes it once the piece is
+ * stored (sharedcache_store.c); else it lives LEASE_HOLD times
+ * shared_lease and two seconds (memcached's whole seconds): a node
+ * waiting for the piece
  * looks at the lease again every shared_lease and waits on while it is
  * there, LEASE_HOLD times at most, so that a holder whose read of the
  * store is queued behind its others (deep read-ahead) is not read around.
@@ -624,6 +589,25 @@ static memcached_return_t lease_add(struct sc_look *lk, struct sc_pc *pc)
 				  PF_SC_KEY_TEXT, "1", 1, ttl, 0);
 	pf_sc_mc_answer(t, pf_sc_mc_server(t, lk->mc, pc->text), rc);
 	return rc;
+}
+
+/*
+ * This node added @pc's lease: it reads the piece from the store, unless
+ * the piece was stored (and its lease released) between the look-up and
+ * the add: one more look-up, which finds it there then.
+ */
+static void lease_won(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc)
+{
+	struct ref r = { pc->text, op, (unsigned)(pc - op->pc) };
+
+	look_mget(lk, &r, 1);
+	if (pc->state == PC_HAVE) {
+		pf_sc_lease_release(lk->t, lk->mc, pc);
+		return;
+	}
+	pc->state = PC_FETCH;
+	pc->leased = true;
+	atomic_fetch_add(&lk->t->st.leases_won, 1);
 }
 
 /* A piece that is missing: wait for it, or read it from the store. */
@@ -645,8 +629,7 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
 		return;
 	rc = lease_add(lk, pc);
 	if (rc == MEMCACHED_SUCCESS) {
-		pc->leased = true;
-		atomic_fetch_add(&t->st.leases_won, 1);
+		lease_won(lk, op, pc);
 	} else if (pc->bad) {
 		/* a lease and a value that does not open: the lease may be
 		 * the one of the node that stored before the value was
@@ -667,7 +650,8 @@ static void decide(struct sc_look *lk, struct sc_op *op, struct sc_pc *pc,
  * is there, wait on (LEASE_HOLD times in all); once it is gone, or after
  * that, read the piece (under the lease if it could be taken).
  */
-static void lease_again(struct sc_look *lk, struct sc_pc *pc, uint64_t now)
+static void lease_again(struct sc_look *lk, struct sc_op *op,
+			struct sc_pc *pc, uint64_t now)
 {
 	struct sc *t = lk->t;
 	memcached_return_t rc;
@@ -678,10 +662,13 @@ static void lease_again(struct sc_look *lk, struct sc_pc *pc, uint64_t now)
 			pc->until = now + t->lease_ms * 1000000ull;
 			return;
 		}
-		if (rc == MEMCACHED_SUCCESS)
-			pc->leased = true;
-		else
-			pf_sc_mc_error(t, lk->mc, rc, "lease");
+		if (rc == MEMCACHED_SUCCESS) {
+			lease_won(lk, op, pc);
+			if (pc->state == PC_FETCH)
+				atomic_fetch_add(&t->st.leases_timed_out, 1);
+			return;
+		}
+		pf_sc_mc_error(t, lk->mc, rc, "lease");
 	}
 	pc->state = PC_FETCH;
 	atomic_fetch_add(&t->st.leases_timed_out, 1);
@@ -706,7 +693,7 @@ static void look_decide(struct sc_look *lk, struct sc_op *op)
 			if (pc->bad)
 				pc->state = PC_FETCH;
 			else if (now >= pc->until)
-				lease_again(lk, pc, now);
+				lease_again(lk, op, pc, now);
 			break;
 		case PC_FILLWAIT:
 			if (now < pc->until && !pc->bad)

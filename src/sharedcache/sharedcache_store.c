@@ -3,10 +3,14 @@
  * read brought from the store are queued here after the reader was
  * answered; the writer seals each, stores it in memcached (set, no
  * expiry: memcached's LRU makes room), so that the nodes waiting for it
- * find it at their next look.  Its lease is left to expire: a node that
- * missed the piece a moment before it was stored finds the lease and waits
- * a poll for it, where a released lease would have let it read the piece
- * from the store again.  The queue is bounded
+ * find it at their next look, then deletes this node's lease of it.  A
+ * lease left to expire (8 s with the default shared_lease) outlived values
+ * memcached evicted meanwhile: a node missing such a piece waited 6 s for
+ * it (epochs at 68 % data wait in bench/cluster.sh's tier_hints, N = 1).
+ * Released, a node whose miss came just before the store and its lease's
+ * add just after the delete would read the piece again: a node that wins
+ * a lease looks the piece up once more (sharedcache_read.c's decide()).
+ * The queue is bounded
  * in bytes (cfg->queue): a read finding it full is not stored (counted
  * store_dropped), never waited for, unless it holds pieces this node took
  * the lease of, which other nodes wait for (their staging bounds them).  Once a second the writer probes every
@@ -56,6 +60,56 @@ void pf_sc_store(struct sc *t, struct sc_op *op)
 	pthread_mutex_unlock(&t->slock);
 }
 
+void pf_sc_store_early(struct sc *t, struct sc_op *op)
+{
+	size_t head = sizeof(*op) + op->npc * sizeof(struct sc_pc);
+	struct sc_op *cp;
+	char *buf;
+
+	if (atomic_fetch_add(&t->staging, op->bytes) + op->bytes >
+	    t->staging_max) {
+		atomic_fetch_sub(&t->staging, op->bytes);
+		return;
+	}
+	cp = malloc(head);
+	buf = malloc(op->bytes);
+	if (!cp || !buf) {
+		free(cp);
+		free(buf);
+		atomic_fetch_sub(&t->staging, op->bytes);
+		return;
+	}
+	memcpy(cp, op, head);
+	cp->buf = buf;
+	cp->ubio = NULL;
+	cp->f = NULL;
+	for (unsigned i = 0; i < op->npc; i++) {
+		if (!op->pc[i].fetched)
+			continue;
+		memcpy(cp->buf + op->pc[i].off, op->buf + op->pc[i].off,
+		       op->pc[i].len);
+		op->pc[i].fetched = false;
+	}
+	pf_sc_store(t, cp);
+}
+
+void pf_sc_lease_release(struct sc *t, memcached_st *mc,
+			 const struct sc_pc *pc)
+{
+	char lease[PF_SC_KEY_TEXT + 1];
+	memcached_return_t rc;
+
+	memcpy(lease, pc->text, sizeof(lease));
+	lease[0] = 'L';
+	rc = memcached_delete_by_key(mc, pc->text, PF_SC_KEY_TEXT, lease,
+				     PF_SC_KEY_TEXT, 0);
+	pf_sc_mc_answer(t, pf_sc_mc_server(t, mc, pc->text), rc);
+	if (rc == MEMCACHED_SUCCESS)
+		atomic_fetch_add(&t->st.leases_released, 1);
+	else
+		pf_sc_mc_error(t, mc, rc, "lease release");
+}
+
 /* Seals and stores @op's pieces read from the store, frees @op. */
 static void store_op(struct sc *t, struct sc_op *op)
 {
@@ -92,7 +146,10 @@ static void store_op(struct sc *t, struct sc_op *op)
 		} else {
 			pf_sc_mc_error(t, t->wmc, rc, "store");
 		}
-
+		/* (stored or not: a lease outliving its value would keep
+		 * the nodes missing it waiting) */
+		if (pc->leased)
+			pf_sc_lease_release(t, t->wmc, pc);
 	}
 	pf_sc_op_free(op);
 }
