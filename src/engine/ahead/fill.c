@@ -668,8 +668,9 @@ static size_t fill_ahead(const struct pf_engine *e)
 }
 
 /* Under the lock: the peers' files are the fill's to read once its own
- * are planned and every file is open (or too many are left); whether
- * they were moved. */
+ * are planned and every file is open and held (or too many are left);
+ * whether they were moved.  (The last open's pf_fill_work() call moves
+ * them when nothing else does.) */
 static bool fill_peers_turn(struct pf_engine *e)
 {
 	struct fill *fl = e->fill;
@@ -677,7 +678,8 @@ static bool fill_peers_turn(struct pf_engine *e)
 	size_t c = fl->cpend;
 
 	if (!fl->npeer || fl->npend ||
-	    (fl->next < fl->list.n && fl->npeer < PEER_AHEAD * fill_ahead(e)))
+	    ((fl->next < fl->list.n || fl->opening) &&
+	     fl->npeer < PEER_AHEAD * fill_ahead(e)))
 		return false;
 	fl->pend = fl->peer;
 	fl->cpend = fl->cpeer;
@@ -922,6 +924,17 @@ bool pf_fill_work(struct pf_engine *e)
 	}
 	if (fl->single || fl->next >= fl->list.n ||
 	    (fl->through && fl->planned >= fl->limit)) {
+		/* every file open: the peers' turn, once its own are
+		 * planned */
+		if (!fl->opening && !fl->npend && fl->npeer) {
+			struct deferred later = { 0 };
+
+			pf_fill_plan(e, &later);
+			pthread_mutex_unlock(&e->lock);
+			pf_fetch_deferred_run(e, &later);
+			pthread_mutex_lock(&e->lock);
+			return true;
+		}
 		/* done once its last bytes are in (with a disk tier: on
 		 * disk) */
 		if (!fl->opening && !fl->npend && !fl->npeer &&
