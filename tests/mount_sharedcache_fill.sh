@@ -20,16 +20,7 @@ N=300
 FSIZE=$((64 << 10))
 SRC=$WORK/src
 python3 "$TOP/bench/mktree.py" "$SRC/tree" $N 64K >/dev/null || { fail "mktree"; finish; }
-MCS=()
-for a in 2 3 4; do
-	memcached_start 127.0.0.$a >/dev/null || { fail "memcached $a"; finish; }
-	MCS+=("$MC_SERVER")
-done
-LIST=$(IFS=,; echo "${MCS[*]}")
-nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
-delayproxy_start "127.0.0.1:$NGINX_PORT" 20 $((64 << 20)) >/dev/null || { fail "delayproxy"; finish; }
-SECRET=$WORK/secret
-tier_secret "$SECRET"
+tier_nodes_start "$SRC" 3 20
 
 for i in 0 1 2; do
 	pf_mount_ready "$DELAY_URL/" "$WORK/n$i" -o "max_memory=64M,shared_cache=$LIST,shared_secret=$SECRET,shared_self=${MCS[$i]},shared_timeout=500" >/dev/null ||

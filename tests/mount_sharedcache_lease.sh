@@ -21,16 +21,7 @@ SIZE=$((32 << 20))
 mkfile "$SRC/shared.bin" $SIZE
 mkfile "$SRC/again.bin" $SIZE
 
-MCS=()
-for a in 2 3 4; do
-	memcached_start 127.0.0.$a >/dev/null || { fail "memcached $a"; finish; }
-	MCS+=("$MC_SERVER")
-done
-LIST=$(IFS=,; echo "${MCS[*]}")
-nginx_start "$SRC" >/dev/null || { fail "nginx"; finish; }
-delayproxy_start "127.0.0.1:$NGINX_PORT" 50 $((64 << 20)) >/dev/null || { fail "delayproxy"; finish; }
-SECRET=$WORK/secret
-tier_secret "$SECRET"
+tier_nodes_start "$SRC" 3 50
 
 # origin_bytes FILE: bytes nginx sent of FILE's data so far
 origin_bytes() {

@@ -55,6 +55,10 @@
 #   memcached_restart DIR
 #       stop the memcached of DIR (its MC_DIR) and start it again on the
 #       same address and port, empty; sets MC_PID
+#   tier_nodes_start DIR N MS
+#       the servers of a shared-tier test of N nodes: memcached on
+#       127.0.0.2 on (MCS, LIST), nginx serving DIR behind delayproxy (MS
+#       ms, 64 MiB/s: DELAY_URL), a secret (SECRET); a failure ends the test
 #   mc_cmd ADDR:PORT COMMAND...
 #       send COMMANDs (text protocol, each ended with CRLF) and print the
 #       answer; "mc_cmd S stats" ends at END
@@ -235,6 +239,26 @@ MEMCACHED_BIN=${MEMCACHED_BIN:-/usr/bin/memcached}
 # tier_secret FILE: 32 random bytes in FILE, mode 0600: a shared_secret
 tier_secret() {
 	head -c 32 /dev/urandom >"$1" && chmod 600 "$1"
+}
+
+# tier_nodes_start DIR N MS: the servers of a shared-tier test of N nodes:
+# N memcached servers on 127.0.0.2 on (MCS; LIST, their list), nginx
+# serving DIR behind bench/delayproxy (MS ms before each first byte, 64
+# MiB/s a connection: DELAY_URL) and a secret (SECRET).  A server that
+# does not start is a check failed, and the test ends.
+tier_nodes_start() {
+	local a
+	MCS=()
+	for ((a = 2; a < $2 + 2; a++)); do
+		memcached_start 127.0.0.$a >/dev/null || { fail "memcached $a"; finish; }
+		MCS+=("$MC_SERVER")
+	done
+	LIST=$(IFS=,; echo "${MCS[*]}")
+	nginx_start "$1" >/dev/null || { fail "nginx"; finish; }
+	delayproxy_start "127.0.0.1:$NGINX_PORT" "$3" $((64 << 20)) >/dev/null ||
+		{ fail "delayproxy"; finish; }
+	SECRET=$WORK/secret
+	tier_secret "$SECRET"
 }
 
 # _srv_free_port_on ADDR: a TCP port of ADDR nobody listens on right now
