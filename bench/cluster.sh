@@ -450,7 +450,7 @@ for r in range(n):
         sc = json.load(open(os.path.join(work, "s.%s.%d.%d.json" % (s, n, r))))["transport"]["shared_cache"]
     except (OSError, ValueError, KeyError):
         continue
-    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped", "timeouts", "slow_ejections", "aside_pieces", "hits", "hit_ns", "misses", "miss_ns", "mgets", "mget_keys"):
+    for k in ("pieces_hit", "pieces_missed", "fill_waited", "fill_timed_out", "leases_won", "leases_waited", "leases_timed_out", "dropped", "errors", "ejections", "server_failures", "store_dropped", "timeouts", "slow_ejections", "aside_pieces", "staging_waits", "bypassed", "leases_released", "hits", "hit_ns", "misses", "miss_ns", "mgets", "mget_keys"):
         tot[k] = tot.get(k, 0) + sc.get(k, 0)
 extra = []
 if tot.get("hits"):
