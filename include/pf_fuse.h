@@ -66,6 +66,17 @@ void pf_fuse_push(void *arg, uint64_t ino, const char *path, uint64_t off,
 int pf_fuse_block_signals(void);
 int pf_fuse_signals_start(struct pf_fs *fs);
 void pf_fuse_signals_stop(void);
+/*
+ * A thread that calls @fn(@arg) once when session @se has ended (the
+ * mount gone, or a signal), within 20 ms, while the session loop may still
+ * be joining workers busy with a slow source: a cache_dir's lock then says
+ * "exiting" at once, and a mount of it right after the unmount waits for
+ * this daemon instead of being refused.  pf_fuse_exit_watch_stop() joins
+ * it, after the loop returned.
+ */
+int pf_fuse_exit_watch_start(struct fuse_session *se, void (*fn)(void *arg),
+			     void *arg);
+void pf_fuse_exit_watch_stop(void);
 
 /* The low-level operations; userdata is a struct pf_fs. */
 extern const struct fuse_lowlevel_ops pf_fuse_ops;

@@ -1,7 +1,9 @@
 /*
  * fuse_signals.c - the daemon's shutdown on SIGTERM, SIGINT and SIGHUP:
  * a thread (pf-signals) that waits for them, stops the engine's pusher
- * and ends the session loop (see pf_fuse.h).
+ * and ends the session loop (see pf_fuse.h); and a thread (pf-exitwatch)
+ * that tells the moment the session ended, before the loop has joined
+ * its workers.
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -104,4 +106,64 @@ void pf_fuse_signals_stop(void)
 	pthread_kill(sigctl.tid, SIGTERM);
 	pthread_join(sigctl.tid, NULL);
 	sigctl.started = false;
+}
+
+/* ---- the session's end, as it happens ----------------------------------- */
+
+#define EXIT_WATCH_MS 20
+
+static struct {
+	pthread_t tid;
+	struct fuse_session *se;
+	void (*fn)(void *arg);
+	void *arg;
+	atomic_bool stop;
+	bool started;
+} exitw;
+
+/*
+ * The session ends when a worker reads ENODEV from /dev/fuse (the mount is
+ * gone) or a signal ends it; the loop then joins its workers, and a worker
+ * in a request to a slow source (a LOOKUP of a 1.5 s slowfs) holds it up.
+ * Looking at the flag every EXIT_WATCH_MS tells it within that.
+ */
+static void *exit_watch(void *unused)
+{
+	struct timespec tick = { .tv_nsec = EXIT_WATCH_MS * 1000000L };
+
+	(void)unused;
+	while (!atomic_load(&exitw.stop)) {
+		if (fuse_session_exited(exitw.se)) {
+			exitw.fn(exitw.arg);
+			break;
+		}
+		nanosleep(&tick, NULL);
+	}
+	return NULL;
+}
+
+int pf_fuse_exit_watch_start(struct fuse_session *se, void (*fn)(void *arg),
+			     void *arg)
+{
+	int ret;
+
+	exitw.se = se;
+	exitw.fn = fn;
+	exitw.arg = arg;
+	atomic_store(&exitw.stop, false);
+	ret = -pthread_create(&exitw.tid, NULL, exit_watch, NULL);
+	if (ret == 0) {
+		pthread_setname_np(exitw.tid, "pf-exitwatch");
+		exitw.started = true;
+	}
+	return ret;
+}
+
+void pf_fuse_exit_watch_stop(void)
+{
+	if (!exitw.started)
+		return;
+	atomic_store(&exitw.stop, true);
+	pthread_join(exitw.tid, NULL);
+	exitw.started = false;
 }

@@ -839,6 +839,12 @@ static int start_up(struct daemon *d, const char *argv0)
 	return 0;
 }
 
+/* The session ended: a mount of the same cache_dir waits for this one. */
+static void cache_exiting(void *be)
+{
+	pf_diskcache_backend_exiting(be);
+}
+
 /* Detaches (unless -f), then serves the session until it ends. */
 static void serve(struct daemon *d, int argc, char **argv)
 {
@@ -881,9 +887,14 @@ static void serve(struct daemon *d, int argc, char **argv)
 		fuse_loop_cfg_destroy(lcfg);
 		return;
 	}
+	/* the mount gone, a mount of the same cache_dir waits for this
+	 * daemon to exit rather than be refused: said as the session ends */
+	if (o->cache_dir[0] &&
+	    pf_fuse_exit_watch_start(d->se, cache_exiting, d->be) < 0)
+		pf_warn("cannot start the exit watch: a mount of %s right "
+			"after this one's unmount may be refused", o->cache_dir);
 	ret = fuse_session_loop_mt(d->se, lcfg);
-	/* the mount is gone: a mount of the same cache_dir now waits for
-	 * this daemon to exit rather than be refused */
+	pf_fuse_exit_watch_stop();
 	if (o->cache_dir[0])
 		pf_diskcache_backend_exiting(d->be);
 	pf_fuse_signals_stop();
