@@ -636,8 +636,6 @@ void pf_fill_random_file(struct pf_engine *e, struct pf_efile *f,
 	pf_fill_hold(e, f, later);
 }
 
-/* Under the lock: @f, opened for the fill (an open and a reference are
- * the fill's), is held and read whole. */
 /*
  * Under the lock: whether the fill leaves @f to the peers' fills for now.
  * Nodes sharing a tier each read from the store what its placement puts
@@ -690,6 +688,8 @@ static bool fill_peers_turn(struct pf_engine *e)
 	return true;
 }
 
+/* Under the lock: @f, opened for the fill (an open and a reference are
+ * the fill's), is held and read whole. */
 void pf_fill_hold(struct pf_engine *e, struct pf_efile *f,
 		  struct deferred *later)
 {
