@@ -108,8 +108,7 @@ static bool sc_peer_fills(struct pf_backend *be, struct pf_bfile *bf,
 		uint8_t key[PF_SC_KEY_BYTES];
 		char text[PF_SC_KEY_TEXT + 1];
 
-		pf_sc_piece_key(&t->keys, &f->fid, p, key);
-		pf_sc_key_text(key, 'D', text);
+		sc_piece_text(t, &f->fid, p, key, text);
 		if (!pf_sc_peer_fills(t, pf_sc_owner(t, text), now))
 			return false;
 	}

@@ -41,6 +41,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include <libmemcached/memcached.h>
@@ -293,6 +294,35 @@ static inline void sc_append(struct sc_op **head, struct sc_op **tail,
 	else
 		*head = op;
 	*tail = op;
+}
+
+/* Piece @piece of @fid: its key, and its value's key text ("D", hex). */
+static inline void sc_piece_text(const struct sc *t,
+				 const struct pf_sc_fid *fid, uint64_t piece,
+				 uint8_t key[PF_SC_KEY_BYTES],
+				 char text[PF_SC_KEY_TEXT + 1])
+{
+	pf_sc_piece_key(&t->keys, fid, piece, key);
+	pf_sc_key_text(key, 'D', text);
+}
+
+/* @op's piece @i named (its key and text), once. */
+static inline void sc_pc_name(const struct sc *t, struct sc_op *op,
+			      unsigned i)
+{
+	struct sc_pc *pc = &op->pc[i];
+
+	if (!pc->text[0])
+		sc_piece_text(t, &op->fid, op->p0 + i, pc->key, pc->text);
+}
+
+/* The key text of the lease of the piece whose value is @text: "L" and
+ * the same hex. */
+static inline void sc_lease_text(const char *text,
+				 char lease[PF_SC_KEY_TEXT + 1])
+{
+	memcpy(lease, text, PF_SC_KEY_TEXT + 1);
+	lease[0] = 'L';
 }
 
 /* ---- sharedcache_servers.c ---- */

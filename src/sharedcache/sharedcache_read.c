@@ -583,8 +583,7 @@ static memcached_return_t lease_add(struct sc_look *lk, struct sc_pc *pc)
 	time_t ttl = (time_t)(LEASE_HOLD * t->lease_ms / 1000 + 2);
 	memcached_return_t rc;
 
-	memcpy(lease, pc->text, sizeof(lease));
-	lease[0] = 'L';
+	sc_lease_text(pc->text, lease);
 	rc = memcached_add_by_key(lk->mc, pc->text, PF_SC_KEY_TEXT, lease,
 				  PF_SC_KEY_TEXT, "1", 1, ttl, 0);
 	pf_sc_mc_answer(t, pf_sc_mc_server(t, lk->mc, pc->text), rc);
@@ -790,11 +789,7 @@ static void look_batch(struct sc_look *lk, struct sc_op *batch)
 
 			if (pc->state == PC_HAVE || pc->state == PC_FETCH)
 				continue;
-			if (!pc->text[0]) {
-				pf_sc_piece_key(&t->keys, &op->fid,
-						op->p0 + i, pc->key);
-				pf_sc_key_text(pc->key, 'D', pc->text);
-			}
+			sc_pc_name(t, op, i);
 			srv = pf_sc_mc_server(t, lk->mc, pc->text);
 			if (pf_sc_aside(t, srv, now)) {
 				/* its server is set aside: the store, now */

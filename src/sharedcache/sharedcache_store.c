@@ -99,8 +99,7 @@ void pf_sc_lease_release(struct sc *t, memcached_st *mc,
 	char lease[PF_SC_KEY_TEXT + 1];
 	memcached_return_t rc;
 
-	memcpy(lease, pc->text, sizeof(lease));
-	lease[0] = 'L';
+	sc_lease_text(pc->text, lease);
 	rc = memcached_delete_by_key(mc, pc->text, PF_SC_KEY_TEXT, lease,
 				     PF_SC_KEY_TEXT, 0);
 	pf_sc_mc_answer(t, pf_sc_mc_server(t, mc, pc->text), rc);
@@ -121,11 +120,7 @@ static void store_op(struct sc *t, struct sc_op *op)
 
 		if (!pc->fetched)
 			continue;
-		if (!pc->text[0]) {
-			pf_sc_piece_key(&t->keys, &op->fid, op->p0 + i,
-					pc->key);
-			pf_sc_key_text(pc->key, 'D', pc->text);
-		}
+		sc_pc_name(t, op, i);
 		srv = pf_sc_mc_server(t, t->wmc, pc->text);
 		if (pf_sc_aside(t, srv, pf_now_ns())) {
 			atomic_fetch_add(&t->st.aside_pieces, 1);
