@@ -616,6 +616,14 @@ static uint32_t victim(struct pf_dc *dc, bool fill)
 	return NIL;
 }
 
+/* Under dc->lock: the disk is full; no free slot is used any more (the
+ * capacity shrinks to what the disk holds: pf_dc_full()). */
+static void no_new_slots(struct pf_dc *dc)
+{
+	dc->no_new = true;
+	dc->nfree = 0;
+}
+
 int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 		  uint64_t blk, uint32_t len, unsigned flags)
 {
@@ -642,8 +650,7 @@ int pf_dc_reserve(struct pf_dc *dc, const struct pf_dc_key *key,
 	}
 	if (room < 0) {
 		/* the disk is full: as after a write that failed so */
-		dc->no_new = true;
-		dc->nfree = 0;
+		no_new_slots(dc);
 		dc->st.rejected++;
 		ret = -ENOSPC;
 		goto out;
@@ -735,8 +742,7 @@ void pf_dc_drop(struct pf_dc *dc, uint32_t slot)
 void pf_dc_shrink(struct pf_dc *dc)
 {
 	pthread_mutex_lock(&dc->lock);
-	dc->no_new = true;
-	dc->nfree = 0;
+	no_new_slots(dc);
 	pthread_mutex_unlock(&dc->lock);
 }
 
