@@ -72,11 +72,14 @@ check "leases: each piece read under a lease or after a wait ran out ($won + $la
 # for nothing.  The servers hold no lease once the pieces are stored; the
 # pieces' values deleted (an eviction), a fourth mount reads the file at
 # once from the origin, waiting for no lease.
-# mc_keys KIND: the keys of KIND (D: values, L: leases) on the three servers
+# mc_keys KIND [SERVER...]: the keys of KIND (D: values, L: leases) on the
+# SERVERs (all three if none)
 mc_keys() {
-	local m
-	for m in "${MCS[@]}"; do
-		mc_cmd "$m" "lru_crawler metadump all" | grep -o "key=$1[0-9a-f]*"
+	local kind=$1 m
+	shift
+	[ $# -gt 0 ] || set -- "${MCS[@]}"
+	for m in "$@"; do
+		mc_cmd "$m" "lru_crawler metadump all" | grep -o "key=$kind[0-9a-f]*"
 	done | sed 's/^key=//'
 }
 released=false
@@ -87,7 +90,7 @@ for ((k = 0; k < 50; k++)); do
 done
 check "leases: released once their pieces are stored ($(sum "sc['leases_released']") released, $(mc_keys L | wc -l) left)" $released
 for m in "${MCS[@]}"; do
-	for k in $(mc_cmd "$m" "lru_crawler metadump all" | grep -o 'key=D[0-9a-f]*' | sed 's/^key=//'); do
+	for k in $(mc_keys D "$m"); do
 		mc_cmd "$m" "delete $k" >/dev/null
 	done
 done
