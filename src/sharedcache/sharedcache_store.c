@@ -9,12 +9,13 @@
  * it (epochs at 68 % data wait in bench/cluster.sh's tier_hints, N = 1).
  * Released, a node whose miss came just before the store and its lease's
  * add just after the delete would read the piece again: a node that wins
- * a lease looks the piece up once more (sharedcache_read.c's decide()).
- * The queue is bounded
- * in bytes (cfg->queue): a read finding it full is not stored (counted
- * store_dropped), never waited for, unless it holds pieces this node took
- * the lease of, which other nodes wait for (their staging bounds them).  Once a second the writer probes every
- * server (a get of a key nobody stores, on a client of that server alone)
+ * a lease looks the piece up once more (sharedcache_read.c's
+ * lease_won()).  The queue is bounded in bytes (cfg->queue): a read
+ * finding it full is not stored (counted store_dropped), never waited
+ * for, unless it holds pieces this node took the lease of, which other
+ * nodes wait for (their staging bounds them).  Once a second the writer
+ * probes every server (a get of a key nobody stores, on a client of that
+ * server alone)
  * for the stats' servers_up and the fill's choice of whom to wait for.
  *
  * DESIGN
